@@ -1,0 +1,67 @@
+"""Errors of the annotations package; each renders as one line `FILE:LINE: message (hint: ...)`."""
+
+from __future__ import annotations
+
+import copy
+import unicodedata
+
+_LINE_BREAKING = frozenset({"Cc", "Zl", "Zp"})
+
+
+def one_line(text: str) -> str:
+    """Escape control characters and line/paragraph separators so `text` stays on one line."""
+    if all(unicodedata.category(ch) not in _LINE_BREAKING for ch in text):
+        return text
+    return "".join(_escape_char(ch) for ch in text)
+
+
+def _escape_char(ch: str) -> str:
+    if unicodedata.category(ch) not in _LINE_BREAKING:
+        return ch
+    return ch.encode("unicode_escape").decode("ascii")
+
+
+class AnnotationError(Exception):
+    """A problem in annotation input the user can fix, located at `file`:`line` when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.hint = hint
+
+    def __str__(self) -> str:
+        where = ":".join(part for part in (self.file, _str_or_none(self.line)) if part)
+        text = f"{where}: {self.message}" if where else self.message
+        if self.hint:
+            text = f"{text} (hint: {self.hint})"
+        return one_line(text)
+
+    def located(self, file: str | None = None, line: int | None = None) -> AnnotationError:
+        """A copy of this error (same class) with `file` and/or `line` replaced when given."""
+        moved = copy.copy(self)
+        if file is not None:
+            moved.file = file
+        if line is not None:
+            moved.line = line
+        return moved
+
+
+def _str_or_none(value: int | None) -> str | None:
+    return None if value is None else str(value)
+
+
+class RefSyntaxError(AnnotationError):
+    """A reference string does not follow the reference grammar (see annotations.refs)."""
+
+
+class AnnotationFileError(AnnotationError):
+    """An annotation YAML file or a Markdown article has invalid content or cannot be read."""

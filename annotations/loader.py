@@ -1,0 +1,764 @@
+"""Read annotation YAML files and Markdown articles into claims.
+
+YAML is composed with `yaml.SafeLoader` into nodes and converted here (never constructed into
+Python objects), so every value keeps its line and only plain YAML tags are accepted. Scalars
+given where text is expected are taken exactly as written (``text: yes`` is the text ``yes``).
+
+A file with any error yields no Article; `load_all` reports every error of every file.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from annotations.errors import AnnotationError, AnnotationFileError, RefSyntaxError
+from annotations.model import WAIVABLE_STATUSES, Article, Claim, LoadResult, RefEntry, Waiver
+from annotations.refs import Ref, format_ref, parse_pin, parse_ref
+
+MAX_FILE_BYTES = 2 * 1024 * 1024
+"""Largest file read (2 MiB)."""
+MAX_DEPTH = 20
+"""Deepest YAML nesting, counting every node; the top-level mapping is level 1."""
+MAX_NODES = 100_000
+"""Most YAML nodes (keys included) after expanding aliases; refuses "billion laughs" bombs.
+
+A minimal claim is 8 nodes, so this leaves room for MAX_CLAIMS claims.
+"""
+MAX_CLAIMS = 5_000
+"""Most claims in one file (YAML claims plus, in Markdown, permalink claims)."""
+MAX_LINK_TEXT = 300
+"""Longest text of a claim made from a permalink in a Markdown article, in characters."""
+CLAIM_ID_PATTERN = "^[a-z0-9][a-z0-9-]*$"
+
+TOP_KEYS = ("article", "title", "at", "claims")
+CLAIM_KEYS = ("id", "text", "at", "refs", "waive")
+REF_KEYS = ("ref", "quote", "uses")
+WAIVER_KEYS = ("status", "until", "reason")
+
+_ID_RE = re.compile(CLAIM_ID_PATTERN.strip("^$"))
+_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_YAML_TAG = "tag:yaml.org,2002:"
+_KINDS = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "null": "null",
+    "timestamp": "a date",
+    "seq": "a list",
+    "map": "a mapping",
+}
+_AT_HINT = "'at' takes REPO@VERSION, e.g. vllm@v0.20.0"
+_LINE_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
+_PERMALINK_RE = re.compile(r"https://github\.com/[^/]+/[^/]+/blob/")
+_URL_TRAILING = ".,;:!?*"
+_BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
+_SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
+_MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
+_LINK_RE = re.compile(r"!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+_AUTOLINK_RE = re.compile(r"<(https?://[^>\s]+)>")
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+# -- public API ---------------------------------------------------------------------------------
+
+
+def load_annotation_file(path: Path, display: str | None = None) -> Article:
+    """Read one annotation YAML file; raises AnnotationFileError (the first error found)."""
+    shown = display if display is not None else path.as_posix()
+    return load_annotation_text(_read_text(path, shown), shown)
+
+
+def load_annotation_text(text: str, display: str) -> Article:
+    """Like `load_annotation_file` for text already read; `display` names it in errors."""
+    return _raise_first(_collect_yaml(text, display))
+
+
+def load_markdown_article(path: Path, display: str | None = None) -> Article:
+    """Read one Markdown article (front matter claims and permalink claims)."""
+    shown = display if display is not None else path.as_posix()
+    return load_markdown_text(_read_text(path, shown), shown)
+
+
+def load_markdown_text(text: str, display: str) -> Article:
+    """Like `load_markdown_article` for text already read; `display` is also the default path."""
+    return _raise_first(_collect_markdown(text, display))
+
+
+def load_all(yaml_files: Iterable[Path], markdown_files: Iterable[Path], root: Path) -> LoadResult:
+    """Load every file, collecting every file's errors instead of stopping at the first.
+
+    Display paths (and Markdown articles' default paths) are POSIX paths relative to `root`.
+    """
+    result = LoadResult()
+    jobs = [(path, _collect_yaml) for path in yaml_files]
+    jobs += [(path, _collect_markdown) for path in markdown_files]
+    for path, collect in jobs:
+        display = _display_path(path, root)
+        try:
+            article, errors = collect(_read_text(path, display), display)
+        except AnnotationError as error:
+            article, errors = None, [error]
+        result.errors.extend(errors)
+        if article is not None:
+            result.articles.append(article)
+    return result
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def _display_path(path: Path, root: Path) -> str:
+    for candidate, base in ((path, root), (path.resolve(), root.resolve())):
+        try:
+            return candidate.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return path.as_posix()
+
+
+def _read_text(path: Path, display: str) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        message = f"cannot read file: {error.strerror or error}"
+        raise AnnotationFileError(message, file=display) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise AnnotationFileError(f"file is larger than {MAX_FILE_BYTES} bytes", file=display)
+    return _decode_utf8(data, display)
+
+
+def _decode_utf8(data: bytes, display: str) -> str:
+    """Decode `data` as UTF-8 (dropping a BOM); a bad byte is an error naming its offset."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise AnnotationFileError(
+            f"not valid UTF-8: byte 0x{data[error.start]:02x} at offset {error.start}",
+            file=display,
+            line=line,
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def _raise_first(outcome: tuple[Article | None, list[AnnotationError]]) -> Article:
+    article, errors = outcome
+    if errors:
+        raise errors[0]
+    assert article is not None
+    return article
+
+
+# -- YAML nodes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scalar:
+    line: int
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class _Seq:
+    line: int
+    items: tuple[_Node, ...]
+
+
+@dataclass(frozen=True)
+class _Map:
+    line: int
+    items: dict[str, _Node]
+    key_lines: dict[str, int]
+
+
+_Node = _Scalar | _Seq | _Map
+_Pin = tuple[str, str] | None
+
+
+class _Fatal(Exception):
+    """Stops reading a file: the error is already recorded."""
+
+
+class _TooDeep(Exception):
+    """Raised by the composer at the first node nested deeper than MAX_DEPTH."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+@dataclass
+class _Context:
+    """The file being read and the errors found so far."""
+
+    display: str
+    errors: list[AnnotationError] = field(default_factory=list)
+
+    def error(self, line: int | None, message: str, hint: str | None = None) -> None:
+        self.errors.append(AnnotationFileError(message, file=self.display, line=line, hint=hint))
+
+    def sorted_errors(self) -> list[AnnotationError]:
+        """The errors in line order (stable; errors without a line first)."""
+        return sorted(self.errors, key=lambda error: error.line or 0)
+
+    def fatal(self, line: int | None, message: str, hint: str | None = None) -> _Fatal:
+        self.error(line, message, hint)
+        return _Fatal()
+
+
+class _DepthLimitedLoader(yaml.SafeLoader):
+    """A SafeLoader whose composer refuses nesting deeper than MAX_DEPTH (no RecursionError)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise _TooDeep(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _compose(text: str, ctx: _Context) -> yaml.Node | None:
+    try:
+        return _compose_single(text)
+    except _TooDeep as error:
+        raise ctx.fatal(error.line, _too_deep_message()) from None
+    except yaml.MarkedYAMLError as error:
+        raise ctx.fatal(_mark_line(error), _yaml_message(error)) from None
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, error.position) + 1
+        message = f"invalid YAML: unacceptable character U+{error.character:04X}"
+        raise ctx.fatal(line, message) from None
+    except (yaml.YAMLError, ValueError, RecursionError) as error:
+        raise ctx.fatal(None, f"invalid YAML: {error}") from None
+
+
+def _compose_single(text: str) -> yaml.Node | None:
+    loader = _DepthLimitedLoader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def _too_deep_message() -> str:
+    return f"YAML nesting is deeper than {MAX_DEPTH} levels"
+
+
+def _mark_line(error: yaml.MarkedYAMLError) -> int | None:
+    mark = error.problem_mark or error.context_mark
+    return None if mark is None else mark.line + 1
+
+
+def _yaml_message(error: yaml.MarkedYAMLError) -> str:
+    parts = [part for part in (error.context, error.problem) if part]
+    return "invalid YAML: " + (", ".join(parts) if parts else "unreadable document")
+
+
+class _Converter:
+    """Turns composed nodes into _Node trees, counting nodes as aliases are expanded."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        self.count = 0
+
+    def convert(self, node: yaml.Node, depth: int) -> _Node:
+        line = node.start_mark.line + 1
+        self._count(line, depth)
+        kind = self._kind(node, line)
+        if isinstance(node, yaml.ScalarNode):
+            return _Scalar(line, kind, node.value)
+        if isinstance(node, yaml.SequenceNode):
+            return _Seq(line, tuple(self.convert(item, depth + 1) for item in node.value))
+        return self._mapping(node, line, depth)
+
+    def _count(self, line: int, depth: int) -> None:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise self.ctx.fatal(
+                line,
+                f"more than {MAX_NODES} YAML nodes after expanding aliases",
+                hint="anchors and aliases (&x, *x) must not multiply the document",
+            )
+        if depth > MAX_DEPTH:
+            raise self.ctx.fatal(line, _too_deep_message())
+
+    def _kind(self, node: yaml.Node, line: int) -> str:
+        tag = node.tag or ""
+        short = tag.removeprefix(_YAML_TAG) if tag.startswith(_YAML_TAG) else None
+        if short == "merge":
+            raise self.ctx.fatal(line, "YAML merge keys ('<<') are not supported")
+        if short not in _KINDS:
+            shown = f"!!{short}" if short is not None else tag
+            raise self.ctx.fatal(
+                line, f"unsupported YAML tag '{shown}'", hint="only plain YAML data is read"
+            )
+        return short
+
+    def _mapping(self, node: yaml.MappingNode, line: int, depth: int) -> _Map:
+        items: dict[str, _Node] = {}
+        key_lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = self.convert(key_node, depth + 1)
+            value = self.convert(value_node, depth + 1)
+            if not isinstance(key, _Scalar):
+                self.ctx.error(key.line, "mapping keys must be plain strings")
+            elif key.text in items:
+                first = key_lines[key.text]
+                self.ctx.error(key.line, f"duplicate key '{key.text}' (first at line {first})")
+            else:
+                items[key.text] = value
+                key_lines[key.text] = key.line
+        return _Map(line, items, key_lines)
+
+
+def _parse_tree(text: str, ctx: _Context) -> _Node | None:
+    node = _compose(text, ctx)
+    return None if node is None else _Converter(ctx).convert(node, 1)
+
+
+# -- values -------------------------------------------------------------------------------------
+
+
+def _describe(node: _Node) -> str:
+    if isinstance(node, _Scalar):
+        return _KINDS[node.kind]
+    return "a list" if isinstance(node, _Seq) else "a mapping"
+
+
+def _is_null(node: _Node | None) -> bool:
+    return node is None or (isinstance(node, _Scalar) and node.kind == "null")
+
+
+def _string(node: _Node, what: str, ctx: _Context) -> str | None:
+    """The scalar's text as written; an error (and None) for lists, mappings, null and ''."""
+    if not isinstance(node, _Scalar) or node.kind == "null":
+        ctx.error(node.line, f"{what} must be a string, not {_describe(node)}")
+        return None
+    if not node.text.strip():
+        ctx.error(node.line, f"{what} must not be empty")
+        return None
+    return node.text
+
+
+def _optional_string(mapping: _Map, key: str, what: str, ctx: _Context) -> str | None:
+    node = mapping.items.get(key)
+    return None if node is None or _is_null(node) else _string(node, what, ctx)
+
+
+def _check_keys(mapping: _Map, allowed: tuple[str, ...], where: str, ctx: _Context) -> None:
+    for key, line in mapping.key_lines.items():
+        if key not in allowed:
+            ctx.error(line, f"unknown key '{key}' {where} (allowed: {', '.join(allowed)})")
+
+
+def _pin(mapping: _Map, what: str, ctx: _Context) -> _Pin:
+    text = _optional_string(mapping, "at", what, ctx)
+    if text is None:
+        return None
+    try:
+        return parse_pin(text)
+    except RefSyntaxError as error:
+        ctx.error(mapping.items["at"].line, error.message, hint=_AT_HINT)
+        return None
+
+
+def _date(node: _Node, what: str, ctx: _Context) -> datetime.date | None:
+    text = node.text.strip() if isinstance(node, _Scalar) and node.kind != "null" else None
+    if text is not None and _DATE_RE.fullmatch(text):
+        try:
+            return datetime.date.fromisoformat(text)
+        except ValueError:
+            pass
+    shown = text if text is not None else _describe(node)
+    ctx.error(node.line, f"invalid date '{shown}' for {what}: expected YYYY-MM-DD")
+    return None
+
+
+# -- articles and claims ------------------------------------------------------------------------
+
+
+@dataclass
+class _ClaimScope:
+    """What the claims of one file share."""
+
+    ctx: _Context
+    article: str
+    at: _Pin
+    first_lines: dict[str, int] = field(default_factory=dict)
+
+
+def _collect_yaml(text: str, display: str) -> tuple[Article | None, list[AnnotationError]]:
+    ctx = _Context(display)
+    try:
+        tree = _parse_tree(text, ctx)
+        article = _article(tree, ctx, default_path=None)
+    except _Fatal:
+        article = None
+    return (None if ctx.errors else article), ctx.sorted_errors()
+
+
+def _article(tree: _Node | None, ctx: _Context, default_path: str | None) -> Article:
+    """Build an Article from a top-level mapping; `default_path` set means Markdown front matter."""
+    if tree is None and default_path is not None:
+        return Article(default_path, None, ctx.display, ())
+    if not isinstance(tree, _Map):
+        found = "an empty document" if tree is None else _describe(tree)
+        line = 1 if tree is None else tree.line
+        raise ctx.fatal(line, f"the top level must be a mapping, not {found}")
+    _check_keys(tree, TOP_KEYS, "at top level", ctx)
+    path = _article_path(tree, ctx, default_path)
+    title = _optional_string(tree, "title", "'title'", ctx)
+    scope = _ClaimScope(ctx, path or "", _pin(tree, "'at'", ctx))
+    claims = _claims(tree, scope, required=default_path is None)
+    return Article(path or "", title, ctx.display, claims)
+
+
+def _article_path(tree: _Map, ctx: _Context, default_path: str | None) -> str | None:
+    if default_path is not None:
+        return _optional_string(tree, "article", "'article'", ctx) or default_path
+    if "article" not in tree.items:
+        ctx.error(tree.line, "missing required key 'article' at top level")
+        return None
+    return _string(tree.items["article"], "'article'", ctx)
+
+
+def _claims(tree: _Map, scope: _ClaimScope, required: bool) -> tuple[Claim, ...]:
+    node = tree.items.get("claims")
+    if node is None:
+        if required:
+            scope.ctx.error(tree.line, "missing required key 'claims' at top level")
+        return ()
+    if not isinstance(node, _Seq):
+        scope.ctx.error(node.line, f"'claims' must be a list, not {_describe(node)}")
+        return ()
+    if len(node.items) > MAX_CLAIMS:
+        raise scope.ctx.fatal(node.line, f"too many claims ({len(node.items)}, max {MAX_CLAIMS})")
+    built = (_claim(item, index, scope) for index, item in enumerate(node.items, 1))
+    return tuple(claim for claim in built if claim is not None)
+
+
+def _claim(node: _Node, index: int, scope: _ClaimScope) -> Claim | None:
+    ctx = scope.ctx
+    if not isinstance(node, _Map):
+        ctx.error(node.line, f"claim #{index} must be a mapping, not {_describe(node)}")
+        return None
+    errors_before = len(ctx.errors)
+    claim_id = _claim_id(node, index, scope)
+    label = _claim_label(node, index)
+    _check_keys(node, CLAIM_KEYS, f"in {label}", ctx)
+    text = _claim_text(node, label, ctx)
+    at = _pin(node, f"'at' of {label}", ctx) or scope.at
+    refs = _refs(node, label, at, ctx)
+    waivers = _waivers(node, label, ctx)
+    if len(ctx.errors) > errors_before or claim_id is None or text is None:
+        return None
+    at_text = f"{at[0]}@{at[1]}" if at else None
+    return Claim(scope.article, claim_id, text, at_text, refs, waivers, ctx.display, node.line)
+
+
+def _claim_label(node: _Map, index: int) -> str:
+    id_node = node.items.get("id")
+    if isinstance(id_node, _Scalar) and id_node.kind != "null" and id_node.text.strip():
+        return f"claim '{id_node.text}'"
+    return f"claim #{index}"
+
+
+def _claim_id(node: _Map, index: int, scope: _ClaimScope) -> str | None:
+    id_node = node.items.get("id")
+    if id_node is None:
+        scope.ctx.error(node.line, f"claim #{index} is missing 'id'")
+        return None
+    claim_id = _string(id_node, f"'id' of claim #{index}", scope.ctx)
+    if claim_id is None:
+        return None
+    if not _ID_RE.fullmatch(claim_id):
+        message = f"invalid claim id '{claim_id}': must match {CLAIM_ID_PATTERN}"
+        scope.ctx.error(id_node.line, message)
+        return None
+    return _register_id(claim_id, node.line, scope)
+
+
+def _register_id(claim_id: str, line: int, scope: _ClaimScope) -> str | None:
+    if claim_id in scope.first_lines:
+        first = scope.first_lines[claim_id]
+        scope.ctx.error(line, f"duplicate claim id '{claim_id}' (first defined at line {first})")
+        return None
+    scope.first_lines[claim_id] = line
+    return claim_id
+
+
+def _claim_text(node: _Map, label: str, ctx: _Context) -> str | None:
+    if "text" not in node.items:
+        ctx.error(node.line, f"{label} is missing 'text'")
+        return None
+    return _string(node.items["text"], f"'text' of {label}", ctx)
+
+
+def _refs(node: _Map, label: str, at: _Pin, ctx: _Context) -> tuple[RefEntry, ...]:
+    refs = node.items.get("refs")
+    if _is_null(refs) or (isinstance(refs, _Seq) and not refs.items):
+        ctx.error(node.line if refs is None else refs.line, f"{label} has no refs")
+        return ()
+    if not isinstance(refs, _Seq):
+        ctx.error(refs.line, f"'refs' of {label} must be a list, not {_describe(refs)}")
+        return ()
+    built = (_ref_entry(item, label, at, ctx) for item in refs.items)
+    return tuple(entry for entry in built if entry is not None)
+
+
+def _ref_entry(node: _Node, label: str, at: _Pin, ctx: _Context) -> RefEntry | None:
+    if isinstance(node, _Scalar) and node.kind != "null":
+        ref = _parse_ref_at(node.text, node.line, at, ctx)
+        return None if ref is None else RefEntry(node.text, ref, node.line)
+    if isinstance(node, _Map):
+        return _ref_mapping(node, label, at, ctx)
+    found = _describe(node)
+    ctx.error(node.line, f"each ref of {label} must be a string or a mapping, not {found}")
+    return None
+
+
+def _ref_mapping(node: _Map, label: str, at: _Pin, ctx: _Context) -> RefEntry | None:
+    _check_keys(node, REF_KEYS, f"in a ref of {label}", ctx)
+    if "ref" not in node.items:
+        ctx.error(node.line, f"a ref of {label} is missing 'ref'")
+        return None
+    ref_node = node.items["ref"]
+    text = _string(ref_node, f"'ref' of a ref of {label}", ctx)
+    ref = None if text is None else _parse_ref_at(text, ref_node.line, at, ctx)
+    quote = _optional_string(node, "quote", f"'quote' of a ref of {label}", ctx)
+    uses = _uses(node.items.get("uses"), label, at, ctx)
+    if ref is None or text is None or uses is None:
+        return None
+    return RefEntry(text, ref, ref_node.line, quote, uses)
+
+
+def _uses(node: _Node | None, label: str, at: _Pin, ctx: _Context) -> tuple[str, ...] | None:
+    if _is_null(node):
+        return ()
+    if not isinstance(node, _Seq):
+        ctx.error(node.line, f"'uses' of a ref of {label} must be a list, not {_describe(node)}")
+        return None
+    texts = [_string(item, f"each entry of 'uses' of {label}", ctx) for item in node.items]
+    refs = [
+        None if text is None else _parse_ref_at(text, item.line, at, ctx)
+        for text, item in zip(texts, node.items, strict=True)
+    ]
+    if any(ref is None for ref in refs):
+        return None
+    return tuple(format_ref(ref) for ref in refs if ref is not None)
+
+
+def _parse_ref_at(text: str, line: int, at: _Pin, ctx: _Context) -> Ref | None:
+    try:
+        ref = parse_ref(text)
+    except RefSyntaxError as error:
+        ctx.error(line, error.message, hint=error.hint)
+        return None
+    return ref.with_pin(*at) if at else ref
+
+
+def _waivers(node: _Map, label: str, ctx: _Context) -> tuple[Waiver, ...]:
+    waive = node.items.get("waive")
+    if _is_null(waive):
+        return ()
+    if not isinstance(waive, _Seq):
+        ctx.error(waive.line, f"'waive' of {label} must be a list, not {_describe(waive)}")
+        return ()
+    built = (_waiver(item, label, ctx) for item in waive.items)
+    return tuple(waiver for waiver in built if waiver is not None)
+
+
+def _waiver(node: _Node, label: str, ctx: _Context) -> Waiver | None:
+    if not isinstance(node, _Map):
+        ctx.error(node.line, f"each waiver of {label} must be a mapping, not {_describe(node)}")
+        return None
+    _check_keys(node, WAIVER_KEYS, f"in a waiver of {label}", ctx)
+    missing = [key for key in WAIVER_KEYS if key not in node.items]
+    for key in missing:
+        ctx.error(node.line, f"a waiver of {label} is missing '{key}'")
+    if missing:
+        return None
+    status = _waiver_status(node.items["status"], label, ctx)
+    until = _date(node.items["until"], f"'until' of a waiver of {label}", ctx)
+    reason = _string(node.items["reason"], f"'reason' of a waiver of {label}", ctx)
+    if status is None or until is None or reason is None:
+        return None
+    return Waiver(status, until, reason, node.line)
+
+
+def _waiver_status(node: _Node, label: str, ctx: _Context) -> str | None:
+    status = _string(node, f"'status' of a waiver of {label}", ctx)
+    if status is not None and status not in WAIVABLE_STATUSES:
+        allowed = ", ".join(WAIVABLE_STATUSES)
+        ctx.error(node.line, f"unknown waiver status '{status}' (allowed: {allowed})")
+        return None
+    return status
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+
+def _collect_markdown(text: str, display: str) -> tuple[Article | None, list[AnnotationError]]:
+    ctx = _Context(display)
+    lines = _LINE_BREAK_RE.split(text)
+    try:
+        front, body_start = _front_matter(lines, ctx)
+        article = _article(front, ctx, default_path=display)
+        links = _link_claims(lines, body_start, article.path, ctx)
+        claims = _merge_claims(article.claims, links, ctx)
+    except _Fatal:
+        return None, ctx.sorted_errors()
+    if ctx.errors:
+        return None, ctx.sorted_errors()
+    return Article(article.path, article.title, display, claims), []
+
+
+def _front_matter(lines: list[str], ctx: _Context) -> tuple[_Node | None, int]:
+    """The front matter's tree (None when absent or empty) and the index of the body's line."""
+    if lines[0].rstrip() != "---":
+        return None, 0
+    close = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
+    if close is None:
+        raise ctx.fatal(1, "front matter opened on line 1 is not closed", hint="end it with '---'")
+    # A leading empty line keeps YAML's line numbers equal to the file's.
+    return _parse_tree("\n" + "\n".join(lines[1:close]), ctx), close + 1
+
+
+def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> tuple[Claim, ...]:
+    first_lines = {claim.claim_id: claim.line for claim in own}
+    for claim in links:
+        if claim.claim_id in first_lines:
+            first = first_lines[claim.claim_id]
+            ctx.error(
+                claim.line,
+                f"duplicate claim id '{claim.claim_id}' (first defined at line {first})",
+            )
+    total = len(own) + len(links)
+    if total > MAX_CLAIMS:
+        raise ctx.fatal(None, f"too many claims ({total}, max {MAX_CLAIMS})")
+    return own + tuple(links)
+
+
+def _link_claims(lines: list[str], body_start: int, article: str, ctx: _Context) -> list[Claim]:
+    claims: list[Claim] = []
+    seen: dict[str, int] = {}
+    for index in range(body_start, len(lines)):
+        for url in find_permalinks(lines[index]):
+            seen[url] = seen.get(url, 0) + 1
+            claim = _link_claim(lines, index, body_start, url, seen[url], article, ctx)
+            if claim is not None:
+                claims.append(claim)
+            if len(claims) > MAX_CLAIMS:
+                raise ctx.fatal(index + 1, f"too many claims (more than {MAX_CLAIMS})")
+    return claims
+
+
+def find_permalinks(line: str) -> list[str]:
+    """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed."""
+    urls = (match.group(0).rstrip(_URL_TRAILING) for match in _URL_RE.finditer(line))
+    return [url for url in urls if _PERMALINK_RE.match(url)]
+
+
+def link_claim_id(article: str, url: str, occurrence: int = 1) -> str:
+    """Stable id of the claim made from `url` in `article`: ``link-`` + 10 hex of sha1."""
+    digest = hashlib.sha1(f"{article}\n{url}".encode()).hexdigest()[:10]
+    return f"link-{digest}" if occurrence == 1 else f"link-{digest}-{occurrence}"
+
+
+def _link_claim(
+    lines: list[str],
+    index: int,
+    body_start: int,
+    url: str,
+    occurrence: int,
+    article: str,
+    ctx: _Context,
+) -> Claim | None:
+    line = index + 1
+    try:
+        ref = parse_ref(url)
+    except RefSyntaxError as error:
+        ctx.error(line, error.message, hint=error.hint)
+        return None
+    text = _link_text(lines, index, body_start, url)
+    entry = RefEntry(url, ref, line)
+    claim_id = link_claim_id(article, url, occurrence)
+    return Claim(article, claim_id, text, None, (entry,), (), ctx.display, line)
+
+
+def _link_text(lines: list[str], index: int, first: int, url: str) -> str:
+    """The text around the link on line `index`: its paragraph, or else its sentence."""
+    start, end = _paragraph(lines, index, first)
+    paragraph = _join_lines([_MARKER_RE.sub("", line.strip()) for line in lines[start : end + 1]])
+    reduced = _reduce_links(paragraph).strip()
+    if len(reduced) <= MAX_LINK_TEXT:
+        return reduced
+    sentence = _sentence_with(paragraph, url)
+    reduced = _reduce_links(sentence).strip()
+    return reduced if len(reduced) <= MAX_LINK_TEXT else reduced[: MAX_LINK_TEXT - 1] + "…"
+
+
+def _paragraph(lines: list[str], index: int, first: int) -> tuple[int, int]:
+    start = index
+    while start > first and not _starts_block(lines, start):
+        start -= 1
+    end = index
+    while end + 1 < len(lines) and not _starts_block(lines, end + 1):
+        end += 1
+    return start, end
+
+
+def _starts_block(lines: list[str], index: int) -> bool:
+    """True when line `index` does not continue the paragraph of the line before it."""
+    line, previous = lines[index], lines[index - 1]
+    return (
+        not line.strip()
+        or not previous.strip()
+        or _BLOCK_START_RE.match(line) is not None
+        or _SINGLE_LINE_BLOCK_RE.match(previous) is not None
+    )
+
+
+def _join_lines(parts: list[str]) -> str:
+    """Join wrapped lines with a space, or with nothing between two wide (CJK) characters."""
+    text = parts[0]
+    for part in parts[1:]:
+        wide = text and part and _is_wide(text[-1]) and _is_wide(part[0])
+        text += part if wide else " " + part
+    return text
+
+
+def _is_wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _reduce_links(text: str) -> str:
+    return _AUTOLINK_RE.sub(r"\1", _LINK_RE.sub(r"\1", text))
+
+
+def _sentence_with(paragraph: str, url: str) -> str:
+    position = max(paragraph.find(url), 0)
+    start = 0
+    for boundary in _SENTENCE_END_RE.finditer(paragraph):
+        if position < boundary.start():
+            return paragraph[start : boundary.start()]
+        start = boundary.end()
+    return paragraph[start:]

@@ -1,0 +1,81 @@
+"""Claims read from annotation files and Markdown articles."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from annotations.errors import AnnotationError
+from annotations.refs import Ref
+
+WAIVABLE_STATUSES: tuple[str, ...] = (
+    "changed",
+    "moved",
+    "removed",
+    "quote-missing",
+    "broken",
+    "relation-missing",
+    "unindexed",
+)
+"""Statuses a claim's waiver may accept until its date."""
+
+
+@dataclass(frozen=True)
+class RefEntry:
+    """One ref of a claim: `text` as written, `ref` parsed (and pinned by the claim's `at`).
+
+    `uses` holds the canonical text of each ref listed under ``uses:``, pinned like `ref`.
+    `line` is the 1-based line of the ref in its source file.
+    """
+
+    text: str
+    ref: Ref
+    line: int
+    quote: str | None = None
+    uses: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """Accept `status` for a claim until (and including) the date `until`."""
+
+    status: str
+    until: datetime.date
+    reason: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of an article and the source refs backing it.
+
+    `at` is the claim's effective default pin (its own ``at`` or else its file's), or None.
+    `line` is the 1-based line of the claim in `source_file`.
+    """
+
+    article: str
+    claim_id: str
+    text: str
+    at: str | None
+    refs: tuple[RefEntry, ...]
+    waivers: tuple[Waiver, ...]
+    source_file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Article:
+    """An article (path or URL) and its claims, read from `source_file`."""
+
+    path: str
+    title: str | None
+    source_file: str
+    claims: tuple[Claim, ...]
+
+
+@dataclass
+class LoadResult:
+    """Articles that loaded without error, and every error of the files that did not."""
+
+    articles: list[Article] = field(default_factory=list)
+    errors: list[AnnotationError] = field(default_factory=list)

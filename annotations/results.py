@@ -1,0 +1,82 @@
+"""What ``annotate check`` finds: one result per ref of every claim, and a summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Status(str, Enum):
+    """A ref's state at the target version, from best to worst."""
+
+    FRESH = "fresh"
+    COSMETIC = "cosmetic"
+    UNINDEXED = "unindexed"
+    CHANGED = "changed"
+    MOVED = "moved"
+    RELATION_MISSING = "relation-missing"
+    QUOTE_MISSING = "quote-missing"
+    REMOVED = "removed"
+    BROKEN = "broken"
+
+    @property
+    def severity(self) -> int:
+        return list(Status).index(self)
+
+    @property
+    def stale(self) -> bool:
+        return self not in (Status.FRESH, Status.COSMETIC, Status.UNINDEXED)
+
+
+@dataclass(frozen=True)
+class RefResult:
+    """One ref of one claim, compared between its pin and the target version."""
+
+    article: str
+    claim: str
+    claim_text: str
+    file: str
+    line: int
+    ref: str
+    resolved: str | None
+    target: str | None
+    status: Status
+    message: str
+    changes: tuple[str, ...] = ()
+    new_ref: str | None = None
+    candidates: tuple[str, ...] = ()
+    diff: str | None = None
+    old_url: str | None = None
+    new_url: str | None = None
+    waived_until: str | None = None
+    waiver_reason: str | None = None
+    waiver_expired: bool = False
+    failing: bool = False
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    results: tuple[RefResult, ...]
+    target_versions: tuple[str, ...] = ()
+    fail_on: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counted = Counter(result.status.value for result in self.results)
+        return {status.value: counted.get(status.value, 0) for status in Status}
+
+    @property
+    def failing(self) -> bool:
+        return any(result.failing for result in self.results)
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "refs": len(self.results),
+            "claims": len({(r.article, r.claim) for r in self.results}),
+            "articles": len({r.article for r in self.results}),
+            "counts": self.counts,
+            "waived": sum(1 for r in self.results if r.waived_until and not r.waiver_expired),
+            "failing": sum(1 for r in self.results if r.failing),
+            "targets": list(self.target_versions),
+        }

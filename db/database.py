@@ -1,0 +1,135 @@
+"""Opening the index database: WAL, busy timeout, migrations and the write lock."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import sqlite_utils
+
+from db.errors import DatabaseBusy, DatabaseError, MissingIndex, NotADatabase, SchemaTooNew
+from db.schema import MIGRATIONS, SCHEMA_VERSION
+
+WAIT_SECONDS = 600.0
+
+Notify = Callable[[str], None]
+
+
+def open_database(path: Path, *, create: bool = True, notify: Notify | None = None) -> Database:
+    """Open (and when ``create``, create or migrate) the index at ``path``."""
+    if not path.exists():
+        if not create:
+            raise MissingIndex(
+                f"no index at {path}", "run 'annotate index' first, or pass --db PATH"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise DatabaseError(f"cannot create {path.parent}: {error.strerror}") from None
+    return Database(path, notify=notify)
+
+
+class Database:
+    """One connection to the index, with its schema up to date."""
+
+    def __init__(self, path: Path, notify: Notify | None = None) -> None:
+        self.path = path
+        self._notify = notify or (lambda message: None)
+        try:
+            connection = sqlite3.connect(str(path), timeout=WAIT_SECONDS)
+            self.db = sqlite_utils.Database(connection, execute_plugins=False)
+            self.conn = connection
+            connection.execute("PRAGMA busy_timeout = 2000")
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            raise NotADatabase(
+                f"{path} is not an annotate database ({error})",
+                "pass another --db PATH, or move that file away",
+            ) from None
+        self._migrate(version)
+        connection.execute("PRAGMA foreign_keys = ON")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: committed whole or not at all."""
+        self._begin_immediate()
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
+    def _begin_immediate(self) -> None:
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+        self._notify(f"waiting for another annotate process to finish writing {self.path}")
+        self.conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            raise DatabaseBusy(
+                f"{self.path} stayed locked by another process for {WAIT_SECONDS:.0f}s",
+                "wait for the other annotate run to finish, then try again",
+            ) from None
+        finally:
+            self.conn.execute("PRAGMA busy_timeout = 2000")
+
+    def _migrate(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} has schema version {version}, newer than this annotate "
+                f"understands ({SCHEMA_VERSION})",
+                "upgrade vllm-annotate, or pass another --db PATH",
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self.conn.execute("PRAGMA journal_mode = WAL")
+        if version > 0:
+            self._backup(version)
+        with self.write() as connection:
+            current = connection.execute("PRAGMA user_version").fetchone()[0]
+            if current == SCHEMA_VERSION:
+                return  # another process migrated it while we waited
+            for script in MIGRATIONS[current:]:
+                for statement in _statements(script):
+                    connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _backup(self, version: int) -> None:
+        backup = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        self._notify(f"migrating {self.path} from schema {version}; backup at {backup}")
+        copy = sqlite3.connect(str(backup))
+        try:
+            self.conn.backup(copy)
+        finally:
+            copy.close()
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (sqlite3 runs one per execute)."""
+    statements, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        statements.append(pending.strip())
+    return statements

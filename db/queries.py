@@ -1,0 +1,211 @@
+"""Reads and writes of the symbol index. Rows go in and out as plain tuples and dicts."""
+
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from db.database import Database
+from db.errors import MissingIndex
+
+SYMBOL_COLUMNS = (
+    "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
+    "start_byte", "end_byte", "signature", "exact", "normalized", "shape",
+)
+
+
+@dataclass(frozen=True)
+class BlobRow:
+    """A blob to store: its id, size, zlib-compressed content and parse results."""
+
+    blob_id: str
+    size: int
+    content: bytes | None
+    parsed: bool = False
+    has_errors: bool = False
+    decode_errors: bool = False
+    skipped: str | None = None
+    symbols: Sequence[tuple] = ()
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    repo: str
+    version: str
+    source: str
+    commit_sha: str | None
+    wheel_sha256: str | None
+    file_count: int
+    new_blobs: int
+    seconds: float
+
+
+def version_id(database: Database, repo: str, version: str) -> int | None:
+    row = database.conn.execute(
+        "SELECT id FROM versions WHERE repo = ? AND version = ?", (repo, version)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def require_version(database: Database, repo: str, version: str) -> int:
+    found = version_id(database, repo, version)
+    if found is None:
+        raise MissingIndex(
+            f"{repo}@{version} is not indexed", f"run 'annotate index {repo}@{version}'"
+        )
+    return found
+
+
+def known_blobs(database: Database, ids: Iterable[str]) -> set[str]:
+    wanted = list(dict.fromkeys(ids))
+    known: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = database.conn.execute(f"SELECT id FROM blobs WHERE id IN ({marks})", chunk)
+        known.update(row[0] for row in rows)
+    return known
+
+
+def write_version(
+    database: Database,
+    repo_row: dict,
+    version: VersionRow,
+    files: Sequence[tuple[str, str]],
+    blobs: Sequence[BlobRow],
+) -> bool:
+    """Store one version whole, in one transaction. False if it was already there."""
+    with database.write() as conn:
+        if version_id(database, version.repo, version.version) is not None:
+            return False
+        conn.execute(
+            "INSERT INTO repos (name, git, pypi, github) VALUES (:name, :git, :pypi, :github) "
+            "ON CONFLICT(name) DO UPDATE SET git = :git, pypi = :pypi, github = :github",
+            repo_row,
+        )
+        already = known_blobs(database, (blob.blob_id for blob in blobs))
+        fresh = [blob for blob in blobs if blob.blob_id not in already]
+        _insert_blobs(conn, fresh)
+        symbol_count = _count_symbols(conn, {blob_id for _, blob_id in files})
+        cursor = conn.execute(
+            "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
+            " file_count, symbol_count, new_blobs, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                version.repo, version.version, version.source, version.commit_sha,
+                version.wheel_sha256, _now(), version.file_count, symbol_count,
+                len(fresh), round(version.seconds, 3),
+            ),
+        )
+        new_id = cursor.lastrowid
+        conn.executemany(
+            "INSERT INTO files (version_id, path, blob_id) VALUES (?, ?, ?)",
+            ((new_id, path, blob_id) for path, blob_id in files),
+        )
+    return True
+
+
+def _insert_blobs(conn, blobs: Sequence[BlobRow]) -> None:
+    conn.executemany(
+        "INSERT INTO blobs (id, size, content, parsed, has_errors, decode_errors, skipped)"
+        " VALUES (?,?,?,?,?,?,?)",
+        (
+            (b.blob_id, b.size, b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped)
+            for b in blobs
+        ),
+    )
+    marks = ",".join("?" * len(SYMBOL_COLUMNS))
+    conn.executemany(
+        f"INSERT INTO symbols ({', '.join(SYMBOL_COLUMNS)}) VALUES ({marks})",
+        (row for blob in blobs for row in blob.symbols),
+    )
+
+
+def _count_symbols(conn, blob_ids: set[str]) -> int:
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _count_blobs (id TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM _count_blobs")
+    conn.executemany("INSERT OR IGNORE INTO _count_blobs VALUES (?)", ((b,) for b in blob_ids))
+    return conn.execute(
+        "SELECT count(*) FROM symbols WHERE blob_id IN (SELECT id FROM _count_blobs)"
+    ).fetchone()[0]
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def list_versions(database: Database) -> list[dict]:
+    return list(database.db.query("SELECT * FROM version_summary"))
+
+
+def indexed_versions(database: Database, repo: str) -> list[str]:
+    rows = database.conn.execute("SELECT version FROM versions WHERE repo = ? ORDER BY id", (repo,))
+    return [row[0] for row in rows]
+
+
+def version_symbols(
+    database: Database,
+    version_key: int,
+    path_glob: str | None = None,
+    kind: str | None = None,
+) -> Iterator[dict]:
+    """Every symbol of a version, by path then position."""
+    sql = (
+        "SELECT f.path, s.* FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
+        " WHERE f.version_id = ?"
+    )
+    params: list = [version_key]
+    if kind:
+        sql += " AND s.kind = ?"
+        params.append(kind)
+    sql += " ORDER BY f.path, s.seq"
+    for row in database.db.query(sql, params):
+        if path_glob is None or fnmatch.fnmatchcase(row["path"], path_glob):
+            yield row
+
+
+def file_blob(database: Database, version_key: int, path: str) -> str | None:
+    row = database.conn.execute(
+        "SELECT blob_id FROM files WHERE version_id = ? AND path = ?", (version_key, path)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def version_paths(database: Database, version_key: int) -> list[str]:
+    rows = database.conn.execute(
+        "SELECT path FROM files WHERE version_id = ? ORDER BY path", (version_key,)
+    )
+    return [row[0] for row in rows]
+
+
+def symbols_in_file(database: Database, version_key: int, path: str) -> list[dict]:
+    return list(
+        database.db.query(
+            "SELECT f.path, s.* FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
+            " WHERE f.version_id = ? AND f.path = ? ORDER BY s.seq",
+            (version_key, path),
+        )
+    )
+
+
+def symbols_named(database: Database, version_key: int, qualname: str) -> list[dict]:
+    """Symbols of a version whose qualname is ``qualname`` or ends with ``.qualname``."""
+    last = qualname.rsplit(".", 1)[-1]
+    rows = database.db.query(
+        "SELECT f.path, s.* FROM symbols s JOIN files f ON f.blob_id = s.blob_id"
+        " WHERE s.name = ? AND f.version_id = ? ORDER BY f.path, s.seq",
+        (last, version_key),
+    )
+    return [
+        row for row in rows
+        if row["qualname"] == qualname or row["qualname"].endswith("." + qualname)
+    ]
+
+
+def blob_content(database: Database, blob_id: str) -> bytes | None:
+    row = database.conn.execute("SELECT content FROM blobs WHERE id = ?", (blob_id,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    return zlib.decompress(row[0])

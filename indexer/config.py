@@ -1,0 +1,217 @@
+"""Project configuration: ``annotate.toml`` or ``[tool.annotate]`` in ``pyproject.toml``.
+
+Built-in repos (vllm, lmcache) are always configured; a ``[repos.NAME]`` table with
+their name overrides the keys it sets and keeps the others.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from indexer.errors import ConfigError
+
+REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+SOURCE_KINDS = ("git", "pypi")
+DEFAULT_FAIL_ON = ("changed", "moved", "removed", "quote-missing", "broken", "relation-missing")
+CONFIG_FILE = "annotate.toml"
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    name: str
+    git: str | None = None
+    pypi: str | None = None
+    github: str | None = None
+    versions: tuple[str, ...] = ()
+    target: str | None = None
+    sources: tuple[str, ...] = SOURCE_KINDS
+
+    @property
+    def target_version(self) -> str | None:
+        return self.target or (self.versions[-1] if self.versions else None)
+
+    def permalink(self, version: str, path: str, start: int, end: int) -> str | None:
+        if not self.github:
+            return None
+        return f"https://github.com/{self.github}/blob/{version}/{path}#L{start}-L{end}"
+
+
+BUILTIN_REPOS = {
+    "vllm": RepoConfig(
+        name="vllm",
+        git="https://github.com/vllm-project/vllm.git",
+        pypi="vllm",
+        github="vllm-project/vllm",
+        versions=("v0.20.0", "v0.23.1rc0", "v0.25.0"),
+    ),
+    "lmcache": RepoConfig(
+        name="lmcache",
+        git="https://github.com/LMCache/LMCache.git",
+        pypi="lmcache",
+        github="LMCache/LMCache",
+        versions=("v0.5.1",),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    root: Path
+    db: Path
+    cache_dir: Path
+    repos: dict[str, RepoConfig]
+    annotations: tuple[str, ...] = ("annotations/**/*.yml", "articles/**/*.yml")
+    articles: tuple[str, ...] = ("articles/**/*.md",)
+    fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
+    source_file: Path | None = None
+
+    def repo(self, name: str) -> RepoConfig:
+        try:
+            return self.repos[name]
+        except KeyError:
+            known = ", ".join(sorted(self.repos))
+            raise ConfigError(
+                f"unknown repo '{name}'",
+                f"configured repos are: {known} (add [repos.{name}] to {CONFIG_FILE})",
+            ) from None
+
+    def repo_for_github(self, org_name: str) -> RepoConfig | None:
+        wanted = org_name.lower()
+        return next(
+            (r for r in self.repos.values() if r.github and r.github.lower() == wanted), None
+        )
+
+
+def check_version_name(version: str) -> str:
+    if not VERSION_NAME.fullmatch(version):
+        raise ConfigError(
+            f"invalid version '{version}'",
+            "a version is a tag or commit such as v0.20.0 and starts with a letter or digit",
+        )
+    return version
+
+
+def default_cache_dir() -> Path:
+    override = os.environ.get("ANNOTATE_CACHE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "annotate"
+
+
+def load_config(start: Path | None = None, config_file: Path | None = None) -> ProjectConfig:
+    """Read annotate.toml (or pyproject's [tool.annotate]) in ``start``, else defaults."""
+    root = (start or Path.cwd()).resolve()
+    table: dict[str, Any] = {}
+    if config_file is None and (root / CONFIG_FILE).is_file():
+        config_file = root / CONFIG_FILE
+    if config_file is not None:
+        table = _read_toml(config_file)
+        root = config_file.resolve().parent
+    elif (root / "pyproject.toml").is_file():
+        pyproject = _read_toml(root / "pyproject.toml")
+        table = pyproject.get("tool", {}).get("annotate", {})
+        config_file = root / "pyproject.toml" if table else None
+    return _build(table, root, config_file)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}", "fix the file's syntax") from None
+
+
+_TOP_KEYS = {"db", "cache_dir", "repos", "annotations", "articles", "fail_on", "sources"}
+_REPO_KEYS = {"git", "pypi", "github", "versions", "target", "sources"}
+
+
+def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> ProjectConfig:
+    where = str(source_file) if source_file else CONFIG_FILE
+    _reject_unknown(table, _TOP_KEYS, where)
+    default_sources = _string_list(table, "sources", where) or SOURCE_KINDS
+    repos = {name: replace(repo, sources=default_sources) for name, repo in BUILTIN_REPOS.items()}
+    repo_tables = table.get("repos", {})
+    if not isinstance(repo_tables, dict):
+        raise ConfigError(f"{where}: 'repos' must be a table of [repos.NAME] tables")
+    for name, repo_table in repo_tables.items():
+        repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where)
+    cache_dir = table.get("cache_dir")
+    fail_on = _string_list(table, "fail_on", where)
+    return ProjectConfig(
+        root=root,
+        db=root / table.get("db", ".annotate/index.db"),
+        cache_dir=root / cache_dir if cache_dir else default_cache_dir(),
+        repos=repos,
+        annotations=_string_list(table, "annotations", where) or ProjectConfig.annotations,
+        articles=_string_list(table, "articles", where) or ProjectConfig.articles,
+        fail_on=fail_on if fail_on is not None else DEFAULT_FAIL_ON,
+        source_file=source_file,
+    )
+
+
+def _repo(
+    name: str,
+    table: Any,
+    base: RepoConfig | None,
+    default_sources: tuple[str, ...],
+    where: str,
+) -> RepoConfig:
+    if not REPO_NAME.fullmatch(name):
+        raise ConfigError(f"{where}: invalid repo name '{name}'", "use letters, digits, _ . -")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [repos.{name}] must be a table")
+    _reject_unknown(table, _REPO_KEYS, f"{where} [repos.{name}]")
+    repo = base or RepoConfig(name=name, sources=default_sources)
+    versions = _string_list(table, "versions", where)
+    for version in versions or ():
+        check_version_name(version)
+    sources = _string_list(table, "sources", where)
+    for kind in sources or ():
+        if kind not in SOURCE_KINDS:
+            raise ConfigError(f"{where}: unknown source '{kind}' in [repos.{name}]",
+                              f"choose from {', '.join(SOURCE_KINDS)}")
+    repo = replace(
+        repo,
+        git=table.get("git", repo.git),
+        pypi=table.get("pypi", repo.pypi),
+        github=table.get("github", repo.github or _github_from_url(table.get("git"))),
+        versions=versions if versions is not None else repo.versions,
+        target=table.get("target", repo.target),
+        sources=sources or repo.sources,
+    )
+    if repo.target is not None:
+        check_version_name(repo.target)
+    return repo
+
+
+def _github_from_url(url: str | None) -> str | None:
+    match = re.match(r"https://github\.com/([^/]+/[^/]+?)(?:\.git)?/?$", url or "")
+    return match.group(1) if match else None
+
+
+def _string_list(table: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}: '{key}' must be a list of strings")
+    return tuple(value)
+
+
+def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key '{unknown[0]}'", f"allowed keys: {', '.join(sorted(allowed))}"
+        )

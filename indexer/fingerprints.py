@@ -1,0 +1,100 @@
+"""Fingerprints of a symbol's source span.
+
+* ``exact``: a hash of the span's bytes.
+* ``normalized``: a hash of the span with comments and docstrings removed, white space
+  outside string literals removed (line continuations included), and a trailing comma
+  dropped where a line break separates it from the closing bracket (the "magic trailing
+  comma" a formatter adds when it splits a call over several lines). A symbol that was
+  only re-commented, re-documented or reformatted keeps its normalized fingerprint.
+  Quote style and redundant parentheses are not normalized.
+* ``shape`` (classes): a hash of the class header and its members' kinds, names and
+  normalized signatures, so a changed method body leaves it alone and a changed
+  interface does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from bisect import bisect_right
+from collections.abc import Iterable
+
+# A string prefix (r, b, f...) stays with the code around it: it is kept either way.
+_STRING = (
+    rb"(?:'''(?:[^'\\]|\\.|'(?!''))*'''"
+    rb'|"""(?:[^"\\]|\\.|"(?!""))*"""'
+    rb"|'(?:[^'\\\n]|\\.)*'"
+    rb'|"(?:[^"\\\n]|\\.)*")'
+)
+_LITERAL = re.compile(rb"(" + _STRING + rb"|#[^\n]*)", re.DOTALL)
+_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n|\s+")
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def normalize(code: bytes) -> bytes:
+    """``code`` without comments, white space outside strings, or split trailing commas."""
+    return NormalizedFile(code, [], [0, len(code)]).slice(0, len(code))
+
+
+class NormalizedFile:
+    """A whole file normalized once, with the normalized offset of each boundary.
+
+    ``docstrings`` are sorted (start, end) byte ranges of docstring statements, dropped
+    like comments. ``boundaries`` are the offsets ``slice`` may be called with: symbol
+    starts, header ends and ends, which never fall inside a string literal.
+    """
+
+    def __init__(
+        self, source: bytes, docstrings: list[tuple[int, int]], boundaries: list[int]
+    ) -> None:
+        cuts = sorted(set(boundaries))
+        self._positions: dict[int, int] = {}
+        pieces: list[bytes] = []
+        offset = length = 0
+        cut_index = 0
+        for index, part in enumerate(_LITERAL.split(source)):
+            end = offset + len(part)
+            while cut_index < len(cuts) and cuts[cut_index] < end:
+                position = cuts[cut_index]
+                if index % 2 == 0:
+                    piece = _NOISE.sub(b"", source[offset:position])
+                    pieces.append(piece)
+                    length += len(piece)
+                    offset = position
+                self._positions[position] = length
+                cut_index += 1
+            piece = self._piece(index, source[offset:end], offset, docstrings)
+            pieces.append(piece)
+            length += len(piece)
+            offset = end
+        while cut_index < len(cuts):
+            self._positions[cuts[cut_index]] = length
+            cut_index += 1
+        self._text = b"".join(pieces)
+
+    @staticmethod
+    def _piece(index: int, part: bytes, offset: int, docstrings: list[tuple[int, int]]) -> bytes:
+        if index % 2 == 0:
+            return _NOISE.sub(b"", part)
+        if part[:1] == b"#" or _inside(offset, docstrings):
+            return b""
+        return part
+
+    def slice(self, start: int, end: int) -> bytes:
+        return self._text[self._positions[start]:self._positions[end]]
+
+
+def shape_digest(header: bytes, members: Iterable[tuple[str, str, str]]) -> str:
+    """Hash of a class's normalized header and its (kind, name, signature) members."""
+    parts = [header] + [
+        f"{kind}\0{name}\0{signature}".encode() for kind, name, signature in sorted(members)
+    ]
+    return digest(b"\1".join(parts))
+
+
+def _inside(offset: int, ranges: list[tuple[int, int]]) -> bool:
+    index = bisect_right(ranges, (offset, float("inf"))) - 1
+    return index >= 0 and ranges[index][0] <= offset < ranges[index][1]

@@ -1,0 +1,65 @@
+"""Plain data passed between the indexer's stages and to the database layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class SymbolKind(str, Enum):
+    CLASS = "class"
+    FUNCTION = "function"
+    METHOD = "method"
+    ATTRIBUTE = "attribute"
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    """One definition found in one blob.
+
+    Lines are 1-based and inclusive; bytes are 0-based, end exclusive. A decorated
+    definition starts at its first decorator.
+    """
+
+    qualname: str
+    kind: SymbolKind
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    signature: str
+    exact: str
+    normalized: str
+    shape: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedBlob:
+    """What parsing one blob yields: its symbols, in source order."""
+
+    blob_id: str
+    symbols: tuple[Symbol, ...]
+    has_errors: bool = False
+    decode_errors: bool = False
+    skipped: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """A file of a version snapshot: its repository path and git blob id."""
+
+    path: str
+    blob_id: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInfo:
+    """Where a version's files came from."""
+
+    repo: str
+    version: str
+    source_kind: str
+    commit_sha: str | None = None
+    wheel_sha256: str | None = None
+    files: tuple[FileEntry, ...] = field(default_factory=tuple)

@@ -1,0 +1,188 @@
+"""Index one version: snapshot -> new blobs -> parse in a process pool -> one transaction.
+
+A blob is parsed once, ever: blobs already in the database are skipped, so a version
+that shares most files with an indexed one costs only its changed files.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from db import queries
+from db.database import Database
+from indexer.config import ProjectConfig, RepoConfig
+from indexer.models import FileEntry, ParsedBlob
+from indexer.sources import Snapshot, open_local, open_snapshot
+from indexer.symbols import parse_blob
+
+MAX_STORED_BYTES = 1024 * 1024
+INLINE_PARSE_LIMIT = 64
+BATCH_BYTES = 512 * 1024
+
+
+class Progress(Protocol):
+    def start(self, label: str, total: int) -> None: ...
+    def advance(self, count: int) -> None: ...
+    def finish(self) -> None: ...
+
+
+class _NoProgress:
+    def start(self, label: str, total: int) -> None:
+        pass
+
+    def advance(self, count: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    repo: str
+    version: str
+    already: bool
+    source: str = ""
+    source_id: str | None = None
+    files: int = 0
+    new_blobs: int = 0
+    parsed: int = 0
+    symbols: int = 0
+    seconds: float = 0.0
+
+
+def index_version(
+    database: Database,
+    config: ProjectConfig,
+    repo_name: str,
+    version: str,
+    *,
+    from_path: Path | None = None,
+    progress: Progress | None = None,
+    workers: int | None = None,
+) -> IndexOutcome:
+    """Index ``repo_name@version`` unless it already is; return what was done."""
+    started = time.perf_counter()
+    repo = config.repo(repo_name)
+    if queries.version_id(database, repo.name, version) is not None:
+        return IndexOutcome(repo.name, version, already=True)
+    if from_path is not None:
+        snapshot = open_local(repo, version, from_path)
+    else:
+        snapshot = open_snapshot(repo, version, config.cache_dir)
+    with snapshot:
+        return _index_snapshot(database, repo, snapshot, progress or _NoProgress(), workers,
+                               started)
+
+
+def _index_snapshot(
+    database: Database,
+    repo: RepoConfig,
+    snapshot: Snapshot,
+    progress: Progress,
+    workers: int | None,
+    started: float,
+) -> IndexOutcome:
+    info = snapshot.info
+    files = info.files
+    known = queries.known_blobs(database, (entry.blob_id for entry in files))
+    new_entries = list({e.blob_id: e for e in files if e.blob_id not in known}.values())
+    progress.start(f"{info.repo}@{info.version}", len(new_entries))
+    blobs = list(_blob_rows(snapshot, new_entries, progress, workers))
+    progress.finish()
+    version = queries.VersionRow(
+        repo=info.repo, version=info.version, source=info.source_kind,
+        commit_sha=info.commit_sha, wheel_sha256=info.wheel_sha256,
+        file_count=len(files), new_blobs=len(blobs), seconds=time.perf_counter() - started,
+    )
+    repo_row = {"name": repo.name, "git": repo.git, "pypi": repo.pypi, "github": repo.github}
+    written = queries.write_version(
+        database, repo_row, version, [(e.path, e.blob_id) for e in files], blobs
+    )
+    return IndexOutcome(
+        repo=info.repo, version=info.version, already=not written, source=info.source_kind,
+        source_id=info.commit_sha or info.wheel_sha256, files=len(files),
+        new_blobs=len(blobs), parsed=sum(1 for blob in blobs if blob.parsed),
+        symbols=sum(len(blob.symbols) for blob in blobs),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _blob_rows(
+    snapshot: Snapshot, entries: list[FileEntry], progress: Progress, workers: int | None
+) -> Iterator[queries.BlobRow]:
+    stored = [e for e in entries if e.path.endswith(".py") or e.size <= MAX_STORED_BYTES]
+    for entry in entries:
+        if entry not in stored:
+            yield queries.BlobRow(entry.blob_id, entry.size, None, skipped="too large to store")
+    batches = _batches(snapshot, stored)
+    if len(stored) <= INLINE_PARSE_LIMIT or (workers or 0) == 1:
+        results: Iterator[list[queries.BlobRow]] = map(parse_batch, batches)
+        yield from _advancing(results, progress)
+        return
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    count = workers or min(os.cpu_count() or 1, 8)
+    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+        yield from _advancing(pool.map(parse_batch, batches), progress)
+
+
+def _advancing(
+    results: Iterator[list[queries.BlobRow]], progress: Progress
+) -> Iterator[queries.BlobRow]:
+    for rows in results:
+        progress.advance(len(rows))
+        yield from rows
+
+
+def _batches(
+    snapshot: Snapshot, entries: Sequence[FileEntry]
+) -> Iterator[list[tuple[str, bool, bytes]]]:
+    batch: list[tuple[str, bool, bytes]] = []
+    size = 0
+    for entry in entries:
+        data = snapshot.read(entry)
+        batch.append((entry.blob_id, entry.path.endswith(".py"), data))
+        size += len(data)
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def parse_batch(batch: list[tuple[str, bool, bytes]]) -> list[queries.BlobRow]:
+    """Worker side: parse the Python blobs of a batch and compress every blob."""
+    return [_blob_row(blob_id, is_python, data) for blob_id, is_python, data in batch]
+
+
+def _blob_row(blob_id: str, is_python: bool, data: bytes) -> queries.BlobRow:
+    binary = b"\0" in data[:8192]
+    content = None if binary else zlib.compress(data, 6)
+    if not is_python or binary:
+        return queries.BlobRow(blob_id, len(data), content,
+                               skipped="binary" if binary else None)
+    parsed = parse_blob(blob_id, data)
+    return queries.BlobRow(
+        blob_id, len(data), content, parsed=parsed.skipped is None,
+        has_errors=parsed.has_errors, decode_errors=parsed.decode_errors,
+        skipped=parsed.skipped, symbols=symbol_rows(parsed),
+    )
+
+
+def symbol_rows(parsed: ParsedBlob) -> list[tuple]:
+    return [
+        (
+            parsed.blob_id, seq, s.qualname, s.qualname.rsplit(".", 1)[-1], s.kind.value,
+            s.start_line, s.end_line, s.start_byte, s.end_byte, s.signature,
+            s.exact, s.normalized, s.shape,
+        )
+        for seq, s in enumerate(parsed.symbols)
+    ]

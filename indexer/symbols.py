@@ -1,0 +1,250 @@
+"""Definitions of one Python blob, found with tree-sitter.
+
+Conventions (tests compare them with Python's ``ast``):
+
+* ``qualname`` is ``__qualname__`` (PEP 3155): ``Cls.meth``, ``outer.<locals>.inner``.
+* ``class``: any class; ``method``: a def directly in a class body; ``function``: any
+  other def; ``attribute``: a simple name assigned (annotated or not) at module level or
+  directly in a class body. "Directly" looks through if/elif/else, try/except/finally,
+  with, for, while and match blocks.
+* Lines are 1-based; a decorated definition starts at its first decorator and every
+  definition ends at its last statement (trailing comment lines excluded).
+
+All defs are found by one tree-sitter query; their nesting comes from byte ranges, so
+Python walks only module and class bodies (for attributes), never function bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import tree_sitter
+import tree_sitter_python
+
+from indexer.fingerprints import NormalizedFile, digest, shape_digest
+from indexer.models import ParsedBlob, Symbol, SymbolKind
+
+MAX_PARSE_BYTES = 8 * 1024 * 1024
+
+_TRANSPARENT = frozenset(
+    {
+        "if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+        "except_group_clause", "finally_clause", "with_statement", "for_statement",
+        "while_statement", "match_statement", "case_clause", "block", "ERROR",
+    }
+)
+_STRING_TYPES = frozenset({"string", "concatenated_string"})
+
+
+@lru_cache(maxsize=1)
+def _language() -> tree_sitter.Language:
+    return tree_sitter.Language(tree_sitter_python.language())
+
+
+@lru_cache(maxsize=1)
+def _parser() -> tree_sitter.Parser:
+    return tree_sitter.Parser(_language())
+
+
+@lru_cache(maxsize=1)
+def _definition_query() -> tree_sitter.Query:
+    return tree_sitter.Query(_language(), "[(function_definition) (class_definition)] @def")
+
+
+@dataclass(slots=True)
+class _Definition:
+    """A definition found in the tree, before its fingerprints are computed."""
+
+    qualname: str
+    kind: SymbolKind
+    start: int
+    end: int
+    start_line: int
+    end_line: int
+    header_end: int
+    signature: str
+    members: list[_Definition] | None = None
+    normalized_header: bytes = field(default=b"")
+
+
+def parse_blob(blob_id: str, source: bytes) -> ParsedBlob:
+    """Parse one blob and return its definitions in source order."""
+    if len(source) > MAX_PARSE_BYTES:
+        return ParsedBlob(blob_id, (), skipped=f"larger than {MAX_PARSE_BYTES} bytes")
+    try:
+        source.decode("utf-8")
+        decode_errors = False
+    except UnicodeDecodeError:
+        decode_errors = True
+    root = _parser().parse(source).root_node
+    finder = _Finder(source)
+    definitions = finder.find(root)
+    symbols = _fingerprint(source, definitions, sorted(finder.docstrings))
+    return ParsedBlob(blob_id, symbols, has_errors=root.has_error, decode_errors=decode_errors)
+
+
+class _Finder:
+    def __init__(self, source: bytes) -> None:
+        self._source = source
+        self.docstrings: list[tuple[int, int]] = []
+
+    def find(self, root: tree_sitter.Node) -> list[_Definition]:
+        definitions: list[_Definition] = []
+        self._note_docstring(root)
+        module_attributes = self._attributes(root, "")
+        definitions.extend(module_attributes)
+        stack: list[tuple[int, _Definition]] = []
+        for node in self._definition_nodes(root):
+            while stack and stack[-1][0] <= node.start_byte:
+                stack.pop()
+            parent = stack[-1][1] if stack else None
+            definition = self._definition(node, parent)
+            if definition is None:
+                continue
+            definitions.append(definition)
+            if definition.members:
+                definitions.extend(definition.members)  # the class's attributes
+            stack.append((node.end_byte, definition))
+        return definitions
+
+    def _definition_nodes(self, root: tree_sitter.Node) -> list[tree_sitter.Node]:
+        captures = tree_sitter.QueryCursor(_definition_query()).captures(root)
+        return sorted(captures.get("def", ()), key=lambda node: node.start_byte)
+
+    def _definition(
+        self, node: tree_sitter.Node, parent: _Definition | None
+    ) -> _Definition | None:
+        name = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name is None or body is None:
+            return None
+        in_class = parent is not None and parent.kind is SymbolKind.CLASS
+        if parent is None:
+            qualname = name.text.decode("utf-8", "replace")
+        else:
+            joint = "." if in_class else ".<locals>."
+            qualname = parent.qualname + joint + name.text.decode("utf-8", "replace")
+        outer = node.parent if node.parent.type == "decorated_definition" else node
+        end_node = _content_end(node, self._source)
+        self._note_docstring(body)
+        is_class = node.type == "class_definition"
+        kind = SymbolKind.CLASS if is_class else (
+            SymbolKind.METHOD if in_class else SymbolKind.FUNCTION
+        )
+        definition = _Definition(
+            qualname=qualname, kind=kind, start=outer.start_byte, end=end_node.end_byte,
+            start_line=outer.start_point[0] + 1, end_line=end_node.end_point[0] + 1,
+            header_end=body.start_byte,
+            signature=self._source[outer.start_byte:body.start_byte]
+            .decode("utf-8", "replace").rstrip(),
+        )
+        if in_class:
+            parent.members.append(definition)
+        if is_class:
+            definition.members = self._attributes(body, qualname + ".")
+        return definition
+
+    def _attributes(self, body: tree_sitter.Node, prefix: str) -> list[_Definition]:
+        found = []
+        for statement in _statements(body):
+            if statement.type != "expression_statement" or statement.named_child_count != 1:
+                continue
+            assignment = statement.named_child(0)
+            while assignment is not None and assignment.type == "assignment":
+                left = assignment.child_by_field_name("left")
+                value = assignment.child_by_field_name("right")
+                if left is not None and left.type == "identifier":
+                    found.append(self._attribute(prefix + left.text.decode(), statement, value))
+                assignment = value
+        return found
+
+    def _attribute(
+        self, qualname: str, statement: tree_sitter.Node, value: tree_sitter.Node | None
+    ) -> _Definition:
+        while value is not None and value.type == "assignment":
+            value = value.child_by_field_name("right")
+        end = _content_end(statement, self._source)
+        return _Definition(
+            qualname=qualname, kind=SymbolKind.ATTRIBUTE, start=statement.start_byte,
+            end=end.end_byte, start_line=statement.start_point[0] + 1,
+            end_line=end.end_point[0] + 1, header_end=end.end_byte,
+            signature="" if value is None else value.text.decode("utf-8", "replace"),
+        )
+
+    def _note_docstring(self, body: tree_sitter.Node) -> None:
+        if body.named_child_count == 0:
+            return
+        child = body.named_child(0)
+        while child is not None and child.type == "comment":
+            child = child.next_named_sibling
+        if (
+            child is not None
+            and child.type == "expression_statement"
+            and child.named_child_count == 1
+            and child.named_child(0).type in _STRING_TYPES
+        ):
+            self.docstrings.append((child.start_byte, child.end_byte))
+
+
+def _statements(body: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    """The statements of a body, looking through compound statements' blocks."""
+    for child in body.children:
+        if child.type in _TRANSPARENT:
+            yield from _statements(child)
+        else:
+            yield child
+
+
+def _content_end(node: tree_sitter.Node, source: bytes) -> tree_sitter.Node:
+    """The node itself, or its last descendant that is not a trailing comment line."""
+    line_start = source.rfind(b"\n", 0, node.end_byte) + 1
+    if not source[line_start:node.end_byte].lstrip().startswith(b"#"):
+        return node
+    while node.child_count:
+        last = next((c for c in reversed(node.children) if c.type != "comment"), None)
+        if last is None:
+            break
+        node = last
+    return node
+
+
+def _fingerprint(
+    source: bytes, definitions: list[_Definition], docstrings: list[tuple[int, int]]
+) -> tuple[Symbol, ...]:
+    boundaries = [
+        offset for d in definitions for offset in (d.start, d.header_end, d.end)
+    ]
+    normalized = NormalizedFile(source, docstrings, boundaries)
+    for definition in definitions:
+        definition.normalized_header = normalized.slice(definition.start, definition.header_end)
+    symbols = [_symbol(source, definition, normalized) for definition in definitions]
+    symbols.sort(key=lambda symbol: (symbol.start_byte, -symbol.end_byte))
+    return tuple(symbols)
+
+
+def _symbol(source: bytes, definition: _Definition, normalized: NormalizedFile) -> Symbol:
+    shape = None
+    if definition.members is not None:
+        shape = shape_digest(
+            definition.normalized_header,
+            (
+                (member.kind.value, member.qualname, member.normalized_header.decode("utf-8",
+                                                                                     "replace"))
+                for member in definition.members
+            ),
+        )
+    start, end = definition.start, definition.end
+    return Symbol(
+        qualname=definition.qualname,
+        kind=definition.kind,
+        start_line=definition.start_line,
+        end_line=definition.end_line,
+        start_byte=start,
+        end_byte=end,
+        signature=definition.signature,
+        exact=digest(source[start:end]),
+        normalized=digest(normalized.slice(start, end)),
+        shape=shape,
+    )

@@ -1,0 +1,50 @@
+"""Shared fixtures: the fake vLLM corpus, and isolation from the user's environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakevllm import FakeRepo, build_fake_lmcache, build_fake_vllm, build_fake_wheels
+
+# Variables from the user's shell that would leak config into git or pip.
+_LEAKY_PREFIXES = ("GIT_", "PIP_")
+
+
+@pytest.fixture(scope="session")
+def fake_vllm(tmp_path_factory: pytest.TempPathFactory) -> FakeRepo:
+    """The fake vLLM repo (tags v0.1.0, v0.2.0 annotated, v0.3.0). Treat as read-only."""
+    return build_fake_vllm(tmp_path_factory.mktemp("fake_vllm") / "vllm")
+
+
+@pytest.fixture(scope="session")
+def fake_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory holding vllm-0.1.0 and vllm-0.2.0 py3-none-any wheels. Read-only."""
+    return build_fake_wheels(tmp_path_factory.mktemp("fake_wheels"))
+
+
+@pytest.fixture(scope="session")
+def fake_lmcache(tmp_path_factory: pytest.TempPathFactory) -> FakeRepo:
+    """The fake LMCache repo (tag v0.5.1). Treat as read-only."""
+    return build_fake_lmcache(tmp_path_factory.mktemp("fake_lmcache") / "LMCache")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Keep every test away from the user's caches, git/pip config and cwd."""
+    for name in list(os.environ):
+        if name.startswith(_LEAKY_PREFIXES):
+            monkeypatch.delenv(name)
+    cache = tmp_path / "xdg-cache"
+    cache.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_NO_INPUT", "1")
+    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    monkeypatch.chdir(tmp_path)
+    yield
