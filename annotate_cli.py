@@ -247,6 +247,214 @@ def symbols(
         )
 
 
+# --- show, link, links, search ------------------------------------------------------
+
+
+@cli.command()
+@click.argument("ref_text", metavar="REF")
+@pass_context
+@reports_errors
+def show(context: Context, ref_text: str) -> None:
+    """Print a symbol's source at its version, with its GitHub permalink."""
+    from annotations.refs import parse_ref
+    from annotations.resolve import Resolver
+
+    ref = parse_ref(ref_text)
+    with context.database() as database:
+        resolver = Resolver(database, context.config)
+        resolved = resolver.resolve(ref)
+        text = resolver.text_of(resolved)
+    repo = context.config.repo(resolved.repo)
+    click.echo(f"# {resolved.canonical}")
+    url = repo.permalink(resolved.version, resolved.path, resolved.start_line, resolved.end_line)
+    if url:
+        click.echo(f"# {url}")
+    width = len(str(resolved.end_line))
+    for number, line in enumerate(text.splitlines(), start=resolved.start_line):
+        click.echo(f"{str(number).rjust(width)}  {line}")
+
+
+def _link(context: Context, database: Any) -> Any:
+    from annotations.links import link_all, load_claims
+
+    return link_all(database, context.config, load_claims(context.config))
+
+
+@cli.command()
+@pass_context
+@reports_errors
+def link(context: Context) -> None:
+    """Resolve every claim's refs at their pins and store the links."""
+    with context.database() as database:
+        outcome = _link(context, database)
+    for error in outcome.errors:
+        click.echo(f"Error: {error}", err=True)
+    for warning in outcome.unindexed:
+        click.echo(f"Warning: {warning}", err=True)
+    states = outcome.states
+    click.echo(
+        f"{outcome.articles} articles, {outcome.claims} claims, {outcome.refs} refs: "
+        f"{states['linked']} linked, {states['unindexed']} unindexed, "
+        f"{states['broken']} broken"
+    )
+    if outcome.errors:
+        raise UserError(f"{len(outcome.errors)} problems in the annotations (see above)")
+
+
+@cli.command()
+@click.argument("symbol", required=False)
+@click.option("--article", metavar="PATH", help="List what this article cites instead.")
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]),
+              default="table")
+@pass_context
+@reports_errors
+def links(context: Context, symbol: str | None, article: str | None, output_format: str) -> None:
+    """Which claims cite SYMBOL (a ref, a qualname or a short name), or what an article cites."""
+    from db import claims as claim_store
+
+    if (symbol is None) == (article is None):
+        raise click.UsageError("give either SYMBOL or --article PATH")
+    with context.database() as database:
+        if article is not None:
+            rows = claim_store.links_of_article(database, article)
+            if not rows:
+                raise UserError(f"no claims of article '{article}' are linked; "
+                                "check the path, or run 'annotate link'")
+        else:
+            rows = _links_to_symbol(database, symbol or "")
+    _print_links(rows, output_format, by_symbol=article is None)
+
+
+def _links_to_symbol(database: Any, symbol: str) -> list[dict]:
+    from annotations.refs import RefForm, parse_ref
+    from db import claims as claim_store
+
+    if "::" in symbol or symbol.startswith("https://"):
+        ref = parse_ref(symbol)
+        if ref.form is RefForm.SYMBOL:
+            return claim_store.links_to(database, ref.qualname or "", ref.path)
+    return claim_store.links_to(database, symbol.rsplit(":", 1)[-1])
+
+
+def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
+    if output_format == "json":
+        click.echo(json.dumps([_link_json(row) for row in rows], indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo("No claims cite it.")
+        return
+    if not by_symbol:
+        _table(["line", "claim", "version", "state", "symbol"],
+               ([r["line"], r["claim_id"], r["version"], r["state"],
+                 r["resolved"] or r["written"]] for r in rows))
+        return
+    symbols = sorted({(r["path"], r["qualname"]) for r in rows})
+    for path, qualname in symbols:
+        click.echo(f"{path}::{qualname}")
+        for row in rows:
+            if (row["path"], row["qualname"]) == (path, qualname):
+                click.echo(f"  {row['article']}#{row['claim_id']} @{row['version']}: "
+                           f"{row['text']}")
+
+
+def _link_json(row: dict) -> dict:
+    return {
+        "article": row["article"], "claim": row["claim_id"], "text": row["text"],
+        "ref": row["written"], "resolved": row["resolved"], "version": row["version"],
+        "state": row["state"], "file": row["source_file"], "line": row["line"],
+    }
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]),
+              default="table")
+@pass_context
+@reports_errors
+def search(context: Context, text: str, output_format: str) -> None:
+    """Full-text search over claim texts, article titles and cited symbols."""
+    from db import claims as claim_store
+
+    with context.database() as database:
+        rows = claim_store.search(database, text)
+    if output_format == "json":
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+    elif not rows:
+        click.echo("No claims match.")
+    else:
+        for row in rows:
+            click.echo(f"{row['article']}#{row['claim_id']}: {row['text']}")
+
+
+# --- check ---------------------------------------------------------------------------
+
+CHECK_FORMATS = ["text", "json", "github", "sarif", "markdown"]
+
+
+@cli.command()
+@click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
+              help="Compare with this version instead of the repo's configured target.")
+@click.option("--format", "output_format", type=click.Choice(CHECK_FORMATS), default="text")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to this file instead of standard output.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when claims are stale.")
+@click.option("--today", type=click.DateTime(["%Y-%m-%d"]), hidden=True,
+              help="Pretend today is this date (for waivers).")
+@pass_context
+@reports_errors
+def check(
+    context: Context,
+    against: tuple[str, ...],
+    output_format: str,
+    output: Path | None,
+    exit_zero: bool,
+    today: Any,
+) -> None:
+    """Check every claim against the target versions; exit 1 when any is stale."""
+    import datetime
+
+    from annotations.check import CheckOptions, check_all
+    from annotations.reports import render
+
+    pins = dict(split_version(text) for text in against)
+    for repo in pins:
+        context.config.repo(repo)
+    options = CheckOptions(
+        against=pins,
+        today=today.date() if today else datetime.date.today(),
+        fail_on=context.config.fail_on,
+    )
+    with context.database() as database:
+        outcome = _link(context, database)
+        report = check_all(database, context.config, options)
+    input_errors = [e for e in outcome.errors if _is_file_error(e)]
+    for error in input_errors:
+        click.echo(f"Error: {error}", err=True)
+    color = output is None and output_format == "text" and sys.stdout.isatty()
+    text = render(report, output_format, color=color)
+    if output is not None:
+        _write_report(output, text)
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+    if input_errors:
+        raise UserError(f"{len(input_errors)} annotation files could not be read (see above)")
+    if report.failing and not exit_zero:
+        sys.exit(1)
+
+
+def _is_file_error(error: Exception) -> bool:
+    from annotations.resolve import ResolveError
+
+    return not isinstance(error, ResolveError)
+
+
+def _write_report(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"cannot write {path}: {error.strerror}") from None
+
+
 def _table(headers: list[str], rows: Iterable[list[Any]]) -> None:
     materialized = [[str(cell) for cell in row] for row in rows]
     widths = [

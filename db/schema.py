@@ -77,5 +77,70 @@ CREATE VIEW version_summary AS
     FROM versions v ORDER BY v.repo, v.id;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+_V2 = """
+CREATE TABLE articles (
+    path TEXT PRIMARY KEY,
+    title TEXT,
+    source_file TEXT NOT NULL
+);
+CREATE TABLE claims (
+    id INTEGER PRIMARY KEY,
+    article TEXT NOT NULL REFERENCES articles(path) ON DELETE CASCADE,
+    claim_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    pin TEXT,
+    source_file TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    UNIQUE (article, claim_id)
+);
+CREATE TABLE claim_refs (
+    id INTEGER PRIMARY KEY,
+    claim INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    written TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    quote TEXT,
+    repo TEXT,
+    version TEXT,
+    resolved TEXT,
+    path TEXT,
+    qualname TEXT,
+    kind TEXT,
+    start_line INTEGER,
+    end_line INTEGER,
+    blob_id TEXT,
+    exact TEXT,
+    normalized TEXT,
+    shape TEXT,
+    state TEXT NOT NULL,
+    message TEXT
+);
+CREATE INDEX claim_refs_claim ON claim_refs(claim);
+CREATE INDEX claim_refs_qualname ON claim_refs(qualname);
+CREATE TABLE claim_uses (
+    ref INTEGER NOT NULL REFERENCES claim_refs(id) ON DELETE CASCADE,
+    written TEXT NOT NULL,
+    resolved TEXT,
+    path TEXT,
+    qualname TEXT
+);
+CREATE INDEX claim_uses_ref ON claim_uses(ref);
+CREATE TABLE claim_waivers (
+    claim INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
+    status TEXT NOT NULL,
+    until TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE claim_search USING fts5(
+    article UNINDEXED, claim_id UNINDEXED, title, text, symbols, tokenize = 'trigram'
+);
+CREATE VIEW claim_links AS
+    SELECT a.path AS article, a.title, c.claim_id, c.text, c.source_file, r.line,
+           r.written, r.resolved, r.repo, r.version, r.path, r.qualname, r.kind,
+           r.start_line, r.end_line, r.quote, r.state, r.message
+    FROM claim_refs r JOIN claims c ON c.id = r.claim JOIN articles a ON a.path = c.article;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)

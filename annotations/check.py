@@ -1,0 +1,161 @@
+"""``annotate check``: compare every linked ref at its pin with its repo's target version.
+
+Statuses are those of `annotations.results.Status`; a claim's status is its worst ref's.
+A ``quote`` that still stands in the target symbol keeps a changed symbol's claim valid
+(reported ``fresh`` with a note): the quote is the evidence the author chose.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from annotations.comparison import Comparison, compare_lines, compare_symbol
+from annotations.resolve import Resolved, Resolver, UnindexedVersion, quote_stands
+from annotations.results import CheckReport, RefResult, Status
+from db import claims as claim_store
+from db.database import Database
+from indexer.config import ProjectConfig
+
+DIFF_CONTEXT_LINES = 2
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    against: dict[str, str]
+    today: datetime.date
+    fail_on: tuple[str, ...]
+
+
+def check_all(database: Database, config: ProjectConfig, options: CheckOptions) -> CheckReport:
+    """Check every stored ref (run `annotations.links.link_all` first)."""
+    resolver = Resolver(database, config)
+    waivers = claim_store.waivers(database)
+    results = []
+    for row in claim_store.all_refs(database):
+        result = _check_ref(resolver, config, options, row)
+        results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
+    targets = tuple(sorted({r.target for r in results if r.target}))
+    return CheckReport(tuple(results), targets, options.fail_on)
+
+
+def target_of(config: ProjectConfig, options: CheckOptions, repo: str) -> str | None:
+    return options.against.get(repo) or config.repo(repo).target_version
+
+
+def _check_ref(
+    resolver: Resolver, config: ProjectConfig, options: CheckOptions, row: dict
+) -> RefResult:
+    base = RefResult(
+        article=row["article"], claim=row["claim_id"], claim_text=row["claim_text"],
+        file=row["source_file"], line=row["line"], ref=row["written"],
+        resolved=row["resolved"], target=None, status=Status.BROKEN,
+        message=row["message"] or "",
+    )
+    if row["state"] == "broken":
+        return base
+    if row["state"] == "unindexed":
+        return replace(base, status=Status.UNINDEXED)
+    version = target_of(config, options, row["repo"])
+    if version is None:
+        return replace(base, status=Status.UNINDEXED,
+                       message=f"no target version is configured for {row['repo']}")
+    target = f"{row['repo']}@{version}"
+    try:
+        target_key = resolver.version_key(row["repo"], version)
+    except UnindexedVersion as error:
+        return replace(base, target=target, status=Status.UNINDEXED,
+                       message=f"target {error.message} ({error.hint})")
+    pinned = _pinned(resolver, row)
+    comparison = _compare(resolver, pinned, target_key)
+    return _finish(resolver, config, replace(base, target=target), row, pinned, comparison)
+
+
+def _pinned(resolver: Resolver, row: dict) -> Resolved:
+    key = resolver.version_key(row["repo"], row["version"])
+    return Resolved(
+        repo=row["repo"], version=row["version"], version_key=key, path=row["path"],
+        blob_id=row["blob_id"], start_line=row["start_line"], end_line=row["end_line"],
+        exact=row["exact"], normalized=row["normalized"], qualname=row["qualname"],
+        kind=row["kind"], shape=row["shape"],
+    )
+
+
+def _compare(resolver: Resolver, pinned: Resolved, target_key: int) -> Comparison:
+    if pinned.qualname is None:
+        return compare_lines(resolver, pinned, target_key)
+    return compare_symbol(resolver, pinned, target_key)
+
+
+def _finish(
+    resolver: Resolver,
+    config: ProjectConfig,
+    result: RefResult,
+    row: dict,
+    pinned: Resolved,
+    comparison: Comparison,
+) -> RefResult:
+    status, message = comparison.status, comparison.message
+    diff = None
+    new = comparison.new
+    if status is Status.CHANGED and new is not None:
+        diff = symbol_diff(resolver, pinned, new)
+    if row["quote"] and new is not None and status is not Status.REMOVED:
+        if not quote_stands(row["quote"], resolver.text_of(new)):
+            status = Status.QUOTE_MISSING
+            message = f"the quote '{row['quote']}' no longer stands in {new.canonical}"
+        elif status is Status.CHANGED:
+            status = Status.FRESH
+            message = f"changed ({', '.join(comparison.changes)}), but the quote still stands"
+    repo = config.repo(pinned.repo)
+    return replace(
+        result,
+        status=status,
+        message=message,
+        changes=comparison.changes,
+        new_ref=new.canonical if status is Status.MOVED and new else None,
+        candidates=comparison.candidates,
+        diff=diff,
+        old_url=repo.permalink(pinned.version, pinned.path, pinned.start_line, pinned.end_line),
+        new_url=repo.permalink(new.version, new.path, new.start_line, new.end_line)
+        if new else None,
+    )
+
+
+def symbol_diff(resolver: Resolver, old: Resolved, new: Resolved) -> str:
+    """A short unified diff of a symbol between two versions."""
+    before = resolver.text_of(old).splitlines(keepends=True)
+    after = resolver.text_of(new).splitlines(keepends=True)
+    lines = difflib.unified_diff(
+        before, after, fromfile=old.canonical, tofile=new.canonical, n=DIFF_CONTEXT_LINES
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _apply_waivers(result: RefResult, waivers: Iterable[dict], options: CheckOptions) -> RefResult:
+    failing = result.status.value in options.fail_on
+    for waiver in waivers:
+        if waiver["status"] != result.status.value:
+            continue
+        until = datetime.date.fromisoformat(waiver["until"])
+        expired = options.today > until
+        message = result.message
+        if expired:
+            message = f"{message} (waiver expired {until.isoformat()}: {waiver['reason']})"
+        return replace(
+            result, waived_until=until.isoformat(), waiver_reason=waiver["reason"],
+            waiver_expired=expired, failing=failing and expired, message=message.strip(),
+        )
+    return replace(result, failing=failing)
+
+
+def claim_statuses(report: CheckReport) -> dict[tuple[str, str], Status]:
+    """Each claim's status: its worst ref's."""
+    worst: dict[tuple[str, str], Status] = {}
+    for result in report.results:
+        key = (result.article, result.claim)
+        if key not in worst or result.status.severity > worst[key].severity:
+            worst[key] = result.status
+    return worst

@@ -1,0 +1,144 @@
+"""``annotate link``: read every claim, resolve each ref at its pin, store the links.
+
+A ref's state is ``linked`` (resolved, with the symbol's fingerprints at the pin),
+``unindexed`` (its version is not in the index yet) or ``broken`` (it does not resolve,
+or its ``quote`` does not stand in the symbol at its own pin).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotations.errors import AnnotationError
+from annotations.loader import load_all
+from annotations.model import Article, Claim, LoadResult, RefEntry
+from annotations.refs import parse_ref
+from annotations.resolve import Resolved, ResolveError, Resolver, UnindexedVersion, quote_stands
+from db import claims as claim_store
+from db.database import Database
+from indexer.config import ProjectConfig
+
+
+@dataclass
+class LinkOutcome:
+    articles: int = 0
+    claims: int = 0
+    refs: int = 0
+    states: dict[str, int] = field(default_factory=lambda: {"linked": 0, "unindexed": 0,
+                                                            "broken": 0})
+    errors: list[AnnotationError] = field(default_factory=list)
+    unindexed: list[AnnotationError] = field(default_factory=list)
+
+
+def annotation_files(config: ProjectConfig) -> tuple[list[Path], list[Path]]:
+    """The YAML annotation files and Markdown articles the config's globs select."""
+    return _glob(config.root, config.annotations), _glob(config.root, config.articles)
+
+
+def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
+    found: dict[Path, None] = {}
+    for pattern in patterns:
+        for path in sorted(root.glob(pattern)):
+            if path.is_file() and not path.is_symlink():
+                found[path] = None
+    return list(found)
+
+
+def load_claims(config: ProjectConfig) -> LoadResult:
+    yaml_files, markdown_files = annotation_files(config)
+    return load_all(yaml_files, markdown_files, config.root)
+
+
+def link_all(database: Database, config: ProjectConfig, loaded: LoadResult) -> LinkOutcome:
+    """Resolve and store every claim of ``loaded`` in one transaction."""
+    resolver = Resolver(database, config)
+    outcome = LinkOutcome(errors=list(loaded.errors))
+    rows = [_article_row(resolver, article, outcome) for article in loaded.articles]
+    failed_files = {error.file for error in loaded.errors if error.file}
+    claim_store.replace_articles(database, rows, failed_files)
+    return outcome
+
+
+def _article_row(
+    resolver: Resolver, article: Article, outcome: LinkOutcome
+) -> claim_store.ArticleRow:
+    outcome.articles += 1
+    claims = [_claim_row(resolver, claim, outcome) for claim in article.claims]
+    return claim_store.ArticleRow(article.path, article.title, article.source_file, claims)
+
+
+def _claim_row(resolver: Resolver, claim: Claim, outcome: LinkOutcome) -> claim_store.ClaimRow:
+    outcome.claims += 1
+    refs = [_ref_row(resolver, claim, seq, entry, outcome) for seq, entry in
+            enumerate(claim.refs)]
+    symbols = " ".join(f"{ref.get('path') or ''} {ref.get('qualname') or ''}" for ref in refs)
+    waivers = [
+        {"status": w.status, "until": w.until.isoformat(), "reason": w.reason, "line": w.line}
+        for w in claim.waivers
+    ]
+    return claim_store.ClaimRow(
+        claim.article, claim.claim_id, claim.text, claim.at, claim.source_file, claim.line,
+        refs, waivers, symbols,
+    )
+
+
+def _ref_row(
+    resolver: Resolver, claim: Claim, seq: int, entry: RefEntry, outcome: LinkOutcome
+) -> dict:
+    outcome.refs += 1
+    row: dict = {"seq": seq, "written": entry.text, "line": entry.line, "quote": entry.quote,
+                 "repo": entry.ref.repo, "version": entry.ref.version}
+    try:
+        resolved = resolver.resolve(entry.ref)
+        _check_quote(resolver, resolved, entry)
+    except UnindexedVersion as error:
+        located = error.located(claim.source_file, entry.line)
+        outcome.unindexed.append(located)
+        return _state(row, "unindexed", located, outcome)
+    except ResolveError as error:
+        located = error.located(claim.source_file, entry.line)
+        outcome.errors.append(located)
+        return _state(row, "broken", located, outcome)
+    row.update(_resolved_columns(resolved))
+    row["uses"] = [_use_row(resolver, claim, entry, text, outcome) for text in entry.uses]
+    return _state(row, "linked", None, outcome)
+
+
+def _check_quote(resolver: Resolver, resolved: Resolved, entry: RefEntry) -> None:
+    if entry.quote is not None and not quote_stands(entry.quote, resolver.text_of(resolved)):
+        raise ResolveError(
+            f"quote '{entry.quote}' does not occur in {resolved.canonical} at its own pin",
+            hint="the annotation is wrong from the start: fix the quote or the ref",
+        )
+
+
+def _use_row(
+    resolver: Resolver, claim: Claim, entry: RefEntry, text: str, outcome: LinkOutcome
+) -> dict:
+    try:
+        used = resolver.resolve(parse_ref(text))
+    except UnindexedVersion:
+        return {"written": text}
+    except AnnotationError as error:
+        outcome.errors.append(error.located(claim.source_file, entry.line))
+        return {"written": text}
+    return {"written": text, "resolved": used.canonical, "path": used.path,
+            "qualname": used.qualname}
+
+
+def _resolved_columns(resolved: Resolved) -> dict:
+    return {
+        "repo": resolved.repo, "version": resolved.version, "resolved": resolved.canonical,
+        "path": resolved.path, "qualname": resolved.qualname, "kind": resolved.kind,
+        "start_line": resolved.start_line, "end_line": resolved.end_line,
+        "blob_id": resolved.blob_id, "exact": resolved.exact,
+        "normalized": resolved.normalized, "shape": resolved.shape,
+    }
+
+
+def _state(row: dict, state: str, error: AnnotationError | None, outcome: LinkOutcome) -> dict:
+    outcome.states[state] += 1
+    row["state"] = state
+    row["message"] = error.message if error else None
+    return row

@@ -1,0 +1,229 @@
+"""Resolve a parsed ref to exact symbols (or a line range) of an indexed version."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from annotations.errors import AnnotationError
+from annotations.refs import Ref, RefForm
+from db import queries
+from db.database import Database
+from indexer.config import ProjectConfig
+from indexer.errors import ConfigError
+from indexer.fingerprints import digest
+
+
+class ResolveError(AnnotationError):
+    """A ref that does not resolve at its own pin."""
+
+
+class UnindexedVersion(ResolveError):
+    """The ref's version is not in the index (yet)."""
+
+
+class AmbiguousRef(ResolveError):
+    """A short or dotted ref that names more than one symbol."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A ref pinned to one definition (or a line range) of one indexed version."""
+
+    repo: str
+    version: str
+    version_key: int
+    path: str
+    blob_id: str
+    start_line: int
+    end_line: int
+    exact: str
+    normalized: str
+    qualname: str | None = None
+    kind: str | None = None
+    shape: str | None = None
+    start_byte: int | None = None
+    end_byte: int | None = None
+
+    @property
+    def canonical(self) -> str:
+        base = f"{self.repo}@{self.version}:{self.path}"
+        if self.qualname is not None:
+            return f"{base}::{self.qualname}"
+        if self.start_line == self.end_line:
+            return f"{base}#L{self.start_line}"
+        return f"{base}#L{self.start_line}-L{self.end_line}"
+
+    @property
+    def pin(self) -> str:
+        return f"{self.repo}@{self.version}"
+
+
+class Resolver:
+    """Resolves refs against one database; caches what it reads per version."""
+
+    def __init__(self, database: Database, config: ProjectConfig) -> None:
+        self.database = database
+        self.config = config
+        self._version_keys: dict[tuple[str, str], int | None] = {}
+        self._paths: dict[int, set[str]] = {}
+        self.source = lru_cache(maxsize=256)(self._source)
+
+    def resolve(self, ref: Ref) -> Resolved:
+        repo, version = self._pin(ref)
+        key = self.version_key(repo, version)
+        if ref.form is RefForm.SYMBOL:
+            return self._symbol(repo, version, key, ref.path or "", ref.qualname or "")
+        if ref.form is RefForm.DOTTED:
+            return self._dotted(repo, version, key, ref.dotted or "")
+        if ref.form is RefForm.LINES:
+            return self._lines(repo, version, key, ref.path or "", ref.start_line, ref.end_line)
+        return self._permalink(repo, version, key, ref)
+
+    def version_key(self, repo: str, version: str) -> int:
+        if (repo, version) not in self._version_keys:
+            self._version_keys[repo, version] = queries.version_id(self.database, repo, version)
+        key = self._version_keys[repo, version]
+        if key is None:
+            raise UnindexedVersion(
+                f"{repo}@{version} is not indexed", hint=f"run 'annotate index {repo}@{version}'"
+            )
+        return key
+
+    def _pin(self, ref: Ref) -> tuple[str, str]:
+        if ref.form is RefForm.PERMALINK:
+            repo = self.config.repo_for_github(ref.github or "")
+            if repo is None:
+                raise ResolveError(
+                    f"github.com/{ref.github} is not a configured repo",
+                    hint="add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml",
+                )
+            return repo.name, ref.version or ""
+        if ref.repo is None or ref.version is None:
+            raise ResolveError(
+                f"'{ref}' names no version",
+                hint="add 'at: REPO@VERSION' to the claim or file, or write REPO@VERSION: first",
+            )
+        try:
+            self.config.repo(ref.repo)
+        except ConfigError as error:
+            raise ResolveError(error.message, hint=error.hint) from None
+        return ref.repo, ref.version
+
+    def paths(self, key: int) -> set[str]:
+        if key not in self._paths:
+            self._paths[key] = set(queries.version_paths(self.database, key))
+        return self._paths[key]
+
+    def _blob(self, repo: str, version: str, key: int, path: str) -> str:
+        blob_id = queries.file_blob(self.database, key, path)
+        if blob_id is None:
+            close = difflib.get_close_matches(path, self.paths(key), n=3, cutoff=0.6)
+            raise ResolveError(
+                f"path '{path}' does not exist at {repo}@{version}",
+                hint=f"did you mean {_either(close)}" if close else "check the path",
+            )
+        return blob_id
+
+    def _symbol(self, repo: str, version: str, key: int, path: str, qualname: str) -> Resolved:
+        self._blob(repo, version, key, path)
+        rows = queries.symbols_in_file(self.database, key, path)
+        matching = [row for row in rows if row["qualname"] == qualname]
+        if not matching:
+            names = [row["qualname"] for row in rows]
+            close = difflib.get_close_matches(qualname, names, n=3, cutoff=0.5)
+            raise ResolveError(
+                f"no symbol '{qualname}' in {path} at {repo}@{version}",
+                hint=f"closest: {_either(close)}" if close else "check the qualname",
+            )
+        return _from_row(repo, version, key, matching[0])
+
+    def _dotted(self, repo: str, version: str, key: int, dotted: str) -> Resolved:
+        parts = dotted.split(".")
+        paths = self.paths(key)
+        for cut in range(len(parts) - 1, 0, -1):
+            module = "/".join(parts[:cut])
+            for path in (f"{module}.py", f"{module}/__init__.py"):
+                if path in paths:
+                    return self._symbol(repo, version, key, path, ".".join(parts[cut:]))
+        return self._short(repo, version, key, dotted)
+
+    def _short(self, repo: str, version: str, key: int, name: str) -> Resolved:
+        rows = queries.symbols_named(self.database, key, name)
+        if len(rows) == 1:
+            return _from_row(repo, version, key, rows[0])
+        if not rows:
+            raise ResolveError(
+                f"no module or symbol '{name}' at {repo}@{version}",
+                hint="write PATH::QUALNAME, or a dotted name starting with the module",
+            )
+        listed = ", ".join(f"{row['path']}::{row['qualname']}" for row in rows[:8])
+        more = f" and {len(rows) - 8} more" if len(rows) > 8 else ""
+        raise AmbiguousRef(
+            f"'{name}' matches {len(rows)} symbols at {repo}@{version}: {listed}{more}",
+            hint="write PATH::QUALNAME to pick one",
+        )
+
+    def _lines(
+        self, repo: str, version: str, key: int, path: str, start: int | None, end: int | None
+    ) -> Resolved:
+        blob_id = self._blob(repo, version, key, path)
+        text = self.source(blob_id)
+        lines = text.splitlines(keepends=True)
+        first, last = start or 1, end or start or len(lines)
+        if not lines or last > len(lines):
+            raise ResolveError(
+                f"lines {first}-{last} are past the end of {path} ({len(lines)} lines) "
+                f"at {repo}@{version}",
+                hint="check the line range",
+            )
+        chosen = "".join(lines[first - 1:last]).encode()
+        return Resolved(repo, version, key, path, blob_id, first, last,
+                        exact=digest(chosen), normalized=digest(b" ".join(chosen.split())))
+
+    def _permalink(self, repo: str, version: str, key: int, ref: Ref) -> Resolved:
+        path = ref.path or ""
+        self._blob(repo, version, key, path)
+        if ref.start_line is None:
+            return self._lines(repo, version, key, path, None, None)
+        start, end = ref.start_line, ref.end_line or ref.start_line
+        covering = [
+            row for row in queries.symbols_in_file(self.database, key, path)
+            if row["start_line"] <= start and row["end_line"] >= end
+        ]
+        if covering:
+            innermost = min(covering, key=lambda row: row["end_line"] - row["start_line"])
+            return _from_row(repo, version, key, innermost)
+        return self._lines(repo, version, key, path, start, end)
+
+    def _source(self, blob_id: str) -> str:
+        content = queries.blob_content(self.database, blob_id)
+        if content is None:
+            raise ResolveError(f"the content of blob {blob_id} is not stored",
+                               hint="only files up to 1 MiB are stored")
+        return content.decode("utf-8", "replace")
+
+    def text_of(self, resolved: Resolved) -> str:
+        """The source text a resolved ref covers (whole lines)."""
+        lines = self.source(resolved.blob_id).splitlines(keepends=True)
+        return "".join(lines[resolved.start_line - 1:resolved.end_line])
+
+
+def quote_stands(quote: str, text: str) -> bool:
+    """Whether ``quote`` occurs in ``text``, white space runs counting as one space."""
+    return " ".join(quote.split()) in " ".join(text.split())
+
+
+def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:
+    return Resolved(
+        repo=repo, version=version, version_key=key, path=row["path"], blob_id=row["blob_id"],
+        start_line=row["start_line"], end_line=row["end_line"], exact=row["exact"],
+        normalized=row["normalized"], qualname=row["qualname"], kind=row["kind"],
+        shape=row["shape"], start_byte=row["start_byte"], end_byte=row["end_byte"],
+    )
+
+
+def _either(options: list[str]) -> str:
+    quoted = [f"'{option}'" for option in options]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]

@@ -1,0 +1,164 @@
+"""Reads and writes of articles, claims and their links to symbols."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from db.database import Database
+
+REF_COLUMNS = (
+    "claim", "seq", "written", "line", "quote", "repo", "version", "resolved", "path",
+    "qualname", "kind", "start_line", "end_line", "blob_id", "exact", "normalized", "shape",
+    "state", "message",
+)
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    article: str
+    claim_id: str
+    text: str
+    pin: str | None
+    source_file: str
+    line: int
+    refs: Sequence[dict] = ()
+    waivers: Sequence[dict] = ()
+    symbols: str = ""
+
+
+@dataclass(frozen=True)
+class ArticleRow:
+    path: str
+    title: str | None
+    source_file: str
+    claims: Sequence[ClaimRow] = field(default_factory=tuple)
+
+
+def replace_articles(
+    database: Database, articles: Sequence[ArticleRow], keep_sources: Iterable[str]
+) -> None:
+    """Replace every stored article, except those read from ``keep_sources`` (files that
+    failed to load this time keep what they had), in one transaction."""
+    kept = list(dict.fromkeys(keep_sources))
+    with database.write() as conn:
+        marks = ",".join("?" * len(kept))
+        where = f" WHERE source_file NOT IN ({marks})" if kept else ""
+        conn.execute(f"DELETE FROM articles{where}", kept)
+        conn.execute("DELETE FROM claim_search WHERE article NOT IN (SELECT path FROM articles)")
+        for article in articles:
+            _insert_article(conn, article)
+
+
+def _insert_article(conn, article: ArticleRow) -> None:
+    conn.execute("DELETE FROM articles WHERE path = ?", (article.path,))
+    conn.execute("DELETE FROM claim_search WHERE article = ?", (article.path,))
+    conn.execute(
+        "INSERT INTO articles (path, title, source_file) VALUES (?, ?, ?)",
+        (article.path, article.title, article.source_file),
+    )
+    for claim in article.claims:
+        claim_key = conn.execute(
+            "INSERT INTO claims (article, claim_id, text, pin, source_file, line)"
+            " VALUES (?,?,?,?,?,?)",
+            (article.path, claim.claim_id, claim.text, claim.pin, claim.source_file, claim.line),
+        ).lastrowid
+        for ref in claim.refs:
+            _insert_ref(conn, claim_key, ref)
+        conn.executemany(
+            "INSERT INTO claim_waivers (claim, status, until, reason, line) VALUES (?,?,?,?,?)",
+            ((claim_key, w["status"], w["until"], w["reason"], w["line"]) for w in claim.waivers),
+        )
+        conn.execute(
+            "INSERT INTO claim_search (article, claim_id, title, text, symbols)"
+            " VALUES (?,?,?,?,?)",
+            (article.path, claim.claim_id, article.title or "", claim.text, claim.symbols),
+        )
+
+
+def _insert_ref(conn, claim_key: int, ref: dict) -> None:
+    values = {**ref, "claim": claim_key}
+    marks = ",".join("?" * len(REF_COLUMNS))
+    ref_key = conn.execute(
+        f"INSERT INTO claim_refs ({', '.join(REF_COLUMNS)}) VALUES ({marks})",
+        [values.get(column) for column in REF_COLUMNS],
+    ).lastrowid
+    conn.executemany(
+        "INSERT INTO claim_uses (ref, written, resolved, path, qualname) VALUES (?,?,?,?,?)",
+        (
+            (ref_key, use["written"], use.get("resolved"), use.get("path"), use.get("qualname"))
+            for use in ref.get("uses", ())
+        ),
+    )
+
+
+def links_to(database: Database, qualname: str, path: str | None = None) -> list[dict]:
+    """Stored refs whose qualname is ``qualname`` or ends with ``.qualname``."""
+    last = qualname.rsplit(".", 1)[-1]
+    rows = database.db.query(
+        "SELECT * FROM claim_links WHERE qualname = ? OR qualname LIKE ? ESCAPE '\\'"
+        " ORDER BY path, qualname, article, claim_id",
+        (qualname, "%." + _like_escape(last)),
+    )
+    return [
+        row for row in rows
+        if (row["qualname"] == qualname or row["qualname"].endswith("." + qualname))
+        and (path is None or row["path"] == path)
+    ]
+
+
+def links_of_article(database: Database, article: str) -> list[dict]:
+    return list(
+        database.db.query(
+            "SELECT * FROM claim_links WHERE article = ? OR source_file = ?"
+            " ORDER BY line, claim_id",
+            (article, article),
+        )
+    )
+
+
+def all_refs(database: Database) -> list[dict]:
+    """Every stored ref with its claim, for check."""
+    return list(
+        database.db.query(
+            "SELECT r.*, c.claim_id, c.text AS claim_text, c.article, c.source_file, c.id AS"
+            " claim_key FROM claim_refs r JOIN claims c ON c.id = r.claim"
+            " ORDER BY c.article, c.line, r.seq"
+        )
+    )
+
+
+def uses_of(database: Database, ref_key: int) -> list[dict]:
+    return list(database.db.query("SELECT * FROM claim_uses WHERE ref = ?", (ref_key,)))
+
+
+def waivers(database: Database) -> dict[int, list[dict]]:
+    found: dict[int, list[dict]] = {}
+    for row in database.db.query("SELECT * FROM claim_waivers"):
+        found.setdefault(row["claim"], []).append(row)
+    return found
+
+
+def search(database: Database, text: str, limit: int = 50) -> list[dict]:
+    """Claims whose text, article title or cited symbols contain ``text``.
+
+    FTS5's trigram tokenizer needs three characters; shorter queries (two Chinese
+    characters, say) fall back to a substring scan.
+    """
+    if len(text) >= 3:
+        phrase = '"' + text.replace('"', '""') + '"'
+        sql = (
+            "SELECT s.article, s.claim_id, s.title, s.text, s.symbols FROM claim_search s"
+            " WHERE claim_search MATCH ? ORDER BY rank LIMIT ?"
+        )
+        return list(database.db.query(sql, (phrase, limit)))
+    pattern = "%" + _like_escape(text) + "%"
+    sql = (
+        "SELECT article, claim_id, title, text, symbols FROM claim_search WHERE text LIKE ?1"
+        " ESCAPE '\\' OR title LIKE ?1 ESCAPE '\\' OR symbols LIKE ?1 ESCAPE '\\' LIMIT ?2"
+    )
+    return list(database.db.query(sql, (pattern, limit)))
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,749 @@
+"""Loading annotation YAML files and Markdown articles: claims, every error message, fuzzing."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from annotations import loader
+from annotations.errors import AnnotationError, AnnotationFileError
+from annotations.loader import (
+    MAX_CLAIMS,
+    MAX_FILE_BYTES,
+    link_claim_id,
+    load_all,
+    load_annotation_file,
+    load_annotation_text,
+    load_markdown_article,
+    load_markdown_text,
+)
+from annotations.model import Article
+from annotations.refs import Ref, RefForm
+
+EXAMPLE = """\
+article: module_analysis/mla-tp-sharding.md   # required; path or URL
+title: "MLA 的 TP 切分"                        # optional
+at: vllm@v0.20.0                              # optional default pin
+claims:
+  - id: replicated
+    text: "ReplicatedLinear 使全部 576 维在 8 个 TP rank 上完全复制"
+    at: vllm@v0.20.0
+    refs:
+      - vllm/model_executor/layers/linear.py::ReplicatedLinear
+      - ref: vllm/config/cache.py::CacheConfig.gpu_memory_utilization
+        quote: "default=0.92"
+        uses: [vllm/x.py::Y]
+      - lmcache@v0.5.1:lmcache/integration/vllm/utils.py::mla_enabled
+    waive:
+      - {status: changed, until: 2027-03-31, reason: "reviewed: only logging changed"}
+"""
+
+GH = "https://github.com/vllm-project/vllm/blob"
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _yaml_errors(tmp_path: Path, text: str) -> list[str]:
+    result = load_all([_write(tmp_path, "a.yaml", text)], [], tmp_path)
+    assert result.articles == [] or not result.errors
+    return [str(error) for error in result.errors]
+
+
+def _md_errors(tmp_path: Path, text: str) -> list[str]:
+    result = load_all([], [_write(tmp_path, "a.md", text)], tmp_path)
+    return [str(error) for error in result.errors]
+
+
+# -- the example ----------------------------------------------------------------------------------
+
+
+def test_example_loads_with_exact_text_and_lines(tmp_path: Path) -> None:
+    article = load_annotation_file(_write(tmp_path, "x.yaml", EXAMPLE), "notes/x.yaml")
+    assert article.path == "module_analysis/mla-tp-sharding.md"
+    assert article.title == "MLA 的 TP 切分"
+    assert article.source_file == "notes/x.yaml"
+    (claim,) = article.claims
+    assert claim.claim_id == "replicated"
+    assert claim.text == "ReplicatedLinear 使全部 576 维在 8 个 TP rank 上完全复制"
+    assert (claim.at, claim.line, claim.article) == ("vllm@v0.20.0", 5, article.path)
+    first, second, third = claim.refs
+    assert first.text == "vllm/model_executor/layers/linear.py::ReplicatedLinear"
+    assert first.ref == Ref(
+        "vllm",
+        "v0.20.0",
+        RefForm.SYMBOL,
+        path="vllm/model_executor/layers/linear.py",
+        qualname="ReplicatedLinear",
+    )
+    assert (first.line, first.quote, first.uses) == (9, None, ())
+    assert (second.line, second.quote) == (10, "default=0.92")
+    assert second.uses == ("vllm@v0.20.0:vllm/x.py::Y",)
+    assert (third.ref.repo, third.ref.version, third.line) == ("lmcache", "v0.5.1", 13)
+    (waiver,) = claim.waivers
+    assert waiver.status == "changed"
+    assert waiver.until == datetime.date(2027, 3, 31)
+    assert (waiver.reason, waiver.line) == ("reviewed: only logging changed", 15)
+
+
+def test_file_default_pin_and_unpinned_refs() -> None:
+    text = "article: a\nat: vllm@v1\nclaims:\n- {id: a, text: t, refs: [x.py::f]}\n"
+    (claim,) = load_annotation_text(text, "a.yaml").claims
+    assert claim.at == "vllm@v1" and claim.refs[0].ref.version == "v1"
+    text = "article: a\nclaims:\n- {id: a, text: t, refs: [x.py::f], at: o@v2}\n"
+    (claim,) = load_annotation_text(text, "a.yaml").claims
+    assert claim.at == "o@v2" and claim.refs[0].ref.repo == "o"
+    text = "article: a\nclaims:\n- {id: a, text: t, refs: [x.py::f]}\n"
+    (claim,) = load_annotation_text(text, "a.yaml").claims
+    assert claim.at is None and not claim.refs[0].ref.pinned
+
+
+def test_scalars_are_read_as_written() -> None:
+    text = "article: a\nclaims:\n- {id: 0123, text: yes, refs: [x.py::f]}\n"
+    (claim,) = load_annotation_text(text, "a.yaml").claims
+    assert (claim.claim_id, claim.text) == ("0123", "yes")
+
+
+def test_until_as_iso_string() -> None:
+    text = (
+        "article: a\nclaims:\n- id: a\n  text: t\n  refs: [x.py::f]\n"
+        "  waive: [{status: moved, until: '2027-01-02', reason: r}]\n"
+    )
+    (claim,) = load_annotation_text(text, "a.yaml").claims
+    assert claim.waivers[0].until == datetime.date(2027, 1, 2)
+
+
+def test_utf8_bom_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + EXAMPLE.encode())
+    assert load_annotation_file(path).claims[0].claim_id == "replicated"
+
+
+# -- the error catalogue --------------------------------------------------------------------------
+
+OK_CLAIM = "  - id: c\n    text: t\n    refs: [a.py::f]\n"
+
+YAML_ERRORS = [
+    pytest.param(
+        "article: [a\n",
+        [
+            "a.yaml:2: invalid YAML: while parsing a flow sequence, "
+            "expected ',' or ']', but got '<stream end>'"
+        ],
+        id="invalid-yaml",
+    ),
+    pytest.param(
+        "article: a\nclaims: []\n---\nx: 1\n",
+        [
+            "a.yaml:3: invalid YAML: expected a single document in the stream, "
+            "but found another document"
+        ],
+        id="two-documents",
+    ),
+    pytest.param(
+        "article: a\ntitle: \x07\n",
+        ["a.yaml:2: invalid YAML: unacceptable character U+0007"],
+        id="unprintable-character",
+    ),
+    pytest.param("- a\n- b\n", ["a.yaml:1: the top level must be a mapping, not a list"], id="list"),
+    pytest.param(
+        "# nothing\n",
+        ["a.yaml:1: the top level must be a mapping, not an empty document"],
+        id="empty",
+    ),
+    pytest.param(
+        "article: a\nclaims: []\nnotes: x\n",
+        ["a.yaml:3: unknown key 'notes' at top level (allowed: article, title, at, claims)"],
+        id="unknown-top-key",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs: [a.py::f]\n    note: x\n",
+        ["a.yaml:6: unknown key 'note' in claim 'c' (allowed: id, text, at, refs, waive)"],
+        id="unknown-claim-key",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - {ref: a.py::f, q: x}\n",
+        ["a.yaml:6: unknown key 'q' in a ref of claim 'c' (allowed: ref, quote, uses)"],
+        id="unknown-ref-key",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n"
+        "      - {status: moved, until: 2027-01-01, reason: r, by: me}\n",
+        [
+            "a.yaml:7: unknown key 'by' in a waiver of claim 'c' "
+            "(allowed: status, until, reason)"
+        ],
+        id="unknown-waiver-key",
+    ),
+    pytest.param(
+        "claims: []\n", ["a.yaml:1: missing required key 'article' at top level"], id="no-article"
+    ),
+    pytest.param(
+        "article: a\n", ["a.yaml:1: missing required key 'claims' at top level"], id="no-claims"
+    ),
+    pytest.param(
+        "article: null\nclaims: []\n",
+        ["a.yaml:1: 'article' must be a string, not null"],
+        id="article-null",
+    ),
+    pytest.param(
+        "article: [a]\nclaims: []\n",
+        ["a.yaml:1: 'article' must be a string, not a list"],
+        id="article-list",
+    ),
+    pytest.param(
+        "article: a\ntitle: {x: 1}\nclaims: []\n",
+        ["a.yaml:2: 'title' must be a string, not a mapping"],
+        id="title-mapping",
+    ),
+    pytest.param(
+        "article: a\nclaims: {id: c}\n",
+        ["a.yaml:2: 'claims' must be a list, not a mapping"],
+        id="claims-mapping",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - just text\n",
+        ["a.yaml:3: claim #1 must be a mapping, not a string"],
+        id="claim-string",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - text: t\n    refs: [a.py::f]\n",
+        ["a.yaml:3: claim #1 is missing 'id'"],
+        id="claim-no-id",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    refs: [a.py::f]\n",
+        ["a.yaml:3: claim 'c' is missing 'text'"],
+        id="claim-no-text",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: ' '\n    refs: [a.py::f]\n",
+        ["a.yaml:4: 'text' of claim 'c' must not be empty"],
+        id="claim-empty-text",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: [t]\n    refs: [a.py::f]\n",
+        ["a.yaml:4: 'text' of claim 'c' must be a string, not a list"],
+        id="claim-text-list",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: [c]\n    text: t\n    refs: [a.py::f]\n",
+        ["a.yaml:3: 'id' of claim #1 must be a string, not a list"],
+        id="claim-id-list",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n",
+        ["a.yaml:3: claim 'c' has no refs"],
+        id="claim-no-refs",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs: []\n",
+        ["a.yaml:5: claim 'c' has no refs"],
+        id="claim-empty-refs",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs: a.py::f\n",
+        ["a.yaml:5: 'refs' of claim 'c' must be a list, not a string"],
+        id="refs-string",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - [a.py::f]\n",
+        ["a.yaml:6: each ref of claim 'c' must be a string or a mapping, not a list"],
+        id="ref-list",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - {quote: x}\n",
+        ["a.yaml:6: a ref of claim 'c' is missing 'ref'"],
+        id="ref-no-ref",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - {ref: a.py::f, quote: ''}\n",
+        ["a.yaml:6: 'quote' of a ref of claim 'c' must not be empty"],
+        id="ref-empty-quote",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - {ref: a.py::f, uses: b}\n",
+        ["a.yaml:6: 'uses' of a ref of claim 'c' must be a list, not a string"],
+        id="uses-string",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n"
+        "      - ref: a.py::f\n        uses:\n          - {x: 1}\n",
+        ["a.yaml:8: each entry of 'uses' of claim 'c' must be a string, not a mapping"],
+        id="uses-entry-mapping",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n"
+        "      - ref: a.py::f\n        uses:\n          - b/c.py\n",
+        ["a.yaml:8: missing '::QUALNAME' or '#Lx-Ly' after path 'b/c.py'"],
+        id="uses-entry-bad-ref",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs: [a.py::f]\n    waive: {}\n",
+        ["a.yaml:6: 'waive' of claim 'c' must be a list, not a mapping"],
+        id="waive-mapping",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n      - changed\n",
+        ["a.yaml:7: each waiver of claim 'c' must be a mapping, not a string"],
+        id="waiver-string",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n"
+        "      - {status: fresh, until: 2027-01-01, reason: r}\n",
+        [
+            "a.yaml:7: unknown waiver status 'fresh' (allowed: changed, moved, removed, "
+            "quote-missing, broken, relation-missing, unindexed)"
+        ],
+        id="waiver-status",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n"
+        "      - {status: moved, until: 2027-02-30, reason: r}\n",
+        [
+            "a.yaml:7: invalid date '2027-02-30' for 'until' of a waiver of claim 'c': "
+            "expected YYYY-MM-DD"
+        ],
+        id="waiver-impossible-date",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n"
+        "      - {status: moved, until: next year, reason: r}\n",
+        [
+            "a.yaml:7: invalid date 'next year' for 'until' of a waiver of claim 'c': "
+            "expected YYYY-MM-DD"
+        ],
+        id="waiver-text-date",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n"
+        "      - {status: moved, until: [2027-01-01], reason: r}\n",
+        [
+            "a.yaml:7: invalid date 'a list' for 'until' of a waiver of claim 'c': "
+            "expected YYYY-MM-DD"
+        ],
+        id="waiver-list-date",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n      - {status: moved, until: 2027-01-01}\n",
+        ["a.yaml:7: a waiver of claim 'c' is missing 'reason'"],
+        id="waiver-no-reason",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n" + OK_CLAIM + OK_CLAIM,
+        ["a.yaml:6: duplicate claim id 'c' (first defined at line 3)"],
+        id="duplicate-id",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: Bad_Id\n    text: t\n    refs: [a.py::f]\n",
+        ["a.yaml:3: invalid claim id 'Bad_Id': must match ^[a-z0-9][a-z0-9-]*$"],
+        id="id-shape",
+    ),
+    pytest.param(
+        "article: a\nat: vllm\nclaims: []\n",
+        [
+            "a.yaml:2: invalid pin 'vllm': expected 'REPO@VERSION' "
+            "(hint: 'at' takes REPO@VERSION, e.g. vllm@v0.20.0)"
+        ],
+        id="at-no-version",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    at: vllm@--x\n    refs: [a.py::f]\n",
+        [
+            "a.yaml:5: invalid version '--x' in 'vllm@--x': a version starts with a letter "
+            "or digit (hint: 'at' takes REPO@VERSION, e.g. vllm@v0.20.0)"
+        ],
+        id="claim-at-bad-version",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n"
+        "      - a.py::f\n      - a.py::A..b\n",
+        [
+            "a.yaml:7: invalid qualname 'A..b' (hint: a qualname is identifiers joined by '.', "
+            "e.g. 'Outer.method' or 'f.<locals>.g')"
+        ],
+        id="ref-syntax-at-its-line",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n"
+        "      - ref: vllm@-x:a.py::f\n",
+        [
+            "a.yaml:6: invalid version '-x' in 'vllm@-x:a.py::f': "
+            "a version starts with a letter or digit"
+        ],
+        id="ref-mapping-syntax",
+    ),
+    pytest.param(
+        "article: a\nx: !!python/object/apply:os.system [echo hi]\nclaims: []\n",
+        [
+            "a.yaml:2: unsupported YAML tag '!!python/object/apply:os.system' "
+            "(hint: only plain YAML data is read)"
+        ],
+        id="python-tag",
+    ),
+    pytest.param(
+        "article: a\nclaims: !custom []\n",
+        ["a.yaml:2: unsupported YAML tag '!custom' (hint: only plain YAML data is read)"],
+        id="local-tag",
+    ),
+    pytest.param(
+        "base: &b {article: a}\n<<: *b\nclaims: []\n",
+        ["a.yaml:2: YAML merge keys ('<<') are not supported"],
+        id="merge-key",
+    ),
+    pytest.param(
+        "article: a\narticle: b\nclaims: []\n",
+        ["a.yaml:2: duplicate key 'article' (first at line 1)"],
+        id="duplicate-key",
+    ),
+    pytest.param(
+        "article: a\n[x]: 1\nclaims: []\n",
+        ["a.yaml:2: mapping keys must be plain strings"],
+        id="key-list",
+    ),
+    pytest.param(
+        "a: " + "[" * 25 + "]" * 25 + "\n",
+        ["a.yaml:1: YAML nesting is deeper than 20 levels"],
+        id="too-deep",
+    ),
+    pytest.param(
+        "a: &a [*a]\n",
+        ["a.yaml:1: YAML nesting is deeper than 20 levels"],
+        id="recursive-alias",
+    ),
+    pytest.param(
+        "".join(
+            f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}" if i else "x"] * 10) + "]\n"
+            for i in range(9)
+        ),
+        [
+            "a.yaml:1: more than 100000 YAML nodes after expanding aliases "
+            "(hint: anchors and aliases (&x, *x) must not multiply the document)"
+        ],
+        id="billion-laughs",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), YAML_ERRORS)
+def test_yaml_error_messages(tmp_path: Path, text: str, expected: list[str]) -> None:
+    assert _yaml_errors(tmp_path, text) == expected
+
+
+def test_every_error_of_a_file_is_reported_in_line_order(tmp_path: Path) -> None:
+    text = (
+        "article: a\n"
+        "claims:\n"
+        "  - id: c\n"
+        "    text: t\n"
+        "    refs: [a.py::f]\n"
+        "    extra: 1\n"
+        "  - id: c\n"
+        "    refs: [a.py::A..b]\n"
+        "junk: 1\n"
+    )
+    assert _yaml_errors(tmp_path, text) == [
+        "a.yaml:6: unknown key 'extra' in claim 'c' (allowed: id, text, at, refs, waive)",
+        "a.yaml:7: duplicate claim id 'c' (first defined at line 3)",
+        "a.yaml:7: claim 'c' is missing 'text'",
+        "a.yaml:8: invalid qualname 'A..b' (hint: a qualname is identifiers joined by '.', "
+        "e.g. 'Outer.method' or 'f.<locals>.g')",
+        "a.yaml:9: unknown key 'junk' at top level (allowed: article, title, at, claims)",
+    ]
+
+
+def test_single_file_loader_raises_first_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a.yaml", "article: a\nnope: 1\nclaims: [1]\n")
+    with pytest.raises(AnnotationFileError) as caught:
+        load_annotation_file(path, "a.yaml")
+    assert str(caught.value) == (
+        "a.yaml:2: unknown key 'nope' at top level (allowed: article, title, at, claims)"
+    )
+    assert (caught.value.file, caught.value.line) == ("a.yaml", 2)
+
+
+def test_too_many_claims(tmp_path: Path) -> None:
+    claims = "".join(f"- {{id: c{i}, text: t, refs: [a.py::f]}}\n" for i in range(MAX_CLAIMS + 1))
+    text = "article: a\nclaims:\n" + claims
+    assert _yaml_errors(tmp_path, text) == [f"a.yaml:3: too many claims (5001, max {MAX_CLAIMS})"]
+
+
+def test_file_too_large(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_bytes(b"#" * (MAX_FILE_BYTES + 1))
+    result = load_all([path], [], tmp_path)
+    assert [str(e) for e in result.errors] == ["a.yaml: file is larger than 2097152 bytes"]
+
+
+def test_invalid_utf8_names_the_byte_offset(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_bytes(b"article: a\ntitle: \xff\n")
+    with pytest.raises(AnnotationFileError) as caught:
+        load_annotation_file(path, "a.yaml")
+    assert str(caught.value) == "a.yaml:2: not valid UTF-8: byte 0xff at offset 18"
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    result = load_all([tmp_path / "missing.yaml"], [], tmp_path)
+    assert [str(e) for e in result.errors] == [
+        "missing.yaml: cannot read file: No such file or directory"
+    ]
+
+
+def test_load_all_keeps_going_and_uses_relative_posix_paths(tmp_path: Path) -> None:
+    good = _write(tmp_path, "notes/good.yaml", EXAMPLE)
+    bad1 = _write(tmp_path, "notes/bad1.yaml", "article: a\n")
+    bad2 = _write(tmp_path, "notes/bad2.yaml", "[")
+    md = _write(tmp_path, "articles/x.md", f"see {GH}/v1/a.py#L2\n")
+    result = load_all([bad1, good, bad2, tmp_path / "gone.yaml"], [md], tmp_path)
+    assert [a.source_file for a in result.articles] == ["notes/good.yaml", "articles/x.md"]
+    assert [str(e) for e in result.errors] == [
+        "notes/bad1.yaml:1: missing required key 'claims' at top level",
+        "notes/bad2.yaml:1: invalid YAML: while parsing a flow node, "
+        "expected the node content, but found '<stream end>'",
+        "gone.yaml: cannot read file: No such file or directory",
+    ]
+
+
+# -- Markdown -------------------------------------------------------------------------------------
+
+MARKDOWN = f"""\
+---
+title: "MLA 的 TP 切分"
+at: vllm@v0.20.0
+claims:
+  - id: replicated
+    text: "ReplicatedLinear 使全部 576 维在 8 个 TP rank 上完全复制"
+    refs: [vllm/model_executor/layers/linear.py::ReplicatedLinear]
+---
+# MLA
+
+ReplicatedLinear 见 [linear.py]({GH}/v0.20.0/vllm/model_executor/layers/linear.py#L10-L20)。
+另见 <{GH}/abc123/vllm/b.py#L5>.
+
+- again {GH}/v0.20.0/vllm/model_executor/layers/linear.py#L10-L20, twice
+- not a permalink: https://github.com/vllm-project/vllm/pull/1
+"""
+
+
+def test_markdown_front_matter_and_permalinks(tmp_path: Path) -> None:
+    path = _write(tmp_path, "articles/mla.md", MARKDOWN)
+    article = load_markdown_article(path, "articles/mla.md")
+    assert (article.path, article.title, article.source_file) == (
+        "articles/mla.md",
+        "MLA 的 TP 切分",
+        "articles/mla.md",
+    )
+    own, link1, link2, link3 = article.claims
+    assert own.claim_id == "replicated" and own.line == 5 and own.at == "vllm@v0.20.0"
+    assert own.text == "ReplicatedLinear 使全部 576 维在 8 个 TP rank 上完全复制"
+    url = f"{GH}/v0.20.0/vllm/model_executor/layers/linear.py#L10-L20"
+    digest = hashlib.sha1(f"articles/mla.md\n{url}".encode()).hexdigest()[:10]
+    assert link1.claim_id == f"link-{digest}" == link_claim_id("articles/mla.md", url)
+    assert link3.claim_id == f"link-{digest}-2"
+    assert (link1.line, link2.line, link3.line) == (11, 12, 14)
+    assert link1.text == "ReplicatedLinear 见 linear.py。另见 " + f"{GH}/abc123/vllm/b.py#L5."
+    assert link3.text == f"again {url}, twice"
+    assert link1.at is None and link1.waivers == ()
+    (entry,) = link1.refs
+    assert (entry.text, entry.line) == (url, 11)
+    assert entry.ref.form is RefForm.PERMALINK and entry.ref.github == "vllm-project/vllm"
+    assert link2.refs[0].ref.version == "abc123"
+
+
+def test_markdown_without_claims() -> None:
+    article = load_markdown_text("# Title\n\nJust prose.\n", "a.md")
+    assert article == Article("a.md", None, "a.md", ())
+
+
+def test_markdown_front_matter_article_overrides_default() -> None:
+    text = f"---\narticle: https://example.com/post\n---\nsee {GH}/v1/a.py\n"
+    article = load_markdown_text(text, "a.md")
+    assert article.path == "https://example.com/post"
+    assert article.claims[0].claim_id == link_claim_id("https://example.com/post", f"{GH}/v1/a.py")
+
+
+def test_markdown_long_paragraph_uses_the_sentence() -> None:
+    filler = "Filler words here. " * 30
+    text = f"{filler}The key point is {GH}/v1/a.py#L3 right here. {filler}\n"
+    (claim,) = load_markdown_text(text, "a.md").claims
+    assert claim.text == f"The key point is {GH}/v1/a.py#L3 right here."
+
+
+def test_markdown_text_is_capped() -> None:
+    text = "x" * 500 + f" {GH}/v1/a.py#L3\n"
+    (claim,) = load_markdown_text(text, "a.md").claims
+    assert len(claim.text) == 300 and claim.text.endswith("…")
+
+
+MARKDOWN_ERRORS = [
+    pytest.param(
+        "---\ntitle: x\n",
+        ["a.md:1: front matter opened on line 1 is not closed (hint: end it with '---')"],
+        id="front-matter-not-closed",
+    ),
+    pytest.param(
+        "---\ntitle: x\ntags: [a]\n---\nbody\n",
+        ["a.md:3: unknown key 'tags' at top level (allowed: article, title, at, claims)"],
+        id="front-matter-unknown-key",
+    ),
+    pytest.param(
+        "---\nclaims:\n  - id: c\n    text: t\n    refs: [a.py::A..b]\n---\n",
+        [
+            "a.md:5: invalid qualname 'A..b' (hint: a qualname is identifiers joined by '.', "
+            "e.g. 'Outer.method' or 'f.<locals>.g')"
+        ],
+        id="front-matter-ref-line",
+    ),
+    pytest.param(
+        "---\n- a\n---\n",
+        ["a.md:2: the top level must be a mapping, not a list"],
+        id="front-matter-list",
+    ),
+    pytest.param(
+        "intro\n\nsee https://github.com/o/n/blob/v1/x.py#L5C3-L7C1 now\n",
+        [
+            "a.md:3: invalid line anchor '#L5C3-L7C1' after path 'x.py': "
+            "expected '#Lx' or '#Lx-Ly'"
+        ],
+        id="bad-permalink",
+    ),
+    pytest.param(
+        f"---\nclaims:\n  - id: {link_claim_id('a.md', GH + '/v1/a.py')}\n    text: t\n"
+        f"    refs: [a.py::f]\n---\n{GH}/v1/a.py\n",
+        [
+            f"a.md:7: duplicate claim id '{link_claim_id('a.md', GH + '/v1/a.py')}' "
+            "(first defined at line 3)"
+        ],
+        id="link-id-clash",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MARKDOWN_ERRORS)
+def test_markdown_error_messages(tmp_path: Path, text: str, expected: list[str]) -> None:
+    assert _md_errors(tmp_path, text) == expected
+
+
+def test_markdown_too_many_links() -> None:
+    text = "".join(f"{GH}/v1/a.py#L{i}\n" for i in range(1, MAX_CLAIMS + 3))
+    with pytest.raises(AnnotationFileError) as caught:
+        load_markdown_text(text, "a.md")
+    assert str(caught.value) == f"a.md:{MAX_CLAIMS + 1}: too many claims (more than {MAX_CLAIMS})"
+
+
+def test_limits_are_documented_constants() -> None:
+    assert (loader.MAX_FILE_BYTES, loader.MAX_DEPTH) == (2 * 1024 * 1024, 20)
+    assert (loader.MAX_NODES, loader.MAX_CLAIMS) == (100_000, 5_000)
+
+
+def test_error_str_is_one_line() -> None:
+    error = AnnotationFileError("bad\nthing\u2028x", file="a\nb.yaml", line=3, hint="h\r")
+    assert str(error) == "a\\nb.yaml:3: bad\\nthing\\u2028x (hint: h\\r)"
+    assert str(AnnotationError("m")) == "m"
+    assert str(AnnotationError("m", line=2)) == "2: m"
+    assert str(AnnotationError("m", file="f")) == "f: m"
+    moved = AnnotationFileError("m", hint="h").located("f.yaml", 4)
+    assert isinstance(moved, AnnotationFileError) and str(moved) == "f.yaml:4: m (hint: h)"
+
+
+# -- fuzzing --------------------------------------------------------------------------------------
+
+_KEYS = st.sampled_from(
+    ["article", "title", "at", "claims", "id", "text", "refs", "ref", "quote", "uses", "waive"]
+    + ["status", "until", "reason", "<<"]
+) | st.text(max_size=6)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.dates()
+    | st.text(max_size=12)
+    | st.sampled_from(
+        ["a.py::f", "vllm@v1", "vllm@v1:a.b", "a.py#L2-L1", "changed", "2027-01-01", "c-1"]
+        + [f"{GH}/v1/a.py#L1", "", " "]
+    )
+)
+_DATA = st.recursive(
+    _SCALARS,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_KEYS, children, max_size=5),
+    max_leaves=25,
+)
+_CLAIM = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": _DATA,
+        "text": _DATA,
+        "at": _DATA,
+        "refs": st.lists(
+            _SCALARS
+            | st.fixed_dictionaries({"ref": _SCALARS}, optional={"quote": _DATA, "uses": _DATA}),
+            max_size=3,
+        ),
+        "waive": st.lists(
+            st.fixed_dictionaries(
+                {}, optional={"status": _SCALARS, "until": _SCALARS, "reason": _SCALARS}
+            ),
+            max_size=2,
+        ),
+    },
+)
+_DOCUMENT = _DATA | st.fixed_dictionaries(
+    {"claims": st.lists(_CLAIM, max_size=4)},
+    optional={"article": _SCALARS, "title": _SCALARS, "at": _SCALARS},
+)
+
+
+def _loads_or_annotation_error(text: str, markdown: bool) -> None:
+    try:
+        article = (load_markdown_text if markdown else load_annotation_text)(text, "f")
+    except AnnotationError as error:
+        assert "\n" not in str(error)
+        return
+    assert isinstance(article, Article)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(_DOCUMENT, st.text(max_size=40))
+def test_fuzz_yaml_shaped_data(data: object, body: str) -> None:
+    dumped = yaml.safe_dump(data, allow_unicode=True)
+    _loads_or_annotation_error(dumped, markdown=False)
+    _loads_or_annotation_error(f"---\n{dumped}---\n{body}\n", markdown=True)
+
+
+_MD_TOKENS = st.sampled_from(
+    ["---\n", "\n", f"{GH}/v1/a.py#L1", "https://github.com/", "[x](", ")", "<", ">", "# ", "- "]
+    + ["claims:", " - ", "id: a", "。", "..."]
+)
+
+
+@settings(max_examples=300)
+@given(st.text() | st.lists(_MD_TOKENS | st.text(max_size=4)).map("".join))
+def test_fuzz_arbitrary_text(text: str) -> None:
+    _loads_or_annotation_error(text, markdown=False)
+    _loads_or_annotation_error(text, markdown=True)
+
+
+@pytest.fixture(scope="module")
+def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@settings(max_examples=100)
+@given(st.binary(max_size=64))
+def test_fuzz_arbitrary_bytes(fuzz_dir: Path, data: bytes) -> None:
+    path = fuzz_dir / "f.yaml"
+    path.write_bytes(data)
+    result = load_all([path], [path], fuzz_dir)
+    assert all(isinstance(error, AnnotationError) for error in result.errors)
