@@ -90,6 +90,19 @@ def split_version(text: str) -> tuple[str, str]:
     return repo, version
 
 
+def db_option(command: F) -> F:
+    """Accept ``--db PATH`` after the command name too: ``annotate versions --db x.db``."""
+
+    def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            ctx.find_object(Context)._db_path = value
+
+    return click.option(
+        "--db", metavar="PATH", expose_value=False, callback=remember,
+        help="Index database (default from config).",
+    )(command)
+
+
 # --- index --------------------------------------------------------------------------
 
 
@@ -100,6 +113,7 @@ def split_version(text: str) -> tuple[str, str]:
 @click.option("--keep-going", is_flag=True,
               help="Exit 0 even when some versions cannot be fetched (they are reported).")
 @click.option("--workers", type=click.IntRange(1, 64), help="Parser processes (default: cores).")
+@db_option
 @pass_context
 @reports_errors
 def index(
@@ -117,18 +131,24 @@ def index(
     ]
     if from_path is not None and len(wanted) != 1:
         raise click.UsageError("--from reads one version: name exactly one REPO@VERSION")
-    failures = _index_all(context, wanted, from_path, workers)
+    alone = len(wanted) == 1 and not keep_going  # its one error is the command's error
+    failures = _index_all(context, wanted, from_path, workers, echo_errors=not alone)
+    if failures and alone:
+        raise UserError(failures[0])
     if failures and not keep_going:
-        raise UserError(f"{failures} of {len(wanted)} versions could not be indexed (see above)")
+        raise UserError(
+            f"{len(failures)} of {len(wanted)} versions could not be indexed (see above)"
+        )
 
 
 def _index_all(
-    context: Context, wanted: list[tuple[str, str]], from_path: Path | None, workers: int | None
-) -> int:
+    context: Context, wanted: list[tuple[str, str]], from_path: Path | None, workers: int | None,
+    echo_errors: bool = True,
+) -> list[str]:
     from indexer.errors import SourceError
     from indexer.pipeline import index_version
 
-    failures = 0
+    failures: list[str] = []
     with context.database(create=True) as database:
         for repo, version in wanted:
             try:
@@ -137,8 +157,9 @@ def _index_all(
                     progress=_progress(), workers=workers,
                 )
             except SourceError as error:
-                failures += 1
-                click.echo(f"Error: {error}", err=True)
+                failures.append(str(error))
+                if echo_errors:
+                    click.echo(f"Error: {error}", err=True)
                 continue
             click.echo(_summary(outcome))
     return failures
@@ -148,10 +169,10 @@ def _summary(outcome: Any) -> str:
     name = f"{outcome.repo}@{outcome.version}"
     if outcome.already:
         return f"{name}: already indexed, nothing to do"
+    source = " ".join(filter(None, [outcome.source, (outcome.source_id or "")[:12]]))
     return (
         f"{name}: {outcome.files} files, {outcome.parsed} new blobs parsed, "
-        f"{outcome.symbols} new symbols, {outcome.seconds:.2f}s "
-        f"({outcome.source} {(outcome.source_id or '')[:12]})"
+        f"{outcome.symbols} new symbols, {outcome.seconds:.2f}s ({source})"
     )
 
 
@@ -185,6 +206,7 @@ def _progress() -> _TerminalProgress:
 
 @cli.command()
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table")
+@db_option
 @pass_context
 @reports_errors
 def versions(context: Context, output_format: str) -> None:
@@ -221,6 +243,7 @@ SYMBOL_FIELDS = (
 @click.option("--kind", type=click.Choice(["class", "function", "method", "attribute"]))
 @click.option("--format", "output_format", type=click.Choice(["table", "jsonl"]),
               default="table")
+@db_option
 @pass_context
 @reports_errors
 def symbols(
@@ -257,7 +280,7 @@ def symbols(
 def show(context: Context, ref_text: str) -> None:
     """Print a symbol's source at its version, with its GitHub permalink."""
     from annotations.refs import parse_ref
-    from annotations.resolve import Resolver
+    from annotations.resolve import Resolver, split_lines
 
     ref = parse_ref(ref_text)
     with context.database() as database:
@@ -270,8 +293,9 @@ def show(context: Context, ref_text: str) -> None:
     if url:
         click.echo(f"# {url}")
     width = len(str(resolved.end_line))
-    for number, line in enumerate(text.splitlines(), start=resolved.start_line):
-        click.echo(f"{str(number).rjust(width)}  {line}")
+    for number, line in enumerate(split_lines(text), start=resolved.start_line):
+        shown = line.rstrip("\r\n")
+        click.echo(f"{str(number).rjust(width)}  {shown}")
 
 
 def _link(context: Context, database: Any) -> Any:

@@ -141,12 +141,9 @@ def _apply_waivers(result: RefResult, waivers: Iterable[dict], options: CheckOpt
             continue
         until = datetime.date.fromisoformat(waiver["until"])
         expired = options.today > until
-        message = result.message
-        if expired:
-            message = f"{message} (waiver expired {until.isoformat()}: {waiver['reason']})"
         return replace(
             result, waived_until=until.isoformat(), waiver_reason=waiver["reason"],
-            waiver_expired=expired, failing=failing and expired, message=message.strip(),
+            waiver_expired=expired, failing=failing and expired,
         )
     return replace(result, failing=failing)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotations.errors import AnnotationError
+from annotations.errors import AnnotationError, AnnotationFileError
 from annotations.loader import load_all
 from annotations.model import Article, Claim, LoadResult, RefEntry
 from annotations.refs import parse_ref
@@ -54,10 +54,42 @@ def link_all(database: Database, config: ProjectConfig, loaded: LoadResult) -> L
     """Resolve and store every claim of ``loaded`` in one transaction."""
     resolver = Resolver(database, config)
     outcome = LinkOutcome(errors=list(loaded.errors))
-    rows = [_article_row(resolver, article, outcome) for article in loaded.articles]
     failed_files = {error.file for error in loaded.errors if error.file}
+    articles = _merge_articles(loaded.articles, outcome, failed_files)
+    rows = [_article_row(resolver, article, outcome) for article in articles]
     claim_store.replace_articles(database, rows, failed_files)
     return outcome
+
+
+def _merge_articles(
+    articles: list[Article], outcome: LinkOutcome, failed_files: set[str]
+) -> list[Article]:
+    """One Article per path: files naming the same article add their claims to it.
+
+    A file repeating a claim id of an earlier file's claim of the same article is reported,
+    and like a file that fails to load it adds nothing and keeps its previous rows.
+    """
+    merged: dict[str, Article] = {}
+    first: dict[tuple[str, str], Claim] = {}
+    for article in articles:
+        clashes = [claim for claim in article.claims if (article.path, claim.claim_id) in first]
+        for claim in clashes:
+            earlier = first[article.path, claim.claim_id]
+            outcome.errors.append(AnnotationFileError(
+                f"duplicate claim id '{claim.claim_id}' of article '{article.path}' "
+                f"(first defined at {earlier.source_file}:{earlier.line})",
+                file=claim.source_file, line=claim.line,
+            ))
+        if clashes:
+            failed_files.add(article.source_file)
+            continue
+        first.update(((article.path, claim.claim_id), claim) for claim in article.claims)
+        base = merged.get(article.path)
+        merged[article.path] = article if base is None else Article(
+            article.path, base.title or article.title, base.source_file,
+            base.claims + article.claims,
+        )
+    return list(merged.values())
 
 
 def _article_row(

@@ -9,6 +9,7 @@ A file with any error yields no Article; `load_all` reports every error of every
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import hashlib
 import re
@@ -56,6 +57,7 @@ _KINDS = {
     "seq": "a list",
     "map": "a mapping",
 }
+_TOO_MANY_HINT = "anchors and aliases (&x, *x) must not multiply the document"
 _AT_HINT = "'at' takes REPO@VERSION, e.g. vllm@v0.20.0"
 _LINE_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
@@ -64,8 +66,9 @@ _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
-_LINK_RE = re.compile(r"!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+_LINK_RE = re.compile(r"!?\[([^\]]{0,500})\]\( ?<?([^)\s>]{0,2000})>?(?: \"[^\"]{0,500}\")? ?\)")
 _AUTOLINK_RE = re.compile(r"<(https?://[^>\s]+)>")
+_MAX_REDUCED = 10 * MAX_LINK_TEXT
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
@@ -191,12 +194,13 @@ class _Fatal(Exception):
     """Stops reading a file: the error is already recorded."""
 
 
-class _TooDeep(Exception):
-    """Raised by the composer at the first node nested deeper than MAX_DEPTH."""
+class _ComposeLimit(Exception):
+    """Raised by the composer at the first node past MAX_DEPTH or MAX_NODES."""
 
-    def __init__(self, line: int) -> None:
+    def __init__(self, line: int, too_deep: bool) -> None:
         super().__init__(line)
         self.line = line
+        self.too_deep = too_deep
 
 
 @dataclass
@@ -219,17 +223,20 @@ class _Context:
 
 
 class _DepthLimitedLoader(yaml.SafeLoader):
-    """A SafeLoader whose composer refuses nesting deeper than MAX_DEPTH (no RecursionError)."""
+    """A SafeLoader whose composer stops past MAX_DEPTH (no RecursionError) or MAX_NODES."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.depth = 0
+        self.count = 0
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
         self.depth += 1
+        self.count += 1
         try:
-            if self.depth > MAX_DEPTH:
-                raise _TooDeep(self.peek_event().start_mark.line + 1)
+            if self.depth > MAX_DEPTH or self.count > MAX_NODES:
+                line = self.peek_event().start_mark.line + 1
+                raise _ComposeLimit(line, too_deep=self.depth > MAX_DEPTH)
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
@@ -238,8 +245,10 @@ class _DepthLimitedLoader(yaml.SafeLoader):
 def _compose(text: str, ctx: _Context) -> yaml.Node | None:
     try:
         return _compose_single(text)
-    except _TooDeep as error:
-        raise ctx.fatal(error.line, _too_deep_message()) from None
+    except _ComposeLimit as error:
+        if error.too_deep:
+            raise ctx.fatal(error.line, _too_deep_message()) from None
+        raise ctx.fatal(error.line, _too_many_message(), hint=_TOO_MANY_HINT) from None
     except yaml.MarkedYAMLError as error:
         raise ctx.fatal(_mark_line(error), _yaml_message(error)) from None
     except yaml.reader.ReaderError as error:
@@ -260,6 +269,10 @@ def _compose_single(text: str) -> yaml.Node | None:
 
 def _too_deep_message() -> str:
     return f"YAML nesting is deeper than {MAX_DEPTH} levels"
+
+
+def _too_many_message() -> str:
+    return f"more than {MAX_NODES} YAML nodes (aliases counted as expanded)"
 
 
 def _mark_line(error: yaml.MarkedYAMLError) -> int | None:
@@ -292,11 +305,7 @@ class _Converter:
     def _count(self, line: int, depth: int) -> None:
         self.count += 1
         if self.count > MAX_NODES:
-            raise self.ctx.fatal(
-                line,
-                f"more than {MAX_NODES} YAML nodes after expanding aliases",
-                hint="anchors and aliases (&x, *x) must not multiply the document",
-            )
+            raise self.ctx.fatal(line, _too_many_message(), hint=_TOO_MANY_HINT)
         if depth > MAX_DEPTH:
             raise self.ctx.fatal(line, _too_deep_message())
 
@@ -658,12 +667,13 @@ def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> 
 
 
 def _link_claims(lines: list[str], body_start: int, article: str, ctx: _Context) -> list[Claim]:
+    body = _Body(lines, body_start)
     claims: list[Claim] = []
     seen: dict[str, int] = {}
     for index in range(body_start, len(lines)):
         for url in find_permalinks(lines[index]):
             seen[url] = seen.get(url, 0) + 1
-            claim = _link_claim(lines, index, body_start, url, seen[url], article, ctx)
+            claim = _link_claim(body, index, url, seen[url], article, ctx)
             if claim is not None:
                 claims.append(claim)
             if len(claims) > MAX_CLAIMS:
@@ -684,13 +694,7 @@ def link_claim_id(article: str, url: str, occurrence: int = 1) -> str:
 
 
 def _link_claim(
-    lines: list[str],
-    index: int,
-    body_start: int,
-    url: str,
-    occurrence: int,
-    article: str,
-    ctx: _Context,
+    body: _Body, index: int, url: str, occurrence: int, article: str, ctx: _Context
 ) -> Claim | None:
     line = index + 1
     try:
@@ -698,32 +702,74 @@ def _link_claim(
     except RefSyntaxError as error:
         ctx.error(line, error.message, hint=error.hint)
         return None
-    text = _link_text(lines, index, body_start, url)
     entry = RefEntry(url, ref, line)
     claim_id = link_claim_id(article, url, occurrence)
-    return Claim(article, claim_id, text, None, (entry,), (), ctx.display, line)
+    return Claim(
+        article, claim_id, body.link_text(index, url), None, (entry,), (), ctx.display, line
+    )
 
 
-def _link_text(lines: list[str], index: int, first: int, url: str) -> str:
-    """The text around the link on line `index`: its paragraph, or else its sentence."""
-    start, end = _paragraph(lines, index, first)
-    paragraph = _join_lines([_MARKER_RE.sub("", line.strip()) for line in lines[start : end + 1]])
-    reduced = _reduce_links(paragraph).strip()
-    if len(reduced) <= MAX_LINK_TEXT:
-        return reduced
-    sentence = _sentence_with(paragraph, url)
-    reduced = _reduce_links(sentence).strip()
-    return reduced if len(reduced) <= MAX_LINK_TEXT else reduced[: MAX_LINK_TEXT - 1] + "…"
+@dataclass(frozen=True)
+class _Paragraph:
+    """One paragraph of a Markdown body: its lines joined, and where each line starts in it."""
+
+    start: int
+    parts: list[str]
+    offsets: list[int]
+    text: str
+    reduced: str
+    sentence_ends: list[int]
+    sentence_starts: list[int]
+
+    def sentence_at(self, position: int) -> str:
+        """The sentence holding `position`; a long one is cut to a window around it ("…")."""
+        i = min(bisect.bisect_right(self.sentence_ends, position), len(self.sentence_ends) - 1)
+        start = max(self.sentence_starts[i], position - MAX_LINK_TEXT // 3)
+        end = min(self.sentence_ends[i], start + 3 * MAX_LINK_TEXT)
+        cut = "…" if start > self.sentence_starts[i] else ""
+        return cut + self.text[start:end]
 
 
-def _paragraph(lines: list[str], index: int, first: int) -> tuple[int, int]:
-    start = index
-    while start > first and not _starts_block(lines, start):
-        start -= 1
-    end = index
-    while end + 1 < len(lines) and not _starts_block(lines, end + 1):
-        end += 1
-    return start, end
+class _Body:
+    """A Markdown body split into paragraphs once (each link's text is then cheap to find)."""
+
+    def __init__(self, lines: list[str], first: int) -> None:
+        self.lines = lines
+        self.starts: dict[int, int] = {}
+        for index in range(first, len(lines)):
+            new = index == first or _starts_block(lines, index)
+            self.starts[index] = index if new else self.starts[index - 1]
+        self.cache: dict[int, _Paragraph] = {}
+
+    def link_text(self, index: int, url: str) -> str:
+        """The text around a link on line `index`: its paragraph, or else its sentence."""
+        paragraph = self._paragraph(self.starts[index])
+        if len(paragraph.reduced) <= MAX_LINK_TEXT:
+            return paragraph.reduced
+        row = index - paragraph.start
+        position = paragraph.offsets[row] + max(paragraph.parts[row].find(url), 0)
+        reduced = _reduce_links(paragraph.sentence_at(position)).strip()
+        return reduced if len(reduced) <= MAX_LINK_TEXT else reduced[: MAX_LINK_TEXT - 1] + "…"
+
+    def _paragraph(self, start: int) -> _Paragraph:
+        if start not in self.cache:
+            end = start + 1
+            while end < len(self.lines) and self.starts.get(end) == start:
+                end += 1
+            parts = [_MARKER_RE.sub("", line.strip()) for line in self.lines[start:end]]
+            self.cache[start] = _make_paragraph(start, parts)
+        return self.cache[start]
+
+
+def _make_paragraph(start: int, parts: list[str]) -> _Paragraph:
+    text, offsets = _join_lines(parts)
+    sentence_starts, sentence_ends = [0], []
+    for boundary in _SENTENCE_END_RE.finditer(text):
+        sentence_ends.append(boundary.start())
+        sentence_starts.append(boundary.end())
+    sentence_ends.append(len(text))
+    reduced = _reduce_links(text).strip() if len(text) <= _MAX_REDUCED else text
+    return _Paragraph(start, parts, offsets, text, reduced, sentence_ends, sentence_starts)
 
 
 def _starts_block(lines: list[str], index: int) -> bool:
@@ -737,13 +783,23 @@ def _starts_block(lines: list[str], index: int) -> bool:
     )
 
 
-def _join_lines(parts: list[str]) -> str:
-    """Join wrapped lines with a space, or with nothing between two wide (CJK) characters."""
-    text = parts[0]
-    for part in parts[1:]:
-        wide = text and part and _is_wide(text[-1]) and _is_wide(part[0])
-        text += part if wide else " " + part
-    return text
+def _join_lines(parts: list[str]) -> tuple[str, list[int]]:
+    """Join wrapped lines with a space, or with nothing between two wide (CJK) characters.
+
+    Also returns where each part starts in the joined text.
+    """
+    pieces: list[str] = []
+    offsets: list[int] = []
+    length, last = 0, ""
+    for part in parts:
+        joint = (
+            "" if not pieces or (last and part and _is_wide(last) and _is_wide(part[0])) else " "
+        )
+        pieces.append(joint + part)
+        offsets.append(length + len(joint))
+        length += len(joint) + len(part)
+        last = part[-1] if part else last
+    return "".join(pieces), offsets
 
 
 def _is_wide(ch: str) -> bool:
@@ -752,13 +808,3 @@ def _is_wide(ch: str) -> bool:
 
 def _reduce_links(text: str) -> str:
     return _AUTOLINK_RE.sub(r"\1", _LINK_RE.sub(r"\1", text))
-
-
-def _sentence_with(paragraph: str, url: str) -> str:
-    position = max(paragraph.find(url), 0)
-    start = 0
-    for boundary in _SENTENCE_END_RE.finditer(paragraph):
-        if position < boundary.start():
-            return paragraph[start : boundary.start()]
-        start = boundary.end()
-    return paragraph[start:]

@@ -150,7 +150,12 @@ class Resolver:
         return self._short(repo, version, key, dotted)
 
     def _short(self, repo: str, version: str, key: int, name: str) -> Resolved:
-        rows = queries.symbols_named(self.database, key, name)
+        # Several definitions of one qualname in one file (a property's getter and setter,
+        # a def under if/else) are one symbol, as in PATH::QUALNAME: the first one.
+        distinct: dict[tuple[str, str], dict] = {}
+        for row in queries.symbols_named(self.database, key, name):
+            distinct.setdefault((row["path"], row["qualname"]), row)
+        rows = list(distinct.values())
         if len(rows) == 1:
             return _from_row(repo, version, key, rows[0])
         if not rows:
@@ -169,8 +174,7 @@ class Resolver:
         self, repo: str, version: str, key: int, path: str, start: int | None, end: int | None
     ) -> Resolved:
         blob_id = self._blob(repo, version, key, path)
-        text = self.source(blob_id)
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(self.source(blob_id))
         first, last = start or 1, end or start or len(lines)
         if not lines or last > len(lines):
             raise ResolveError(
@@ -206,8 +210,16 @@ class Resolver:
 
     def text_of(self, resolved: Resolved) -> str:
         """The source text a resolved ref covers (whole lines)."""
-        lines = self.source(resolved.blob_id).splitlines(keepends=True)
+        lines = split_lines(self.source(resolved.blob_id))
         return "".join(lines[resolved.start_line - 1:resolved.end_line])
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` with their ends, split at "\\n" only: the lines git, GitHub and
+    the indexer count (`str.splitlines` also splits at form feeds, U+2028 and others)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return lines + [parts[-1]] if parts[-1] else lines
 
 
 def quote_stands(quote: str, text: str) -> bool:

@@ -38,26 +38,41 @@ class ArticleRow:
 def replace_articles(
     database: Database, articles: Sequence[ArticleRow], keep_sources: Iterable[str]
 ) -> None:
-    """Replace every stored article, except those read from ``keep_sources`` (files that
-    failed to load this time keep what they had), in one transaction."""
+    """Replace every stored claim, except those read from ``keep_sources`` (files that
+    failed to load this time keep what they had), in one transaction.
+
+    An article's claims may come from several files; an article goes when none of its
+    claims is left and its own file is not kept.
+    """
     kept = list(dict.fromkeys(keep_sources))
+    marks = ",".join("?" * len(kept))
+    not_kept = f"source_file NOT IN ({marks})" if kept else "1"
     with database.write() as conn:
-        marks = ",".join("?" * len(kept))
-        where = f" WHERE source_file NOT IN ({marks})" if kept else ""
-        conn.execute(f"DELETE FROM articles{where}", kept)
-        conn.execute("DELETE FROM claim_search WHERE article NOT IN (SELECT path FROM articles)")
+        conn.execute(f"DELETE FROM claims WHERE {not_kept}", kept)
+        conn.execute(
+            f"DELETE FROM articles WHERE {not_kept}"
+            " AND path NOT IN (SELECT article FROM claims)",
+            kept,
+        )
+        conn.execute(
+            "DELETE FROM claim_search WHERE NOT EXISTS (SELECT 1 FROM claims c"
+            " WHERE c.article = claim_search.article AND c.claim_id = claim_search.claim_id)"
+        )
         for article in articles:
             _insert_article(conn, article)
 
 
 def _insert_article(conn, article: ArticleRow) -> None:
-    conn.execute("DELETE FROM articles WHERE path = ?", (article.path,))
-    conn.execute("DELETE FROM claim_search WHERE article = ?", (article.path,))
     conn.execute(
-        "INSERT INTO articles (path, title, source_file) VALUES (?, ?, ?)",
+        "INSERT INTO articles (path, title, source_file) VALUES (?, ?, ?) ON CONFLICT (path)"
+        " DO UPDATE SET title = excluded.title, source_file = excluded.source_file",
         (article.path, article.title, article.source_file),
     )
     for claim in article.claims:
+        # A claim kept from a file that failed to load gives way to one loaded now.
+        key = (article.path, claim.claim_id)
+        conn.execute("DELETE FROM claims WHERE article = ? AND claim_id = ?", key)
+        conn.execute("DELETE FROM claim_search WHERE article = ? AND claim_id = ?", key)
         claim_key = conn.execute(
             "INSERT INTO claims (article, claim_id, text, pin, source_file, line)"
             " VALUES (?,?,?,?,?,?)",
@@ -93,18 +108,31 @@ def _insert_ref(conn, claim_key: int, ref: dict) -> None:
 
 
 def links_to(database: Database, qualname: str, path: str | None = None) -> list[dict]:
-    """Stored refs whose qualname is ``qualname`` or ends with ``.qualname``."""
+    """Stored refs whose qualname is ``qualname`` or ends with ``.qualname``, or whose
+    dotted name (module, then qualname) is ``qualname``."""
     last = qualname.rsplit(".", 1)[-1]
     rows = database.db.query(
-        "SELECT * FROM claim_links WHERE qualname = ? OR qualname LIKE ? ESCAPE '\\'"
+        "SELECT * FROM claim_links WHERE qualname IN (?, ?) OR qualname LIKE ? ESCAPE '\\'"
         " ORDER BY path, qualname, article, claim_id",
-        (qualname, "%." + _like_escape(last)),
+        (qualname, last, "%." + _like_escape(last)),
     )
     return [
         row for row in rows
-        if (row["qualname"] == qualname or row["qualname"].endswith("." + qualname))
+        if (
+            row["qualname"] == qualname
+            or row["qualname"].endswith("." + qualname)
+            or _dotted_name(row["path"], row["qualname"]) == qualname
+        )
         and (path is None or row["path"] == path)
     ]
+
+
+def _dotted_name(path: str, qualname: str) -> str | None:
+    """``a/b.py`` or ``a/b/__init__.py`` with ``C.f`` is ``a.b.C.f``; None for other files."""
+    if not path.endswith(".py"):
+        return None
+    module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    return f"{module}.{qualname}"
 
 
 def links_of_article(database: Database, article: str) -> list[dict]:

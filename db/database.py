@@ -37,19 +37,35 @@ class Database:
     def __init__(self, path: Path, notify: Notify | None = None) -> None:
         self.path = path
         self._notify = notify or (lambda message: None)
+        connection = None
         try:
             connection = sqlite3.connect(str(path), timeout=WAIT_SECONDS)
             self.db = sqlite_utils.Database(connection, execute_plugins=False)
             self.conn = connection
             connection.execute("PRAGMA busy_timeout = 2000")
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            version, tables = connection.execute(  # one statement: one consistent snapshot
+                "SELECT (SELECT user_version FROM pragma_user_version),"
+                " (SELECT count(*) FROM sqlite_master)"
+            ).fetchone()
+            foreign = version == 0 and tables > 0
         except sqlite3.DatabaseError as error:
+            if connection is not None:
+                connection.close()
             raise NotADatabase(
                 f"{path} is not an annotate database ({error})",
                 "pass another --db PATH, or move that file away",
             ) from None
-        self._migrate(version)
-        connection.execute("PRAGMA foreign_keys = ON")
+        try:
+            if foreign:  # another program's SQLite file: never add tables to it
+                raise NotADatabase(
+                    f"{path} is an SQLite database but not an annotate index",
+                    "pass another --db PATH, or move that file away",
+                )
+            self._migrate(version)
+            connection.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            connection.close()
+            raise
 
     def close(self) -> None:
         self.conn.close()

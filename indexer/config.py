@@ -139,7 +139,9 @@ _REPO_KEYS = {"git", "pypi", "github", "versions", "target", "sources"}
 def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> ProjectConfig:
     where = str(source_file) if source_file else CONFIG_FILE
     _reject_unknown(table, _TOP_KEYS, where)
-    default_sources = _string_list(table, "sources", where) or SOURCE_KINDS
+    default_sources = _sources(table, where, "") or SOURCE_KINDS
+    for key in ("db", "cache_dir"):
+        _string(table, key, where)
     repos = {name: replace(repo, sources=default_sources) for name, repo in BUILTIN_REPOS.items()}
     repo_tables = table.get("repos", {})
     if not isinstance(repo_tables, dict):
@@ -176,11 +178,9 @@ def _repo(
     versions = _string_list(table, "versions", where)
     for version in versions or ():
         check_version_name(version)
-    sources = _string_list(table, "sources", where)
-    for kind in sources or ():
-        if kind not in SOURCE_KINDS:
-            raise ConfigError(f"{where}: unknown source '{kind}' in [repos.{name}]",
-                              f"choose from {', '.join(SOURCE_KINDS)}")
+    sources = _sources(table, where, f" in [repos.{name}]")
+    for key in ("git", "pypi", "github", "target"):
+        _string(table, key, f"{where} [repos.{name}]")
     repo = replace(
         repo,
         git=table.get("git", repo.git),
@@ -198,6 +198,22 @@ def _repo(
 def _github_from_url(url: str | None) -> str | None:
     match = re.match(r"https://github\.com/([^/]+/[^/]+?)(?:\.git)?/?$", url or "")
     return match.group(1) if match else None
+
+
+def _sources(table: dict[str, Any], where: str, context: str) -> tuple[str, ...] | None:
+    sources = _string_list(table, "sources", where)
+    for kind in sources or ():
+        if kind not in SOURCE_KINDS:
+            raise ConfigError(f"{where}: unknown source '{kind}'{context}",
+                              f"choose from {', '.join(SOURCE_KINDS)}")
+    return sources
+
+
+def _string(table: dict[str, Any], key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{where}: '{key}' must be a string")
+    return value
 
 
 def _string_list(table: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:

@@ -121,7 +121,7 @@ def _blob_rows(
 ) -> Iterator[queries.BlobRow]:
     stored = [e for e in entries if e.path.endswith(".py") or e.size <= MAX_STORED_BYTES]
     for entry in entries:
-        if entry not in stored:
+        if not (entry.path.endswith(".py") or entry.size <= MAX_STORED_BYTES):
             yield queries.BlobRow(entry.blob_id, entry.size, None, skipped="too large to store")
     batches = _batches(snapshot, stored)
     if len(stored) <= INLINE_PARSE_LIMIT or (workers or 0) == 1:

@@ -6,6 +6,7 @@ local files, so one file from git and from a wheel is one blob.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import zipfile
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 import git
@@ -47,7 +49,7 @@ class Snapshot(ABC):
     @abstractmethod
     def read(self, entry: FileEntry) -> bytes: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release processes or files held open."""
 
     def __enter__(self) -> Snapshot:
@@ -67,7 +69,7 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
                 return GitMirror(repo, cache_dir).snapshot(version)
             if kind == "pypi" and repo.pypi:
                 return open_wheel(repo, version, fetch_wheel(repo, version, cache_dir))
-        except VersionNotFound as error:
+        except SourceError as error:  # a broken mirror or cache also falls back
             failures.append(f"{kind}: {error.message}")
     tried = "; ".join(failures) or "no git or pypi source is configured"
     raise VersionNotFound(
@@ -99,16 +101,37 @@ class GitMirror:
         self.url = _git_url(repo.git or "")
 
     def snapshot(self, version: str) -> GitSnapshot:
-        handle = self._open()
-        commit = self._resolve(handle, version) or self._fetch(handle, version)
-        files = _ls_tree(handle, commit)
+        with self._locked():  # concurrent runs would race on shallow.lock and ref locks
+            handle = self._open()
+            try:
+                commit = self._resolve(handle, version) or self._fetch(handle, version)
+                files = _ls_tree(handle, commit)
+            except BaseException:
+                handle.close()
+                raise
         info = SnapshotInfo(self.repo.name, version, "git", commit_sha=commit, files=files)
         return GitSnapshot(handle, info)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold an exclusive lock on the mirror (a no-op where fcntl is missing)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            yield
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lock = (self.path.parent / f"{self.path.name}.lock").open("a")
+        except OSError as error:
+            raise _cache_error(self.path.parent, error) from None
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
 
     def _open(self) -> git.Repo:
         try:
             if not (self.path / "HEAD").exists():
-                self.path.parent.mkdir(parents=True, exist_ok=True)
                 return git.Repo.init(self.path, bare=True)
             return git.Repo(self.path)
         except OSError as error:
@@ -163,7 +186,15 @@ class GitSnapshot(Snapshot):
 
 
 def _ls_tree(handle: git.Repo, commit: str) -> tuple[FileEntry, ...]:
-    raw: bytes = handle.git.ls_tree("-r", "-l", "-z", "--full-tree", commit, stdout_as_string=False)
+    try:
+        raw: bytes = handle.git.ls_tree(
+            "-r", "-l", "-z", "--full-tree", commit, stdout_as_string=False
+        )
+    except git.GitCommandError as error:
+        raise SourceError(
+            f"cannot list {commit} in the git mirror {handle.git_dir} ({_git_reason(error)})",
+            "delete the mirror folder; it is fetched again next time",
+        ) from None
     entries = []
     for record in raw.split(b"\0"):
         if not record:
@@ -185,7 +216,8 @@ def _git_url(url: str) -> str:
 def _git_reason(error: git.GitError) -> str:
     text = getattr(error, "stderr", "") or str(error)
     lines = [line.strip(" '\"") for line in str(text).splitlines() if line.strip(" '\"")]
-    reason = next((line for line in reversed(lines) if "fatal:" in line), lines[-1] if lines else "")
+    fallback = lines[-1] if lines else ""
+    reason = next((line for line in reversed(lines) if "fatal:" in line), fallback)
     cleaned = reason.replace("stderr:", "").replace("fatal:", "")
     return cleaned.strip(" '\"") or "git failed"
 
@@ -242,7 +274,9 @@ def _pip_download(requirement: str, destination: Path) -> Path:
             command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS, check=False
         )
     except subprocess.TimeoutExpired:
-        raise VersionNotFound(f"pip: {requirement} timed out after {PIP_TIMEOUT_SECONDS}s") from None
+        raise VersionNotFound(
+            f"pip: {requirement} timed out after {PIP_TIMEOUT_SECONDS}s"
+        ) from None
     wheels = sorted(destination.glob("*.whl"))
     if done.returncode != 0 or not wheels:
         raise VersionNotFound(f"pip: {requirement}: {_pip_reason(done.stderr)}")

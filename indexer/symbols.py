@@ -36,6 +36,7 @@ _TRANSPARENT = frozenset(
     }
 )
 _STRING_TYPES = frozenset({"string", "concatenated_string"})
+_TRAILING = frozenset({"comment", "line_continuation"})  # not the end of a definition
 
 
 @lru_cache(maxsize=1)
@@ -153,7 +154,7 @@ class _Finder:
                 continue
             assignment = statement.named_child(0)
             while assignment is not None and assignment.type == "assignment":
-                left = assignment.child_by_field_name("left")
+                left = _unparenthesized(assignment.child_by_field_name("left"))
                 value = assignment.child_by_field_name("right")
                 if left is not None and left.type == "identifier":
                     found.append(self._attribute(prefix + left.text.decode(), statement, value))
@@ -197,13 +198,25 @@ def _statements(body: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
             yield child
 
 
+def _unparenthesized(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    """``(name)`` as a target is ``name`` (tree-sitter parses it as a 1-tuple pattern)."""
+    while (
+        node is not None
+        and node.type in ("tuple_pattern", "parenthesized_expression")
+        and node.child_count == 3
+        and node.named_child_count == 1
+    ):
+        node = node.named_child(0)
+    return node
+
+
 def _content_end(node: tree_sitter.Node, source: bytes) -> tree_sitter.Node:
     """The node itself, or its last descendant that is not a trailing comment line."""
     line_start = source.rfind(b"\n", 0, node.end_byte) + 1
     if not source[line_start:node.end_byte].lstrip().startswith(b"#"):
         return node
     while node.child_count:
-        last = next((c for c in reversed(node.children) if c.type != "comment"), None)
+        last = next((c for c in reversed(node.children) if c.type not in _TRAILING), None)
         if last is None:
             break
         node = last

@@ -155,7 +155,9 @@ YAML_ERRORS = [
         ["a.yaml:2: invalid YAML: unacceptable character U+0007"],
         id="unprintable-character",
     ),
-    pytest.param("- a\n- b\n", ["a.yaml:1: the top level must be a mapping, not a list"], id="list"),
+    pytest.param(
+        "- a\n- b\n", ["a.yaml:1: the top level must be a mapping, not a list"], id="list"
+    ),
     pytest.param(
         "# nothing\n",
         ["a.yaml:1: the top level must be a mapping, not an empty document"],
@@ -179,10 +181,7 @@ YAML_ERRORS = [
     pytest.param(
         "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n"
         "      - {status: moved, until: 2027-01-01, reason: r, by: me}\n",
-        [
-            "a.yaml:7: unknown key 'by' in a waiver of claim 'c' "
-            "(allowed: status, until, reason)"
-        ],
+        ["a.yaml:7: unknown key 'by' in a waiver of claim 'c' (allowed: status, until, reason)"],
         id="unknown-waiver-key",
     ),
     pytest.param(
@@ -267,7 +266,8 @@ YAML_ERRORS = [
         id="ref-no-ref",
     ),
     pytest.param(
-        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - {ref: a.py::f, quote: ''}\n",
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n"
+        "      - {ref: a.py::f, quote: ''}\n",
         ["a.yaml:6: 'quote' of a ref of claim 'c' must not be empty"],
         id="ref-empty-quote",
     ),
@@ -335,7 +335,8 @@ YAML_ERRORS = [
         id="waiver-list-date",
     ),
     pytest.param(
-        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n      - {status: moved, until: 2027-01-01}\n",
+        "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n"
+        "      - {status: moved, until: 2027-01-01}\n",
         ["a.yaml:7: a waiver of claim 'c' is missing 'reason'"],
         id="waiver-no-reason",
     ),
@@ -375,8 +376,7 @@ YAML_ERRORS = [
         id="ref-syntax-at-its-line",
     ),
     pytest.param(
-        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n"
-        "      - ref: vllm@-x:a.py::f\n",
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - ref: vllm@-x:a.py::f\n",
         [
             "a.yaml:6: invalid version '-x' in 'vllm@-x:a.py::f': "
             "a version starts with a letter or digit"
@@ -427,10 +427,18 @@ YAML_ERRORS = [
             for i in range(9)
         ),
         [
-            "a.yaml:1: more than 100000 YAML nodes after expanding aliases "
+            "a.yaml:1: more than 100000 YAML nodes (aliases counted as expanded) "
             "(hint: anchors and aliases (&x, *x) must not multiply the document)"
         ],
         id="billion-laughs",
+    ),
+    pytest.param(
+        "a: [" + "x, " * 100_001 + "]\n",
+        [
+            "a.yaml:1: more than 100000 YAML nodes (aliases counted as expanded) "
+            "(hint: anchors and aliases (&x, *x) must not multiply the document)"
+        ],
+        id="too-many-nodes",
     ),
 ]
 
@@ -580,10 +588,12 @@ def test_markdown_long_paragraph_uses_the_sentence() -> None:
     assert claim.text == f"The key point is {GH}/v1/a.py#L3 right here."
 
 
-def test_markdown_text_is_capped() -> None:
-    text = "x" * 500 + f" {GH}/v1/a.py#L3\n"
+def test_markdown_long_sentence_is_cut_around_the_link() -> None:
+    url = f"{GH}/v1/a.py#L3"
+    text = "x" * 500 + f" {url} " + "y" * 500 + "\n"
     (claim,) = load_markdown_text(text, "a.md").claims
-    assert len(claim.text) == 300 and claim.text.endswith("…")
+    assert claim.text == ("…" + "x" * 99 + f" {url} " + "y" * 500)[:299] + "…"
+    assert len(claim.text) == 300
 
 
 MARKDOWN_ERRORS = [
@@ -612,10 +622,7 @@ MARKDOWN_ERRORS = [
     ),
     pytest.param(
         "intro\n\nsee https://github.com/o/n/blob/v1/x.py#L5C3-L7C1 now\n",
-        [
-            "a.md:3: invalid line anchor '#L5C3-L7C1' after path 'x.py': "
-            "expected '#Lx' or '#Lx-Ly'"
-        ],
+        ["a.md:3: invalid line anchor '#L5C3-L7C1' after path 'x.py': expected '#Lx' or '#Lx-Ly'"],
         id="bad-permalink",
     ),
     pytest.param(

@@ -1,0 +1,458 @@
+"""What changed in a symbol between two versions, as small self-explaining objects.
+
+``classify(old, new)`` compares two definitions of (what is taken to be) the same symbol:
+
+* identical ``exact`` fingerprints: ``unchanged``;
+* identical ``normalized`` fingerprints (comments, docstrings, white space): ``cosmetic``;
+* otherwise ``changed``, with one ``Change`` per kind that differs:
+
+  - ``signature``: decorators, parameters (defaults, annotations), return annotation or
+    ``async`` of a def; decorators of a class. Compared on the normalized header text,
+    split into decorators and the def/class line by scanning it (strings and brackets
+    aware), so no Python parser is needed.
+  - ``bases``: the parenthesized part of a class line (bases, metaclass, keywords).
+  - ``members``: a class gained or lost direct members (``Cls.name``, one level down), or
+    a member's normalized signature changed; for an attribute member, its statement.
+  - ``body``: anything else in the definition (a function's statements, a method body of
+    a class, class-level code that is not a member).
+  - ``value``: an attribute's value (or annotation).
+
+A rename alone (the definition's own name) is not a change: a renamed symbol whose text
+is otherwise identical is ``unchanged`` (``cosmetic`` if it differs only as above).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar, Protocol
+
+from indexer.fingerprints import normalize
+
+
+class Verdict(str, Enum):
+    """How a symbol of version A fares at version B."""
+
+    UNCHANGED = "unchanged"
+    COSMETIC = "cosmetic"
+    CHANGED = "changed"
+    MOVED = "moved"
+    REMOVED = "removed"
+
+
+class ChangeKind(str, Enum):
+    SIGNATURE = "signature"
+    BASES = "bases"
+    MEMBERS = "members"
+    BODY = "body"
+    VALUE = "value"
+
+
+class KindGroup(str, Enum):
+    """Symbol kinds that can match each other: a function may become a method."""
+
+    CLASS = "class"
+    FUNCTION = "function"
+    ATTRIBUTE = "attribute"
+
+
+def kind_group(kind: str) -> KindGroup:
+    if kind == "class":
+        return KindGroup.CLASS
+    if kind == "attribute":
+        return KindGroup.ATTRIBUTE
+    return KindGroup.FUNCTION
+
+
+class Comparable(Protocol):
+    """What ``classify`` needs of a symbol (``matching.SymbolSnapshot`` provides it)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def qualname(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def signature(self) -> str: ...
+    @property
+    def exact(self) -> str: ...
+    @property
+    def normalized(self) -> str: ...
+    @property
+    def start_byte(self) -> int: ...
+    @property
+    def end_byte(self) -> int: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def source_bytes(self) -> bytes: ...
+    def members(self) -> Mapping[str, tuple[Comparable, ...]]: ...
+
+
+# --- change objects -------------------------------------------------------------------
+
+_EXPLAIN_WIDTH = 120
+
+
+@dataclass(frozen=True)
+class Change:
+    """One kind of difference; ``explain()`` says it in one line."""
+
+    kind: ClassVar[ChangeKind]
+
+    def explain(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SignatureChange(Change):
+    """``old``/``new`` are the one-line headers; ``parts`` names what differs in them."""
+
+    kind: ClassVar[ChangeKind] = ChangeKind.SIGNATURE
+    old: str
+    new: str
+    parts: tuple[str, ...] = ()
+
+    def explain(self) -> str:
+        return f"signature changed: {self.old} -> {self.new}"
+
+
+@dataclass(frozen=True)
+class BasesChange(Change):
+    """``old``/``new`` are the parenthesized part of the class line (``()`` for none)."""
+
+    kind: ClassVar[ChangeKind] = ChangeKind.BASES
+    old: str
+    new: str
+
+    def explain(self) -> str:
+        return f"bases changed: {self.old} -> {self.new}"
+
+
+@dataclass(frozen=True)
+class MembersChange(Change):
+    """Direct members (names) added, removed, or whose signature (or statement) changed."""
+
+    kind: ClassVar[ChangeKind] = ChangeKind.MEMBERS
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    def explain(self) -> str:
+        parts = [
+            f"{label} {', '.join(names)}"
+            for label, names in (
+                ("added", self.added), ("removed", self.removed), ("changed", self.changed)
+            )
+            if names
+        ]
+        return "members changed: " + "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class BodyChange(Change):
+    kind: ClassVar[ChangeKind] = ChangeKind.BODY
+
+    def explain(self) -> str:
+        return "body changed"
+
+
+@dataclass(frozen=True)
+class ValueChange(Change):
+    """``old``/``new``: the attribute's value, or its whole statement if the value is equal."""
+
+    kind: ClassVar[ChangeKind] = ChangeKind.VALUE
+    old: str
+    new: str
+
+    def explain(self) -> str:
+        return f"value changed: {_shorten(self.old)} -> {_shorten(self.new)}"
+
+
+# --- classification -------------------------------------------------------------------
+
+
+def classify(old: Comparable, new: Comparable) -> tuple[Verdict, tuple[Change, ...]]:
+    """``unchanged``, ``cosmetic`` or ``changed`` (with its changes) from ``old`` to ``new``."""
+    if old.exact == new.exact:
+        return Verdict.UNCHANGED, ()
+    if old.normalized == new.normalized:
+        return Verdict.COSMETIC, ()
+    if old.name != new.name:
+        renamed = _renamed_source(old, new.name)
+        if renamed == new.source:
+            return Verdict.UNCHANGED, ()
+        if canonical(renamed) == canonical(new.source):
+            return Verdict.COSMETIC, ()
+    changes = describe(old, new)
+    return Verdict.CHANGED, changes or (BodyChange(),)
+
+
+def describe(old: Comparable, new: Comparable) -> tuple[Change, ...]:
+    """The changes between two definitions whose normalized fingerprints differ."""
+    group = kind_group(old.kind)
+    if group is not kind_group(new.kind):
+        return (SignatureChange(_display_symbol(old), _display_symbol(new), ("kind",)),
+                BodyChange())
+    if group is KindGroup.ATTRIBUTE:
+        return (_value_change(old, new),)
+    if group is KindGroup.CLASS:
+        return _class_changes(old, new)
+    return _function_changes(old, new)
+
+
+def _function_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
+    old_header, new_header = parse_header(old.signature), parse_header(new.signature)
+    signature = _signature_change(old_header, new_header, ("decorators", "parameters",
+                                                            "returns", "keyword"))
+    if signature is None:
+        return (BodyChange(),)
+    if canonical(_body_text(old)) != canonical(_body_text(new)):
+        return signature, BodyChange()
+    return (signature,)
+
+
+def _class_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
+    old_header, new_header = parse_header(old.signature), parse_header(new.signature)
+    changes: list[Change] = []
+    signature = _signature_change(old_header, new_header, ("decorators", "keyword"))
+    if signature is not None:
+        changes.append(signature)
+    if _bases_key(old_header.parameters) != _bases_key(new_header.parameters):
+        changes.append(BasesChange(old_header.parameters or "()", new_header.parameters or "()"))
+    members = _members_change(old.members(), new.members())
+    if members is not None:
+        changes.append(members)
+    if not changes or _class_body_changed(old, new):
+        changes.append(BodyChange())
+    return tuple(changes)
+
+
+def _signature_change(
+    old: Header, new: Header, fields: tuple[str, ...]
+) -> SignatureChange | None:
+    parts = tuple(
+        field for field in fields if _key(getattr(old, field)) != _key(getattr(new, field))
+    )
+    if not parts:
+        return None
+    return SignatureChange(old.display(), new.display(), parts)
+
+
+def _members_change(
+    old: Mapping[str, tuple[Comparable, ...]], new: Mapping[str, tuple[Comparable, ...]]
+) -> MembersChange | None:
+    added = tuple(sorted(new.keys() - old.keys()))
+    removed = tuple(sorted(old.keys() - new.keys()))
+    changed = tuple(
+        sorted(
+            name for name in old.keys() & new.keys()
+            if _member_key(old[name]) != _member_key(new[name])
+        )
+    )
+    if not (added or removed or changed):
+        return None
+    return MembersChange(added, removed, changed)
+
+
+def _member_key(members: tuple[Comparable, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (m.kind, m.normalized if m.kind == "attribute" else _key(m.signature)) for m in members
+    )
+
+
+def _class_body_changed(old: Comparable, new: Comparable) -> bool:
+    """Whether a method body or the class-level code outside members differs."""
+    old_members, new_members = old.members(), new.members()
+    for name in old_members.keys() & new_members.keys():
+        for before, after in zip(old_members[name], new_members[name]):
+            if before.normalized != after.normalized and _inner_changed(before, after):
+                return True
+    return _residual(old) != _residual(new)
+
+
+def _inner_changed(old: Comparable, new: Comparable) -> bool:
+    group = kind_group(old.kind)
+    if group is not kind_group(new.kind) or group is KindGroup.ATTRIBUTE:
+        return False  # reported as a member change
+    if group is KindGroup.CLASS:
+        return _class_body_changed(old, new)
+    if _key(old.signature) == _key(new.signature):
+        return True
+    return canonical(_body_text(old)) != canonical(_body_text(new))
+
+
+def _residual(symbol: Comparable) -> bytes:
+    """A class's code without its header and its direct members, canonical."""
+    data = symbol.source_bytes
+    cuts = sorted(
+        (member.start_byte - symbol.start_byte, member.end_byte - symbol.start_byte)
+        for members in symbol.members().values()
+        for member in members
+    )
+    pieces, position = [], len(symbol.signature.encode("utf-8", "replace"))
+    for start, end in cuts:
+        pieces.append(data[position:max(position, start)])
+        position = max(position, end)
+    pieces.append(data[position:])
+    return canonical(b"".join(pieces).decode("utf-8", "replace"))
+
+
+def _value_change(old: Comparable, new: Comparable) -> ValueChange:
+    if _key(old.signature) != _key(new.signature):
+        return ValueChange(_display(old.signature), _display(new.signature))
+    return ValueChange(_display(old.source), _display(new.source))
+
+
+def _body_text(symbol: Comparable) -> str:
+    return symbol.source[len(symbol.signature):]
+
+
+def _renamed_source(symbol: Comparable, new_name: str) -> str:
+    """``symbol``'s source with its own name (where it is defined) replaced by ``new_name``."""
+    name = re.escape(symbol.name)
+    if symbol.kind == "attribute":
+        pattern = rf"(?<![\w.]){name}(?!\w)"
+    else:
+        pattern = rf"(?<!\w)((?:def|class)\s+){name}(?!\w)"
+        new_name = r"\g<1>" + new_name.replace("\\", r"\\")
+    return re.sub(pattern, new_name, symbol.source, count=1)
+
+
+# --- header text ----------------------------------------------------------------------
+
+_STRING = (
+    r"(?:(?<![\w])[rRuUbBfF]{1,2})?"
+    r"(?:'''(?:[^'\\]|\\.|'(?!''))*'''"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*"""'
+    r"|'(?:[^'\\\n]|\\.)*'"
+    r'|"(?:[^"\\\n]|\\.)*")'
+)
+_STRING_OR_COMMENT = re.compile(rf"({_STRING})|#[^\n]*", re.DOTALL)
+_DEF_LINE = re.compile(r"(async\s+def|def|class)\s+(\w+)\s*(.*?)\s*:?\s*\Z", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Header:
+    """A def or class header split into its parts (comments dropped)."""
+
+    decorators: tuple[str, ...]
+    keyword: str  # "def", "async def", "class"; "" if the text is not a def/class line
+    name: str
+    parameters: str  # "(a, b=1)" (type parameters included) or a class's "(Base)"
+    returns: str
+
+    def display(self) -> str:
+        line = f"{self.keyword} {self.name}{self.parameters}".strip()
+        if self.returns:
+            line += f" -> {self.returns}"
+        return " ".join((*self.decorators, _display(line)))
+
+
+def parse_header(text: str) -> Header:
+    """Split a header (decorators, then the def/class line up to its colon)."""
+    code, masked = _masked(text)
+    lines = _logical_lines(code, masked)
+    decorators = tuple(_display(line) for line in lines if line.startswith("@"))
+    definition = " ".join(line for line in lines if not line.startswith("@"))
+    found = _DEF_LINE.match(definition)
+    if found is None:
+        return Header(decorators, "", "", _display(definition), "")
+    keyword = " ".join(found.group(1).split())
+    rest = found.group(3)
+    arrow = _masked(rest)[1].find("->")
+    if arrow < 0:
+        return Header(decorators, keyword, found.group(2), _display(rest), "")
+    returns = rest[arrow + 2:].strip()
+    return Header(decorators, keyword, found.group(2), _display(rest[:arrow]), _display(returns))
+
+
+def _masked(text: str) -> tuple[str, str]:
+    """``text`` without comments, and the same with string contents blanked out."""
+    code = _STRING_OR_COMMENT.sub(lambda m: m.group(1) or "", text)
+    masked = _STRING_OR_COMMENT.sub(lambda m: "s" * len(m.group()), code)
+    return code, masked
+
+
+def _logical_lines(code: str, masked: str) -> list[str]:
+    """Lines of ``code`` split at newlines outside brackets (``masked`` gives positions)."""
+    lines, depth, start = [], 0, 0
+    for index, char in enumerate(masked):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        elif char == "\n" and depth == 0 and masked[index - 1:index] != "\\":
+            lines.append(code[start:index])
+            start = index + 1
+    lines.append(code[start:])
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _key(text: str) -> bytes:
+    """Comparison key of a piece of code: normalized (no comments or layout)."""
+    return normalize(text.encode("utf-8", "replace"))
+
+
+def _bases_key(text: str) -> bytes:
+    key = _key(text)
+    return b"" if key == b"()" else key
+
+
+def _display(text: str) -> str:
+    """One-line rendering of a piece of code (white space collapsed, trailing comma gone)."""
+    line = " ".join(text.split())
+    line = re.sub(r"([(\[{]) ", r"\1", line)
+    return re.sub(r",? ([)\]}])", r"\1", line)
+
+
+def _display_symbol(symbol: Comparable) -> str:
+    if symbol.kind == "attribute":
+        return f"{symbol.name} = {_display(symbol.signature)}"
+    return parse_header(symbol.signature).display()
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _EXPLAIN_WIDTH else text[:_EXPLAIN_WIDTH - 3] + "..."
+
+
+# --- canonical code -------------------------------------------------------------------
+
+
+def canonical(code: str) -> bytes:
+    """``code`` normalized like the ``normalized`` fingerprint, docstrings dropped.
+
+    A docstring here is a string statement alone on its line, first in a block (after a
+    line ending in ``:``) or first in ``code``: a heuristic, as no parser is involved.
+    """
+    return normalize(_without_docstrings(code).encode("utf-8", "replace"))
+
+
+def _without_docstrings(code: str) -> str:
+    code = _STRING_OR_COMMENT.sub(lambda m: m.group(1) or "", code)
+    pieces, position = [], 0
+    for found in _STRING_OR_COMMENT.finditer(code):
+        start, end = found.span()
+        line_start = code.rfind("\n", 0, start) + 1
+        line_end = code.find("\n", end)
+        line_end = len(code) if line_end < 0 else line_end
+        if (
+            not code[line_start:start].strip()
+            and not code[end:line_end].strip()
+            and _opens_block(code, line_start)
+        ):
+            pieces.append(code[position:start])
+            position = end
+    pieces.append(code[position:])
+    return "".join(pieces)
+
+
+def _opens_block(code: str, position: int) -> bool:
+    """Whether the code before ``position`` is empty or ends with ``:``."""
+    index = position - 1
+    while index >= 0 and code[index].isspace():
+        index -= 1
+    return index < 0 or code[index] == ":"

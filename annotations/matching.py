@@ -1,0 +1,820 @@
+"""Match a symbol of version A to version B: the one engine behind check, diff and history.
+
+For a symbol ``old`` of A (``Matcher.match``):
+
+1. **Unchanged file.** If ``old.path`` has the same blob at B, ``old`` is ``unchanged``
+   without comparing anything.
+2. **Same place.** If B's file at ``old.path`` defines ``old.qualname``, the two are
+   compared (``changes.classify``): ``unchanged``, ``cosmetic`` or ``changed`` with the
+   kinds of change. A qualname defined several times in a file (a property's getter and
+   setter) is paired in order of appearance.
+3. **Moved or renamed** (verdict ``moved``; ``content_changed`` and ``changes`` say how
+   the content differs). Only *unmatched* symbols of B are candidates: those whose
+   (path, qualname, occurrence) does not exist in A, of the same kind group (class;
+   function or method; attribute). So a module that merely re-exports the old name (an
+   import is not a definition) does not keep ``old`` in place. In order:
+
+   a. *Parent.* A member (``Cls.meth``, ``f.<locals>.g``) whose parent moved follows it:
+      it is looked up under the parent's new location (and the parent's alternatives).
+   b. *Fingerprints.* Candidates with ``old``'s exact, else normalized, fingerprint.
+   c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``.
+
+   Candidates are scored (b and c alike) by::
+
+       score = W_BODY * body + W_NAME * name + W_SCOPE * scope + W_PARAMS * params
+
+   with every term in [0, 1]:
+
+   * ``body``: weighted Jaccard similarity of the word-token multisets (identifiers,
+     keywords, numbers) of the two bodies (the code after the header; an attribute's
+     value); 1 for identical fingerprints.
+   * ``name``: ``difflib.SequenceMatcher`` ratio of the unqualified names.
+   * ``scope``: half for the parent (same enclosing qualname, or the parent's match
+     target), half for the path (1 same file, 0.6 same file name in another directory,
+     0.4 same directory, 0.2 same top-level package, else 0).
+   * ``params``: ratio of the parameter lists and return annotation (functions), of the
+     bases (classes), of the values (attributes).
+
+   To keep a whole-version diff fast, similarity only compares *blocked* candidates: the
+   same name, the same file, members of the parent's target, or an identical non-trivial
+   parameter list / bases (buckets of at most ``BLOCK_CAP``); a pair whose sizes alone
+   cap its score below ``CANDIDATE_FLOOR`` is not tokenized.
+
+   Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates`` (a
+   class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
+   like ``logger = init_logger(__name__)``) are no evidence of a move: ``removed``.
+
+4. Otherwise **removed**, with up to ``MAX_CLOSEST`` candidates scoring at least
+   ``CANDIDATE_FLOOR`` in ``candidates``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from enum import Enum
+from functools import lru_cache
+import re
+
+from annotations.changes import (
+    Change,
+    ChangeKind,
+    KindGroup,
+    Verdict,
+    classify,
+    kind_group,
+    parse_header,
+)
+from db import match_queries as mq
+from db.database import Database
+from db.errors import MissingIndex
+from db.queries import require_version
+
+__all__ = [
+    "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
+    "MOVE_THRESHOLD", "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE", "HistoryEvent",
+    "HistoryStep", "Match", "Matcher", "PackageCounts", "SourceStore", "SymbolSnapshot",
+    "Verdict", "VersionDiff", "diff_versions", "find_symbol", "history", "match_symbol",
+    "package_of",
+]
+
+MOVE_THRESHOLD = 0.6
+"""Lowest score of a similarity match to call a symbol moved rather than removed."""
+AMBIGUITY_MARGIN = 0.05
+"""Candidates scoring within this of the best are reported alongside it."""
+MAX_TIES = 5
+"""More candidates than this within the margin: the evidence is boilerplate, not a move."""
+CANDIDATE_FLOOR = 0.3
+"""Lowest score worth listing as a close candidate of a removed symbol."""
+MAX_CLOSEST = 3
+"""How many close candidates a removed symbol lists."""
+BLOCK_CAP = 50
+"""Parameter-list / bases buckets larger than this are too common to block on."""
+W_BODY, W_NAME, W_SCOPE, W_PARAMS = 0.55, 0.15, 0.15, 0.15
+
+_SIZE_SLACK = 1.25
+_WORD = re.compile(r"\w+")
+_TRIVIAL_PARAMETERS = frozenset({b"", b"()", b"(self)", b"(cls)"})
+_LOCALS = ".<locals>"
+
+
+# --- snapshots ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SymbolSnapshot:
+    """One definition at one version, as indexed; ``source`` is read lazily from its blob.
+
+    ``occurrence`` counts earlier definitions of the same qualname in the file (0 for
+    the first; a property setter is 1).
+    """
+
+    repo: str
+    version: str
+    path: str
+    qualname: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature: str
+    exact: str
+    normalized: str
+    shape: str | None
+    blob_id: str
+    start_byte: int
+    end_byte: int
+    occurrence: int = 0
+    _store: SourceStore | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_row(
+        cls,
+        row: Mapping[str, object],
+        repo: str,
+        version: str,
+        store: SourceStore | Database,
+        occurrence: int = 0,
+    ) -> SymbolSnapshot:
+        """A snapshot from a ``db.queries`` symbol row (a dict with ``path`` and ``s.*``)."""
+        values = tuple(row[column] for column in mq.MATCH_COLUMNS)
+        return _snapshot(values, repo, version, _as_store(store), occurrence)
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    @property
+    def parent(self) -> str:
+        """The enclosing class or function's qualname ('' at module level)."""
+        return _parent(self.qualname)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.path}::{self.qualname}"
+
+    @property
+    def source_bytes(self) -> bytes:
+        return self._require_store().content(self.blob_id)[self.start_byte:self.end_byte]
+
+    @property
+    def source(self) -> str:
+        return self.source_bytes.decode("utf-8", "replace")
+
+    def members(self) -> dict[str, tuple[SymbolSnapshot, ...]]:
+        """Direct members of a class by name (``{}`` for other kinds)."""
+        if self.kind != "class":
+            return {}
+        return self._require_store().members(self)
+
+    def at_version(self, version: str) -> SymbolSnapshot:
+        """The same definition (same blob) seen at another version."""
+        return dataclasses.replace(self, version=version)
+
+    def _require_store(self) -> SourceStore:
+        if self._store is None:
+            raise ValueError(f"{self.ref} was built without a SourceStore")
+        return self._store
+
+
+def _snapshot(
+    values: tuple, repo: str, version: str, store: SourceStore | None, occurrence: int
+) -> SymbolSnapshot:
+    (path, _id, blob_id, _seq, qualname, _name, kind, start_line, end_line, start_byte,
+     end_byte, signature, exact, normalized, shape) = values
+    return SymbolSnapshot(
+        repo, version, path, qualname, kind, start_line, end_line, signature, exact,
+        normalized, shape, blob_id, start_byte, end_byte, occurrence, store,
+    )
+
+
+def _as_store(store: SourceStore | Database) -> SourceStore:
+    return store if isinstance(store, SourceStore) else SourceStore(store)
+
+
+class SourceStore:
+    """Blob contents and blob symbol rows, loaded on demand and cached."""
+
+    def __init__(self, database: Database, max_blobs: int = 4096) -> None:
+        self.database = database
+        self._max_blobs = max_blobs
+        self._contents: dict[str, bytes] = {}
+        self._children: dict[str, dict[str, list[tuple]]] = {}
+        self._members: dict[tuple, dict[str, tuple[SymbolSnapshot, ...]]] = {}
+
+    def content(self, blob_id: str) -> bytes:
+        found = self._contents.get(blob_id)
+        if found is None:
+            found = mq.blob_contents(self.database, [blob_id]).get(blob_id, b"")
+            if len(self._contents) >= self._max_blobs:
+                self._contents.pop(next(iter(self._contents)))
+            self._contents[blob_id] = found
+        return found
+
+    def add_blob_rows(self, blob_id: str, rows: Iterable[tuple]) -> None:
+        """Remember a blob's symbol rows (``MATCH_COLUMNS`` tuples) for ``members``."""
+        if blob_id in self._children:
+            return
+        children: dict[str, list[tuple]] = defaultdict(list)
+        for row in rows:
+            children[_parent(row[4])].append(row)
+        self._children[blob_id] = children
+
+    def members(self, symbol: SymbolSnapshot) -> dict[str, tuple[SymbolSnapshot, ...]]:
+        key = (symbol.repo, symbol.version, symbol.path, symbol.blob_id, symbol.qualname)
+        found = self._members.get(key)
+        if found is None:
+            found = self._load_members(symbol)
+            self._members[key] = found
+        return found
+
+    def _load_members(self, symbol: SymbolSnapshot) -> dict[str, tuple[SymbolSnapshot, ...]]:
+        if symbol.blob_id not in self._children:
+            self.add_blob_rows(symbol.blob_id, mq.blob_symbol_rows(self.database, symbol.blob_id))
+        grouped: dict[str, list[SymbolSnapshot]] = defaultdict(list)
+        prefix = symbol.qualname + "."
+        for row in self._children[symbol.blob_id].get(symbol.qualname, ()):
+            if not row[4].startswith(prefix):
+                continue  # a function's locals share the parent key
+            name = row[4][len(prefix):]
+            values = (symbol.path, *row[1:])
+            grouped[name].append(
+                _snapshot(values, symbol.repo, symbol.version, self, len(grouped[name]))
+            )
+        return {name: tuple(items) for name, items in grouped.items()}
+
+
+def _parent(qualname: str) -> str:
+    head = qualname.rpartition(".")[0]
+    return head[: -len(_LOCALS)] if head.endswith(_LOCALS) else head
+
+
+# --- results --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    """What became of ``old`` at the other version.
+
+    ``new`` is None when removed. ``content`` is how the content compares (unchanged,
+    cosmetic or changed; None when removed), ``content_changed`` whether it changed.
+    ``candidates`` lists the other close candidates of an ambiguous move, or the closest
+    ones of a removed symbol. ``via`` says how the match was found: blob, same-place,
+    parent, exact, normalized, similarity, none.
+    """
+
+    old: SymbolSnapshot
+    verdict: Verdict
+    new: SymbolSnapshot | None
+    changes: tuple[Change, ...] = ()
+    content: Verdict | None = None
+    candidates: tuple[SymbolSnapshot, ...] = ()
+    score: float = 1.0
+    via: str = "same-place"
+
+    @property
+    def content_changed(self) -> bool:
+        return self.content is Verdict.CHANGED
+
+    @property
+    def kinds(self) -> tuple[ChangeKind, ...]:
+        return tuple(change.kind for change in self.changes)
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.verdict is Verdict.MOVED and bool(self.candidates)
+
+    def explain(self) -> tuple[str, ...]:
+        return tuple(change.explain() for change in self.changes)
+
+
+@dataclass
+class PackageCounts:
+    """Counts of verdicts (and ``added``) in one package."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    """Every symbol of A matched against B, plus B's additions.
+
+    ``matches`` holds the A symbols that are not unchanged (unchanged ones are only
+    counted); ``packages`` maps a package (``package_of``: the first two path components
+    of the file's directory, e.g. ``vllm/v1``) to its counts per verdict and ``added``
+    (moved and removed symbols count under their old path, added under their new one).
+    """
+
+    repo: str
+    version_a: str
+    version_b: str
+    matches: tuple[Match, ...]
+    added: tuple[SymbolSnapshot, ...]
+    packages: dict[str, dict[str, int]]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for counts in self.packages.values():
+            total.update(counts)
+        return {name: total.get(name, 0) for name in _COUNT_NAMES}
+
+    def having(self, verdict: Verdict) -> tuple[Match, ...]:
+        return tuple(match for match in self.matches if match.verdict is verdict)
+
+
+_COUNT_NAMES = (*(verdict.value for verdict in Verdict), "added")
+
+
+class HistoryEvent(str, Enum):
+    INTRODUCED = "introduced"
+    UNCHANGED = "unchanged"
+    COSMETIC = "cosmetic"
+    CHANGED = "changed"
+    MOVED = "moved"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """The symbol at one version. ``symbol`` is None once removed; ``match`` is None at
+    ``introduced`` (the first listed version where the symbol is found)."""
+
+    version: str
+    event: HistoryEvent
+    symbol: SymbolSnapshot | None
+    match: Match | None = None
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        return self.match.changes if self.match else ()
+
+
+def package_of(path: str) -> str:
+    """The first two components of ``path``'s directory (``.`` for a top-level file)."""
+    return "/".join(path.split("/")[:-1][:2]) or "."
+
+
+# --- one version's symbols ------------------------------------------------------------
+
+
+class _VersionView:
+    """The symbols of one version, loaded per file on demand or all at once."""
+
+    def __init__(self, database: Database, key: int, store: SourceStore) -> None:
+        label = mq.version_label(database, key)
+        if label is None:
+            raise MissingIndex(f"no indexed version has id {key}", "run 'annotate index'")
+        self.database, self.key, self.store = database, key, store
+        self.repo, self.version = label
+        self._blobs: dict[str, str] | None = None
+        self._blob_cache: dict[str, str | None] = {}
+        self._ordered: dict[str, list[SymbolSnapshot]] = {}
+        self._by_key: dict[tuple[str, str, int], SymbolSnapshot] = {}
+
+    def blobs(self) -> dict[str, str]:
+        if self._blobs is None:
+            self._blobs = mq.file_blobs(self.database, self.key)
+        return self._blobs
+
+    def blob(self, path: str) -> str | None:
+        if self._blobs is not None:
+            return self._blobs.get(path)
+        if path not in self._blob_cache:
+            self._blob_cache[path] = mq.file_blob_id(self.database, self.key, path)
+        return self._blob_cache[path]
+
+    def file_symbols(self, path: str) -> list[SymbolSnapshot]:
+        if path not in self._ordered:
+            self._add_file(path, mq.file_symbol_rows(self.database, self.key, path))
+        return self._ordered[path]
+
+    def lookup(self, path: str, qualname: str, occurrence: int = 0) -> SymbolSnapshot | None:
+        if path not in self._ordered:
+            self.file_symbols(path)
+        return self._by_key.get((path, qualname, occurrence))
+
+    def load(self, skip: Callable[[str, str], bool]) -> list[tuple]:
+        """Load every symbol in one query; files where ``skip(path, blob)`` stay rows only.
+
+        Returns the rows of the skipped files (to be counted, not matched).
+        """
+        skipped: list[tuple] = []
+        by_file: dict[str, list[tuple]] = defaultdict(list)
+        for row in mq.all_symbol_rows(self.database, self.key):
+            if skip(row[0], row[2]):
+                skipped.append(row)
+            else:
+                by_file[row[0]].append(row)
+        for path, rows in by_file.items():
+            if path not in self._ordered:
+                self._add_file(path, rows)
+        for path in self.blobs():
+            if path not in self._ordered and not skip(path, self.blobs()[path]):
+                self._add_file(path, [])
+        return skipped
+
+    def loaded_symbols(self) -> Iterable[SymbolSnapshot]:
+        for symbols in self._ordered.values():
+            yield from symbols
+
+    def _add_file(self, path: str, rows: list[tuple]) -> None:
+        seen: Counter[str] = Counter()
+        symbols = []
+        for row in rows:
+            occurrence = seen[row[4]]
+            seen[row[4]] += 1
+            symbol = _snapshot(row, self.repo, self.version, self.store, occurrence)
+            symbols.append(symbol)
+            self._by_key[(path, symbol.qualname, occurrence)] = symbol
+        if rows:
+            self.store.add_blob_rows(rows[0][2], rows)
+        self._ordered[path] = symbols
+
+
+# --- similarity -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scored:
+    score: float
+    symbol: SymbolSnapshot
+
+
+class _Pool:
+    """B's unmatched symbols, indexed for fingerprint lookups and blocked similarity."""
+
+    def __init__(self, unmatched: list[SymbolSnapshot]) -> None:
+        self.unmatched = unmatched
+        self.keys = {(s.path, s.qualname, s.occurrence) for s in unmatched}
+        self.fingerprints: dict[tuple[str, str], list[SymbolSnapshot]] = defaultdict(list)
+        self.blocks: dict[tuple, list[SymbolSnapshot]] = defaultdict(list)
+        for symbol in unmatched:
+            group = kind_group(symbol.kind)
+            self.fingerprints[("exact", symbol.exact)].append(symbol)
+            self.fingerprints[("normalized", symbol.normalized)].append(symbol)
+            self.blocks[("name", group, symbol.name)].append(symbol)
+            self.blocks[("path", group, symbol.path)].append(symbol)
+            self.blocks[("parent", symbol.path, symbol.parent)].append(symbol)
+            shape_key = _block_key(symbol)
+            if shape_key is not None:
+                self.blocks[("shape", group, shape_key)].append(symbol)
+        self._tokens: dict[SymbolSnapshot, tuple[Counter[str], int]] = {}
+
+    def with_fingerprint(self, column: str, value: str) -> list[SymbolSnapshot]:
+        return self.fingerprints.get((column, value), [])
+
+    def candidates(
+        self, old: SymbolSnapshot, hint: tuple[str, str] | None
+    ) -> list[SymbolSnapshot]:
+        group = kind_group(old.kind)
+        found = list(self.blocks.get(("name", group, old.name), ()))
+        if group is not KindGroup.ATTRIBUTE:
+            found += self.blocks.get(("path", group, old.path), ())
+            if hint is not None:
+                found += self.blocks.get(("parent", *hint), ())
+            shape_key = _block_key(old)
+            bucket = self.blocks.get(("shape", group, shape_key), ())
+            if shape_key is not None and len(bucket) <= BLOCK_CAP:
+                found += bucket
+        return [s for s in dict.fromkeys(found) if kind_group(s.kind) is group]
+
+    def ranked(
+        self, old: SymbolSnapshot, symbols: Iterable[SymbolSnapshot],
+        hint: tuple[str, str] | None, identical: bool = False,
+    ) -> list[_Scored]:
+        scored = []
+        for symbol in symbols:
+            score = self.score(old, symbol, hint, identical)
+            if score >= CANDIDATE_FLOOR:
+                scored.append(_Scored(score, symbol))
+        scored.sort(key=lambda s: (-s.score, s.symbol.path, s.symbol.qualname))
+        return scored
+
+    def score(
+        self, old: SymbolSnapshot, new: SymbolSnapshot, hint: tuple[str, str] | None,
+        identical: bool = False,
+    ) -> float:
+        cheap = (
+            W_NAME * _name_similarity(old.name, new.name)
+            + W_SCOPE * _scope(old, new, hint)
+            + W_PARAMS * _params_similarity(old, new)
+        )
+        if identical:
+            return round(cheap + W_BODY, 4)
+        if cheap + W_BODY * min(1.0, _SIZE_SLACK * _size_ratio(old, new)) < CANDIDATE_FLOOR:
+            return 0.0
+        return round(cheap + W_BODY * self._body_similarity(old, new), 4)
+
+    def _body_similarity(self, old: SymbolSnapshot, new: SymbolSnapshot) -> float:
+        old_tokens, old_total = self._tokens_of(old)
+        new_tokens, new_total = self._tokens_of(new)
+        if not old_total and not new_total:
+            return 1.0
+        small, large = sorted((old_tokens, new_tokens), key=len)
+        shared = sum(min(count, large.get(token, 0)) for token, count in small.items())
+        return shared / (old_total + new_total - shared)
+
+    def _tokens_of(self, symbol: SymbolSnapshot) -> tuple[Counter[str], int]:
+        found = self._tokens.get(symbol)
+        if found is None:
+            tokens = Counter(_WORD.findall(_body_of(symbol)))
+            found = (tokens, sum(tokens.values()))
+            self._tokens[symbol] = found
+        return found
+
+
+def _body_of(symbol: SymbolSnapshot) -> str:
+    if symbol.kind == "attribute":
+        return symbol.signature
+    return symbol.source[len(symbol.signature):]
+
+
+def _size_ratio(old: SymbolSnapshot, new: SymbolSnapshot) -> float:
+    sizes = sorted((old.end_byte - old.start_byte, new.end_byte - new.start_byte))
+    return sizes[0] / sizes[1] if sizes[1] else 1.0
+
+
+@lru_cache(maxsize=65536)
+def _name_similarity(old: str, new: str) -> float:
+    return 1.0 if old == new else SequenceMatcher(None, old, new).ratio()
+
+
+def _scope(old: SymbolSnapshot, new: SymbolSnapshot, hint: tuple[str, str] | None) -> float:
+    if hint is not None:
+        parent = (new.path, new.parent) == hint
+    else:
+        parent = old.parent == new.parent
+    return 0.5 * parent + 0.5 * _path_similarity(old.path, new.path)
+
+
+@lru_cache(maxsize=65536)
+def _path_similarity(old: str, new: str) -> float:
+    if old == new:
+        return 1.0
+    old_dir, _, old_file = old.rpartition("/")
+    new_dir, _, new_file = new.rpartition("/")
+    if old_file == new_file:
+        return 0.6
+    if old_dir == new_dir:
+        return 0.4
+    return 0.2 if package_of(old) == package_of(new) else 0.0
+
+
+def _params_similarity(old: SymbolSnapshot, new: SymbolSnapshot) -> float:
+    return _text_similarity(_params_text(old), _params_text(new))
+
+
+@lru_cache(maxsize=65536)
+def _params_text(symbol: SymbolSnapshot) -> str:
+    if symbol.kind == "attribute":
+        return symbol.signature[:300]
+    header = parse_header(symbol.signature)
+    return f"{header.parameters} -> {header.returns}" if header.returns else header.parameters
+
+
+@lru_cache(maxsize=65536)
+def _text_similarity(old: str, new: str) -> float:
+    if old == new:
+        return 1.0
+    return SequenceMatcher(None, old, new, autojunk=False).ratio()
+
+
+def _block_key(symbol: SymbolSnapshot) -> str | None:
+    """A non-trivial parameter list (functions) or bases (classes) to block on."""
+    if symbol.kind == "attribute":
+        return None
+    text = _params_text(symbol)
+    if text.replace(" ", "").encode() in _TRIVIAL_PARAMETERS:
+        return None
+    return text
+
+
+# --- the matcher ----------------------------------------------------------------------
+
+
+class Matcher:
+    """Matches symbols of version A (``version_a_key``) to version B; caches per pair."""
+
+    def __init__(
+        self, database: Database, version_a_key: int, version_b_key: int,
+        store: SourceStore | None = None,
+    ) -> None:
+        self.database = database
+        self.store = store or SourceStore(database)
+        self.a = _VersionView(database, version_a_key, self.store)
+        self.b = _VersionView(database, version_b_key, self.store)
+        self._matches: dict[tuple[str, str, int, str], Match] = {}
+        self._pool: _Pool | None = None
+
+    def match(self, old: SymbolSnapshot) -> Match:
+        """What became of ``old`` (a symbol of A) at B."""
+        key = (old.path, old.qualname, old.occurrence, old.blob_id)
+        found = self._matches.get(key)
+        if found is None:
+            found = self._match(old)
+            self._matches[key] = found
+        return found
+
+    def _match(self, old: SymbolSnapshot) -> Match:
+        blob = self.b.blob(old.path)
+        if blob == old.blob_id:
+            return Match(old, Verdict.UNCHANGED, old.at_version(self.b.version),
+                         content=Verdict.UNCHANGED, via="blob")
+        if blob is not None:
+            new = self.b.lookup(old.path, old.qualname, old.occurrence)
+            if new is not None:
+                verdict, changes = classify(old, new)
+                return Match(old, verdict, new, changes, content=verdict)
+        return self._parent_move(old) or self._search(old)
+
+    # -- moves -------------------------------------------------------------------------
+
+    def _parent_match(self, old: SymbolSnapshot) -> Match | None:
+        parent = old.parent
+        if not parent:
+            return None
+        found = self.a.lookup(old.path, parent)
+        return self.match(found) if found is not None else None
+
+    def _parent_move(self, old: SymbolSnapshot) -> Match | None:
+        parent = self._parent_match(old)
+        if parent is None or parent.verdict is not Verdict.MOVED:
+            return None
+        suffix = old.qualname[len(old.parent):]
+        targets = [parent.new, *parent.candidates]
+        found = [
+            symbol for target in targets if target is not None
+            for symbol in [self.b.lookup(target.path, target.qualname + suffix, old.occurrence)]
+            if symbol is not None and kind_group(symbol.kind) is kind_group(old.kind)
+        ]
+        if not found:
+            return None
+        return self._moved(old, found[0], tuple(found[1:]), parent.score, "parent")
+
+    def _search(self, old: SymbolSnapshot) -> Match:
+        hint = self._hint(old)
+        for column in ("exact", "normalized"):
+            hits = self._fingerprint_hits(old, column)
+            if hits:
+                pool = self.pool()
+                return self._decide(old, pool.ranked(old, hits, hint, identical=True), column)
+        pool = self.pool()
+        ranked = pool.ranked(old, pool.candidates(old, hint), hint)
+        return self._decide(old, ranked, "similarity")
+
+    def _hint(self, old: SymbolSnapshot) -> tuple[str, str] | None:
+        """Where ``old``'s parent is at B, if it has one and it was found."""
+        parent = self._parent_match(old)
+        if parent is None or parent.new is None:
+            return None
+        return parent.new.path, parent.new.qualname
+
+    def _fingerprint_hits(self, old: SymbolSnapshot, column: str) -> list[SymbolSnapshot]:
+        value = getattr(old, column)
+        group = kind_group(old.kind)
+        if self._pool is not None:
+            hits = self._pool.with_fingerprint(column, value)
+        else:
+            rows = mq.rows_with_fingerprint(self.database, self.b.key, column, value)
+            hits = [self.b.lookup(row[0], row[4], _occurrence(self.b, row)) for row in rows]
+        return [
+            symbol for symbol in hits
+            if symbol is not None and kind_group(symbol.kind) is group
+            and self.a.lookup(symbol.path, symbol.qualname, symbol.occurrence) is None
+        ]
+
+    def _decide(self, old: SymbolSnapshot, ranked: list[_Scored], via: str) -> Match:
+        if not ranked or ranked[0].score < MOVE_THRESHOLD:
+            return self._removed(old, ranked)
+        best = ranked[0]
+        ties = [s.symbol for s in ranked[1:] if best.score - s.score <= AMBIGUITY_MARGIN]
+        if len(ties) > MAX_TIES:
+            return self._removed(old, ranked)
+        return self._moved(old, best.symbol, tuple(ties), best.score, via)
+
+    def _moved(
+        self, old: SymbolSnapshot, new: SymbolSnapshot, others: tuple[SymbolSnapshot, ...],
+        score: float, via: str,
+    ) -> Match:
+        content, changes = classify(old, new)
+        return Match(old, Verdict.MOVED, new, changes, content, others, score, via)
+
+    def _removed(self, old: SymbolSnapshot, ranked: list[_Scored]) -> Match:
+        closest = tuple(s.symbol for s in ranked[:MAX_CLOSEST])
+        score = ranked[0].score if ranked else 0.0
+        return Match(old, Verdict.REMOVED, None, candidates=closest, score=score, via="none")
+
+    # -- the unmatched remainder -------------------------------------------------------
+
+    def pool(self) -> _Pool:
+        """B's unmatched symbols (computed once: loads both versions' symbol rows)."""
+        if self._pool is None:
+            a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
+            self.a.load(lambda path, blob: b_blobs.get(path) == blob)
+            self.b.load(lambda path, blob: a_blobs.get(path) == blob)
+            unmatched = [
+                symbol for symbol in self.b.loaded_symbols()
+                if self.a.lookup(symbol.path, symbol.qualname, symbol.occurrence) is None
+            ]
+            self._pool = _Pool(unmatched)
+        return self._pool
+
+    # -- whole versions ----------------------------------------------------------------
+
+    def diff(self) -> VersionDiff:
+        """Every symbol of A against B (see ``diff_versions``)."""
+        b_blobs = self.b.blobs()
+        same = self.a.load(lambda path, blob: b_blobs.get(path) == blob)
+        pool = self.pool()
+        packages: dict[str, Counter[str]] = defaultdict(Counter)
+        for row in same:
+            packages[package_of(row[0])][Verdict.UNCHANGED.value] += 1
+        matches, targets = [], set()
+        for old in list(self.a.loaded_symbols()):
+            match = self.match(old)
+            packages[package_of(old.path)][match.verdict.value] += 1
+            if match.verdict is not Verdict.UNCHANGED:
+                matches.append(match)
+            if match.verdict is Verdict.MOVED:
+                targets.add(match.new)
+        added = tuple(symbol for symbol in pool.unmatched if symbol not in targets)
+        for symbol in added:
+            packages[package_of(symbol.path)]["added"] += 1
+        return VersionDiff(
+            self.a.repo, self.a.version, self.b.version, tuple(matches), added,
+            {name: dict(counts) for name, counts in sorted(packages.items())},
+        )
+
+
+def _occurrence(view: _VersionView, row: tuple) -> int:
+    """The occurrence of a fingerprint-query row among its file's same-qualname symbols."""
+    for symbol in view.file_symbols(row[0]):
+        if symbol.qualname == row[4] and symbol.start_byte == row[9]:
+            return symbol.occurrence
+    return 0
+
+
+# --- entry points ---------------------------------------------------------------------
+
+
+def find_symbol(
+    database: Database, version_key: int, path: str, qualname: str, occurrence: int = 0,
+    store: SourceStore | None = None,
+) -> SymbolSnapshot | None:
+    """The symbol ``path::qualname`` (its ``occurrence``-th definition) at a version."""
+    view = _VersionView(database, version_key, store or SourceStore(database))
+    return view.lookup(path, qualname, occurrence)
+
+
+def match_symbol(database: Database, old: SymbolSnapshot, new_version_key: int) -> Match:
+    """What became of ``old`` at version ``new_version_key`` (a one-off ``Matcher``)."""
+    old_key = require_version(database, old.repo, old.version)
+    return Matcher(database, old_key, new_version_key, old._store).match(old)
+
+
+def diff_versions(database: Database, a_key: int, b_key: int) -> VersionDiff:
+    """Every symbol of version ``a_key`` matched at ``b_key``, and what B added."""
+    return Matcher(database, a_key, b_key).diff()
+
+
+def history(
+    database: Database, repo: str, symbol: SymbolSnapshot, versions: list[tuple[str, int]]
+) -> list[HistoryStep]:
+    """``symbol``'s timeline over ``versions`` ((version, key), oldest first).
+
+    The symbol is followed back from its own version to the first listed version where
+    it is found (``introduced``), then forward across each consecutive pair, through
+    moves, until it is removed (the last step).
+    """
+    names = [version for version, _ in versions]
+    if symbol.version not in names or symbol.repo != repo:
+        raise ValueError(f"{repo}@{symbol.version} is not among the listed versions")
+    store = symbol._store or SourceStore(database)
+    start, first = _earliest(database, symbol, versions, names.index(symbol.version), store)
+    steps = [HistoryStep(first.version, HistoryEvent.INTRODUCED, first)]
+    current = first
+    for (_, key_a), (version_b, key_b) in zip(versions[start:], versions[start + 1:]):
+        match = Matcher(database, key_a, key_b, store).match(current)
+        steps.append(HistoryStep(version_b, HistoryEvent(match.verdict.value), match.new, match))
+        if match.new is None:
+            break
+        current = match.new
+    return steps
+
+
+def _earliest(
+    database: Database, symbol: SymbolSnapshot, versions: list[tuple[str, int]], index: int,
+    store: SourceStore,
+) -> tuple[int, SymbolSnapshot]:
+    current = symbol
+    while index > 0:
+        match = Matcher(database, versions[index][1], versions[index - 1][1], store).match(
+            current
+        )
+        if match.new is None:
+            break
+        current, index = match.new, index - 1
+    return index, current

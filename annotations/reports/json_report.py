@@ -1,0 +1,36 @@
+"""``{"results": [...], "summary": {...}}``: every RefResult field, keys in field order."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from annotations.results import CheckReport, RefResult
+
+RESULT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RefResult))
+"""The keys of each result object, in output order (RefResult's field order)."""
+
+
+def result_to_dict(result: RefResult) -> dict[str, Any]:
+    """One result as JSON-ready data: the status as its value, tuples as lists."""
+    data: dict[str, Any] = {}
+    for key in RESULT_KEYS:
+        value = getattr(result, key)
+        if isinstance(value, tuple):
+            value = list(value)
+        data[key] = value
+    data["status"] = result.status.value
+    return data
+
+
+def report_to_dict(report: CheckReport) -> dict[str, Any]:
+    return {
+        "results": [result_to_dict(result) for result in report.results],
+        "summary": report.summary(),
+    }
+
+
+def render(report: CheckReport) -> str:
+    """The report as indented JSON, non-ASCII text kept as is."""
+    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False)

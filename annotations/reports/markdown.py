@@ -1,0 +1,152 @@
+"""A Markdown report for a GitHub job summary or PR comment.
+
+Text from annotations and code is escaped (`text`): HTML-escaped so it cannot inject tags,
+Markdown punctuation backslash-escaped so it cannot format, link or break a table cell, and
+newlines turned into ``<br>``. Diffs go into fenced blocks whose fence is longer than any
+backtick run in the diff, so no diff line can close them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from annotations.reports._common import (
+    SUMMARY_ORDER,
+    by_article,
+    has_unwaived_stale,
+    location,
+    needs_attention,
+    truncate_lines,
+    waiver_note,
+)
+from annotations.results import CheckReport, RefResult, Status
+
+HEADING = "## annotate check"
+COLUMNS = ("Status", "Claim", "Ref", "New ref / candidates", "Changes", "Message")
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#$])")
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_BACKTICK_RUN = re.compile("`+")
+
+
+def text(value: str, *, newline: str = "<br>") -> str:
+    """`value` safe inside a table cell or heading: it renders literally, on one line."""
+    value = _CONTROL.sub(" ", value)
+    value = _MARKDOWN_SPECIAL.sub(r"\\\1", value)
+    value = html.escape(value, quote=False)
+    return _LINE_BREAK.sub(newline, value)
+
+
+def code(value: str) -> str:
+    """`value` in a monospace ``<code>`` element, escaped like `text`."""
+    return f"<code>{text(value, newline=' ')}</code>"
+
+
+def fence_for(block: str) -> str:
+    """A backtick fence longer than every backtick run in `block` (at least three)."""
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(block)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def render(report: CheckReport) -> str:
+    """Heading, verdict, a table of counts, then a table per article of its non-fresh refs."""
+    parts = [HEADING, _verdict(report), _summary_table(report)]
+    groups = {
+        article: rows
+        for article, results in by_article(report.results).items()
+        if (rows := [r for r in results if r.status is not Status.FRESH])
+    }
+    parts += [_article_section(article, results) for article, results in groups.items()]
+    if not groups:
+        parts.append("All refs are fresh.")
+    return "\n\n".join(parts)
+
+
+def _verdict(report: CheckReport) -> str:
+    summary = report.summary()
+    head = f"**{summary['claims']} claims, {summary['refs']} refs** in {summary['articles']} "
+    head += "article" if summary["articles"] == 1 else "articles"
+    if report.target_versions:
+        head += " against " + ", ".join(code(t) for t in report.target_versions)
+    if not has_unwaived_stale(report):
+        return f"{head}. **Nothing stale.**"
+    attention = sum(1 for r in report.results if needs_attention(r))
+    noun = "ref needs" if attention == 1 else "refs need"
+    return f"{head}. **Stale:** {attention} {noun} attention."
+
+
+def _summary_table(report: CheckReport) -> str:
+    counts = report.counts
+    summary = report.summary()
+    rows = ["| Status | Refs |", "| --- | ---: |"]
+    rows += [f"| {status.value} | {counts[status.value]} |" for status in SUMMARY_ORDER]
+    rows += [f"| waived | {summary['waived']} |", f"| failing | {summary['failing']} |"]
+    return "\n".join(rows)
+
+
+def _article_section(article: str, results: list[RefResult]) -> str:
+    rows = [
+        "| " + " | ".join(COLUMNS) + " |",
+        "| " + " | ".join("---" for _ in COLUMNS) + " |",
+    ]
+    rows += [_row(result) for result in results]
+    parts = [f"### {text(article, newline=' ')}", "\n".join(rows)]
+    diffs = [r for r in results if r.status is Status.CHANGED and r.diff]
+    if diffs:
+        parts.append(_diff_details(diffs))
+    return "\n\n".join(parts)
+
+
+def _row(result: RefResult) -> str:
+    cells = (
+        _badge(result),
+        f"{code(result.claim)}<br>{text(location(result))}",
+        code(result.ref),
+        _new_ref_cell(result),
+        text(", ".join(result.changes)),
+        _message_cell(result),
+    )
+    return "| " + " | ".join(cells) + " |"
+
+
+def _badge(result: RefResult) -> str:
+    badge = f"<kbd>{result.status.value}</kbd>"
+    if result.failing:
+        badge += " **failing**"
+    note = waiver_note(result)
+    return f"{badge}<br>{text(note)}" if note else badge
+
+
+def _new_ref_cell(result: RefResult) -> str:
+    refs = [code(result.new_ref)] if result.new_ref else []
+    if result.candidates:
+        refs.append("candidates: " + ", ".join(code(c) for c in result.candidates))
+    return "<br>".join(refs)
+
+
+def _message_cell(result: RefResult) -> str:
+    message = text(result.message)
+    if result.claim_text:
+        claim = f"<sub>{text(result.claim_text)}</sub>"
+        message = f"{message}<br>{claim}" if message else claim
+    return message
+
+
+def _diff_details(results: list[RefResult]) -> str:
+    noun = "ref" if len(results) == 1 else "refs"
+    parts = [f"<details><summary>Diffs of {len(results)} changed {noun}</summary>"]
+    parts += [_diff_block(result) for result in results]
+    parts.append("</details>")
+    return "\n\n".join(parts)
+
+
+def _diff_block(result: RefResult) -> str:
+    shown, more = truncate_lines(result.diff or "")
+    body = "\n".join(_CONTROL.sub(" ", line.expandtabs(4)) for line in shown)
+    if more:
+        body += f"\n... {more} more line{'s' if more != 1 else ''}"
+    fence = fence_for(body)
+    title = f"{code(result.claim)} {code(result.ref)} ({text(location(result))})"
+    return f"{title}\n\n{fence}diff\n{body}\n{fence}"

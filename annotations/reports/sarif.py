@@ -1,0 +1,141 @@
+"""SARIF 2.1.0 log for code-scanning tools: one rule per status, one result per non-fresh ref."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import metadata
+from typing import Any
+from urllib.parse import quote
+
+from annotations.reports._common import STATUS_HELP, display_ref, is_waived, level
+from annotations.reports.json_report import result_to_dict
+from annotations.results import CheckReport, RefResult, Status
+
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+SARIF_VERSION = "2.1.0"
+TOOL_NAME = "annotate"
+INFORMATION_URI = "https://pypi.org/project/vllm-annotate/"
+FINGERPRINT_KEY = "annotateRef/v1"
+
+_LEVELS = {"error": "error", "warning": "warning", "notice": "note", None: "note"}
+_RULE_LEVELS = {Status.FRESH: "none", Status.COSMETIC: "note", Status.UNINDEXED: "note"}
+
+
+def render(report: CheckReport) -> str:
+    """The SARIF log as indented JSON, non-ASCII text kept as is."""
+    return json.dumps(build_log(report), indent=2, ensure_ascii=False)
+
+
+def build_log(report: CheckReport) -> dict[str, Any]:
+    """The SARIF log object: one run of the `annotate` driver."""
+    run = {
+        "tool": {"driver": _driver()},
+        "results": [_result(r) for r in report.results if _reported(r)],
+        "properties": {"summary": report.summary(), "failOn": list(report.fail_on)},
+    }
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def rule_id(status: Status) -> str:
+    return f"{TOOL_NAME}/{status.value}"
+
+
+def _reported(result: RefResult) -> bool:
+    return result.status is not Status.FRESH or result.failing
+
+
+def _driver() -> dict[str, Any]:
+    driver: dict[str, Any] = {"name": TOOL_NAME, "informationUri": INFORMATION_URI}
+    version = _tool_version()
+    if version:
+        driver["version"] = version
+    driver["rules"] = [_rule(status) for status in Status]
+    return driver
+
+
+def _tool_version() -> str | None:
+    try:
+        return metadata.version("vllm-annotate")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _rule(status: Status) -> dict[str, Any]:
+    short, advice = STATUS_HELP[status]
+    return {
+        "id": rule_id(status),
+        "name": "".join(word.capitalize() for word in status.value.split("-")),
+        "shortDescription": {"text": short},
+        "fullDescription": {"text": f"{short} {advice}"},
+        "help": {"text": advice, "markdown": advice},
+        "defaultConfiguration": {"level": _RULE_LEVELS.get(status, "warning")},
+        "properties": {"stale": status.stale},
+    }
+
+
+def _result(result: RefResult) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "ruleId": rule_id(result.status),
+        "ruleIndex": list(Status).index(result.status),
+        "level": _LEVELS[level(result)],
+        "message": {"text": _message(result)},
+        "locations": [_location(result)],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(result)},
+        "properties": _properties(result),
+    }
+    if is_waived(result):
+        data["suppressions"] = [_suppression(result)]
+    return data
+
+
+def fingerprint(result: RefResult) -> str:
+    """Stable per (article, claim, ref): unaffected by line moves, status or message."""
+    key = "\0".join((result.article, result.claim, result.ref))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def artifact_uri(path: str) -> str:
+    """The annotation file as a URI reference: relative stays relative, percent-encoded."""
+    posix = path.replace("\\", "/")
+    while posix.startswith("./"):
+        posix = posix[2:]
+    encoded = quote(posix, safe="/")
+    return f"file://{encoded}" if posix.startswith("/") else encoded
+
+
+def _location(result: RefResult) -> dict[str, Any]:
+    physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(result.file)}}
+    if result.line > 0:
+        physical["region"] = {"startLine": result.line}
+    return {"physicalLocation": physical}
+
+
+def _message(result: RefResult) -> str:
+    text = f"Claim {result.claim} of {result.article}: {display_ref(result)} is "
+    text += result.status.value
+    if result.changes:
+        text += f" ({', '.join(result.changes)})"
+    if result.message:
+        text += f": {result.message}"
+    if result.candidates:
+        text += f". Candidates: {', '.join(result.candidates)}"
+    return text
+
+
+def _properties(result: RefResult) -> dict[str, Any]:
+    """Every RefResult field under its own name, except the (long) diff."""
+    data = result_to_dict(result)
+    del data["diff"]
+    return data
+
+
+def _suppression(result: RefResult) -> dict[str, Any]:
+    reason = f": {result.waiver_reason}" if result.waiver_reason else ""
+    return {
+        "kind": "external",
+        "status": "accepted",
+        "justification": f"waived until {result.waived_until}{reason}",
+    }

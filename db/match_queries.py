@@ -1,0 +1,97 @@
+"""Read-only queries for the symbol matcher (``annotations.matching``).
+
+Rows come back as plain tuples in ``MATCH_COLUMNS`` order, which is cheaper than dicts
+when a whole version (tens of thousands of symbols) is loaded at once.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+
+from db.database import Database
+
+MATCH_COLUMNS = (
+    "path", "id", "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
+    "start_byte", "end_byte", "signature", "exact", "normalized", "shape",
+)
+_SELECT = (
+    "SELECT f.path, s.id, s.blob_id, s.seq, s.qualname, s.name, s.kind, s.start_line,"
+    " s.end_line, s.start_byte, s.end_byte, s.signature, s.exact, s.normalized, s.shape"
+    " FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
+)
+FINGERPRINT_COLUMNS = ("exact", "normalized")
+
+
+def version_label(database: Database, version_key: int) -> tuple[str, str] | None:
+    """(repo, version) of a version id, or None when there is no such version."""
+    row = database.conn.execute(
+        "SELECT repo, version FROM versions WHERE id = ?", (version_key,)
+    ).fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def file_blobs(database: Database, version_key: int) -> dict[str, str]:
+    """Path -> blob id of every file of a version."""
+    rows = database.conn.execute(
+        "SELECT path, blob_id FROM files WHERE version_id = ?", (version_key,)
+    )
+    return dict(rows)
+
+
+def file_blob_id(database: Database, version_key: int, path: str) -> str | None:
+    row = database.conn.execute(
+        "SELECT blob_id FROM files WHERE version_id = ? AND path = ?", (version_key, path)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def all_symbol_rows(database: Database, version_key: int) -> list[tuple]:
+    """Every symbol row of a version, in one query, by path then position."""
+    return database.conn.execute(
+        _SELECT + " WHERE f.version_id = ? ORDER BY f.path, s.seq", (version_key,)
+    ).fetchall()
+
+
+def file_symbol_rows(database: Database, version_key: int, path: str) -> list[tuple]:
+    """The symbol rows of one file of a version, in source order."""
+    return database.conn.execute(
+        _SELECT + " WHERE f.version_id = ? AND f.path = ? ORDER BY s.seq", (version_key, path)
+    ).fetchall()
+
+
+def blob_symbol_rows(database: Database, blob_id: str) -> list[tuple]:
+    """The symbol rows of one blob (``path`` left empty), in source order."""
+    return database.conn.execute(
+        "SELECT '', s.id, s.blob_id, s.seq, s.qualname, s.name, s.kind, s.start_line,"
+        " s.end_line, s.start_byte, s.end_byte, s.signature, s.exact, s.normalized, s.shape"
+        " FROM symbols s WHERE s.blob_id = ? ORDER BY s.seq",
+        (blob_id,),
+    ).fetchall()
+
+
+def rows_with_fingerprint(
+    database: Database, version_key: int, column: str, value: str
+) -> list[tuple]:
+    """Symbol rows of a version whose ``exact`` or ``normalized`` fingerprint is ``value``."""
+    if column not in FINGERPRINT_COLUMNS:
+        raise ValueError(f"not a fingerprint column: {column}")
+    return database.conn.execute(
+        _SELECT + f" WHERE s.{column} = ? AND f.version_id = ? ORDER BY f.path, s.seq",
+        (value, version_key),
+    ).fetchall()
+
+
+def blob_contents(database: Database, blob_ids: Iterable[str]) -> dict[str, bytes]:
+    """Decompressed content of each stored blob among ``blob_ids`` (absent ones are left out)."""
+    wanted = list(dict.fromkeys(blob_ids))
+    found: dict[str, bytes] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = database.conn.execute(
+            f"SELECT id, content FROM blobs WHERE id IN ({marks}) AND content IS NOT NULL",
+            chunk,
+        )
+        found.update((blob_id, zlib.decompress(content)) for blob_id, content in rows)
+    return found

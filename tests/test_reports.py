@@ -1,0 +1,899 @@
+"""The report formats of ``annotate check``, rendered from hand-built CheckReports."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import fields, replace
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from annotations.reports import (
+    FORMATS,
+    UnknownFormatError,
+    github,
+    json_report,
+    markdown,
+    render,
+    sarif,
+    text,
+)
+from annotations.results import CheckReport, RefResult, Status
+
+SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+
+ARTICLE = "articles/paged-attention.md"
+OTHER_ARTICLE = "articles/调度器.md"
+CHINESE = "PagedAttention 把 KV cache 切成固定大小的块（block），按需分配。"
+DIFF_30 = "--- a\n+++ b\n@@ -1,28 +1,28 @@\n" + "".join(f"-old {i}\n+new {i}\n" for i in range(14))
+ANSI = re.compile("\x1b\\[[0-9;]*m")
+OTHER_BREAKS = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
+"""What the github format turns into spaces: controls and line breaks other than CR and LF."""
+
+
+def make(status: Status = Status.FRESH, **changes: object) -> RefResult:
+    """A result with plausible defaults; `changes` overrides any field."""
+    base = RefResult(
+        article=ARTICLE,
+        claim="kv-blocks",
+        claim_text="The KV cache is split into fixed-size blocks.",
+        file="annotations/paged-attention.yaml",
+        line=12,
+        ref="vllm@v0.1.0:vllm/attention.py::PagedAttention.forward",
+        resolved="vllm@v0.1.0:vllm/attention.py::PagedAttention.forward",
+        target="vllm@v0.3.0",
+        status=status,
+        message=f"{status.value} at vllm@v0.3.0",
+    )
+    return replace(base, **changes)
+
+
+def one_of_each() -> tuple[RefResult, ...]:
+    """One result per status, distinct claims, spread over two articles."""
+    results = []
+    for number, status in enumerate(Status):
+        article = ARTICLE if number % 2 == 0 else OTHER_ARTICLE
+        results.append(make(status, claim=f"c{number}", line=10 + number, article=article))
+    return tuple(results)
+
+
+def rich_report() -> CheckReport:
+    """Every status, plus active and expired waivers, candidates, a diff and Chinese text."""
+    extra = (
+        make(
+            Status.MOVED,
+            claim="waived",
+            line=40,
+            new_ref="vllm/paged.py::PagedAttention",
+            waived_until="2030-06-30",
+            waiver_reason="rewrite pending",
+        ),
+        make(
+            Status.REMOVED,
+            claim="expired",
+            line=41,
+            candidates=("a.py::f", "b.py::f"),
+            waived_until="2024-01-31",
+            waiver_reason="old",
+            waiver_expired=True,
+            failing=True,
+        ),
+        make(
+            Status.CHANGED,
+            claim="diffed",
+            line=42,
+            changes=("signature", "body"),
+            diff=DIFF_30,
+            claim_text=CHINESE,
+            article=OTHER_ARTICLE,
+        ),
+    )
+    return CheckReport(one_of_each() + extra, ("vllm@v0.3.0",), ("removed",))
+
+
+def report_of(*results: RefResult) -> CheckReport:
+    return CheckReport(tuple(results), ("vllm@v0.3.0",))
+
+
+# --- dispatch ----------------------------------------------------------------------------------
+
+MODULES = {
+    "text": text.render,
+    "json": json_report.render,
+    "github": github.render,
+    "sarif": sarif.render,
+    "markdown": markdown.render,
+}
+
+
+def test_formats_lists_text_first_and_every_module() -> None:
+    assert FORMATS[0] == "text"
+    assert set(FORMATS) == set(MODULES)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_render_dispatches_to_the_format_module(fmt: str) -> None:
+    report = rich_report()
+    assert render(report, fmt) == MODULES[fmt](report)
+
+
+def test_unknown_format_is_a_value_error() -> None:
+    with pytest.raises(UnknownFormatError, match="unknown report format 'xml'"):
+        render(rich_report(), "xml")
+    assert issubclass(UnknownFormatError, ValueError)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_render_is_deterministic_and_has_no_trailing_newline(fmt: str) -> None:
+    first, second = render(rich_report(), fmt), render(rich_report(), fmt)
+    assert first == second
+    assert not first.endswith("\n")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_no_colour_unless_asked(fmt: str) -> None:
+    assert "\x1b" not in render(rich_report(), fmt)
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "text"])
+def test_colour_only_affects_text(fmt: str) -> None:
+    report = rich_report()
+    assert render(report, fmt, color=True) == render(report, fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_empty_report_renders(fmt: str) -> None:
+    assert render(CheckReport(()), fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_chinese_text_is_kept_as_is(fmt: str) -> None:
+    report = report_of(
+        make(
+            Status.CHANGED,
+            claim="分页",
+            article=OTHER_ARTICLE,
+            claim_text=CHINESE,
+            message="块大小变了",
+            ref="vllm@v1:文档/模型.py::类.方法",
+            diff="-旧\n+新\n",
+        )
+    )
+    output = render(report, fmt)
+    assert "块大小变了" in output
+    assert "\\u" not in output
+
+
+# --- text --------------------------------------------------------------------------------------
+
+
+def test_text_summary_line() -> None:
+    last = render(rich_report(), "text").splitlines()[-1]
+    assert last == (
+        "12 claims, 12 refs: 1 fresh, 1 cosmetic, 2 changed, 2 moved, 2 removed, "
+        "1 quote-missing, 1 relation-missing, 1 broken, 1 unindexed (1 waived); stale"
+    )
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        pytest.param((make(Status.FRESH), make(Status.COSMETIC, claim="b")), id="fresh-cosmetic"),
+        pytest.param((make(Status.UNINDEXED),), id="unindexed-only"),
+        pytest.param(
+            (make(Status.REMOVED, waived_until="2030-01-01", waiver_reason="r"),),
+            id="stale-but-waived",
+        ),
+        pytest.param((), id="empty"),
+    ],
+)
+def test_text_nothing_stale(results: tuple[RefResult, ...]) -> None:
+    assert render(CheckReport(results), "text").endswith("; nothing stale")
+
+
+def test_text_expired_waiver_is_stale() -> None:
+    result = make(Status.REMOVED, waived_until="2020-01-01", waiver_expired=True)
+    assert render(report_of(result), "text").endswith("; stale")
+
+
+def test_text_groups_results_under_article_headings() -> None:
+    lines = render(rich_report(), "text").splitlines()
+    assert lines[0] == "target: vllm@v0.3.0"
+    first, second = lines.index(ARTICLE), lines.index(OTHER_ARTICLE)
+    assert first < second
+    between = [line for line in lines[first:second] if line.startswith("  ") and line[2] != " "]
+    assert [line.split()[1] for line in between] == [
+        "c0",
+        "c2",
+        "c4",
+        "c6",
+        "c8",
+        "waived",
+        "expired",
+    ]
+
+
+def test_text_result_line_fields() -> None:
+    result = make(
+        Status.MOVED,
+        new_ref="vllm/paged.py::PagedAttention.forward",
+        changes=("path",),
+        message="moved to vllm/paged.py",
+    )
+    line = render(report_of(result), "text").splitlines()[3]
+    assert line == (
+        "  moved             kv-blocks  annotations/paged-attention.yaml:12  "
+        "vllm@v0.1.0:vllm/attention.py::PagedAttention.forward -> "
+        "vllm/paged.py::PagedAttention.forward  [path]  moved to vllm/paged.py"
+    )
+
+
+@pytest.mark.parametrize(
+    ("waiver", "expected"),
+    [
+        pytest.param(
+            {"waived_until": "2030-06-30", "waiver_reason": "rewrite pending"},
+            "[waived until 2030-06-30 (rewrite pending)]",
+            id="active",
+        ),
+        pytest.param({"waived_until": "2030-06-30"}, "[waived until 2030-06-30]", id="no-reason"),
+        pytest.param(
+            {"waived_until": "2024-01-31", "waiver_reason": "old", "waiver_expired": True},
+            "[waiver expired 2024-01-31]",
+            id="expired",
+        ),
+    ],
+)
+def test_text_waiver_notes(waiver: dict[str, object], expected: str) -> None:
+    output = render(report_of(make(Status.CHANGED, **waiver)), "text")
+    assert output.splitlines()[3].endswith(expected)
+
+
+def test_text_marks_failing_results() -> None:
+    output = render(report_of(make(Status.BROKEN, failing=True)), "text")
+    assert output.splitlines()[3].endswith("[failing]")
+
+
+def test_text_long_diff_is_truncated() -> None:
+    lines = render(report_of(make(Status.CHANGED, diff=DIFF_30)), "text").splitlines()
+    diff = [line for line in lines if line.startswith("      ")]
+    assert len(diff) == 21
+    assert diff[0] == "      --- a"
+    assert diff[-1] == "      ... 11 more lines"
+
+
+def test_text_short_diff_is_whole() -> None:
+    lines = render(report_of(make(Status.CHANGED, diff="-a\n+b\n")), "text").splitlines()
+    assert lines[4:6] == ["      -a", "      +b"]
+    assert "more line" not in "\n".join(lines)
+
+
+def test_text_shows_diff_of_changed_results_only() -> None:
+    output = render(report_of(make(Status.COSMETIC, diff="-a\n+b\n")), "text")
+    assert "+b" not in output
+
+
+def test_text_candidates() -> None:
+    output = render(report_of(make(Status.REMOVED, candidates=("a.py::f", "b.py::f"))), "text")
+    assert "      candidates: a.py::f, b.py::f" in output.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        pytest.param(Status.FRESH, "\x1b[32m", id="fresh-green"),
+        pytest.param(Status.COSMETIC, "\x1b[2m", id="cosmetic-dim"),
+        pytest.param(Status.CHANGED, "\x1b[33m", id="changed-yellow"),
+        pytest.param(Status.MOVED, "\x1b[33m", id="moved-yellow"),
+        pytest.param(Status.REMOVED, "\x1b[31m", id="removed-red"),
+        pytest.param(Status.BROKEN, "\x1b[31m", id="broken-red"),
+        pytest.param(Status.QUOTE_MISSING, "\x1b[31m", id="quote-missing-red"),
+        pytest.param(Status.RELATION_MISSING, "\x1b[31m", id="relation-missing-red"),
+        pytest.param(Status.UNINDEXED, "\x1b[34m", id="unindexed-blue"),
+    ],
+)
+def test_text_status_colours(status: Status, code: str) -> None:
+    report = report_of(make(status))
+    coloured = render(report, "text", color=True)
+    assert f"{code}{status.value}\x1b[0m" in coloured
+    assert ANSI.sub("", coloured) == render(report, "text")
+
+
+def test_text_hostile_content_cannot_break_lines_or_emit_escapes() -> None:
+    hostile = "evil\n\x1b[2J\rcleared\u2028more"
+    result = make(
+        Status.CHANGED,
+        claim=hostile,
+        message=hostile,
+        ref=hostile,
+        article=hostile,
+        diff="-\x1b[2Jx\n+ok\n",
+    )
+    output = render(report_of(result), "text")
+    assert "\x1b" not in output
+    assert "\r" not in output and "\u2028" not in output
+    assert len(output.splitlines()) == 8  # target, blank, heading, line, 2 diff lines, blank, sum
+
+
+# --- json --------------------------------------------------------------------------------------
+
+RESULT_KEYS = [
+    "article",
+    "claim",
+    "claim_text",
+    "file",
+    "line",
+    "ref",
+    "resolved",
+    "target",
+    "status",
+    "message",
+    "changes",
+    "new_ref",
+    "candidates",
+    "diff",
+    "old_url",
+    "new_url",
+    "waived_until",
+    "waiver_reason",
+    "waiver_expired",
+    "failing",
+]
+
+
+def test_json_shape() -> None:
+    data = json.loads(render(rich_report(), "json"))
+    assert list(data) == ["results", "summary"]
+    assert all(list(item) == RESULT_KEYS for item in data["results"])
+    assert [f.name for f in fields(RefResult)] == RESULT_KEYS
+
+
+def test_json_summary_is_the_report_summary() -> None:
+    report = rich_report()
+    assert json.loads(render(report, "json"))["summary"] == report.summary()
+
+
+@pytest.mark.parametrize("status", list(Status), ids=[s.value for s in Status])
+def test_json_result_values(status: Status) -> None:
+    result = make(
+        status,
+        changes=("body",),
+        candidates=("x.py::f",),
+        new_ref="y.py::f",
+        old_url="https://example.org/a#L1",
+        waived_until="2030-01-01",
+    )
+    (item,) = json.loads(render(report_of(result), "json"))["results"]
+    assert item["status"] == status.value
+    assert item["changes"] == ["body"]
+    assert item["candidates"] == ["x.py::f"]
+    assert item["new_ref"] == "y.py::f"
+    assert item["line"] == 12
+    assert item["diff"] is None
+    assert item["waiver_expired"] is False
+
+
+def test_json_round_trips_chinese_text() -> None:
+    result = make(Status.CHANGED, claim_text=CHINESE, article=OTHER_ARTICLE)
+    output = render(report_of(result), "json")
+    assert CHINESE in output
+    (item,) = json.loads(output)["results"]
+    assert item["claim_text"] == CHINESE
+    assert item["article"] == OTHER_ARTICLE
+
+
+# --- github ------------------------------------------------------------------------------------
+
+COMMAND = re.compile(r"::(error|warning|notice)(?: ([^:]*))?::(.*)")
+
+
+def unescape(value: str) -> str:
+    for escaped, raw in (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")):
+        value = value.replace(escaped, raw)
+    return value
+
+
+def parse_command(line: str) -> tuple[str, dict[str, str], str]:
+    match = COMMAND.fullmatch(line)
+    assert match, line
+    name, props, message = match.groups()
+    pairs = [item.split("=", 1) for item in props.split(",")] if props else []
+    return name, {key: unescape(value) for key, value in pairs}, unescape(message)
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        pytest.param(make(Status.FRESH), None, id="fresh-silent"),
+        pytest.param(make(Status.COSMETIC), None, id="cosmetic-silent"),
+        pytest.param(make(Status.UNINDEXED), "notice", id="unindexed-notice"),
+        pytest.param(make(Status.CHANGED), "warning", id="stale-warning"),
+        pytest.param(make(Status.BROKEN), "warning", id="broken-not-failing-warning"),
+        pytest.param(make(Status.REMOVED, failing=True), "error", id="failing-error"),
+        pytest.param(make(Status.UNINDEXED, failing=True), "error", id="failing-unindexed"),
+        pytest.param(make(Status.MOVED, waived_until="2030-01-01"), "notice", id="waived-notice"),
+        pytest.param(
+            make(Status.MOVED, waived_until="2020-01-01", waiver_expired=True),
+            "warning",
+            id="expired-waiver-warning",
+        ),
+        pytest.param(
+            make(Status.MOVED, waived_until="2020-01-01", waiver_expired=True, failing=True),
+            "error",
+            id="expired-waiver-failing",
+        ),
+    ],
+)
+def test_github_level(result: RefResult, expected: str | None) -> None:
+    lines = render(report_of(result), "github").splitlines()
+    assert len(lines) == (2 if expected else 1)
+    if expected:
+        assert parse_command(lines[0])[0] == expected
+
+
+def test_github_points_at_the_annotation() -> None:
+    result = make(
+        Status.MOVED,
+        new_ref="vllm/paged.py::f",
+        candidates=("a.py::f",),
+        waived_until="2030-01-01",
+        waiver_reason="later",
+    )
+    line = render(report_of(result), "github").splitlines()[0]
+    assert line.startswith(
+        "::notice file=annotations/paged-attention.yaml,line=12,"
+        "title=annotate%3A moved claim kv-blocks::"
+    )
+    _, _, message = parse_command(line)
+    assert message.splitlines() == [
+        "vllm@v0.1.0:vllm/attention.py::PagedAttention.forward -> vllm/paged.py::f is moved: "
+        "moved at vllm@v0.3.0",
+        f"claim kv-blocks of {ARTICLE}: The KV cache is split into fixed-size blocks.",
+        "candidates: a.py::f",
+        "waived until 2030-01-01 (later)",
+    ]
+
+
+def test_github_omits_unknown_line() -> None:
+    line = render(report_of(make(Status.CHANGED, line=0)), "github").splitlines()[0]
+    assert "line=" not in line
+
+
+def test_github_ends_with_summary_notice() -> None:
+    report = rich_report()
+    lines = render(report, "github").splitlines()
+    assert lines[-1].startswith("::notice::12 claims, 12 refs: ")
+    assert lines[-1].endswith("; stale")
+    assert len(lines) == 1 + sum(
+        1
+        for r in report.results
+        if r.status is not Status.FRESH and r.status is not Status.COSMETIC
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "data", "prop"),
+    [
+        pytest.param("plain", "plain", "plain", id="plain"),
+        pytest.param("100%", "100%25", "100%25", id="percent"),
+        pytest.param("%0A", "%250A", "%250A", id="pre-escaped"),
+        pytest.param("a\nb", "a%0Ab", "a%0Ab", id="newline"),
+        pytest.param("a\r\nb", "a%0D%0Ab", "a%0D%0Ab", id="crlf"),
+        pytest.param("a:b,c", "a:b,c", "a%3Ab%2Cc", id="colon-comma"),
+        pytest.param("::error::x", "::error::x", "%3A%3Aerror%3A%3Ax", id="command"),
+        pytest.param("a\u2028b\x0bc\x85d", "a b c d", "a b c d", id="other-breaks"),
+        pytest.param("文档", "文档", "文档", id="chinese"),
+    ],
+)
+def test_github_escaping(raw: str, data: str, prop: str) -> None:
+    assert github.escape_data(raw) == data
+    assert github.escape_property(raw) == prop
+
+
+HOSTILE = "100% evil\n::error file=x,line=1::pwned\r\n::set-output name=a::b, c: d"
+
+
+@pytest.mark.parametrize(
+    "field_name",
+    ["claim_text", "ref", "claim", "file", "message", "article", "waiver_reason", "new_ref"],
+)
+def test_github_hostile_value_stays_in_one_command(field_name: str) -> None:
+    result = make(Status.MOVED, waived_until="2030-01-01", **{field_name: HOSTILE})
+    lines = render(report_of(result), "github").splitlines()
+    assert len(lines) == 2
+    name, props, message = parse_command(lines[0])
+    assert name == "notice"
+    assert set(props) == {"file", "line", "title"}
+    if field_name == "file":
+        assert props["file"] == HOSTILE
+    if field_name == "claim":
+        assert props["title"] == f"annotate: moved claim {HOSTILE}"
+    if field_name in ("ref", "message", "new_ref"):
+        assert HOSTILE in message
+    assert parse_command(lines[1])[0] == "notice"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(), st.text(), st.text())
+def test_github_any_text_makes_one_command_per_result(claim: str, ref: str, path: str) -> None:
+    result = make(Status.CHANGED, claim=claim, ref=ref, claim_text=claim, file=path)
+    lines = render(report_of(result), "github").splitlines()
+    assert len(lines) == 2
+    name, props, message = parse_command(lines[0])
+    assert name == "warning"
+    assert props.get("file", "") == OTHER_BREAKS.sub(" ", path)
+    assert message.startswith(OTHER_BREAKS.sub(" ", ref))
+
+
+# --- sarif -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sarif_validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def sarif_of(report: CheckReport) -> dict:
+    return json.loads(render(report, "sarif"))
+
+
+def test_vendored_schema_is_the_official_one() -> None:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert schema["$schema"] == "http://json-schema.org/draft-04/schema#"
+    assert schema["id"].endswith("/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json")
+    assert schema["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
+    assert schema["properties"]["version"]["enum"] == ["2.1.0"]
+
+
+HOSTILE_REPORT = report_of(
+    make(
+        Status.CHANGED,
+        claim=HOSTILE,
+        ref=HOSTILE,
+        message=HOSTILE,
+        claim_text=HOSTILE,
+        file="annotations/a b#c%d/模型?.yaml",
+        diff=HOSTILE,
+        changes=(HOSTILE,),
+    ),
+    make(Status.BROKEN, line=0, file="/abs/path.yaml"),
+)
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        pytest.param(rich_report(), id="every-status"),
+        pytest.param(CheckReport(()), id="empty"),
+        pytest.param(report_of(make(Status.FRESH)), id="fresh-only"),
+        pytest.param(HOSTILE_REPORT, id="hostile"),
+    ],
+)
+def test_sarif_validates_against_the_schema(
+    report: CheckReport, sarif_validator: jsonschema.protocols.Validator
+) -> None:
+    sarif_validator.validate(sarif_of(report))
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        pytest.param(lambda log: log.update(version="2.0.0"), id="wrong-version"),
+        pytest.param(
+            lambda log: log["runs"][0]["results"][0].update(level="fatal"), id="bad-level"
+        ),
+        pytest.param(lambda log: log["runs"][0]["tool"].pop("driver"), id="no-driver"),
+    ],
+)
+def test_schema_rejects_broken_logs(
+    breakage: Callable[[dict], object], sarif_validator: jsonschema.protocols.Validator
+) -> None:
+    log = sarif_of(rich_report())
+    breakage(log)
+    with pytest.raises(jsonschema.ValidationError):
+        sarif_validator.validate(log)
+
+
+def test_sarif_log_header_and_rules() -> None:
+    log = sarif_of(rich_report())
+    assert log["version"] == "2.1.0"
+    assert log["$schema"].endswith("sarif-schema-2.1.0.json")
+    (run,) = log["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "annotate"
+    assert driver["informationUri"].startswith("https://")
+    assert [rule["id"] for rule in driver["rules"]] == [f"annotate/{s.value}" for s in Status]
+    assert all(
+        rule["shortDescription"]["text"] and rule["help"]["text"] for rule in driver["rules"]
+    )
+
+
+def test_sarif_results_reference_their_rule() -> None:
+    run = sarif_of(rich_report())["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["ruleId"] == f"annotate/{result['properties']['status']}"
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        pytest.param(make(Status.FRESH), None, id="fresh-omitted"),
+        pytest.param(make(Status.COSMETIC), "note", id="cosmetic-note"),
+        pytest.param(make(Status.UNINDEXED), "note", id="unindexed-note"),
+        pytest.param(make(Status.CHANGED), "warning", id="stale-warning"),
+        pytest.param(make(Status.REMOVED, failing=True), "error", id="failing-error"),
+        pytest.param(make(Status.MOVED, waived_until="2030-01-01"), "note", id="waived-note"),
+        pytest.param(
+            make(Status.MOVED, waived_until="2020-01-01", waiver_expired=True),
+            "warning",
+            id="expired-waiver-warning",
+        ),
+    ],
+)
+def test_sarif_level(result: RefResult, expected: str | None) -> None:
+    results = sarif_of(report_of(result))["runs"][0]["results"]
+    assert [r["level"] for r in results] == ([expected] if expected else [])
+
+
+def test_sarif_result_location_message_and_properties() -> None:
+    result = make(Status.REMOVED, candidates=("a.py::f", "b.py::f"), changes=("body",))
+    (item,) = sarif_of(report_of(result))["runs"][0]["results"]
+    physical = item["locations"][0]["physicalLocation"]
+    assert physical == {
+        "artifactLocation": {"uri": "annotations/paged-attention.yaml"},
+        "region": {"startLine": 12},
+    }
+    assert item["message"]["text"] == (
+        f"Claim kv-blocks of {ARTICLE}: vllm@v0.1.0:vllm/attention.py::PagedAttention.forward "
+        "is removed (body): removed at vllm@v0.3.0. Candidates: a.py::f, b.py::f"
+    )
+    props = item["properties"]
+    assert props["status"] == "removed"
+    assert props["candidates"] == ["a.py::f", "b.py::f"]
+    assert props["changes"] == ["body"]
+    assert props["resolved"] == result.resolved
+    assert props["target"] == "vllm@v0.3.0"
+    assert props["new_ref"] is None
+    assert "diff" not in props
+    assert "suppressions" not in item
+
+
+def test_sarif_waiver_is_a_suppression() -> None:
+    result = make(Status.MOVED, waived_until="2030-06-30", waiver_reason="rewrite")
+    (item,) = sarif_of(report_of(result))["runs"][0]["results"]
+    assert item["suppressions"] == [
+        {
+            "kind": "external",
+            "status": "accepted",
+            "justification": "waived until 2030-06-30: rewrite",
+        }
+    ]
+
+
+def test_sarif_unknown_line_has_no_region() -> None:
+    (item,) = sarif_of(report_of(make(Status.BROKEN, line=0)))["runs"][0]["results"]
+    assert "region" not in item["locations"][0]["physicalLocation"]
+
+
+@pytest.mark.parametrize(
+    ("path", "uri"),
+    [
+        pytest.param("annotations/a.yaml", "annotations/a.yaml", id="plain"),
+        pytest.param("./annotations/a.yaml", "annotations/a.yaml", id="dot-slash"),
+        pytest.param("notes/my file.yaml", "notes/my%20file.yaml", id="space"),
+        pytest.param("notes/a#b?c%d.yaml", "notes/a%23b%3Fc%25d.yaml", id="reserved"),
+        pytest.param("文档/模型.yaml", "%E6%96%87%E6%A1%A3/%E6%A8%A1%E5%9E%8B.yaml", id="chinese"),
+        pytest.param("notes\\win.yaml", "notes/win.yaml", id="backslash"),
+        pytest.param("/abs/a b.yaml", "file:///abs/a%20b.yaml", id="absolute"),
+    ],
+)
+def test_sarif_artifact_uri(path: str, uri: str) -> None:
+    assert sarif.artifact_uri(path) == uri
+
+
+def test_sarif_fingerprint_is_stable_per_article_claim_ref() -> None:
+    base = make(Status.CHANGED)
+    same = replace(base, line=99, status=Status.MOVED, message="other", file="x.yaml")
+    others = [replace(base, article="b.md"), replace(base, claim="c2"), replace(base, ref="r")]
+    assert sarif.fingerprint(base) == sarif.fingerprint(same)
+    assert len({sarif.fingerprint(r) for r in [base, *others]}) == 4
+    (item,) = sarif_of(report_of(base))["runs"][0]["results"]
+    assert item["partialFingerprints"] == {"annotateRef/v1": sarif.fingerprint(base)}
+
+
+def test_sarif_keeps_chinese_text() -> None:
+    output = render(report_of(make(Status.CHANGED, claim_text=CHINESE)), "sarif")
+    assert CHINESE in output
+
+
+# --- markdown ----------------------------------------------------------------------------------
+
+
+def cells(row: str) -> list[str]:
+    """A table row's cells, splitting on pipes that are not backslash-escaped."""
+    parts, current, escaped = [], "", False
+    for ch in row:
+        if ch == "|" and not escaped:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+        escaped = ch == "\\" and not escaped
+    parts.append(current)
+    assert parts[0] == "" and parts[-1] == "", row
+    return [part.strip() for part in parts[1:-1]]
+
+
+def table_rows(output: str) -> list[list[str]]:
+    return [cells(line) for line in output.splitlines() if line.startswith("|")]
+
+
+def test_markdown_heading_verdict_and_summary_table() -> None:
+    output = render(rich_report(), "markdown")
+    lines = output.splitlines()
+    assert lines[0] == "## annotate check"
+    assert lines[2] == (
+        "**12 claims, 12 refs** in 2 articles against <code>vllm@v0.3.0</code>. "
+        "**Stale:** 8 refs need attention."
+    )
+    rows = table_rows(output)
+    assert rows[0] == ["Status", "Refs"]
+    counts = {row[0]: row[1] for row in rows[2:13]}
+    assert counts == {
+        "fresh": "1",
+        "cosmetic": "1",
+        "changed": "2",
+        "moved": "2",
+        "removed": "2",
+        "quote-missing": "1",
+        "relation-missing": "1",
+        "broken": "1",
+        "unindexed": "1",
+        "waived": "1",
+        "failing": "1",
+    }
+
+
+def test_markdown_tables_hold_only_non_fresh_rows() -> None:
+    output = render(rich_report(), "markdown")
+    assert f"### {ARTICLE}" in output
+    assert f"### {OTHER_ARTICLE}" in output
+    rows = [row for row in table_rows(output) if len(row) == 6 and row[0] != "Status"]
+    rows = [row for row in rows if row[0] != "---"]
+    badges = [row[0].split("<br>")[0].split()[0] for row in rows]
+    assert "<kbd>fresh</kbd>" not in badges
+    assert len(rows) == len(rich_report().results) - 1
+    assert "<kbd>cosmetic</kbd>" in badges
+
+
+def test_markdown_row_content() -> None:
+    result = make(
+        Status.REMOVED,
+        candidates=("a.py::f",),
+        changes=("body", "signature"),
+        waived_until="2024-01-31",
+        waiver_expired=True,
+        failing=True,
+        new_ref="vllm/x.py::g",
+    )
+    rows = table_rows(render(report_of(result), "markdown"))
+    assert rows[-1] == [
+        "<kbd>removed</kbd> **failing**<br>waiver expired 2024-01-31",
+        "<code>kv-blocks</code><br>annotations/paged-attention.yaml:12",
+        "<code>vllm@v0.1.0:vllm/attention.py::PagedAttention.forward</code>",
+        "<code>vllm/x.py::g</code><br>candidates: <code>a.py::f</code>",
+        "body, signature",
+        "removed at vllm@v0.3.0<br><sub>The KV cache is split into fixed-size blocks.</sub>",
+    ]
+
+
+def test_markdown_active_waiver_badge() -> None:
+    result = make(Status.MOVED, waived_until="2030-06-30", waiver_reason="rewrite <soon>")
+    rows = table_rows(render(report_of(result), "markdown"))
+    assert rows[-1][0] == "<kbd>moved</kbd><br>waived until 2030-06-30 (rewrite &lt;soon&gt;)"
+
+
+def test_markdown_diffs_in_details() -> None:
+    output = render(report_of(make(Status.CHANGED, diff=DIFF_30)), "markdown")
+    details = output[output.index("<details>") :]
+    assert details.startswith("<details><summary>Diffs of 1 changed ref</summary>\n\n")
+    assert details.endswith("</details>")
+    assert "```diff\n--- a\n+++ b\n" in details
+    assert "\n... 11 more lines\n```\n" in details
+
+
+def test_markdown_all_fresh() -> None:
+    output = render(report_of(make(Status.FRESH)), "markdown")
+    assert output.endswith("All refs are fresh.")
+    assert "**Nothing stale.**" in output
+    assert "<details>" not in output
+
+
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [
+        pytest.param("a|b", "a\\|b", id="pipe"),
+        pytest.param(
+            "<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;", id="html"
+        ),
+        pytest.param("a & b", "a &amp; b", id="ampersand"),
+        pytest.param("&lt;", "&amp;lt;", id="entity"),
+        pytest.param("one\ntwo\r\nthree", "one<br>two<br>three", id="newlines"),
+        pytest.param("`code`", "\\`code\\`", id="backticks"),
+        pytest.param("**bold** _it_", "\\*\\*bold\\*\\* \\_it\\_", id="emphasis"),
+        pytest.param("[x](javascript:y)", "\\[x\\](javascript:y)", id="link"),
+        pytest.param("a\\|b", "a\\\\\\|b", id="backslash-pipe"),
+        pytest.param("$x$", "\\$x\\$", id="math"),
+        pytest.param("模型", "模型", id="chinese"),
+    ],
+)
+def test_markdown_text_escaping(raw: str, escaped: str) -> None:
+    assert markdown.text(raw) == escaped
+
+
+@pytest.mark.parametrize(
+    ("block", "fence"),
+    [
+        pytest.param("plain", "```", id="none"),
+        pytest.param("a ``` b", "````", id="three"),
+        pytest.param("`````", "``````", id="five"),
+    ],
+)
+def test_markdown_fence_outgrows_backtick_runs(block: str, fence: str) -> None:
+    assert markdown.fence_for(block) == fence
+
+
+def test_markdown_hostile_claim_cannot_inject() -> None:
+    hostile = "x | y\n<img src=x onerror=alert(1)> `` ``` </details> & @here **b**"
+    result = make(
+        Status.CHANGED,
+        claim=hostile,
+        claim_text=hostile,
+        message=hostile,
+        ref=hostile,
+        changes=(hostile,),
+        article=hostile,
+        diff=f"-{hostile}\n+```\n+</details>\n",
+    )
+    output = render(report_of(result), "markdown")
+    tables, details = output.split("<details>")
+    assert "<img" not in tables and "</details>" not in tables and "```" not in tables
+    rows = table_rows(tables)
+    assert all(len(row) in (2, 6) for row in rows)
+    assert rows[-1][0] == "<kbd>changed</kbd>"
+    lines = details.splitlines()
+    start, end = lines.index("````diff"), len(lines) - 3
+    assert lines[end:] == ["````", "", "</details>"]
+    inside, outside = lines[start + 1 : end], lines[:start] + lines[end:]
+    assert inside == ["-x | y", hostile.splitlines()[1], "+```", "+</details>"]
+    assert not any(line.startswith("````") for line in inside)
+    assert "<img" not in "\n".join(outside)
+    assert outside.count("</details>") == 1
+
+
+def test_markdown_articles_in_report_order() -> None:
+    report = report_of(
+        make(Status.FRESH, article="first.md"),
+        make(Status.CHANGED, article="second.md"),
+        make(Status.CHANGED, article="first.md", claim="late"),
+    )
+    headings = [line for line in render(report, "markdown").splitlines() if line[:4] == "### "]
+    assert headings == ["### first.md", "### second.md"]
+
+
+def test_text_aligns_wide_characters() -> None:
+    report = report_of(make(Status.FRESH, claim="分页"), make(Status.FRESH, claim="abcd"))
+    first, second = render(report, "text").splitlines()[3:5]
+    prefix = [line[: line.index("annotations/")] for line in (first, second)]
+    assert [text.width(p) for p in prefix] == [text.width(prefix[0])] * 2
+    assert prefix[0] != prefix[1]

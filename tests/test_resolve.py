@@ -1,0 +1,439 @@
+"""Resolving refs against an index built by ``annotate index`` from the fake repos."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from click.testing import CliRunner
+from fakevllm import FakeRepo
+
+from annotate_cli import cli
+from annotations.refs import parse_ref
+from annotations.resolve import (
+    AmbiguousRef,
+    ResolveError,
+    Resolver,
+    UnindexedVersion,
+    quote_stands,
+    split_lines,
+)
+from db.database import Database, open_database
+from indexer.config import load_config
+from indexer.fingerprints import digest
+
+GH = "https://github.com/vllm-project/vllm/blob"
+CACHE = "vllm/config/cache.py"
+UTIL = "CacheConfig.gpu_memory_utilization"
+CONFIG = """\
+[repos.vllm]
+git = "{vllm}"
+versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
+
+[repos.lmcache]
+git = "{lmcache}"
+versions = ["v0.5.1"]
+"""
+
+
+def run_index(root: Path) -> None:
+    """Run ``annotate index`` in ``root`` (which holds annotate.toml), isolated from the user."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
+    env.update(
+        XDG_CACHE_HOME=str(root / "xdg-cache"),
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+    )
+    subprocess.run(
+        [sys.executable, "-m", "annotate_cli", "index"],
+        cwd=root, env=env, check=True, capture_output=True, text=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def indexed(
+    tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
+) -> Path:
+    root = tmp_path_factory.mktemp("indexed")
+    config = CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
+    (root / "annotate.toml").write_text(config, encoding="utf-8")
+    run_index(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def resolver(indexed: Path) -> Iterator[Resolver]:
+    database = open_database(indexed / ".annotate" / "index.db", create=False)
+    try:
+        yield Resolver(database, load_config(indexed))
+    finally:
+        database.close()
+
+
+def _symbol_fingerprints(database: Database, version: str, path: str, qualname: str) -> tuple:
+    return database.conn.execute(
+        "SELECT exact, normalized, shape FROM version_symbols"
+        " WHERE repo = 'vllm' AND version = ? AND path = ? AND qualname = ?",
+        (version, path, qualname),
+    ).fetchone()
+
+
+# -- every ref form resolves ---------------------------------------------------------------------
+
+RESOLVES = [
+    pytest.param(
+        f"vllm@v0.1.0:{CACHE}::{UTIL}", f"vllm@v0.1.0:{CACHE}::{UTIL}", 22, 22, id="symbol"
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm/engine/async_llm_engine.py::build_guarded_step.<locals>.guarded_step",
+        "vllm@v0.1.0:vllm/engine/async_llm_engine.py::build_guarded_step.<locals>.guarded_step",
+        27, 31, id="symbol-locals",
+    ),
+    pytest.param(
+        f"vllm@v0.1.0:vllm.config.cache.{UTIL}", f"vllm@v0.1.0:{CACHE}::{UTIL}", 22, 22,
+        id="dotted-module-file",
+    ),
+    pytest.param(
+        "vllm@v0.2.0:vllm.engine.llm_engine.LLMEngine.add_request",
+        "vllm@v0.2.0:vllm/engine/llm_engine.py::LLMEngine.add_request", 30, 42,
+        id="dotted-method",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.platforms.DEFAULT_DEVICE",
+        "vllm@v0.1.0:vllm/platforms/__init__.py::DEFAULT_DEVICE", 15, 15,
+        id="dotted-package-init",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.__all__", "vllm@v0.1.0:vllm/__init__.py::__all__", 8, 8,
+        id="dotted-top-package-init",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.platforms.interface.Platform.is_cuda",
+        "vllm@v0.1.0:vllm/platforms/interface.py::Platform.is_cuda", 21, 22,
+        id="dotted-longest-module-prefix-wins-over-package-init",
+    ),
+    pytest.param(
+        "lmcache@v0.5.1:lmcache.integration.vllm.utils.mla_enabled",
+        "lmcache@v0.5.1:lmcache/integration/vllm/utils.py::mla_enabled", 6, 8,
+        id="dotted-other-repo",
+    ),
+    pytest.param(
+        f"vllm@v0.1.0:{UTIL}", f"vllm@v0.1.0:{CACHE}::{UTIL}", 22, 22, id="short-qualname"
+    ),
+    pytest.param("vllm@v0.2.0:cdiv", "vllm@v0.2.0:vllm/utils.py::cdiv", 10, 12, id="short-name"),
+    pytest.param(
+        "vllm@v0.1.0:LLMEngine.log_stats",
+        "vllm@v0.1.0:vllm/engine/llm_engine.py::LLMEngine.log_stats", 22, 24,
+        id="short-property-getter-and-setter-is-one-symbol",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:csrc/attention/paged_attention_v1.cu#L1-L3",
+        "vllm@v0.1.0:csrc/attention/paged_attention_v1.cu#L1-L3", 1, 3, id="lines-cuda",
+    ),
+    pytest.param("vllm@v0.1.0:README.md#L1", "vllm@v0.1.0:README.md#L1", 1, 1,
+                 id="lines-markdown-one-line"),
+    pytest.param("vllm@v0.2.0:vllm/utils.py#L10-12", "vllm@v0.2.0:vllm/utils.py#L10-L12", 10, 12,
+                 id="lines-python-short-anchor"),
+    pytest.param(f"{GH}/v0.2.0/{CACHE}#L22", f"vllm@v0.2.0:{CACHE}::{UTIL}", 22, 22,
+                 id="permalink-innermost-attribute"),
+    pytest.param(
+        f"{GH}/v0.2.0/{CACHE}#L27-L29",
+        f"vllm@v0.2.0:{CACHE}::CacheConfig.verify_with_parallel_config", 26, 29,
+        id="permalink-range-inside-method",
+    ),
+    pytest.param(f"{GH}/v0.2.0/{CACHE}#L21-L27", f"vllm@v0.2.0:{CACHE}::CacheConfig", 12, 29,
+                 id="permalink-range-over-two-members-is-the-class"),
+    pytest.param(
+        f"{GH}/v0.1.0/vllm/engine/async_llm_engine.py#L28-L29",
+        "vllm@v0.1.0:vllm/engine/async_llm_engine.py::build_guarded_step.<locals>.guarded_step",
+        27, 31, id="permalink-nested-function",
+    ),
+    pytest.param(f"{GH}/v0.2.0/{CACHE}#L1-L3", f"vllm@v0.2.0:{CACHE}#L1-L3", 1, 3,
+                 id="permalink-no-symbol-gives-lines"),
+    pytest.param(f"{GH}/v0.1.0/{CACHE}#L9-L13", f"vllm@v0.1.0:{CACHE}#L9-L13", 9, 13,
+                 id="permalink-partly-overlapping-symbols-gives-lines"),
+    pytest.param(f"{GH}/v0.2.0/README.md#L3", "vllm@v0.2.0:README.md#L3", 3, 3,
+                 id="permalink-non-python"),
+    pytest.param(
+        "https://github.com/LMCache/LMCache/blob/v0.5.1/lmcache/integration/vllm/utils.py#L7",
+        "lmcache@v0.5.1:lmcache/integration/vllm/utils.py::mla_enabled", 6, 8,
+        id="permalink-other-repo",
+    ),
+    pytest.param(f"https://github.com/VLLM-Project/VLLM/blob/v0.2.0/{CACHE}#L22",
+                 f"vllm@v0.2.0:{CACHE}::{UTIL}", 22, 22,
+                 id="permalink-github-name-case-insensitive"),
+]
+
+
+@pytest.mark.parametrize(("text", "canonical", "start", "end"), RESOLVES)
+def test_ref_forms_resolve(
+    resolver: Resolver, text: str, canonical: str, start: int, end: int
+) -> None:
+    resolved = resolver.resolve(parse_ref(text))
+    assert resolved.canonical == canonical
+    assert (resolved.start_line, resolved.end_line) == (start, end)
+
+
+def test_unpinned_ref_takes_the_pin_given_to_it(resolver: Resolver) -> None:
+    ref = parse_ref(f"vllm.config.cache.{UTIL}").with_pin("vllm", "v0.2.0")
+    resolved = resolver.resolve(ref)
+    assert resolved.canonical == f"vllm@v0.2.0:{CACHE}::{UTIL}"
+    assert resolver.text_of(resolved) == "    gpu_memory_utilization: float = 0.92\n"
+
+
+def test_symbol_carries_its_fingerprints_at_the_pin(resolver: Resolver) -> None:
+    old = resolver.resolve(parse_ref("vllm@v0.1.0:vllm/utils.py::cdiv"))
+    new = resolver.resolve(parse_ref("vllm@v0.2.0:vllm/utils.py::cdiv"))
+    assert (old.exact, old.normalized, old.shape) == _symbol_fingerprints(
+        resolver.database, "v0.1.0", "vllm/utils.py", "cdiv"
+    )
+    assert (new.exact, new.normalized, new.shape) == _symbol_fingerprints(
+        resolver.database, "v0.2.0", "vllm/utils.py", "cdiv"
+    )
+    assert old.exact != new.exact  # the body changed between the two pins
+    assert (old.kind, old.qualname, old.pin) == ("function", "cdiv", "vllm@v0.1.0")
+    assert resolver.text_of(new) == (
+        'def cdiv(a: int, b: int) -> int:\n    """Ceiling division."""\n'
+        "    return (a + b - 1) // b\n"
+    )
+
+
+def test_line_range_fingerprints_its_exact_lines(resolver: Resolver) -> None:
+    resolved = resolver.resolve(
+        parse_ref("vllm@v0.1.0:csrc/attention/paged_attention_v1.cu#L1-L3")
+    )
+    expected = "".join(fv.PAGED_ATTENTION_CU.splitlines(keepends=True)[:3])
+    assert resolver.text_of(resolved) == expected
+    assert resolved.exact == digest(expected.encode())
+    assert resolved.normalized == digest(b" ".join(expected.encode().split()))
+    assert (resolved.qualname, resolved.kind) == (None, None)
+
+
+def test_permalink_without_anchor_is_the_whole_file(resolver: Resolver) -> None:
+    resolved = resolver.resolve(parse_ref(f"{GH}/v0.1.0/README.md"))
+    assert resolved.canonical == "vllm@v0.1.0:README.md#L1-L3"
+    assert resolver.text_of(resolved) == fv.README
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+FORWARDS = (
+    "vllm/model_executor/layers/layernorm.py::RMSNorm.forward, "
+    "vllm/model_executor/layers/linear.py::ReplicatedLinear.forward, "
+    "vllm/model_executor/layers/linear.py::ColumnParallelLinear.forward, "
+    "vllm/model_executor/layers/logits_processor.py::LogitsProcessor.forward"
+)
+INITS = (
+    "vllm/core/scheduler.py::Scheduler.__init__, "
+    "vllm/engine/async_llm_engine.py::_make_stream_cls.<locals>.AsyncStream.__init__, "
+    "vllm/engine/async_llm_engine.py::AsyncLLMEngine.__init__, "
+    "vllm/engine/llm_engine.py::LLMEngine.__init__, "
+    "vllm/model_executor/layers/layernorm.py::RMSNorm.__init__, "
+    "vllm/model_executor/layers/linear.py::LinearBase.__init__, "
+    "vllm/model_executor/layers/linear.py::ColumnParallelLinear.__init__, "
+    "vllm/model_executor/layers/logits_processor.py::LogitsProcessor.__init__"
+)
+DS = "vllm/model_executor/models/deepseek_v4"
+PICK = "(hint: write PATH::QUALNAME to pick one)"
+
+ERRORS = [
+    pytest.param(
+        "vllm@v9.9.9:vllm/utils.py::cdiv", UnindexedVersion,
+        "vllm@v9.9.9 is not indexed (hint: run 'annotate index vllm@v9.9.9')",
+        id="version-not-indexed",
+    ),
+    pytest.param(
+        f"{GH}/v9.9.9/vllm/utils.py#L1", UnindexedVersion,
+        "vllm@v9.9.9 is not indexed (hint: run 'annotate index vllm@v9.9.9')",
+        id="permalink-version-not-indexed",
+    ),
+    pytest.param(
+        "nope@v1:a.py::b", ResolveError,
+        "unknown repo 'nope' (hint: configured repos are: lmcache, vllm "
+        "(add [repos.nope] to annotate.toml))",
+        id="unknown-repo",
+    ),
+    pytest.param(
+        "https://github.com/acme/widgets/blob/v1/a.py#L1", ResolveError,
+        "github.com/acme/widgets is not a configured repo "
+        "(hint: add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml)",
+        id="permalink-unknown-github-repo",
+    ),
+    pytest.param(
+        "vllm/utils.py::cdiv", ResolveError,
+        "'vllm/utils.py::cdiv' names no version (hint: add 'at: REPO@VERSION' to the claim "
+        "or file, or write REPO@VERSION: first)",
+        id="no-pin",
+    ),
+    pytest.param(
+        "vllm@v0.3.0:vllm/worker/cache_engine.py::CacheEngine", ResolveError,
+        "path 'vllm/worker/cache_engine.py' does not exist at vllm@v0.3.0 "
+        "(hint: did you mean 'vllm/v1/worker/cache_engine.py', 'vllm/engine/llm_engine.py' "
+        "or 'vllm/config/cache.py')",
+        id="path-missing-did-you-mean",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm/utls.py::cdiv", ResolveError,
+        "path 'vllm/utls.py' does not exist at vllm@v0.1.0 "
+        "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')",
+        id="path-missing-several-close",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:kernels/zzz.rs#L1", ResolveError,
+        "path 'kernels/zzz.rs' does not exist at vllm@v0.1.0 (hint: check the path)",
+        id="path-missing-nothing-close",
+    ),
+    pytest.param(
+        "vllm@v0.2.0:vllm/compilation/cuda_graph.py::capture_graph", ResolveError,
+        "no symbol 'capture_graph' in vllm/compilation/cuda_graph.py at vllm@v0.2.0 "
+        "(hint: closest: 'capture_cudagraph')",
+        id="qualname-missing-closest",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm/utils.py::Nothing.like.this", ResolveError,
+        "no symbol 'Nothing.like.this' in vllm/utils.py at vllm@v0.1.0 "
+        "(hint: check the qualname)",
+        id="qualname-missing-nothing-close",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.utils.cdivv", ResolveError,
+        "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 (hint: closest: 'cdiv')",
+        id="dotted-qualname-missing-in-longest-module",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:no_such_name", ResolveError,
+        "no module or symbol 'no_such_name' at vllm@v0.1.0 "
+        "(hint: write PATH::QUALNAME, or a dotted name starting with the module)",
+        id="short-name-missing",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:forward", AmbiguousRef,
+        f"'forward' matches 4 symbols at vllm@v0.1.0: {FORWARDS} {PICK}",
+        id="short-name-ambiguous",
+    ),
+    pytest.param(
+        "vllm@v0.3.0:DeepseekV4ForCausalLM.forward", AmbiguousRef,
+        "'DeepseekV4ForCausalLM.forward' matches 3 symbols at vllm@v0.3.0: "
+        f"{DS}_amd.py::DeepseekV4ForCausalLM.forward, "
+        f"{DS}_nvidia.py::DeepseekV4ForCausalLM.forward, "
+        f"{DS}_xpu.py::DeepseekV4ForCausalLM.forward {PICK}",
+        id="dotted-qualname-ambiguous",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:__init__", AmbiguousRef,
+        f"'__init__' matches 10 symbols at vllm@v0.1.0: {INITS} and 2 more {PICK}",
+        id="short-name-ambiguous-list-is-capped",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:README.md#L2-L9", ResolveError,
+        "lines 2-9 are past the end of README.md (3 lines) at vllm@v0.1.0 "
+        "(hint: check the line range)",
+        id="lines-past-end",
+    ),
+    pytest.param(
+        f"{GH}/v0.1.0/README.md#L4", ResolveError,
+        "lines 4-4 are past the end of README.md (3 lines) at vllm@v0.1.0 "
+        "(hint: check the line range)",
+        id="permalink-lines-past-end",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "error_type", "message"), ERRORS)
+def test_resolve_errors(
+    resolver: Resolver, text: str, error_type: type[ResolveError], message: str
+) -> None:
+    with pytest.raises(ResolveError) as caught:
+        resolver.resolve(parse_ref(text))
+    assert type(caught.value) is error_type
+    assert str(caught.value) == message
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("quote", "stands"),
+    [
+        pytest.param("gpu_memory_utilization: float = 0.9", True, id="exact"),
+        pytest.param("gpu_memory_utilization:   float\n = 0.9", True, id="white-space-runs"),
+        pytest.param("gpu_memory_utilization: float = 0.92", False, id="other-value"),
+    ],
+)
+def test_quote_stands(quote: str, stands: bool) -> None:
+    assert quote_stands(quote, "    gpu_memory_utilization: float = 0.9\n") is stands
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        pytest.param("", [], id="empty"),
+        pytest.param("a", ["a"], id="no-final-newline"),
+        pytest.param("a\n", ["a\n"], id="final-newline"),
+        pytest.param("a\r\nb\n\n", ["a\r\n", "b\n", "\n"], id="crlf-and-blank"),
+        pytest.param("\f\nx = 'a\u2028b'\x85\n", ["\f\n", "x = 'a\u2028b'\x85\n"],
+                     id="only-newline-ends-a-line"),
+    ],
+)
+def test_split_lines(text: str, lines: list[str]) -> None:
+    assert split_lines(text) == lines
+
+
+# -- lines are counted like git and the indexer count them ---------------------------------------
+
+FORM_FEED_SOURCE = (
+    '"""Page one."""\n'  # 1
+    "\f\n"  # 2: a page break, as PEP 8 allows
+    "def before():\n"  # 3
+    '    return "a\u2028b"\n'  # 4: LINE SEPARATOR inside a string
+    "\n"  # 5
+    "\n"  # 6
+    "def after():\n"  # 7
+    "    return 1\n"  # 8
+)
+
+
+@pytest.fixture
+def form_feed_project(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    fv.git(repo, "-c", "init.defaultBranch=main", "init", "-q", ".")
+    (repo / "ff.py").write_text(FORM_FEED_SOURCE, encoding="utf-8")
+    fv.git(repo, "add", "-A")
+    fv.git(repo, "commit", "-q", "-m", "one")
+    fv.git(repo, "tag", "v1")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "annotate.toml").write_text(
+        f'[repos.ff]\ngit = "{repo.as_uri()}"\ngithub = "acme/ff"\nversions = ["v1"]\n',
+        encoding="utf-8",
+    )
+    run_index(project)
+    return project
+
+
+def test_form_feed_and_line_separator_do_not_shift_lines(form_feed_project: Path) -> None:
+    with open_database(form_feed_project / ".annotate" / "index.db", create=False) as database:
+        resolver = Resolver(database, load_config(form_feed_project))
+        symbol = resolver.resolve(parse_ref("ff@v1:ff.py::after"))
+        lines = resolver.resolve(parse_ref("ff@v1:ff.py#L4-L8"))
+        assert (symbol.start_line, symbol.end_line) == (7, 8)
+        assert resolver.text_of(symbol) == "def after():\n    return 1\n"
+        assert resolver.text_of(lines) == '    return "a\u2028b"\n\n\ndef after():\n    return 1\n'
+        with pytest.raises(ResolveError, match="lines 9-9 are past the end of ff.py"):
+            resolver.resolve(parse_ref("ff@v1:ff.py#L9"))
+    config = str(form_feed_project / "annotate.toml")
+    result = CliRunner().invoke(cli, ["--config", config, "show", "ff@v1:ff.py::after"])
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == (
+        "# ff@v1:ff.py::after\n"
+        "# https://github.com/acme/ff/blob/v1/ff.py#L7-L8\n"
+        "7  def after():\n"
+        "8      return 1\n"
+    )
