@@ -448,10 +448,12 @@ def check(
         today=today.date() if today else datetime.date.today(),
         fail_on=context.config.fail_on,
     )
+    from annotations.links import link_if_changed
+
     with context.database() as database:
-        outcome = _link(context, database)
+        outcome = link_if_changed(database, context.config)
         report = check_all(database, context.config, options)
-    input_errors = [e for e in outcome.errors if _is_file_error(e)]
+    input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
     for error in input_errors:
         click.echo(f"Error: {error}", err=True)
     color = output is None and output_format == "text" and sys.stdout.isatty()
@@ -477,6 +479,93 @@ def _write_report(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}") from None
+
+
+# --- xref ----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("name", metavar="NAME|REF")
+@click.argument("version_ref", metavar="[REPO@VERSION]", required=False)
+@click.option("--imports", "show_imports", is_flag=True, help="List the imports of it instead.")
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]),
+              default="table")
+@pass_context
+@reports_errors
+def xref(
+    context: Context, name: str, version_ref: str | None, show_imports: bool,
+    output_format: str,
+) -> None:
+    """Where NAME is defined and used in one version (default: vllm's target version)."""
+    from annotations.xref import xref as find_references
+
+    repo, version, name = _xref_target(context, name, version_ref)
+    with context.database() as database:
+        result = find_references(database, repo, version, name)
+    if output_format == "json":
+        click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
+        return
+    if show_imports:
+        for row in result.importers:
+            imported = f" import {row['name']}" if row["name"] else ""
+            click.echo(f"{row['path']}:{row['line']}  from {'.' * row['level']}"
+                       f"{row['module']}{imported}")
+        return
+    _print_xref(result)
+
+
+def _xref_target(context: Context, name: str, version_ref: str | None) -> tuple[str, str, str]:
+    from annotations.refs import RefForm, parse_ref
+
+    if "@" in name or "::" in name:
+        ref = parse_ref(name)
+        symbol = ref.qualname if ref.form is RefForm.SYMBOL else ref.dotted
+        if ref.repo and ref.version:
+            return ref.repo, ref.version, symbol or name
+        name = symbol or name
+    if version_ref is not None:
+        repo, version = split_version(version_ref)
+        context.config.repo(repo)
+        return repo, version, name
+    default = context.config.repos.get("vllm")
+    if default is None or default.target_version is None:
+        raise click.UsageError("name the version: annotate xref NAME REPO@VERSION")
+    return default.name, default.target_version, name
+
+
+def _print_xref(result: Any) -> None:
+    click.echo(f"{result.name} at {result.version}")
+    click.echo("definitions:")
+    for row in result.definitions:
+        click.echo(f"  {row['path']}:{row['start_line']}  {row['kind']} {row['qualname']}")
+    if not result.definitions:
+        click.echo("  (none)")
+    current = None
+    for ref in result.references:
+        if ref.path != current:
+            current = ref.path
+            click.echo(ref.path)
+        target = f" -> {ref.target}" if ref.target else ""
+        click.echo(f"  {ref.path}:{ref.line}  {ref.context} in {ref.enclosing or '<module>'}"
+                   f"  ({ref.resolution}{target})")
+    files = len({ref.path for ref in result.references})
+    click.echo(f"{len(result.references)} references in {files} files")
+
+
+def _xref_json(result: Any, show_imports: bool) -> dict:
+    from dataclasses import asdict
+
+    if show_imports:
+        return {"name": result.name, "version": result.version, "importers": result.importers}
+    return {
+        "name": result.name,
+        "version": result.version,
+        "definitions": [
+            {key: row[key] for key in ("path", "qualname", "kind", "start_line", "end_line")}
+            for row in result.definitions
+        ],
+        "references": [asdict(ref) for ref in result.references],
+    }
 
 
 def _table(headers: list[str], rows: Iterable[list[Any]]) -> None:

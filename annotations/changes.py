@@ -18,7 +18,8 @@
   - ``value``: an attribute's value (or annotation).
 
 A rename alone (the definition's own name) is not a change: a renamed symbol whose text
-is otherwise identical is ``unchanged`` (``cosmetic`` if it differs only as above).
+is otherwise identical is ``unchanged`` (``cosmetic`` if it differs only in comments,
+layout or its leading docstring).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import ClassVar, Protocol
 
 from indexer.fingerprints import normalize
@@ -182,10 +184,9 @@ def classify(old: Comparable, new: Comparable) -> tuple[Verdict, tuple[Change, .
     if old.normalized == new.normalized:
         return Verdict.COSMETIC, ()
     if old.name != new.name:
-        renamed = _renamed_source(old, new.name)
-        if renamed == new.source:
+        if _renamed(old.source, old, new.name) == new.source:
             return Verdict.UNCHANGED, ()
-        if canonical(renamed) == canonical(new.source):
+        if _same_but_name(old, new):
             return Verdict.COSMETIC, ()
     changes = describe(old, new)
     return Verdict.CHANGED, changes or (BodyChange(),)
@@ -205,6 +206,8 @@ def describe(old: Comparable, new: Comparable) -> tuple[Change, ...]:
 
 
 def _function_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
+    if old.name == new.name and _key(old.signature) == _key(new.signature):
+        return (BodyChange(),)
     old_header, new_header = parse_header(old.signature), parse_header(new.signature)
     signature = _signature_change(old_header, new_header, ("decorators", "parameters",
                                                             "returns", "keyword"))
@@ -235,7 +238,8 @@ def _signature_change(
     old: Header, new: Header, fields: tuple[str, ...]
 ) -> SignatureChange | None:
     parts = tuple(
-        field for field in fields if _key(getattr(old, field)) != _key(getattr(new, field))
+        name for name in fields
+        if _part_key(getattr(old, name)) != _part_key(getattr(new, name))
     )
     if not parts:
         return None
@@ -250,7 +254,8 @@ def _members_change(
     changed = tuple(
         sorted(
             name for name in old.keys() & new.keys()
-            if _member_key(old[name]) != _member_key(new[name])
+            if _raw_member_key(old[name]) != _raw_member_key(new[name])
+            and _member_key(old[name]) != _member_key(new[name])
         )
     )
     if not (added or removed or changed):
@@ -258,7 +263,12 @@ def _members_change(
     return MembersChange(added, removed, changed)
 
 
-def _member_key(members: tuple[Comparable, ...]) -> tuple[tuple[str, str], ...]:
+def _raw_member_key(members: tuple[Comparable, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((m.kind, m.normalized if m.kind == "attribute" else m.signature)
+                 for m in members)
+
+
+def _member_key(members: tuple[Comparable, ...]) -> tuple[tuple[str, str | bytes], ...]:
     return tuple(
         (m.kind, m.normalized if m.kind == "attribute" else _key(m.signature)) for m in members
     )
@@ -268,7 +278,7 @@ def _class_body_changed(old: Comparable, new: Comparable) -> bool:
     """Whether a method body or the class-level code outside members differs."""
     old_members, new_members = old.members(), new.members()
     for name in old_members.keys() & new_members.keys():
-        for before, after in zip(old_members[name], new_members[name]):
+        for before, after in zip(old_members[name], new_members[name], strict=False):
             if before.normalized != after.normalized and _inner_changed(before, after):
                 return True
     return _residual(old) != _residual(new)
@@ -311,15 +321,24 @@ def _body_text(symbol: Comparable) -> str:
     return symbol.source[len(symbol.signature):]
 
 
-def _renamed_source(symbol: Comparable, new_name: str) -> str:
-    """``symbol``'s source with its own name (where it is defined) replaced by ``new_name``."""
+def _same_but_name(old: Comparable, new: Comparable) -> bool:
+    """Whether ``old`` renamed to ``new.name`` is ``new`` but for comments and layout."""
+    if old.kind == "attribute" or new.kind == "attribute":
+        return _key(_renamed(old.source, old, new.name)) == _key(new.source)
+    return _key(_renamed(old.signature, old, new.name)) == _key(new.signature) and canonical(
+        _body_text(old)
+    ) == canonical(_body_text(new))
+
+
+def _renamed(text: str, symbol: Comparable, new_name: str) -> str:
+    """``text`` (``symbol``'s source or header) with the defined name set to ``new_name``."""
     name = re.escape(symbol.name)
     if symbol.kind == "attribute":
         pattern = rf"(?<![\w.]){name}(?!\w)"
     else:
         pattern = rf"(?<!\w)((?:def|class)\s+){name}(?!\w)"
         new_name = r"\g<1>" + new_name.replace("\\", r"\\")
-    return re.sub(pattern, new_name, symbol.source, count=1)
+    return re.sub(pattern, new_name, text, count=1)
 
 
 # --- header text ----------------------------------------------------------------------
@@ -332,6 +351,8 @@ _STRING = (
     r'|"(?:[^"\\\n]|\\.)*")'
 )
 _STRING_OR_COMMENT = re.compile(rf"({_STRING})|#[^\n]*", re.DOTALL)
+_LEADING_DOCSTRING = re.compile(rf"(?:\s|#[^\n]*)*{_STRING}[ \t;]*(?=#|\n|\Z)", re.DOTALL)
+_STRUCTURE = re.compile(r"[()\[\]{}\n]")
 _DEF_LINE = re.compile(r"(async\s+def|def|class)\s+(\w+)\s*(.*?)\s*:?\s*\Z", re.DOTALL)
 
 
@@ -352,6 +373,7 @@ class Header:
         return " ".join((*self.decorators, _display(line)))
 
 
+@lru_cache(maxsize=16384)
 def parse_header(text: str) -> Header:
     """Split a header (decorators, then the def/class line up to its colon)."""
     code, masked = _masked(text)
@@ -380,21 +402,27 @@ def _masked(text: str) -> tuple[str, str]:
 def _logical_lines(code: str, masked: str) -> list[str]:
     """Lines of ``code`` split at newlines outside brackets (``masked`` gives positions)."""
     lines, depth, start = [], 0, 0
-    for index, char in enumerate(masked):
+    for found in _STRUCTURE.finditer(masked):
+        char, index = found.group(), found.start()
         if char in "([{":
             depth += 1
         elif char in ")]}":
             depth = max(0, depth - 1)
-        elif char == "\n" and depth == 0 and masked[index - 1:index] != "\\":
+        elif depth == 0 and masked[index - 1:index] != "\\":
             lines.append(code[start:index])
             start = index + 1
     lines.append(code[start:])
     return [line.strip() for line in lines if line.strip()]
 
 
+@lru_cache(maxsize=65536)
 def _key(text: str) -> bytes:
     """Comparison key of a piece of code: normalized (no comments or layout)."""
     return normalize(text.encode("utf-8", "replace"))
+
+
+def _part_key(value: str | tuple[str, ...]) -> bytes:
+    return _key("\n".join(value) if isinstance(value, tuple) else value)
 
 
 def _bases_key(text: str) -> bytes:
@@ -423,36 +451,12 @@ def _shorten(text: str) -> str:
 
 
 def canonical(code: str) -> bytes:
-    """``code`` normalized like the ``normalized`` fingerprint, docstrings dropped.
+    """``code`` normalized like the ``normalized`` fingerprint, its leading docstring dropped.
 
-    A docstring here is a string statement alone on its line, first in a block (after a
-    line ending in ``:``) or first in ``code``: a heuristic, as no parser is involved.
+    Used on bodies (the code after a header), where the leading string statement is the
+    docstring; docstrings of nested definitions are kept (no parser is involved).
     """
-    return normalize(_without_docstrings(code).encode("utf-8", "replace"))
-
-
-def _without_docstrings(code: str) -> str:
-    code = _STRING_OR_COMMENT.sub(lambda m: m.group(1) or "", code)
-    pieces, position = [], 0
-    for found in _STRING_OR_COMMENT.finditer(code):
-        start, end = found.span()
-        line_start = code.rfind("\n", 0, start) + 1
-        line_end = code.find("\n", end)
-        line_end = len(code) if line_end < 0 else line_end
-        if (
-            not code[line_start:start].strip()
-            and not code[end:line_end].strip()
-            and _opens_block(code, line_start)
-        ):
-            pieces.append(code[position:start])
-            position = end
-    pieces.append(code[position:])
-    return "".join(pieces)
-
-
-def _opens_block(code: str, position: int) -> bool:
-    """Whether the code before ``position`` is empty or ends with ``:``."""
-    index = position - 1
-    while index >= 0 and code[index].isspace():
-        index -= 1
-    return index < 0 or code[index] == ":"
+    found = _LEADING_DOCSTRING.match(code)
+    if found is not None:
+        code = code[found.end():]
+    return normalize(code.encode("utf-8", "replace"))

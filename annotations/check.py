@@ -18,6 +18,8 @@ from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig
+from indexer.fingerprints import code_spans
+from indexer.references import IDENTIFIER
 
 DIFF_CONTEXT_LINES = 2
 
@@ -102,6 +104,10 @@ def _finish(
     new = comparison.new
     if status is Status.CHANGED and new is not None:
         diff = symbol_diff(resolver, pinned, new)
+    missing = _missing_relations(resolver, row, new) if status in _RELATION_CHECKED else []
+    if missing:
+        status = Status.RELATION_MISSING
+        message = f"{new.canonical} no longer refers to {', '.join(missing)}"
     if row["quote"] and new is not None and status is not Status.REMOVED:
         if not quote_stands(row["quote"], resolver.text_of(new)):
             status = Status.QUOTE_MISSING
@@ -122,6 +128,26 @@ def _finish(
         new_url=repo.permalink(new.version, new.path, new.start_line, new.end_line)
         if new else None,
     )
+
+
+_RELATION_CHECKED = (Status.FRESH, Status.COSMETIC, Status.CHANGED, Status.MOVED)
+
+
+def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> list[str]:
+    """The ``uses:`` targets whose name no longer occurs in the target symbol's code."""
+    if new is None:
+        return []
+    uses = claim_store.uses_of(resolver.database, row["id"])
+    if not uses:
+        return []
+    code = b" ".join(part for _, part in code_spans(resolver.text_of(new).encode()))
+    names = set(IDENTIFIER.findall(code))
+    return [
+        use["resolved"] or use["written"]
+        for use in uses
+        if (use["qualname"] or use["written"]).rsplit(".", 1)[-1].rsplit(":", 1)[-1].encode()
+        not in names
+    ]
 
 
 def symbol_diff(resolver: Resolver, old: Resolved, new: Resolved) -> str:

@@ -7,6 +7,7 @@ or its ``quote`` does not stand in the symbol at its own pin).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,15 +51,38 @@ def load_claims(config: ProjectConfig) -> LoadResult:
     return load_all(yaml_files, markdown_files, config.root)
 
 
-def link_all(database: Database, config: ProjectConfig, loaded: LoadResult) -> LinkOutcome:
-    """Resolve and store every claim of ``loaded`` in one transaction."""
+def link_all(
+    database: Database, config: ProjectConfig, loaded: LoadResult, signature: str | None = None
+) -> LinkOutcome:
+    """Resolve and store every claim of ``loaded`` in one transaction; ``signature``
+    (see `link_if_changed`) is recorded only when every file loaded cleanly."""
     resolver = Resolver(database, config)
     outcome = LinkOutcome(errors=list(loaded.errors))
     failed_files = {error.file for error in loaded.errors if error.file}
     articles = _merge_articles(loaded.articles, outcome, failed_files)
     rows = [_article_row(resolver, article, outcome) for article in articles]
-    claim_store.replace_articles(database, rows, failed_files)
+    clean = not loaded.errors and not failed_files
+    claim_store.replace_articles(database, rows, failed_files, signature if clean else None)
     return outcome
+
+
+def link_if_changed(database: Database, config: ProjectConfig) -> LinkOutcome | None:
+    """Link again unless the annotation files, the config and the index are exactly as
+    they were at the last clean link; None when nothing needed doing."""
+    files = annotation_files(config)
+    signature = _signature(database, config, files)
+    if claim_store.link_signature(database) == signature:
+        return None
+    loaded = load_all(files[0], files[1], config.root)
+    return link_all(database, config, loaded, signature)
+
+
+def _signature(database: Database, config: ProjectConfig, files: tuple[list[Path], ...]) -> str:
+    digest = hashlib.sha256(repr(sorted(config.repos.items())).encode())
+    digest.update(claim_store.index_state(database).encode())
+    for path in (*files[0], *files[1]):
+        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def _merge_articles(

@@ -28,17 +28,18 @@ For a symbol ``old`` of A (``Matcher.match``):
    * ``body``: weighted Jaccard similarity of the word-token multisets (identifiers,
      keywords, numbers) of the two bodies (the code after the header; an attribute's
      value); 1 for identical fingerprints.
-   * ``name``: ``difflib.SequenceMatcher`` ratio of the unqualified names.
+   * ``name``: Dice coefficient of the character bigrams of the unqualified names.
    * ``scope``: half for the parent (same enclosing qualname, or the parent's match
      target), half for the path (1 same file, 0.6 same file name in another directory,
      0.4 same directory, 0.2 same top-level package, else 0).
-   * ``params``: ratio of the parameter lists and return annotation (functions), of the
-     bases (classes), of the values (attributes).
+   * ``params``: Jaccard similarity of the word-token sets of the parameter lists and
+     return annotations (functions), of the bases (classes), of the values (attributes).
 
    To keep a whole-version diff fast, similarity only compares *blocked* candidates: the
-   same name, the same file, members of the parent's target, or an identical non-trivial
-   parameter list / bases (buckets of at most ``BLOCK_CAP``); a pair whose sizes alone
-   cap its score below ``CANDIDATE_FLOOR`` is not tokenized.
+   same name or the same non-trivial parameter list / bases (buckets of at most
+   ``BLOCK_CAP``: ``forward`` or ``logger`` are everywhere), the same file, or members of
+   the parent's target; a pair whose sizes alone cap its score below ``CANDIDATE_FLOOR``
+   is not tokenized.
 
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates`` (a
    class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
@@ -51,13 +52,12 @@ For a symbol ``old`` of A (``Matcher.match``):
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from enum import Enum
 from functools import lru_cache
-import re
 
 from annotations.changes import (
     Change,
@@ -66,7 +66,6 @@ from annotations.changes import (
     Verdict,
     classify,
     kind_group,
-    parse_header,
 )
 from db import match_queries as mq
 from db.database import Database
@@ -76,7 +75,7 @@ from db.queries import require_version
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
     "MOVE_THRESHOLD", "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE", "HistoryEvent",
-    "HistoryStep", "Match", "Matcher", "PackageCounts", "SourceStore", "SymbolSnapshot",
+    "HistoryStep", "Match", "Matcher", "SourceStore", "SymbolSnapshot",
     "Verdict", "VersionDiff", "diff_versions", "find_symbol", "history", "match_symbol",
     "package_of",
 ]
@@ -92,19 +91,21 @@ CANDIDATE_FLOOR = 0.3
 MAX_CLOSEST = 3
 """How many close candidates a removed symbol lists."""
 BLOCK_CAP = 50
-"""Parameter-list / bases buckets larger than this are too common to block on."""
+"""Name or parameter-list buckets larger than this (``forward``, ``__init__``, ``logger``)
+are too common to block on."""
 W_BODY, W_NAME, W_SCOPE, W_PARAMS = 0.55, 0.15, 0.15, 0.15
 
 _SIZE_SLACK = 1.25
 _WORD = re.compile(r"\w+")
-_TRIVIAL_PARAMETERS = frozenset({b"", b"()", b"(self)", b"(cls)"})
+_TRIVIAL_PARAMETERS = frozenset({"", "()", "(self)", "(cls)", "(self)->None"})
 _LOCALS = ".<locals>"
+_DEF_NAME = re.compile(r"(?:^|\n)[ \t]*(?:async\s+)?(?:def|class)\s+\w+")
 
 
 # --- snapshots ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SymbolSnapshot:
     """One definition at one version, as indexed; ``source`` is read lazily from its blob.
 
@@ -290,13 +291,6 @@ class Match:
         return tuple(change.explain() for change in self.changes)
 
 
-@dataclass
-class PackageCounts:
-    """Counts of verdicts (and ``added``) in one package."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-
-
 @dataclass(frozen=True)
 class VersionDiff:
     """Every symbol of A matched against B, plus B's additions.
@@ -393,6 +387,8 @@ class _VersionView:
 
     def lookup(self, path: str, qualname: str, occurrence: int = 0) -> SymbolSnapshot | None:
         if path not in self._ordered:
+            if self._blobs is not None and path not in self._blobs:
+                return None
             self.file_symbols(path)
         return self._by_key.get((path, qualname, occurrence))
 
@@ -444,11 +440,10 @@ class _Scored:
 
 
 class _Pool:
-    """B's unmatched symbols, indexed for fingerprint lookups and blocked similarity."""
+    """B's unmatched symbols, indexed for fingerprint lookups and blocking."""
 
     def __init__(self, unmatched: list[SymbolSnapshot]) -> None:
         self.unmatched = unmatched
-        self.keys = {(s.path, s.qualname, s.occurrence) for s in unmatched}
         self.fingerprints: dict[tuple[str, str], list[SymbolSnapshot]] = defaultdict(list)
         self.blocks: dict[tuple, list[SymbolSnapshot]] = defaultdict(list)
         for symbol in unmatched:
@@ -461,7 +456,6 @@ class _Pool:
             shape_key = _block_key(symbol)
             if shape_key is not None:
                 self.blocks[("shape", group, shape_key)].append(symbol)
-        self._tokens: dict[SymbolSnapshot, tuple[Counter[str], int]] = {}
 
     def with_fingerprint(self, column: str, value: str) -> list[SymbolSnapshot]:
         return self.fingerprints.get((column, value), [])
@@ -469,22 +463,33 @@ class _Pool:
     def candidates(
         self, old: SymbolSnapshot, hint: tuple[str, str] | None
     ) -> list[SymbolSnapshot]:
+        """The blocked similarity candidates of ``old``."""
         group = kind_group(old.kind)
-        found = list(self.blocks.get(("name", group, old.name), ()))
+        found = list(self._capped(("name", group, old.name)))
+        if hint is not None:
+            found += self.blocks.get(("parent", *hint), ())
         if group is not KindGroup.ATTRIBUTE:
             found += self.blocks.get(("path", group, old.path), ())
-            if hint is not None:
-                found += self.blocks.get(("parent", *hint), ())
-            shape_key = _block_key(old)
-            bucket = self.blocks.get(("shape", group, shape_key), ())
-            if shape_key is not None and len(bucket) <= BLOCK_CAP:
-                found += bucket
+            found += self._capped(("shape", group, _block_key(old)))
         return [s for s in dict.fromkeys(found) if kind_group(s.kind) is group]
+
+
+    def _capped(self, key: tuple) -> list[SymbolSnapshot]:
+        bucket = self.blocks.get(key, [])
+        return bucket if len(bucket) <= BLOCK_CAP else []
+
+
+class _Scorer:
+    """The documented score, with each symbol's body tokens computed once."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[SymbolSnapshot, tuple[Counter[str], int]] = {}
 
     def ranked(
         self, old: SymbolSnapshot, symbols: Iterable[SymbolSnapshot],
         hint: tuple[str, str] | None, identical: bool = False,
     ) -> list[_Scored]:
+        """Candidates scoring at least ``CANDIDATE_FLOOR``, best first."""
         scored = []
         for symbol in symbols:
             score = self.score(old, symbol, hint, identical)
@@ -497,6 +502,7 @@ class _Pool:
         self, old: SymbolSnapshot, new: SymbolSnapshot, hint: tuple[str, str] | None,
         identical: bool = False,
     ) -> float:
+        """``score`` of the module docstring (``identical``: the body term is 1)."""
         cheap = (
             W_NAME * _name_similarity(old.name, new.name)
             + W_SCOPE * _scope(old, new, hint)
@@ -539,14 +545,22 @@ def _size_ratio(old: SymbolSnapshot, new: SymbolSnapshot) -> float:
 
 @lru_cache(maxsize=65536)
 def _name_similarity(old: str, new: str) -> float:
-    return 1.0 if old == new else SequenceMatcher(None, old, new).ratio()
+    """Dice coefficient of the two names' character bigrams."""
+    if old == new:
+        return 1.0
+    old_pairs, new_pairs = _bigrams(old), _bigrams(new)
+    if not old_pairs or not new_pairs:
+        return 0.0
+    return 2 * len(old_pairs & new_pairs) / (len(old_pairs) + len(new_pairs))
+
+
+@lru_cache(maxsize=65536)
+def _bigrams(name: str) -> frozenset[str]:
+    return frozenset(name[index:index + 2] for index in range(len(name) - 1))
 
 
 def _scope(old: SymbolSnapshot, new: SymbolSnapshot, hint: tuple[str, str] | None) -> float:
-    if hint is not None:
-        parent = (new.path, new.parent) == hint
-    else:
-        parent = old.parent == new.parent
+    parent = (new.path, new.parent) == hint if hint is not None else old.parent == new.parent
     return 0.5 * parent + 0.5 * _path_similarity(old.path, new.path)
 
 
@@ -567,29 +581,42 @@ def _params_similarity(old: SymbolSnapshot, new: SymbolSnapshot) -> float:
     return _text_similarity(_params_text(old), _params_text(new))
 
 
-@lru_cache(maxsize=65536)
 def _params_text(symbol: SymbolSnapshot) -> str:
+    """Parameters and return annotation, bases, or value: what follows the name."""
     if symbol.kind == "attribute":
         return symbol.signature[:300]
-    header = parse_header(symbol.signature)
-    return f"{header.parameters} -> {header.returns}" if header.returns else header.parameters
+    return _header_tail(symbol.signature)
+
+
+@lru_cache(maxsize=65536)
+def _header_tail(signature: str) -> str:
+    found = _DEF_NAME.search(signature)
+    tail = signature[found.end():] if found else signature
+    return " ".join(tail.split()).rstrip(":")
 
 
 @lru_cache(maxsize=65536)
 def _text_similarity(old: str, new: str) -> float:
+    """Jaccard similarity of the word-token sets of two short texts."""
     if old == new:
         return 1.0
-    return SequenceMatcher(None, old, new, autojunk=False).ratio()
+    old_words, new_words = _word_set(old), _word_set(new)
+    if not old_words and not new_words:
+        return 1.0
+    return len(old_words & new_words) / len(old_words | new_words)
+
+
+@lru_cache(maxsize=65536)
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text))
 
 
 def _block_key(symbol: SymbolSnapshot) -> str | None:
     """A non-trivial parameter list (functions) or bases (classes) to block on."""
     if symbol.kind == "attribute":
         return None
-    text = _params_text(symbol)
-    if text.replace(" ", "").encode() in _TRIVIAL_PARAMETERS:
-        return None
-    return text
+    text = _params_text(symbol).replace(" ", "")
+    return None if text in _TRIVIAL_PARAMETERS else text
 
 
 # --- the matcher ----------------------------------------------------------------------
@@ -608,6 +635,8 @@ class Matcher:
         self.b = _VersionView(database, version_b_key, self.store)
         self._matches: dict[tuple[str, str, int, str], Match] = {}
         self._pool: _Pool | None = None
+        self._scorer = _Scorer()
+        self._a_same: list[tuple] = []
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -659,10 +688,9 @@ class Matcher:
         for column in ("exact", "normalized"):
             hits = self._fingerprint_hits(old, column)
             if hits:
-                pool = self.pool()
-                return self._decide(old, pool.ranked(old, hits, hint, identical=True), column)
-        pool = self.pool()
-        ranked = pool.ranked(old, pool.candidates(old, hint), hint)
+                ranked = self._scorer.ranked(old, hits, hint, identical=True)
+                return self._decide(old, ranked, column)
+        ranked = self._scorer.ranked(old, self.pool().candidates(old, hint), hint)
         return self._decide(old, ranked, "similarity")
 
     def _hint(self, old: SymbolSnapshot) -> tuple[str, str] | None:
@@ -713,7 +741,7 @@ class Matcher:
         """B's unmatched symbols (computed once: loads both versions' symbol rows)."""
         if self._pool is None:
             a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
-            self.a.load(lambda path, blob: b_blobs.get(path) == blob)
+            self._a_same = self.a.load(lambda path, blob: b_blobs.get(path) == blob)
             self.b.load(lambda path, blob: a_blobs.get(path) == blob)
             unmatched = [
                 symbol for symbol in self.b.loaded_symbols()
@@ -726,11 +754,9 @@ class Matcher:
 
     def diff(self) -> VersionDiff:
         """Every symbol of A against B (see ``diff_versions``)."""
-        b_blobs = self.b.blobs()
-        same = self.a.load(lambda path, blob: b_blobs.get(path) == blob)
         pool = self.pool()
         packages: dict[str, Counter[str]] = defaultdict(Counter)
-        for row in same:
+        for row in self._a_same:
             packages[package_of(row[0])][Verdict.UNCHANGED.value] += 1
         matches, targets = [], set()
         for old in list(self.a.loaded_symbols()):
@@ -796,7 +822,7 @@ def history(
     start, first = _earliest(database, symbol, versions, names.index(symbol.version), store)
     steps = [HistoryStep(first.version, HistoryEvent.INTRODUCED, first)]
     current = first
-    for (_, key_a), (version_b, key_b) in zip(versions[start:], versions[start + 1:]):
+    for (_, key_a), (version_b, key_b) in zip(versions[start:], versions[start + 1:], strict=False):
         match = Matcher(database, key_a, key_b, store).match(current)
         steps.append(HistoryStep(version_b, HistoryEvent(match.verdict.value), match.new, match))
         if match.new is None:

@@ -69,6 +69,7 @@ class Resolver:
         self._version_keys: dict[tuple[str, str], int | None] = {}
         self._paths: dict[int, set[str]] = {}
         self.source = lru_cache(maxsize=256)(self._source)
+        self.source_lines = lru_cache(maxsize=256)(self._source_lines)
 
     def resolve(self, ref: Ref) -> Resolved:
         repo, version = self._pin(ref)
@@ -208,9 +209,12 @@ class Resolver:
                                hint="only files up to 1 MiB are stored")
         return content.decode("utf-8", "replace")
 
+    def _source_lines(self, blob_id: str) -> list[str]:
+        return split_lines(self.source(blob_id))
+
     def text_of(self, resolved: Resolved) -> str:
         """The source text a resolved ref covers (whole lines)."""
-        lines = split_lines(self.source(resolved.blob_id))
+        lines = self.source_lines(resolved.blob_id)
         return "".join(lines[resolved.start_line - 1:resolved.end_line])
 
 

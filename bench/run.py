@@ -223,6 +223,7 @@ class Results:
     runs: dict[str, list[Run]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    load: list[float] = field(default_factory=list)  # 1-minute load average before each rep
 
     def add(self, name: str, run: Run) -> None:
         self.runs.setdefault(name, []).append(run)
@@ -254,6 +255,8 @@ def cached_wheel(workdir: Path, version: str) -> Path | None:
 def warm_cache(workdir: Path, annotate: list[str], wheels: Path) -> Path:
     """Let pip 'download' both wheels from a local folder into the cache, untimed."""
     if cached_wheel(workdir, OLD) is None or cached_wheel(workdir, NEW) is None:
+        if not wheels.is_dir():
+            sys.exit(f"--wheels {wheels} is not a folder (it must hold the {REPO} wheels)")
         note(f"warming the wheel cache from {wheels} (untimed, indexes into scratch.db)")
         env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
         measure([*annotate, "--db", "scratch.db", "index", f"{REPO}@{OLD}", f"{REPO}@{NEW}"],
@@ -402,24 +405,60 @@ def prepare_warm_db(setup: Setup, results: Results, claims: int) -> None:
     copy_db(setup.workdir / "incremental.db", setup.workdir / "warm.db")
     if not setup.has_check:
         return
-    written = write_claims(setup, claims)
     log = setup.workdir / "logs" / "link"
-    measure([*setup.annotate, "--db", "warm.db", "link"], cwd=setup.workdir, log=log)
+    try:
+        written = write_claims(setup, claims)
+        measure([*setup.annotate, "--db", "warm.db", "link"], cwd=setup.workdir, log=log)
+    except (RuntimeError, subprocess.CalledProcessError) as error:
+        skip_later(setup, results, "check", f"setup failed: {error}")
+        return
     results.notes["check_setup"] = f"{written} claims; link: {last_line(log)}"
+
+
+def skip_later(setup: Setup, results: Results, name: str, reason: str) -> None:
+    """The later targets are work in progress: a failure skips them instead of the bench."""
+    note(f"skipping {name}: {reason}")
+    results.notes[name] = f"skipped: {reason.splitlines()[0][:120]}"
+    results.runs.pop(name, None)
+    setattr(setup, f"has_{name}", False)
+
+
+def output_problem(log: Path, json_stdout: bool) -> str | None:
+    """Why a run that exited 0 or 1 did not do its job (exit 1 is also Python's crash code)."""
+    stderr = log.with_suffix(".err").read_text(errors="replace")
+    if "Traceback (most recent call last)" in stderr:
+        return f"crashed: {stderr.strip().splitlines()[-1]}"
+    if json_stdout:
+        try:
+            json.loads(log.with_suffix(".out").read_bytes())
+        except ValueError:
+            return "its standard output is not JSON"
+    return None
 
 
 def bench_later(setup: Setup, results: Results, rep: int) -> None:
     """(7) check of the bench claims against v0.25.0, (8) diff v0.20.0..v0.25.0."""
     wd, logs, annotate = setup.workdir, setup.workdir / "logs", setup.annotate
-    if setup.has_check:
-        command = [*annotate, "--db", "warm.db", "check", "--format", "json", "--exit-zero"]
-        results.add("check", measure(command, cwd=wd, log=logs / f"check-{rep}",
-                                     ok_codes=(0, 1), stdout_to_log=False))
-    if setup.has_diff:
-        command = [*annotate, "--db", "warm.db", "diff", f"{REPO}@{OLD}", f"{REPO}@{NEW}",
-                   "--format", "json"]
-        results.add("diff", measure(command, cwd=wd, log=logs / f"diff-{rep}",
-                                    stdout_to_log=False))
+    commands = {
+        "check": [*annotate, "--db", "warm.db", "check", "--format", "json", "--exit-zero"],
+        "diff": [*annotate, "--db", "warm.db", "diff", f"{REPO}@{OLD}", f"{REPO}@{NEW}",
+                 "--format", "json"],
+    }
+    for name, command in commands.items():
+        if not getattr(setup, f"has_{name}"):
+            continue
+        log = logs / f"{name}-{rep}"
+        keep_stdout = name == "check"  # its JSON report is validated; diff goes to /dev/null
+        try:
+            run = measure(command, cwd=wd, log=log, ok_codes=(0, 1), stdout_to_log=keep_stdout)
+        except RuntimeError as error:
+            skip_later(setup, results, name, str(error))
+            continue
+        problem = output_problem(log, json_stdout=keep_stdout)
+        if problem:
+            skip_later(setup, results, name, f"{problem} (log {log}.err)")
+        else:
+            results.add(name, run)
 
 
 # --- report --------------------------------------------------------------------------------
@@ -523,7 +562,9 @@ def report(setup: Setup, results: Results, repeat: int) -> str:
         f"## annotate bench: {REPO} {OLD} wheel, {setup.files} .py files, "
         f"{setup.source_bytes / MB:.1f} MB of source; {repeat} repetitions, "
         f"{os.cpu_count()} cores; index workers: "
-        f"{setup.index_args[1] if setup.index_args else 'default'}",
+        f"{setup.index_args[1] if setup.index_args else 'default'}; "
+        f"1-min load average before each repetition: "
+        f"{', '.join(f'{value:.1f}' for value in results.load)}",
         "",
         *timing_table(results),
         "",
@@ -556,6 +597,7 @@ def raw_json(setup: Setup, results: Results, repeat: int) -> dict:
         "targets": [dict(zip(("target", "measured", "limit", "verdict"), row, strict=True))
                     for row in target_rows(results)],
         "notes": results.notes,
+        "load_average": results.load,
     }
 
 
@@ -590,7 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
              f"check={setup.has_check} diff={setup.has_diff}")
         results = Results()
         for rep in range(args.repeat):
-            note(f"repetition {rep + 1}/{args.repeat}")
+            results.load.append(os.getloadavg()[0])
+            note(f"repetition {rep + 1}/{args.repeat} (load average {results.load[-1]:.2f})")
             bench_index(setup, results, rep)
             if rep == 0:
                 prepare_warm_db(setup, results, args.claims)

@@ -36,18 +36,25 @@ class ArticleRow:
 
 
 def replace_articles(
-    database: Database, articles: Sequence[ArticleRow], keep_sources: Iterable[str]
+    database: Database,
+    articles: Sequence[ArticleRow],
+    keep_sources: Iterable[str],
+    signature: str | None = None,
 ) -> None:
     """Replace every stored claim, except those read from ``keep_sources`` (files that
     failed to load this time keep what they had), in one transaction.
 
     An article's claims may come from several files; an article goes when none of its
-    claims is left and its own file is not kept.
+    claims is left and its own file is not kept. ``signature`` records what was linked
+    (see `annotations.links.link_if_changed`); None forgets it.
     """
     kept = list(dict.fromkeys(keep_sources))
     marks = ",".join("?" * len(kept))
     not_kept = f"source_file NOT IN ({marks})" if kept else "1"
     with database.write() as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
+        if signature is not None:
+            conn.execute("INSERT INTO meta VALUES ('link_signature', ?)", (signature,))
         conn.execute(f"DELETE FROM claims WHERE {not_kept}", kept)
         conn.execute(
             f"DELETE FROM articles WHERE {not_kept}"
@@ -105,6 +112,17 @@ def _insert_ref(conn, claim_key: int, ref: dict) -> None:
             for use in ref.get("uses", ())
         ),
     )
+
+
+def link_signature(database: Database) -> str | None:
+    row = database.conn.execute("SELECT value FROM meta WHERE key = 'link_signature'").fetchone()
+    return row[0] if row else None
+
+
+def index_state(database: Database) -> str:
+    """Changes whenever a version is added to or removed from the index."""
+    rows = database.conn.execute("SELECT id, repo, version FROM versions ORDER BY id")
+    return ";".join(f"{key}:{repo}@{version}" for key, repo, version in rows)
 
 
 def links_to(database: Database, qualname: str, path: str | None = None) -> list[dict]:

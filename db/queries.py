@@ -29,6 +29,8 @@ class BlobRow:
     decode_errors: bool = False
     skipped: str | None = None
     symbols: Sequence[tuple] = ()
+    names: str = ""
+    imports: Sequence[tuple] = ()
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,14 @@ def _insert_blobs(conn, blobs: Sequence[BlobRow]) -> None:
     conn.executemany(
         f"INSERT INTO symbols ({', '.join(SYMBOL_COLUMNS)}) VALUES ({marks})",
         (row for blob in blobs for row in blob.symbols),
+    )
+    conn.executemany(
+        "INSERT INTO blob_names (blob_id, names) VALUES (?, ?)",
+        ((blob.blob_id, blob.names) for blob in blobs if blob.names),
+    )
+    conn.executemany(
+        "INSERT INTO imports (blob_id, line, module, name, alias, level) VALUES (?,?,?,?,?,?)",
+        ((blob.blob_id, *row) for blob in blobs for row in blob.imports),
     )
 
 

@@ -135,6 +135,10 @@ CREATE TABLE claim_waivers (
 CREATE VIRTUAL TABLE claim_search USING fts5(
     article UNINDEXED, claim_id UNINDEXED, title, text, symbols, tokenize = 'trigram'
 );
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE VIEW claim_links AS
     SELECT a.path AS article, a.title, c.claim_id, c.text, c.source_file, r.line,
            r.written, r.resolved, r.repo, r.version, r.path, r.qualname, r.kind,
@@ -142,5 +146,22 @@ CREATE VIEW claim_links AS
     FROM claim_refs r JOIN claims c ON c.id = r.claim JOIN articles a ON a.path = c.article;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+_V3 = """
+CREATE VIRTUAL TABLE blob_names USING fts5(
+    blob_id UNINDEXED, names, tokenize = "unicode61 tokenchars '_'"
+);
+CREATE TABLE imports (
+    blob_id TEXT NOT NULL REFERENCES blobs(id),
+    line INTEGER NOT NULL,
+    module TEXT NOT NULL,
+    name TEXT,
+    alias TEXT,
+    level INTEGER NOT NULL
+);
+CREATE INDEX imports_blob ON imports(blob_id);
+CREATE INDEX imports_name ON imports(name);
+CREATE INDEX imports_module ON imports(module);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -52,11 +52,14 @@ class NormalizedFile:
     ) -> None:
         cuts = sorted(set(boundaries))
         self._positions: dict[int, int] = {}
+        self.code_parts: list[bytes] = []
         pieces: list[bytes] = []
         offset = length = 0
         cut_index = 0
         for index, part in enumerate(_LITERAL.split(source)):
             end = offset + len(part)
+            if index % 2 == 0:
+                self.code_parts.append(part)
             while cut_index < len(cuts) and cuts[cut_index] < end:
                 position = cuts[cut_index]
                 if index % 2 == 0:
@@ -98,3 +101,14 @@ def shape_digest(header: bytes, members: Iterable[tuple[str, str, str]]) -> str:
 def _inside(offset: int, ranges: list[tuple[int, int]]) -> bool:
     index = bisect_right(ranges, (offset, float("inf"))) - 1
     return index >= 0 and ranges[index][0] <= offset < ranges[index][1]
+
+
+def code_spans(source: bytes) -> list[tuple[int, bytes]]:
+    """The (offset, text) pieces of ``source`` outside string literals and comments."""
+    spans = []
+    offset = 0
+    for index, part in enumerate(_LITERAL.split(source)):
+        if index % 2 == 0 and part:
+            spans.append((offset, part))
+        offset += len(part)
+    return spans

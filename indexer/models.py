@@ -42,6 +42,8 @@ class ParsedBlob:
     has_errors: bool = False
     decode_errors: bool = False
     skipped: str | None = None
+    names: str = ""
+    imports: tuple[tuple[int, str, str | None, str | None, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,7 +173,8 @@ def _blob_row(blob_id: str, is_python: bool, data: bytes) -> queries.BlobRow:
     return queries.BlobRow(
         blob_id, len(data), content, parsed=parsed.skipped is None,
         has_errors=parsed.has_errors, decode_errors=parsed.decode_errors,
-        skipped=parsed.skipped, symbols=symbol_rows(parsed),
+        skipped=parsed.skipped, symbols=symbol_rows(parsed), names=parsed.names,
+        imports=parsed.imports,
     )
 
 

@@ -25,6 +25,7 @@ import tree_sitter_python
 
 from indexer.fingerprints import NormalizedFile, digest, shape_digest
 from indexer.models import ParsedBlob, Symbol, SymbolKind
+from indexer.references import imports_in, names_in
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
 
@@ -82,8 +83,15 @@ def parse_blob(blob_id: str, source: bytes) -> ParsedBlob:
     root = _parser().parse(source).root_node
     finder = _Finder(source)
     definitions = finder.find(root)
-    symbols = _fingerprint(source, definitions, sorted(finder.docstrings))
-    return ParsedBlob(blob_id, symbols, has_errors=root.has_error, decode_errors=decode_errors)
+    normalized = _normalized_file(source, definitions, sorted(finder.docstrings))
+    return ParsedBlob(
+        blob_id,
+        _fingerprint(source, definitions, normalized),
+        has_errors=root.has_error,
+        decode_errors=decode_errors,
+        names=names_in(normalized.code_parts),
+        imports=imports_in(_language(), root),
+    )
 
 
 class _Finder:
@@ -223,13 +231,16 @@ def _content_end(node: tree_sitter.Node, source: bytes) -> tree_sitter.Node:
     return node
 
 
-def _fingerprint(
+def _normalized_file(
     source: bytes, definitions: list[_Definition], docstrings: list[tuple[int, int]]
+) -> NormalizedFile:
+    boundaries = [offset for d in definitions for offset in (d.start, d.header_end, d.end)]
+    return NormalizedFile(source, docstrings, boundaries)
+
+
+def _fingerprint(
+    source: bytes, definitions: list[_Definition], normalized: NormalizedFile
 ) -> tuple[Symbol, ...]:
-    boundaries = [
-        offset for d in definitions for offset in (d.start, d.header_end, d.end)
-    ]
-    normalized = NormalizedFile(source, docstrings, boundaries)
     for definition in definitions:
         definition.normalized_header = normalized.slice(definition.start, definition.header_end)
     symbols = [_symbol(source, definition, normalized) for definition in definitions]

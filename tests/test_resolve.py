@@ -41,8 +41,8 @@ versions = ["v0.5.1"]
 """
 
 
-def run_index(root: Path) -> None:
-    """Run ``annotate index`` in ``root`` (which holds annotate.toml), isolated from the user."""
+def run_index(root: Path, *versions: str) -> None:
+    """Run ``annotate index [VERSIONS]`` in ``root`` (holding annotate.toml), isolated."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
     env.update(
         XDG_CACHE_HOME=str(root / "xdg-cache"),
@@ -50,10 +50,11 @@ def run_index(root: Path) -> None:
         GIT_CONFIG_NOSYSTEM="1",
         GIT_TERMINAL_PROMPT="0",
     )
-    subprocess.run(
-        [sys.executable, "-m", "annotate_cli", "index"],
-        cwd=root, env=env, check=True, capture_output=True, text=True,
+    done = subprocess.run(
+        [sys.executable, "-m", "annotate_cli", "index", *versions],
+        cwd=root, env=env, capture_output=True, text=True,
     )
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -414,7 +415,7 @@ def form_feed_project(tmp_path: Path) -> Path:
         f'[repos.ff]\ngit = "{repo.as_uri()}"\ngithub = "acme/ff"\nversions = ["v1"]\n',
         encoding="utf-8",
     )
-    run_index(project)
+    run_index(project, "ff@v1")
     return project
 
 

@@ -1,0 +1,227 @@
+"""Cross-references: where a name is defined and used in one indexed version.
+
+References are found in each file's code (strings and comments excluded) and resolved
+per version, in this order:
+
+1. ``import``: the file binds the name by an import of a module that exists in the
+   version and defines it (re-exports are followed: ``from .linear import X`` in an
+   ``__init__`` that the file imports from);
+2. ``local``: the file itself defines the name;
+3. ``guess``: exactly one definition of that name exists in the version;
+4. ``unresolved``: none of these; kept by name.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from db import queries
+from db import references as store
+from db.database import Database
+from indexer.fingerprints import code_spans
+
+MAX_REEXPORT_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    path: str
+    line: int
+    column: int
+    context: str
+    enclosing: str | None
+    resolution: str
+    target: str | None
+
+
+@dataclass
+class XrefResult:
+    name: str
+    version: str
+    definitions: list[dict] = field(default_factory=list)
+    references: list[Occurrence] = field(default_factory=list)
+    importers: list[dict] = field(default_factory=list)
+
+
+class VersionModules:
+    """Module paths of one version, and what each defines and imports."""
+
+    def __init__(self, database: Database, version_key: int) -> None:
+        self.database = database
+        self.version_key = version_key
+        self.paths = {path: blob for path, blob in _files(database, version_key)}
+        self._definitions: dict[str, set[str]] = {}
+        self._imports: dict[str, list[tuple]] = {}
+
+    def module_path(self, module: str, level: int, importer: str) -> str | None:
+        """The file a module name refers to from ``importer`` (relative when level > 0)."""
+        parts = module.split(".") if module else []
+        if level:
+            package = importer.split("/")[:-1]
+            if level > 1:
+                package = package[: len(package) - (level - 1)]
+            parts = package + parts
+        base = "/".join(parts)
+        for candidate in (f"{base}.py", f"{base}/__init__.py"):
+            if candidate in self.paths:
+                return candidate
+        return None
+
+    def defines(self, path: str) -> set[str]:
+        if path not in self._definitions:
+            rows = store.definitions_in(self.database, [self.paths[path]])
+            self._definitions[path] = {row[0] for row in rows.get(self.paths[path], ())}
+        return self._definitions[path]
+
+    def imports(self, path: str) -> list[tuple]:
+        if path not in self._imports:
+            self._imports[path] = store.imports_of(self.database, [self.paths[path]]).get(
+                self.paths[path], []
+            )
+        return self._imports[path]
+
+    def follow(self, module_path: str, name: str, depth: int = 0) -> str | None:
+        """Where ``name`` imported from ``module_path`` is defined, through re-exports."""
+        if name in self.defines(module_path):
+            return f"{module_path}::{name}"
+        if depth >= MAX_REEXPORT_DEPTH:
+            return None
+        for _line, module, imported, alias, level in self.imports(module_path):
+            if imported and (alias or imported) == name and imported != "*":
+                source = self.module_path(module, level, module_path)
+                if source is not None:
+                    return self.follow(source, imported, depth + 1)
+        return None
+
+
+def xref(database: Database, repo: str, version: str, name: str) -> XrefResult:
+    """Definitions of ``name`` (a short name or a qualname) and every reference to it."""
+    version_key = queries.require_version(database, repo, version)
+    short = name.rsplit(".", 1)[-1]
+    result = XrefResult(name=name, version=f"{repo}@{version}")
+    result.definitions = queries.symbols_named(database, version_key, name)
+    modules = VersionModules(database, version_key)
+    unique = _unique_target(result.definitions)
+    candidates = store.files_mentioning(database, version_key, short)
+    definitions = store.definitions_in(database, (blob for _, blob in candidates))
+    imports = store.imports_of(database, (blob for _, blob in candidates))
+    for path, blob_id in candidates:
+        content = queries.blob_content(database, blob_id) or b""
+        scanner = _FileScanner(path, content, definitions.get(blob_id, []),
+                               imports.get(blob_id, []), modules, unique)
+        result.references.extend(scanner.occurrences(short))
+    result.importers = [
+        dict(zip(("path", "line", "module", "name", "alias", "level"), row, strict=True))
+        for row in store.importers(database, version_key, short)
+    ]
+    return result
+
+
+def _files(database: Database, version_key: int) -> list[tuple[str, str]]:
+    rows = database.conn.execute(
+        "SELECT path, blob_id FROM files WHERE version_id = ?", (version_key,)
+    )
+    return list(rows)
+
+
+def _unique_target(definitions: list[dict]) -> str | None:
+    if len(definitions) != 1:
+        return None
+    return f"{definitions[0]['path']}::{definitions[0]['qualname']}"
+
+
+class _FileScanner:
+    def __init__(
+        self,
+        path: str,
+        content: bytes,
+        definitions: list[tuple],
+        imports: list[tuple],
+        modules: VersionModules,
+        unique: str | None,
+    ) -> None:
+        self.path = path
+        self.content = content
+        self.definitions = definitions
+        self.imports = imports
+        self.modules = modules
+        self.unique = unique
+        self.line_starts = [0] + [m.end() for m in re.finditer(rb"\n", content)]
+
+    def occurrences(self, name: str) -> list[Occurrence]:
+        pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) +
+                             rb"(?![A-Za-z0-9_])")
+        found = []
+        binding = self._binding(name)
+        for offset, code in code_spans(self.content):
+            for match in pattern.finditer(code):
+                position = offset + match.start()
+                context = self._context(position)
+                if context == "definition":
+                    continue
+                found.append(self._occurrence(name, position, context, binding))
+        return found
+
+    def _occurrence(
+        self, name: str, position: int, context: str, binding: str | None
+    ) -> Occurrence:
+        line = bisect_right(self.line_starts, position)
+        column = position - self.line_starts[line - 1] + 1
+        resolution, target = self._resolve(name, context, binding)
+        return Occurrence(self.path, line, column, context, self._enclosing(line),
+                          resolution, target)
+
+    def _binding(self, name: str) -> str | None:
+        """Where the file's own imports say ``name`` comes from, if they bind it."""
+        for _line, module, imported, alias, level in self.imports:
+            if imported and imported != "*" and (alias or imported) == name:
+                source = self.modules.module_path(module, level, self.path)
+                return self.modules.follow(source, imported) if source else None
+        return None
+
+    def _resolve(self, name: str, context: str, binding: str | None) -> tuple[str, str | None]:
+        if binding is not None and context != "attribute":
+            return "import", binding
+        local = next((row[0] for row in self.definitions
+                      if row[0] == name or row[0].endswith("." + name)), None)
+        if local is not None:
+            return "local", f"{self.path}::{local}"
+        if self.unique is not None:
+            return "guess", self.unique
+        return "unresolved", None
+
+    def _context(self, position: int) -> str:
+        line_start = self.content.rfind(b"\n", 0, position) + 1
+        before = self.content[line_start:position]
+        stripped = before.strip()
+        if before.rstrip().endswith(b"."):
+            return "attribute"
+        if stripped in (b"def", b"async def", b"class"):
+            return "definition"
+        if stripped.startswith((b"import ", b"from ")) or self._in_import(position):
+            return "import"
+        if stripped.startswith(b"@"):
+            return "decorator"
+        if stripped.startswith(b"class "):
+            return "base"
+        if stripped.endswith((b":", b"->", b"[")) and not stripped.startswith(b"return"):
+            return "annotation"
+        return "name"
+
+    def _in_import(self, position: int) -> bool:
+        """Inside a parenthesized ``from m import (...)`` spanning several lines."""
+        line = bisect_right(self.line_starts, position)
+        for import_line, *_ in self.imports:
+            if import_line < line:
+                between = self.content[self.line_starts[import_line - 1]:position]
+                if b"(" in between and b")" not in between:
+                    return True
+        return False
+
+    def _enclosing(self, line: int) -> str | None:
+        covering = [row for row in self.definitions if row[2] <= line <= row[3]]
+        if not covering:
+            return None
+        return min(covering, key=lambda row: row[3] - row[2])[0]

@@ -1,0 +1,74 @@
+"""Queries behind cross-references: which files mention a name, and their imports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from db.database import Database
+
+
+def files_mentioning(database: Database, version_key: int, name: str) -> list[tuple[str, str]]:
+    """(path, blob_id) of the version's files whose code contains the identifier ``name``.
+
+    The FTS index folds case, so this may return a few more files than the exact name
+    occurs in; callers confirm each occurrence in the text.
+    """
+    phrase = '"' + name.replace('"', '""') + '"'
+    rows = database.conn.execute(
+        "SELECT f.path, f.blob_id FROM blob_names n JOIN files f ON f.blob_id = n.blob_id"
+        " WHERE blob_names MATCH ? AND f.version_id = ? ORDER BY f.path",
+        (f"names : {phrase}", version_key),
+    )
+    return [(path, blob_id) for path, blob_id in rows]
+
+
+def imports_of(database: Database, blob_ids: Iterable[str]) -> dict[str, list[tuple]]:
+    """Import rows (line, module, name, alias, level) per blob."""
+    found: dict[str, list[tuple]] = {}
+    for chunk in _chunks(list(dict.fromkeys(blob_ids))):
+        marks = ",".join("?" * len(chunk))
+        rows = database.conn.execute(
+            "SELECT blob_id, line, module, name, alias, level FROM imports"
+            f" WHERE blob_id IN ({marks}) ORDER BY blob_id, line",
+            chunk,
+        )
+        for blob_id, *row in rows:
+            found.setdefault(blob_id, []).append(tuple(row))
+    return found
+
+
+def definitions_in(database: Database, blob_ids: Iterable[str]) -> dict[str, list[tuple]]:
+    """(qualname, kind, start_line, end_line) per blob, in source order."""
+    found: dict[str, list[tuple]] = {}
+    for chunk in _chunks(list(dict.fromkeys(blob_ids))):
+        marks = ",".join("?" * len(chunk))
+        rows = database.conn.execute(
+            "SELECT blob_id, qualname, kind, start_line, end_line FROM symbols"
+            f" WHERE blob_id IN ({marks}) ORDER BY blob_id, seq",
+            chunk,
+        )
+        for blob_id, *row in rows:
+            found.setdefault(blob_id, []).append(tuple(row))
+    return found
+
+
+def importers(database: Database, version_key: int, name: str) -> list[tuple]:
+    """(path, line, module, name, alias, level) of the version's imports that bind
+    ``name``: ``from m import name``, ``... as name``, ``import a.name``."""
+    rows = database.conn.execute(
+        "SELECT f.path, i.line, i.module, i.name, i.alias, i.level FROM imports i"
+        " JOIN files f ON f.blob_id = i.blob_id WHERE f.version_id = :version"
+        " AND (i.name = :name OR i.alias = :name OR i.module = :name"
+        " OR i.module LIKE :suffix ESCAPE '\\') ORDER BY f.path, i.line",
+        {"version": version_key, "name": name, "suffix": "%." + _like_escape(name)},
+    )
+    return list(rows)
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

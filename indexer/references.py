@@ -1,0 +1,89 @@
+"""What a blob refers to, recorded in the same parse as its symbols.
+
+* ``names``: every distinct identifier that occurs in code (not in strings or comments),
+  space-separated; the database indexes them (FTS5) to find the files that may refer to
+  a name. Where in the file and how is worked out per query (`annotations.xref`).
+* ``imports``: every import statement, as (line, module, name, alias, level) rows:
+  ``import a.b as c`` -> (n, "a.b", None, "c", 0); ``from ..x import Y as Z`` ->
+  (n, "x", "Y", "Z", 2); ``from m import *`` -> (n, "m", "*", None, 0).
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+import tree_sitter
+
+IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+ImportRow = tuple[int, str, str | None, str | None, int]
+_KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwlist)
+
+
+def names_in(code_parts: Iterable[bytes]) -> str:
+    """The distinct identifiers of the code parts, sorted and space-separated."""
+    found: set[bytes] = set()
+    for part in code_parts:
+        found.update(IDENTIFIER.findall(part))
+    found -= _KEYWORDS
+    return b" ".join(sorted(found)).decode("ascii")
+
+
+@lru_cache(maxsize=1)
+def _import_query(language: tree_sitter.Language) -> tree_sitter.Query:
+    return tree_sitter.Query(
+        language, "[(import_statement) (import_from_statement)] @import"
+    )
+
+
+def imports_in(language: tree_sitter.Language, root: tree_sitter.Node) -> tuple[ImportRow, ...]:
+    captures = tree_sitter.QueryCursor(_import_query(language)).captures(root)
+    rows: list[ImportRow] = []
+    for node in sorted(captures.get("import", ()), key=lambda n: n.start_byte):
+        line = node.start_point[0] + 1
+        if node.type == "import_statement":
+            rows.extend(_plain_import(node, line))
+        else:
+            rows.extend(_from_import(node, line))
+    return tuple(rows)
+
+
+def _plain_import(node: tree_sitter.Node, line: int) -> list[ImportRow]:
+    rows = []
+    for child in node.children_by_field_name("name"):
+        module, alias = _name_and_alias(child)
+        if module:
+            rows.append((line, module, None, alias, 0))
+    return rows
+
+
+def _from_import(node: tree_sitter.Node, line: int) -> list[ImportRow]:
+    module_node = node.child_by_field_name("module_name")
+    if module_node is None:
+        return []
+    level, module = _relative(module_node)
+    names = [_name_and_alias(child) for child in node.children_by_field_name("name")]
+    if any(child.type == "wildcard_import" for child in node.children):
+        names.append(("*", None))
+    return [(line, module, name, alias, level) for name, alias in names if name]
+
+
+def _relative(node: tree_sitter.Node) -> tuple[int, str]:
+    text = _text(node)
+    stripped = text.lstrip(".")
+    return len(text) - len(stripped), stripped
+
+
+def _name_and_alias(node: tree_sitter.Node) -> tuple[str, str | None]:
+    if node.type == "aliased_import":
+        name = node.child_by_field_name("name")
+        alias = node.child_by_field_name("alias")
+        return (_text(name) if name else "", _text(alias) if alias else None)
+    return _text(node), None
+
+
+def _text(node: tree_sitter.Node) -> str:
+    return "".join(node.text.decode("utf-8", "replace").split())

@@ -1,0 +1,385 @@
+"""``annotate links``, ``search`` and ``show`` on an index linked from a small corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from click.testing import CliRunner, Result
+from fakevllm import FakeRepo
+
+from annotate_cli import cli
+from annotations.loader import link_claim_id
+
+GH = "https://github.com/vllm-project/vllm/blob"
+CONFIG = """\
+[repos.vllm]
+git = "{vllm}"
+versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
+
+[repos.lmcache]
+git = "{lmcache}"
+versions = ["v0.5.1"]
+"""
+DB = Path(".annotate/index.db")
+UTIL = "vllm/config/cache.py::CacheConfig.gpu_memory_utilization"
+
+TEXTS = {
+    "util-default": "显存利用率默认是 0.9",
+    "util-raised": "v0.2.0 起显存利用率默认 0.92",
+    "forward-rms": "RMSNorm 的 forward 融合了残差",
+    "forward-linear": "ReplicatedLinear.forward 只做一次 F.linear",
+    "verify": 'swap 太大时报 "Too large swap space." (NEAR* OR)',
+    "percent": "约 50% 的显存留给 KV cache",
+}
+MLA = f"""\
+article: blog/mla-tp.md
+title: "MLA 的 TP 切分"
+at: vllm@v0.1.0
+claims:
+  - id: util-default
+    text: "{TEXTS['util-default']}"
+    refs: [{UTIL}]
+  - id: util-raised
+    text: "{TEXTS['util-raised']}"
+    at: vllm@v0.2.0
+    refs: [vllm.config.cache.CacheConfig.gpu_memory_utilization]
+  - id: forward-rms
+    text: "{TEXTS['forward-rms']}"
+    refs: [vllm/model_executor/layers/layernorm.py::RMSNorm.forward]
+  - id: forward-linear
+    text: "{TEXTS['forward-linear']}"
+    refs: [ReplicatedLinear.forward]
+  - id: verify
+    text: '{TEXTS['verify']}'
+    refs: [CacheConfig.verify_with_parallel_config]
+  - id: percent
+    text: "{TEXTS['percent']}"
+    refs: [vllm/utils.py::cdiv]
+"""
+URL = f"{GH}/v0.2.0/vllm/config/cache.py#L22"
+POST = f"""\
+---
+title: 缓存配置笔记
+---
+# 缓存
+
+默认值在 {URL} 。
+"""
+POST_TEXT = f"默认值在 {URL} 。"
+POST_CLAIM = link_claim_id("articles/post.md", URL)
+
+
+@pytest.fixture(scope="module")
+def linked(
+    tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
+) -> Path:
+    """A directory with annotate.toml, the corpus, and the index `index` then `link` built."""
+    root = tmp_path_factory.mktemp("linked")
+    config = CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
+    (root / "annotate.toml").write_text(config, encoding="utf-8")
+    (root / "annotations").mkdir()
+    (root / "annotations" / "mla.yml").write_text(MLA, encoding="utf-8")
+    (root / "articles").mkdir()
+    (root / "articles" / "post.md").write_text(POST, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
+    env.update(XDG_CACHE_HOME=str(root / "xdg-cache"), GIT_CONFIG_GLOBAL=os.devnull,
+               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+    for command in ("index", "link"):
+        done = subprocess.run([sys.executable, "-m", "annotate_cli", command],
+                              cwd=root, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    assert done.stdout == "2 articles, 7 claims, 7 refs: 7 linked, 0 unindexed, 0 broken\n"
+    return root
+
+
+@pytest.fixture(autouse=True)
+def project(linked: Path) -> Path:
+    """The current directory, with the config and a copy of the linked index."""
+    root = Path.cwd()
+    shutil.copyfile(linked / "annotate.toml", root / "annotate.toml")
+    (root / DB).parent.mkdir()
+    shutil.copyfile(linked / DB, root / DB)
+    return root
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def ok(*args: str) -> str:
+    result = run(*args)
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    return result.stdout
+
+
+def fails(*args: str) -> str:
+    """The one line of stderr of a command that must exit 2 and print nothing else."""
+    result = run(*args)
+    assert (result.exit_code, result.stdout) == (2, ""), result.output
+    assert result.stderr.count("\n") == 1
+    return result.stderr
+
+
+# -- links ---------------------------------------------------------------------------------------
+
+UTIL_LINKS = (
+    f"{UTIL}\n"
+    f"  articles/post.md#{POST_CLAIM} @v0.2.0: {POST_TEXT}\n"
+    f"  blog/mla-tp.md#util-default @v0.1.0: {TEXTS['util-default']}\n"
+    f"  blog/mla-tp.md#util-raised @v0.2.0: {TEXTS['util-raised']}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "symbol",
+    [
+        pytest.param(f"vllm@v0.1.0:{UTIL}", id="full-ref"),
+        pytest.param(UTIL, id="path-and-qualname"),
+        pytest.param("vllm@v0.2.0:vllm.config.cache.CacheConfig.gpu_memory_utilization",
+                     id="pinned-dotted-ref"),
+        pytest.param("vllm.config.cache.CacheConfig.gpu_memory_utilization", id="dotted-name"),
+        pytest.param("CacheConfig.gpu_memory_utilization", id="qualname"),
+        pytest.param("gpu_memory_utilization", id="short-name"),
+    ],
+)
+def test_links_to_a_symbol(symbol: str) -> None:
+    assert ok("links", symbol) == UTIL_LINKS
+
+
+def test_links_to_a_short_name_of_several_symbols_lists_them_grouped() -> None:
+    assert ok("links", "forward") == (
+        "vllm/model_executor/layers/layernorm.py::RMSNorm.forward\n"
+        f"  blog/mla-tp.md#forward-rms @v0.1.0: {TEXTS['forward-rms']}\n"
+        "vllm/model_executor/layers/linear.py::ReplicatedLinear.forward\n"
+        f"  blog/mla-tp.md#forward-linear @v0.1.0: {TEXTS['forward-linear']}\n"
+    )
+
+
+def test_links_of_a_path_only_cite_that_path() -> None:
+    assert ok("links", "vllm/model_executor/layers/linear.py::forward") == (
+        "vllm/model_executor/layers/linear.py::ReplicatedLinear.forward\n"
+        f"  blog/mla-tp.md#forward-linear @v0.1.0: {TEXTS['forward-linear']}\n"
+    )
+
+
+def test_links_to_an_uncited_symbol() -> None:
+    assert ok("links", "LLMEngine.add_request") == "No claims cite it.\n"
+    assert json.loads(ok("links", "--format", "json", "LLMEngine.add_request")) == []
+
+
+def test_links_json_round_trips_the_text() -> None:
+    out = ok("links", "--format", "json", "CacheConfig.gpu_memory_utilization")
+    assert TEXTS["util-default"] in out  # not \\u-escaped
+    objects = json.loads(out)
+    assert [
+        {key: obj[key] for key in ("article", "claim", "text", "ref", "resolved", "version")}
+        for obj in objects
+    ] == [
+        {"article": "articles/post.md", "claim": POST_CLAIM, "text": POST_TEXT, "ref": URL,
+         "resolved": f"vllm@v0.2.0:{UTIL}", "version": "v0.2.0"},
+        {"article": "blog/mla-tp.md", "claim": "util-default", "text": TEXTS["util-default"],
+         "ref": UTIL, "resolved": f"vllm@v0.1.0:{UTIL}", "version": "v0.1.0"},
+        {"article": "blog/mla-tp.md", "claim": "util-raised", "text": TEXTS["util-raised"],
+         "ref": "vllm.config.cache.CacheConfig.gpu_memory_utilization",
+         "resolved": f"vllm@v0.2.0:{UTIL}", "version": "v0.2.0"},
+    ]
+    assert {(obj["state"], obj["file"]) for obj in objects} == {
+        ("linked", "articles/post.md"), ("linked", "annotations/mla.yml")
+    }
+
+
+ARTICLE_TABLE = """\
+line  claim           version  state   symbol
+7     util-default    v0.1.0   linked  vllm@v0.1.0:vllm/config/cache.py::CacheConfig.gpu_memory_utilization
+11    util-raised     v0.2.0   linked  vllm@v0.2.0:vllm/config/cache.py::CacheConfig.gpu_memory_utilization
+14    forward-rms     v0.1.0   linked  vllm@v0.1.0:vllm/model_executor/layers/layernorm.py::RMSNorm.forward
+17    forward-linear  v0.1.0   linked  vllm@v0.1.0:vllm/model_executor/layers/linear.py::ReplicatedLinear.forward
+20    verify          v0.1.0   linked  vllm@v0.1.0:vllm/config/cache.py::CacheConfig.verify_with_parallel_config
+23    percent         v0.1.0   linked  vllm@v0.1.0:vllm/utils.py::cdiv
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("article", ["blog/mla-tp.md", "annotations/mla.yml"],
+                         ids=["article-path", "annotation-file"])
+def test_links_of_an_article(article: str) -> None:
+    assert ok("links", "--article", article) == ARTICLE_TABLE
+
+
+def test_links_of_an_article_as_json() -> None:
+    objects = json.loads(ok("links", "--article", "articles/post.md", "--format", "json"))
+    assert objects == [{
+        "article": "articles/post.md", "claim": POST_CLAIM, "text": POST_TEXT, "ref": URL,
+        "resolved": f"vllm@v0.2.0:{UTIL}", "version": "v0.2.0", "state": "linked",
+        "file": "articles/post.md", "line": 6,
+    }]
+
+
+def test_links_of_an_unknown_article() -> None:
+    assert fails("links", "--article", "blog/nope.md") == (
+        "Error: no claims of article 'blog/nope.md' are linked; check the path, "
+        "or run 'annotate link'\n"
+    )
+
+
+@pytest.mark.parametrize("args", [[], ["forward", "--article", "blog/mla-tp.md"]],
+                         ids=["neither", "both"])
+def test_links_wants_a_symbol_or_an_article(args: list[str]) -> None:
+    result = run("links", *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == "Error: give either SYMBOL or --article PATH"
+
+
+def test_links_to_a_malformed_ref() -> None:
+    assert fails("links", "vllm@v0.1.0:vllm/utils.py::") == (
+        "Error: missing qualname after '::' in 'vllm@v0.1.0:vllm/utils.py::'\n"
+    )
+
+
+# -- search --------------------------------------------------------------------------------------
+
+SEARCHES = [
+    pytest.param("显存利用率", ["util-default", "util-raised"], id="chinese-trigram"),
+    pytest.param("融合了", ["forward-rms"], id="chinese-three-characters"),
+    pytest.param("残差", ["forward-rms"], id="chinese-two-characters"),
+    pytest.param("显存", ["percent", "util-default", "util-raised"], id="chinese-two-many"),
+    pytest.param("TP 切分", sorted(TEXTS), id="title"),
+    pytest.param("笔记", [POST_CLAIM], id="title-two-characters"),
+    pytest.param("verify_with_parallel", ["verify"], id="cited-symbol-name"),
+    pytest.param("layernorm", ["forward-rms"], id="cited-path"),
+    pytest.param("rmsnorm", ["forward-rms"], id="case-insensitive"),
+    pytest.param('"Too large swap space."', ["verify"], id="double-quotes-are-literal"),
+    pytest.param("NEAR* OR", ["verify"], id="fts-operators-are-literal"),
+    pytest.param("50%", ["percent"], id="percent-is-literal"),
+    pytest.param("%", ["percent"], id="lone-percent-is-literal"),
+    pytest.param("无此内容", [], id="no-match"),
+]
+
+
+@pytest.mark.parametrize(("query", "claims"), SEARCHES)
+def test_search(query: str, claims: list[str]) -> None:
+    objects = json.loads(ok("search", "--format", "json", query))
+    assert sorted(obj["claim_id"] for obj in objects) == claims
+
+
+def test_search_output_round_trips_the_text() -> None:
+    assert ok("search", "残差") == f"blog/mla-tp.md#forward-rms: {TEXTS['forward-rms']}\n"
+    out = ok("search", "--format", "json", "融合了残差")
+    assert TEXTS["forward-rms"] in out
+    assert json.loads(out) == [{
+        "article": "blog/mla-tp.md", "claim_id": "forward-rms", "title": "MLA 的 TP 切分",
+        "text": TEXTS["forward-rms"],
+        "symbols": "vllm/model_executor/layers/layernorm.py RMSNorm.forward",
+    }]
+    assert ok("search", "无此内容") == "No claims match.\n"
+
+
+HOSTILE = ['"', "*", "NEAR(", "OR", "AND", "NOT", '"unclosed', "a OR b", "NEAR(a b, 2)", "(((",
+           ")", "^start", "text:显存", "-x", "'", "_", "\\", '""', "***", "a*", "{x}", ":",
+           "显存 OR", "NEAR(显存", " ", ""]
+
+
+@pytest.mark.parametrize("query", HOSTILE, ids=[repr(q) for q in HOSTILE])
+def test_search_survives_fts_syntax(query: str) -> None:
+    result = run("search", "--", query)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert isinstance(json.loads(ok("search", "--format", "json", "--", query)), list)
+
+
+# -- show ----------------------------------------------------------------------------------------
+
+
+def _numbered(source: str, start: int, end: int) -> str:
+    width = len(str(end))
+    lines = source.split("\n")[start - 1:end]
+    return "".join(f"{str(n).rjust(width)}  {line}\n" for n, line in enumerate(lines, start))
+
+
+SHOWS = [
+    pytest.param(f"vllm@v0.1.0:{UTIL}", f"vllm@v0.1.0:{UTIL}", "v0.1.0/vllm/config/cache.py",
+                 fv.CACHE_CONFIG_V1, 22, 22, id="path-and-qualname"),
+    pytest.param("vllm@v0.2.0:vllm.config.cache.CacheConfig.gpu_memory_utilization",
+                 f"vllm@v0.2.0:{UTIL}", "v0.2.0/vllm/config/cache.py",
+                 fv.CACHE_CONFIG_V2, 22, 22, id="dotted"),
+    pytest.param("vllm@v0.2.0:vllm.utils.cdiv", "vllm@v0.2.0:vllm/utils.py::cdiv",
+                 "v0.2.0/vllm/utils.py", fv.UTILS_V2, 10, 12, id="dotted-function"),
+    pytest.param("vllm@v0.1.0:vllm.platforms.DEFAULT_DEVICE",
+                 "vllm@v0.1.0:vllm/platforms/__init__.py::DEFAULT_DEVICE",
+                 "v0.1.0/vllm/platforms/__init__.py", fv.PLATFORMS_INIT, 15, 15,
+                 id="dotted-package-init"),
+    pytest.param("vllm@v0.1.0:vllm/config/cache.py#L8-L10",
+                 "vllm@v0.1.0:vllm/config/cache.py#L8-L10",
+                 "v0.1.0/vllm/config/cache.py", fv.CACHE_CONFIG_V1, 8, 10,
+                 id="lines-aligned-numbers"),
+    pytest.param("vllm@v0.3.0:csrc/attention/paged_attention_v1.cu#L4-L7",
+                 "vllm@v0.3.0:csrc/attention/paged_attention_v1.cu#L4-L7",
+                 "v0.3.0/csrc/attention/paged_attention_v1.cu", fv.PAGED_ATTENTION_CU, 4, 7,
+                 id="lines-non-python"),
+    pytest.param(f"{GH}/v0.2.0/vllm/sampling_params.py#L25",
+                 "vllm@v0.2.0:vllm/sampling_params.py::SamplingParams.clone",
+                 "v0.2.0/vllm/sampling_params.py", fv.SAMPLING_PARAMS_V2, 24, 26,
+                 id="permalink"),
+]
+
+
+@pytest.mark.parametrize(("ref", "canonical", "where", "source", "start", "end"), SHOWS)
+def test_show(ref: str, canonical: str, where: str, source: str, start: int, end: int) -> None:
+    assert ok("show", ref) == (
+        f"# {canonical}\n# {GH}/{where}#L{start}-L{end}\n" + _numbered(source, start, end)
+    )
+
+
+def test_show_another_repo() -> None:
+    assert ok("show", "lmcache@v0.5.1:lmcache.integration.vllm.utils.cache_block_size") == (
+        "# lmcache@v0.5.1:lmcache/integration/vllm/utils.py::cache_block_size\n"
+        "# https://github.com/LMCache/LMCache/blob/v0.5.1/lmcache/integration/vllm/utils.py"
+        "#L11-L12\n"
+        "11  def cache_block_size(cache_config: CacheConfig) -> int:\n"
+        "12      return cache_config.block_size\n"
+    )
+
+
+SHOW_ERRORS = [
+    pytest.param("vllm/utils.py::cdiv",
+                 "'vllm/utils.py::cdiv' names no version (hint: add 'at: REPO@VERSION' to the "
+                 "claim or file, or write REPO@VERSION: first)", id="no-pin"),
+    pytest.param("vllm@v0.1.0:vllm/utils.py", "missing '::QUALNAME' or '#Lx-Ly' after path "
+                 "'vllm/utils.py'", id="syntax"),
+    pytest.param("vllm@v9.9.9:vllm/utils.py::cdiv",
+                 "vllm@v9.9.9 is not indexed (hint: run 'annotate index vllm@v9.9.9')",
+                 id="unindexed"),
+    pytest.param("nope@v1:a.py::b", "unknown repo 'nope' (hint: configured repos are: lmcache, "
+                 "vllm (add [repos.nope] to annotate.toml))", id="unknown-repo"),
+    pytest.param("vllm@v0.1.0:vllm/utils.py::cdivv",
+                 "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 (hint: closest: 'cdiv')",
+                 id="qualname-missing"),
+    pytest.param("vllm@v0.1.0:vllm.utils.cdivv",
+                 "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 (hint: closest: 'cdiv')",
+                 id="dotted-qualname-missing"),
+    pytest.param("vllm@v0.1.0:vllm/utls.py::cdiv", "path 'vllm/utls.py' does not exist at "
+                 "vllm@v0.1.0 (hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')",
+                 id="path-missing"),
+    pytest.param("vllm@v0.1.0:LogitsProcessor.forward.nope",
+                 "no module or symbol 'LogitsProcessor.forward.nope' at vllm@v0.1.0 "
+                 "(hint: write PATH::QUALNAME, or a dotted name starting with the module)",
+                 id="short-name-missing"),
+    pytest.param("vllm@v0.3.0:DeepseekV4ForCausalLM",
+                 "'DeepseekV4ForCausalLM' matches 3 symbols at vllm@v0.3.0: "
+                 "vllm/model_executor/models/deepseek_v4_amd.py::DeepseekV4ForCausalLM, "
+                 "vllm/model_executor/models/deepseek_v4_nvidia.py::DeepseekV4ForCausalLM, "
+                 "vllm/model_executor/models/deepseek_v4_xpu.py::DeepseekV4ForCausalLM "
+                 "(hint: write PATH::QUALNAME to pick one)", id="ambiguous"),
+    pytest.param(f"{GH}/v0.1.0/README.md#L9", "lines 9-9 are past the end of README.md "
+                 "(3 lines) at vllm@v0.1.0 (hint: check the line range)", id="past-the-end"),
+]
+
+
+@pytest.mark.parametrize(("ref", "message"), SHOW_ERRORS)
+def test_show_errors(ref: str, message: str) -> None:
+    assert fails("show", ref) == f"Error: {message}\n"

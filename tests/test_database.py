@@ -1,0 +1,320 @@
+"""The index database: schema and migrations, WAL, refusals, one transaction per version."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from fakevllm import FakeRepo
+
+from db import database as database_module
+from db import queries
+from db.database import Database, _statements, open_database
+from db.errors import DatabaseBusy, MissingIndex, NotADatabase, SchemaTooNew
+from db.schema import MIGRATIONS, SCHEMA_VERSION
+from indexer.config import ProjectConfig, load_config
+from indexer.pipeline import index_version
+
+TABLES = ("repos", "versions", "blobs", "files", "symbols")
+
+
+@pytest.fixture
+def config(fake_vllm: FakeRepo) -> ProjectConfig:
+    Path("annotate.toml").write_text(
+        f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
+    )
+    return load_config()
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    with open_database(tmp_path / "index.db") as opened:
+        yield opened
+
+
+def _counts(database: Database) -> dict[str, int]:
+    return {
+        table: database.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in TABLES
+    }
+
+
+def _schema(path: Path) -> set[tuple[str, str]]:
+    with sqlite3.connect(path) as conn:
+        return {
+            (kind, name)
+            for kind, name in conn.execute("SELECT type, name FROM sqlite_master")
+            if not name.startswith("sqlite_") and "claim_search_" not in name
+        }
+
+
+# ------------------------------------------------------------------------------ schema
+
+
+def test_fresh_database_has_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "index.db"
+    with open_database(path) as database:
+        conn = database.conn
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    names = {name for _, name in _schema(path)}
+    assert {*TABLES, "version_files", "version_symbols", "version_summary"} <= names
+    with sqlite3.connect(path) as conn:  # WAL is a property of the file, not the connection
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_schema_equals_running_every_migration_as_a_script(tmp_path: Path) -> None:
+    with open_database(tmp_path / "index.db"):
+        pass
+    with sqlite3.connect(tmp_path / "script.db") as conn:
+        for script in MIGRATIONS:
+            conn.executescript(script)
+    assert _schema(tmp_path / "index.db") == _schema(tmp_path / "script.db")
+
+
+def test_views_are_usable(database: Database, config: ProjectConfig, fake_vllm: FakeRepo) -> None:
+    outcome = index_version(database, config, "vllm", "v0.1.0")
+    conn = database.conn
+    files = conn.execute(
+        "SELECT path, blob_id FROM version_files WHERE repo = 'vllm' AND version = 'v0.1.0'"
+    ).fetchall()
+    symbols = conn.execute(
+        "SELECT count(*) FROM version_symbols WHERE repo = 'vllm' AND version = 'v0.1.0'"
+    ).fetchone()[0]
+    summary = list(database.db.query("SELECT * FROM version_summary"))
+    assert {path for path, _ in files} == set(fv.regular_files(fv.VERSIONS["v0.1.0"]))
+    assert symbols == outcome.symbols > 0
+    assert [(row["repo"], row["version"], row["source"], row["source_id"], row["file_count"],
+             row["symbol_count"]) for row in summary] == [
+        ("vllm", "v0.1.0", "git", fake_vllm.commits["v0.1.0"], len(files), symbols)
+    ]
+
+
+STATEMENTS = [
+    pytest.param("CREATE TABLE a (x);", ["CREATE TABLE a (x);"], id="one"),
+    pytest.param(
+        "CREATE TABLE a (x);\nCREATE TABLE b (y);\n",
+        ["CREATE TABLE a (x);", "CREATE TABLE b (y);"], id="two-lines",
+    ),
+    pytest.param(
+        "CREATE TABLE a (\n    x TEXT DEFAULT 'a;b'\n);\n",
+        ["CREATE TABLE a (\n    x TEXT DEFAULT 'a;b'\n);"], id="semicolon-in-string",
+    ),
+    pytest.param(
+        "CREATE TRIGGER t AFTER INSERT ON a BEGIN\n    INSERT INTO b VALUES (1);\n"
+        "    INSERT INTO b VALUES (2);\nEND;\nCREATE TABLE c (z);\n",
+        [
+            "CREATE TRIGGER t AFTER INSERT ON a BEGIN\n    INSERT INTO b VALUES (1);\n"
+            "    INSERT INTO b VALUES (2);\nEND;",
+            "CREATE TABLE c (z);",
+        ],
+        id="trigger-body",
+    ),
+    pytest.param(
+        "-- a comment; with a semicolon\nCREATE TABLE a (x);\n",
+        ["-- a comment; with a semicolon\nCREATE TABLE a (x);"], id="comment-line",
+    ),
+    pytest.param("CREATE TABLE a (x)\n", ["CREATE TABLE a (x)"], id="unterminated-last"),
+    pytest.param("\n\n", [], id="blank"),
+]
+
+
+@pytest.mark.parametrize(("script", "expected"), STATEMENTS)
+def test_statements(script: str, expected: list[str]) -> None:
+    assert _statements(script) == expected
+
+
+@pytest.mark.parametrize("number", [pytest.param(n, id=f"migration-{n + 1}")
+                                    for n in range(len(MIGRATIONS))])
+def test_every_migration_splits_into_complete_statements(number: int) -> None:
+    statements = _statements(MIGRATIONS[number])
+    assert statements and all(sqlite3.complete_statement(s) for s in statements)
+    assert "".join(statements).replace(" ", "").replace("\n", "") == (
+        MIGRATIONS[number].replace(" ", "").replace("\n", "")
+    )
+
+
+def test_older_schema_is_migrated_after_a_backup(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    with sqlite3.connect(path) as conn:
+        for statement in _statements(MIGRATIONS[0]):
+            conn.execute(statement)
+        conn.execute("INSERT INTO repos (name) VALUES ('vllm')")
+        conn.execute("PRAGMA user_version = 1")
+    notes: list[str] = []
+    with open_database(path, notify=notes.append) as database:
+        assert database.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert database.conn.execute("SELECT name FROM repos").fetchall() == [("vllm",)]
+    backup = tmp_path / "index.db.v1.bak"
+    assert notes == [f"migrating {path} from schema 1; backup at {backup}"]
+    with sqlite3.connect(backup) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("SELECT name FROM repos").fetchall() == [("vllm",)]
+    assert _schema(path) == _schema(_fresh(tmp_path / "fresh.db"))
+
+
+def _fresh(path: Path) -> Path:
+    with open_database(path):
+        pass
+    return path
+
+
+def test_current_schema_is_opened_without_migrating(tmp_path: Path) -> None:
+    path = _fresh(tmp_path / "index.db")
+    notes: list[str] = []
+    with open_database(path, notify=notes.append):
+        pass
+    assert notes == []
+    assert list(tmp_path.iterdir()) == [path] or not list(tmp_path.glob("*.bak"))
+
+
+# ------------------------------------------------------------------------------ refusals
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = _fresh(tmp_path / "index.db")
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(SchemaTooNew) as caught:
+        open_database(path)
+    assert str(caught.value) == (
+        f"{path} has schema version 99, newer than this annotate understands "
+        f"({SCHEMA_VERSION}); upgrade vllm-annotate, or pass another --db PATH"
+    )
+
+
+def test_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    data = os.urandom(4096)
+    path.write_bytes(data)
+    with pytest.raises(NotADatabase) as caught:
+        open_database(path)
+    assert str(caught.value) == (
+        f"{path} is not an annotate database (file is not a database); "
+        "pass another --db PATH, or move that file away"
+    )
+    assert path.read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.db"]
+
+
+def test_another_programs_sqlite_file_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE repos (owner TEXT, stars INTEGER)")
+    before = path.read_bytes()
+    with pytest.raises(NotADatabase, match="is an SQLite database but not an annotate index"):
+        open_database(path)
+    assert path.read_bytes() == before
+
+
+def test_empty_file_becomes_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    path.touch()
+    with open_database(path) as database:
+        assert database.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_missing_database_is_not_created_when_only_reading(tmp_path: Path) -> None:
+    with pytest.raises(MissingIndex) as caught:
+        open_database(tmp_path / "nowhere.db", create=False)
+    assert str(caught.value) == (
+        f"no index at {tmp_path / 'nowhere.db'}; run 'annotate index' first, or pass --db PATH"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------ writes
+
+
+def test_failure_before_the_version_row_leaves_nothing(
+    database: Database, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(conn: sqlite3.Connection, blob_ids: set[str]) -> int:
+        assert conn.execute("SELECT count(*) FROM blobs").fetchone()[0] > 0  # blobs went in
+        raise RuntimeError("injected between the blobs and the version")
+
+    monkeypatch.setattr(queries, "_count_symbols", explode)
+    with pytest.raises(RuntimeError, match="injected"):
+        index_version(database, config, "vllm", "v0.1.0")
+    assert _counts(database) == dict.fromkeys(TABLES, 0)
+    assert not database.conn.in_transaction
+    monkeypatch.undo()
+    outcome = index_version(database, config, "vllm", "v0.1.0")  # and it can be done again
+    assert outcome.parsed == _counts(database)["blobs"] - len(fv.NON_PYTHON_FILES)
+
+
+def test_constraint_violation_in_a_blob_row_leaves_nothing(database: Database) -> None:
+    version = queries.VersionRow("vllm", "v1", "local", None, None, 2, 2, 0.1)
+    blobs = [
+        queries.BlobRow("a" * 40, 1, b"", parsed=True),
+        queries.BlobRow("b" * 40, None, b""),  # type: ignore[arg-type] - size is NOT NULL
+    ]
+    with pytest.raises(sqlite3.IntegrityError, match="NOT NULL"):
+        queries.write_version(
+            database, {"name": "vllm", "git": None, "pypi": None, "github": None}, version,
+            [("a.py", "a" * 40), ("b.py", "b" * 40)], blobs,
+        )
+    assert _counts(database) == dict.fromkeys(TABLES, 0)
+
+
+def test_file_pointing_at_an_unknown_blob_leaves_nothing(database: Database) -> None:
+    version = queries.VersionRow("vllm", "v1", "local", None, None, 1, 0, 0.1)
+    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
+        queries.write_version(
+            database, {"name": "vllm", "git": None, "pypi": None, "github": None}, version,
+            [("a.py", "c" * 40)], [],
+        )
+    assert _counts(database) == dict.fromkeys(TABLES, 0)
+
+
+def test_write_version_twice_is_refused_the_second_time(database: Database) -> None:
+    version = queries.VersionRow("vllm", "v1", "local", None, None, 1, 1, 0.1)
+    repo = {"name": "vllm", "git": None, "pypi": None, "github": None}
+    blob = queries.BlobRow("a" * 40, 1, b"")
+    assert queries.write_version(database, repo, version, [("a.py", "a" * 40)], [blob])
+    before = _counts(database)
+    assert not queries.write_version(database, repo, version, [("a.py", "a" * 40)], [blob])
+    assert _counts(database) == before
+
+
+def test_writer_waits_for_another_and_says_so(tmp_path: Path) -> None:
+    path = _fresh(tmp_path / "index.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    notes: list[str] = []
+    released = threading.Timer(2.5, holder.rollback)
+    released.start()
+    try:
+        with open_database(path, notify=notes.append) as database, database.write() as conn:
+            conn.execute("INSERT INTO repos (name) VALUES ('waited')")
+    finally:
+        released.join()
+        holder.close()
+    assert notes == [f"waiting for another annotate process to finish writing {path}"]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT name FROM repos").fetchall() == [("waited",)]
+
+
+def test_writer_gives_up_with_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(database_module, "WAIT_SECONDS", 0.2)
+    path = _fresh(tmp_path / "index.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with open_database(path) as database, pytest.raises(DatabaseBusy) as caught:
+            with database.write():
+                pass
+    finally:
+        holder.close()
+    assert str(caught.value) == (
+        f"{path} stayed locked by another process for 0s; "
+        "wait for the other annotate run to finish, then try again"
+    )

@@ -1,0 +1,290 @@
+"""Fingerprints: exact, normalized (comments, docstrings, layout ignored) and class shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from fakevllm import FakeRepo
+
+from db.database import Database, open_database
+from indexer.config import load_config
+from indexer.fingerprints import normalize
+from indexer.models import Symbol
+from indexer.pipeline import index_version
+from indexer.symbols import parse_blob
+
+
+def _symbol(source: str, qualname: str) -> Symbol:
+    parsed = parse_blob("x", source.encode())
+    assert not parsed.has_errors, source
+    (found,) = [s for s in parsed.symbols if s.qualname == qualname]
+    return found
+
+
+FUNCTION = """\
+@cache
+def f(a, b=1):
+    \"\"\"Add them.\"\"\"
+    # sum
+    total = a + b
+    return total
+"""
+
+CLASS = """\
+class C(Base):
+    \"\"\"A class.\"\"\"
+
+    limit = 3
+
+    def m(self, x):
+        return x + 1
+
+    def n(self):
+        return "n"
+"""
+
+# (old, new, qualname, same_exact, same_normalized, same_shape); same_shape None: no shape.
+CASES = [
+    pytest.param(FUNCTION, FUNCTION, "f", True, True, None, id="identical"),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("# sum", "# the total, computed"), "f", False, True, None,
+        id="comment-change",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("    # sum\n", ""),
+        "f", False, True, None, id="comment-removed",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("total = a + b", "total = a + b  # inline"), "f",
+        False, True, None, id="inline-comment-added",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace('"""Add them."""', '"""Add a and b.\n\n    Really.\n    """'),
+        "f", False, True, None, id="docstring-change",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace('    """Add them."""\n', ""), "f", False, True, None,
+        id="docstring-removed",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("def f(a, b=1):", "def f(\n    a,\n    b=1,\n):"),
+        "f", False, True, None, id="args-split-with-magic-trailing-comma",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("# sum\n", "# sum\n\n\n"), "f", False, True, None,
+        id="extra-blank-lines",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("total = a + b", "total = a + \\\n        b"), "f",
+        False, True, None, id="line-continuation",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("total = a + b", "total = (\n        a + b\n    )"),
+        "f", False, False, None, id="added-parentheses-are-not-normalized",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("total = a + b", "total = a - b"), "f", False, False, None,
+        id="body-change",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("b=1", "b=2"), "f", False, False, None,
+        id="signature-change",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("@cache", "@lru_cache(maxsize=None)"), "f", False, False, None,
+        id="decorator-change",
+    ),
+    pytest.param(
+        FUNCTION, FUNCTION.replace("@cache\n", ""), "f", False, False, None,
+        id="decorator-removed",
+    ),
+    pytest.param(
+        "x = 'a # b'\n", "x = 'a # c'\n", "x", False, False, None,
+        id="string-with-hash-content-change",
+    ),
+    pytest.param(
+        'def f():\n    return "# a"  # note\n', 'def f():\n    return "# b"  # note\n', "f",
+        False, False, None, id="string-starting-with-hash",
+    ),
+    pytest.param(
+        "def f():\n    return 'it''s'  # it's\n", "def f():\n    return 'it''s'  # its\n", "f",
+        False, True, None, id="quote-inside-comment",
+    ),
+    pytest.param(
+        "x = 'a b'\n", "x = 'a  b'\n", "x", False, False, None, id="white-space-inside-string",
+    ),
+    pytest.param(
+        "x = '''a\n# b'''\n", "x = '''a\n# c'''\n", "x", False, False, None,
+        id="hash-line-inside-triple-quoted-string",
+    ),
+    pytest.param(
+        "x = 1\n", "x = 2\n", "x", False, False, None, id="attribute-value-change",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("return x + 1", "return x + 2"), "C", False, False, True,
+        id="class-method-body-change",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("return x + 1", "return x + 1  # plus one"), "C", False, True, True,
+        id="class-method-comment-change",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace('"""A class."""', '"""A better class."""'), "C", False, True, True,
+        id="class-docstring-change",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("def m(self, x):", "def m(\n        self,\n        x,\n    ):"),
+        "C", False, True, True, id="class-method-args-split",
+    ),
+    pytest.param(
+        CLASS, CLASS + "\n    def o(self):\n        pass\n", "C", False, False, False,
+        id="class-gains-a-method",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("\n    def n(self):\n        return \"n\"\n", ""), "C",
+        False, False, False, id="class-loses-a-method",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("def m(self, x):", "def m(self, x, y=0):"), "C", False, False, False,
+        id="class-method-signature-change",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("class C(Base):", "class C(Base, Mixin):"), "C", False, False, False,
+        id="class-base-change",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("limit = 3", "limit = 3\n    extra = 4"), "C", False, False, False,
+        id="class-gains-an-attribute",
+    ),
+    pytest.param(
+        CLASS, CLASS.replace("def m(", "def renamed("), "C", False, False, False,
+        id="class-method-renamed",
+    ),
+    pytest.param(
+        CLASS, "\n\n" + CLASS, "C", True, True, True, id="class-moved-down",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "qualname", "same_exact", "same_normalized", "same_shape"), CASES
+)
+def test_fingerprints(
+    old: str, new: str, qualname: str, same_exact: bool, same_normalized: bool,
+    same_shape: bool | None,
+) -> None:
+    if not same_exact:
+        assert old != new, "the case's edit did not apply"
+    before, after = _symbol(old, qualname), _symbol(new, qualname)
+    assert (before.exact == after.exact) is same_exact
+    assert (before.normalized == after.normalized) is same_normalized
+    if same_shape is None:
+        assert before.shape is after.shape is None
+    else:
+        assert before.shape is not None and after.shape is not None
+        assert (before.shape == after.shape) is same_shape
+
+
+def test_method_fingerprints_ignore_their_class() -> None:
+    """A method's fingerprints cover its own span only."""
+    before = _symbol(CLASS, "C.m")
+    after = _symbol(CLASS.replace('return "n"', 'return "N"'), "C.m")
+    assert (before.exact, before.normalized) == (after.exact, after.normalized)
+
+
+def test_attribute_fingerprint_ignores_a_trailing_comment() -> None:
+    assert _symbol("x = 1  # one\n", "x").normalized == _symbol("x = 1\n", "x").normalized
+
+
+NORMALIZE = [
+    pytest.param(b"a = 1  # c\n", b"a=1", id="comment"),
+    pytest.param(b"f(\n    a,\n    b,\n)\n", b"f(a,b)", id="magic-trailing-comma"),
+    pytest.param(b"f(a, b,)\n", b"f(a,b,)", id="same-line-trailing-comma-kept"),
+    pytest.param(b"x = [\n    1,\n]\n", b"x=[1]", id="list-trailing-comma"),
+    pytest.param(b"x = a + \\\n    b\n", b"x=a+b", id="continuation"),
+    pytest.param(b"s = 'a  #  b'\n", b"s='a  #  b'", id="string-kept-verbatim"),
+    pytest.param(b's = r"\\d+ # x"\n', b's=r"\\d+ # x"', id="raw-string-with-hash"),
+    pytest.param(b"s = '''\n  # x\n'''\n", b"s='''\n  # x\n'''", id="triple-quoted"),
+    pytest.param(b"s = 'it\\'s'  # it's\n", b"s='it\\'s'", id="escaped-quote"),
+    pytest.param(b"", b"", id="empty"),
+]
+
+
+@pytest.mark.parametrize(("code", "expected"), NORMALIZE)
+def test_normalize(code: bytes, expected: bytes) -> None:
+    assert normalize(code) == expected
+
+
+# ------------------------------------------------------------------------------ fixture cases
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("fingerprints")
+    (root / "annotate.toml").write_text(
+        f'db = "index.db"\ncache_dir = "cache"\nsources = ["git"]\n'
+        f'[repos.vllm]\ngit = "{fake_vllm.url}"\n'
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        config = load_config(root)
+        with open_database(config.db) as database:
+            for tag in fv.TAGS:
+                index_version(database, config, "vllm", tag)
+    yield root / "index.db"
+
+
+def _stored(database: Database, tag: str, path: str, qualname: str) -> tuple:
+    return database.conn.execute(
+        "SELECT exact, normalized, shape FROM version_symbols"
+        " WHERE version = ? AND path = ? AND qualname = ?",
+        (tag, path, qualname),
+    ).fetchone()
+
+
+# (case, same_exact, same_normalized, same_shape)
+FIXTURE_CASES = [
+    pytest.param("moved", True, True, True, id="moved"),
+    pytest.param("moved_and_changed", False, False, False, id="moved-and-changed"),
+    pytest.param("signature_changed", False, False, None, id="signature-changed"),
+    pytest.param("body_changed", False, False, None, id="body-changed"),
+    pytest.param("decorator_changed", False, False, None, id="decorator-changed"),
+    pytest.param("bases_changed", False, False, False, id="bases-changed"),
+    pytest.param("member_added", False, False, False, id="member-added"),
+    pytest.param("formatting_only", False, True, None, id="formatting-only"),
+    pytest.param("attribute_value_changed", False, False, None, id="attribute-value-changed"),
+    pytest.param("constant_value_changed", False, False, None, id="constant-value-changed"),
+]
+
+
+@pytest.mark.parametrize(("case", "same_exact", "same_normalized", "same_shape"), FIXTURE_CASES)
+def test_fixture_change_cases(
+    indexed: Path, case: str, same_exact: bool, same_normalized: bool, same_shape: bool | None
+) -> None:
+    change = fv.CASES[case]
+    assert change.old is not None
+    with open_database(indexed, create=False) as database:
+        old = _stored(database, change.old_tag, *change.old)
+        new = _stored(database, change.new_tag, *change.new[0])
+    assert (old[0] == new[0], old[1] == new[1]) == (same_exact, same_normalized)
+    assert (None if old[2] is None else old[2] == new[2]) == same_shape
+
+
+def test_unchanged_symbols_keep_every_fingerprint(indexed: Path) -> None:
+    ref = fv.FEATURES["class_in_function"]
+    with open_database(indexed, create=False) as database:
+        rows = {_stored(database, tag, *ref) for tag in fv.TAGS}
+    assert len(rows) == 1
+
+
+def test_ambiguous_move_copies_share_shape_only_with_each_other(indexed: Path) -> None:
+    change = fv.CASES["ambiguous_move"]
+    with open_database(indexed, create=False) as database:
+        old = _stored(database, change.old_tag, *change.old)
+        copies = [_stored(database, change.new_tag, *ref) for ref in change.new]
+    assert all(copy[0] != old[0] and copy[1] != old[1] for copy in copies)
+    assert len({copy[1] for copy in copies}) == 3

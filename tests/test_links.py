@@ -1,0 +1,643 @@
+"""``annotate link``: what it stores, how re-running replaces it, and every input error."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from click.testing import CliRunner, Result
+from fakevllm import FakeRepo
+
+from annotate_cli import cli
+from annotations.links import link_all, load_claims
+from annotations.loader import link_claim_id
+from db.database import open_database
+from indexer.config import load_config
+from indexer.fingerprints import digest
+
+GH = "https://github.com/vllm-project/vllm/blob"
+CONFIG = """\
+[repos.vllm]
+git = "{vllm}"
+versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
+
+[repos.lmcache]
+git = "{lmcache}"
+versions = ["v0.5.1"]
+"""
+DB = Path(".annotate/index.db")
+
+
+@pytest.fixture(scope="module")
+def indexed(
+    tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
+) -> Path:
+    """A directory with annotate.toml and the index `annotate index` built from it."""
+    root = tmp_path_factory.mktemp("indexed")
+    config = CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
+    (root / "annotate.toml").write_text(config, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
+    env.update(XDG_CACHE_HOME=str(root / "xdg-cache"), GIT_CONFIG_GLOBAL=os.devnull,
+               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+    done = subprocess.run([sys.executable, "-m", "annotate_cli", "index"],
+                          cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+@pytest.fixture
+def project(indexed: Path) -> Path:
+    """The current directory, with the config and a fresh copy of the index."""
+    root = Path.cwd()
+    shutil.copyfile(indexed / "annotate.toml", root / "annotate.toml")
+    (root / DB).parent.mkdir()
+    shutil.copyfile(indexed / DB, root / DB)
+    return root
+
+
+def write(relative: str, text: str) -> Path:
+    path = Path(relative)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def link() -> Result:
+    return CliRunner().invoke(cli, ["link"])
+
+
+def rows(sql: str, *params: object) -> list[tuple]:
+    with sqlite3.connect(DB) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def stored() -> dict[str, list[tuple]]:
+    """Every row `link` writes, without row ids, in a stable order."""
+    return {
+        "articles": rows("SELECT * FROM articles ORDER BY path"),
+        "claims": rows("SELECT article, claim_id, text, pin, source_file, line FROM claims"
+                       " ORDER BY article, claim_id"),
+        "refs": rows("SELECT c.article, c.claim_id, r.seq, r.written, r.resolved, r.state,"
+                     " r.message, r.exact FROM claim_refs r JOIN claims c ON c.id = r.claim"
+                     " ORDER BY c.article, c.claim_id, r.seq"),
+        "search": rows("SELECT article, claim_id, title, text, symbols FROM claim_search"
+                       " ORDER BY article, claim_id"),
+    }
+
+
+MLA = """\
+article: blog/mla-tp.md
+title: "MLA 的 TP 切分"
+at: vllm@v0.1.0
+claims:
+  - id: util-default
+    text: "显存利用率默认是 0.9"
+    refs:
+      - vllm/config/cache.py::CacheConfig.gpu_memory_utilization
+      - ref: vllm.config.cache.CacheConfig
+        quote: "gpu_memory_utilization: float = 0.9"
+  - id: cdiv-later
+    text: "后来 cdiv 改写了"
+    at: vllm@v0.2.0
+    refs:
+      - vllm/utils.py::cdiv
+      - csrc/attention/paged_attention_v1.cu#L1-L3
+      - lmcache@v0.5.1:lmcache/integration/vllm/utils.py::mla_enabled
+"""
+URL_UTIL = f"{GH}/v0.2.0/vllm/config/cache.py#L22"
+URL_README = f"{GH}/v0.2.0/README.md#L1"
+POST = f"""\
+---
+title: 缓存
+at: vllm@v0.2.0
+claims:
+  - id: clone
+    text: SamplingParams 在 v0.2.0 有了 clone
+    refs: [vllm.sampling_params.SamplingParams.clone]
+---
+# 缓存配置
+
+默认值见 {URL_UTIL} 。
+
+README 的标题：{URL_README}
+"""
+EXTRA = """\
+article: https://example.com/notes
+claims:
+  - id: readme
+    text: README 第一行
+    refs: [vllm@v0.3.0:README.md#L1]
+"""
+SUMMARY = "3 articles, 6 claims, 9 refs: 9 linked, 0 unindexed, 0 broken\n"
+UTIL = "vllm/config/cache.py::CacheConfig.gpu_memory_utilization"
+
+
+def write_corpus() -> None:
+    write("annotations/mla.yml", MLA)
+    write("articles/post.md", POST)
+    write("articles/extra.yml", EXTRA)
+
+
+# -- what link stores ----------------------------------------------------------------------------
+
+
+def test_link_stores_articles_claims_and_links(project: Path) -> None:
+    write_corpus()
+    result = link()
+    assert (result.exit_code, result.stderr, result.stdout) == (0, "", SUMMARY)
+    assert rows("SELECT * FROM articles ORDER BY path") == [
+        ("articles/post.md", "缓存", "articles/post.md"),
+        ("blog/mla-tp.md", "MLA 的 TP 切分", "annotations/mla.yml"),
+        ("https://example.com/notes", None, "articles/extra.yml"),
+    ]
+    link_util = link_claim_id("articles/post.md", URL_UTIL)
+    link_readme = link_claim_id("articles/post.md", URL_README)
+    claims = rows("SELECT claim_id, pin, source_file, line FROM claims ORDER BY source_file, line")
+    assert claims == [
+        ("util-default", "vllm@v0.1.0", "annotations/mla.yml", 5),
+        ("cdiv-later", "vllm@v0.2.0", "annotations/mla.yml", 11),
+        ("readme", None, "articles/extra.yml", 3),
+        ("clone", "vllm@v0.2.0", "articles/post.md", 5),
+        (link_util, None, "articles/post.md", 11),
+        (link_readme, None, "articles/post.md", 13),
+    ]
+    refs = rows("SELECT c.claim_id, r.seq, r.line, r.written, r.resolved, r.repo, r.version,"
+                " r.state, r.message FROM claim_refs r JOIN claims c ON c.id = r.claim"
+                " ORDER BY c.source_file, c.line, r.seq")
+    assert refs == [
+        ("util-default", 0, 8, UTIL, f"vllm@v0.1.0:{UTIL}", "vllm", "v0.1.0", "linked", None),
+        ("util-default", 1, 9, "vllm.config.cache.CacheConfig",
+         "vllm@v0.1.0:vllm/config/cache.py::CacheConfig", "vllm", "v0.1.0", "linked", None),
+        ("cdiv-later", 0, 15, "vllm/utils.py::cdiv", "vllm@v0.2.0:vllm/utils.py::cdiv",
+         "vllm", "v0.2.0", "linked", None),
+        ("cdiv-later", 1, 16, "csrc/attention/paged_attention_v1.cu#L1-L3",
+         "vllm@v0.2.0:csrc/attention/paged_attention_v1.cu#L1-L3",
+         "vllm", "v0.2.0", "linked", None),
+        ("cdiv-later", 2, 17, "lmcache@v0.5.1:lmcache/integration/vllm/utils.py::mla_enabled",
+         "lmcache@v0.5.1:lmcache/integration/vllm/utils.py::mla_enabled",
+         "lmcache", "v0.5.1", "linked", None),
+        ("readme", 0, 5, "vllm@v0.3.0:README.md#L1", "vllm@v0.3.0:README.md#L1",
+         "vllm", "v0.3.0", "linked", None),
+        ("clone", 0, 7, "vllm.sampling_params.SamplingParams.clone",
+         "vllm@v0.2.0:vllm/sampling_params.py::SamplingParams.clone",
+         "vllm", "v0.2.0", "linked", None),
+        (link_util, 0, 11, URL_UTIL, f"vllm@v0.2.0:{UTIL}", "vllm", "v0.2.0", "linked", None),
+        (link_readme, 0, 13, URL_README, "vllm@v0.2.0:README.md#L1",
+         "vllm", "v0.2.0", "linked", None),
+    ]
+    assert rows("SELECT quote FROM claim_refs WHERE quote IS NOT NULL") == [
+        ("gpu_memory_utilization: float = 0.9",)
+    ]
+
+
+def test_stored_claims_are_exactly_what_the_files_say(project: Path) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    loaded = load_claims(load_config())
+    assert loaded.errors == []
+    expected = sorted(
+        (c.article, c.claim_id, c.text, c.at, c.source_file, c.line)
+        for article in loaded.articles for c in article.claims
+    )
+    assert stored()["claims"] == expected
+    texts = {claim_id: text for _, claim_id, text, *_ in expected}
+    assert texts["util-default"] == "显存利用率默认是 0.9"
+    assert texts["cdiv-later"] == "后来 cdiv 改写了"
+
+
+def test_links_carry_the_symbols_fingerprints_at_their_pin(project: Path) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    symbol_refs = rows(
+        "SELECT r.repo, r.version, r.path, r.qualname, r.kind, r.start_line, r.end_line,"
+        " r.blob_id, r.exact, r.normalized, r.shape FROM claim_refs r WHERE r.qualname IS NOT NULL"
+        " ORDER BY r.version, r.path, r.qualname"
+    )
+    indexed = rows(
+        "SELECT repo, version, path, qualname, kind, start_line, end_line, blob_id, exact,"
+        " normalized, shape FROM version_symbols WHERE (repo, version, path, qualname) IN"
+        " (SELECT repo, version, path, qualname FROM claim_refs) ORDER BY version, path, qualname"
+    )
+    assert len(symbol_refs) == 6
+    assert symbol_refs == indexed
+    lines = rows("SELECT resolved, start_line, end_line, exact, normalized FROM claim_refs"
+                 " WHERE qualname IS NULL ORDER BY resolved")
+    cuda = "".join(fv.PAGED_ATTENTION_CU.splitlines(keepends=True)[:3]).encode()
+    readme = fv.README.splitlines(keepends=True)[0].encode()
+    assert lines == [
+        ("vllm@v0.2.0:README.md#L1", 1, 1, digest(readme), digest(b" ".join(readme.split()))),
+        ("vllm@v0.2.0:csrc/attention/paged_attention_v1.cu#L1-L3", 1, 3, digest(cuda),
+         digest(b" ".join(cuda.split()))),
+        ("vllm@v0.3.0:README.md#L1", 1, 1, digest(readme), digest(b" ".join(readme.split()))),
+    ]
+
+
+def test_the_pin_of_the_claim_wins_over_the_file_pin(project: Path) -> None:
+    write("annotations/pins.yml", """\
+article: pins
+at: vllm@v0.1.0
+claims:
+  - id: file-pin
+    text: a
+    refs: [vllm/utils.py::cdiv]
+  - id: claim-pin
+    text: b
+    at: vllm@v0.2.0
+    refs: [vllm/utils.py::cdiv, vllm@v0.1.0:vllm/utils.py::cdiv]
+""")
+    result = link()
+    assert (result.exit_code, result.stdout) == (
+        0, "1 articles, 2 claims, 3 refs: 3 linked, 0 unindexed, 0 broken\n"
+    )
+    assert rows("SELECT c.claim_id, r.resolved FROM claim_refs r JOIN claims c ON c.id = r.claim"
+                " ORDER BY c.line, r.seq") == [
+        ("file-pin", "vllm@v0.1.0:vllm/utils.py::cdiv"),
+        ("claim-pin", "vllm@v0.2.0:vllm/utils.py::cdiv"),
+        ("claim-pin", "vllm@v0.1.0:vllm/utils.py::cdiv"),
+    ]
+
+
+# -- re-running ----------------------------------------------------------------------------------
+
+
+def test_relinking_unchanged_files_stores_the_same(project: Path) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    before = stored()
+    result = link()
+    assert (result.exit_code, result.stdout) == (0, SUMMARY)
+    assert stored() == before
+
+
+def test_relinking_replaces_what_changed_and_removes_what_is_gone(project: Path) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    write("annotations/mla.yml", MLA.split("  - id: cdiv-later")[0].replace(
+        "显存利用率默认是 0.9", "默认 0.9，v0.2.0 起 0.92"))
+    result = link()
+    assert (result.exit_code, result.stdout) == (
+        0, "3 articles, 5 claims, 6 refs: 6 linked, 0 unindexed, 0 broken\n"
+    )
+    assert rows("SELECT claim_id, text FROM claims WHERE article = 'blog/mla-tp.md'") == [
+        ("util-default", "默认 0.9，v0.2.0 起 0.92")
+    ]
+    assert rows("SELECT claim_id, text FROM claim_search WHERE article = 'blog/mla-tp.md'") == [
+        ("util-default", "默认 0.9，v0.2.0 起 0.92")
+    ]
+    assert rows("SELECT count(*) FROM claim_refs") == [(6,)]
+    assert rows("SELECT count(*) FROM claim_refs WHERE claim NOT IN (SELECT id FROM claims)") == [
+        (0,)
+    ]
+
+
+def test_deleting_a_file_removes_its_article(project: Path) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    Path("articles/post.md").unlink()
+    result = link()
+    assert (result.exit_code, result.stdout) == (
+        0, "2 articles, 3 claims, 6 refs: 6 linked, 0 unindexed, 0 broken\n"
+    )
+    assert rows("SELECT path FROM articles ORDER BY path") == [
+        ("blog/mla-tp.md",), ("https://example.com/notes",)
+    ]
+    assert rows("SELECT DISTINCT article FROM claims ORDER BY article") == [
+        ("blog/mla-tp.md",), ("https://example.com/notes",)
+    ]
+    assert rows("SELECT DISTINCT article FROM claim_search ORDER BY article") == [
+        ("blog/mla-tp.md",), ("https://example.com/notes",)
+    ]
+
+
+def test_a_file_that_now_fails_to_load_keeps_its_previous_rows(project: Path) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    before = stored()
+    write("articles/post.md", POST.replace("title: 缓存", "titel: 缓存"))
+    write("articles/extra.yml", EXTRA.replace("README 第一行", "README 的第一行"))
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: articles/post.md:2: unknown key 'titel' at top level "
+        "(allowed: article, title, at, claims)\n"
+        "Error: 1 problems in the annotations (see above)\n"
+    )
+    assert result.stdout == "2 articles, 3 claims, 6 refs: 6 linked, 0 unindexed, 0 broken\n"
+    after = stored()
+    for table in after:
+        assert [row for row in after[table] if "articles/post.md" in row] == [
+            row for row in before[table] if "articles/post.md" in row
+        ]
+    assert ("https://example.com/notes", "readme", "README 的第一行", None, "articles/extra.yml",
+            3) in after["claims"]
+
+
+def test_claims_of_one_article_from_two_files_are_all_kept(project: Path) -> None:
+    write_corpus()
+    write("annotations/post-more.yml", """\
+article: articles/post.md
+at: vllm@v0.1.0
+claims:
+  - id: swap
+    text: 默认交换空间 4 GiB
+    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]
+""")
+    result = link()
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "3 articles, 7 claims, 10 refs: 10 linked, 0 unindexed, 0 broken\n"
+    assert rows("SELECT claim_id, source_file FROM claims WHERE article = 'articles/post.md'"
+                " ORDER BY source_file, line") == [
+        ("swap", "annotations/post-more.yml"),
+        ("clone", "articles/post.md"),
+        (link_claim_id("articles/post.md", URL_UTIL), "articles/post.md"),
+        (link_claim_id("articles/post.md", URL_README), "articles/post.md"),
+    ]
+    # The second file now fails to load: its claim stays, the other file's claims refresh.
+    write("annotations/post-more.yml", "article: articles/post.md\nclaims: [\n")
+    write("articles/post.md", POST.replace("有了 clone", "新增 clone"))
+    result = link()
+    assert result.exit_code == 2
+    assert rows("SELECT claim_id, text FROM claims WHERE article = 'articles/post.md'"
+                " AND claim_id IN ('swap', 'clone') ORDER BY claim_id") == [
+        ("clone", "SamplingParams 在 v0.2.0 新增 clone"),
+        ("swap", "默认交换空间 4 GiB"),
+    ]
+
+
+def test_a_claim_id_repeated_by_another_file_of_the_article(project: Path) -> None:
+    write_corpus()
+    write("annotations/post-more.yml", """\
+article: articles/post.md
+at: vllm@v0.1.0
+claims:
+  - id: swap
+    text: 默认交换空间 4 GiB
+    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]
+  - id: clone
+    text: 另一个 clone
+    refs: [vllm/utils.py::cdiv]
+""")
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: articles/post.md:5: duplicate claim id 'clone' of article 'articles/post.md' "
+        "(first defined at annotations/post-more.yml:7)\n"
+        "Error: 1 problems in the annotations (see above)\n"
+    )
+    assert result.stdout == "3 articles, 5 claims, 8 refs: 8 linked, 0 unindexed, 0 broken\n"
+    assert rows("SELECT claim_id, text FROM claims WHERE article = 'articles/post.md'"
+                " ORDER BY claim_id") == [
+        ("clone", "另一个 clone"),
+        ("swap", "默认交换空间 4 GiB"),
+    ]
+
+
+def test_link_is_one_transaction(project: Path) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    before = stored()
+    write("annotations/mla.yml", MLA.replace("id: cdiv-later", "id: boom"))
+    write("articles/extra.yml", EXTRA.replace("README 第一行", "changed"))
+    with sqlite3.connect(DB) as conn:  # real SQLite failing half-way through the writes
+        conn.execute("CREATE TRIGGER boom BEFORE INSERT ON claims WHEN NEW.claim_id = 'boom'"
+                     " BEGIN SELECT RAISE(ABORT, 'boom'); END")
+    config = load_config()
+    with (
+        open_database(config.db, create=False) as database,
+        pytest.raises(sqlite3.IntegrityError, match="boom"),
+    ):
+        link_all(database, config, load_claims(config))
+    assert stored() == before
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+BAD = "annotations/bad.yml"
+HEAD = "article: notes\nat: vllm@v0.1.0\nclaims:\n"
+ONE_REF = "1 articles, 1 claims, 1 refs: 0 linked, 0 unindexed, 1 broken"
+FORWARDS = (
+    "vllm/model_executor/layers/layernorm.py::RMSNorm.forward, "
+    "vllm/model_executor/layers/linear.py::ReplicatedLinear.forward, "
+    "vllm/model_executor/layers/linear.py::ColumnParallelLinear.forward, "
+    "vllm/model_executor/layers/logits_processor.py::LogitsProcessor.forward"
+)
+DS = "vllm/model_executor/models/deepseek_v4"
+NO_ARTICLES = "0 articles, 0 claims, 0 refs: 0 linked, 0 unindexed, 0 broken"
+
+
+def claim(ref: str, extra: str = "") -> str:
+    return f"{HEAD}  - id: one\n    text: 一\n    refs:\n      - {ref}\n{extra}"
+
+
+LINK_ERRORS = [
+    pytest.param(
+        BAD, "article: notes\nclaims: [\n",
+        [f"{BAD}:3: invalid YAML: while parsing a flow node, expected the node content, "
+         "but found '<stream end>'"],
+        NO_ARTICLES, id="invalid-yaml",
+    ),
+    pytest.param(
+        BAD, f"{HEAD}  - id: one\n    txt: 一\n    refs: [cdiv]\n",
+        [f"{BAD}:4: claim 'one' is missing 'text'",
+         f"{BAD}:5: unknown key 'txt' in claim 'one' (allowed: id, text, at, refs, waive)"],
+        NO_ARTICLES, id="unknown-key",
+    ),
+    pytest.param(
+        BAD, f"{HEAD}  - id: one\n    text: 一\n",
+        [f"{BAD}:4: claim 'one' has no refs"], NO_ARTICLES, id="missing-refs",
+    ),
+    pytest.param(
+        BAD, f"{HEAD}  - id: one\n    text: 一\n    refs: [cdiv]\n"
+             "  - id: one\n    text: 二\n    refs: [cdiv]\n",
+        [f"{BAD}:7: duplicate claim id 'one' (first defined at line 4)"],
+        NO_ARTICLES, id="duplicate-id",
+    ),
+    pytest.param(
+        BAD, f"{HEAD}  - id: One_Claim\n    text: 一\n    refs: [cdiv]\n",
+        [f"{BAD}:4: invalid claim id 'One_Claim': must match ^[a-z0-9][a-z0-9-]*$"],
+        NO_ARTICLES, id="wrong-id-shape",
+    ),
+    pytest.param(
+        BAD, "article: notes\nat: vllm\nclaims: []\n",
+        [f"{BAD}:2: invalid pin 'vllm': expected 'REPO@VERSION' "
+         "(hint: 'at' takes REPO@VERSION, e.g. vllm@v0.20.0)"],
+        NO_ARTICLES, id="bad-at-pin",
+    ),
+    pytest.param(
+        BAD, claim("vllm/utils.py"),
+        [f"{BAD}:7: missing '::QUALNAME' or '#Lx-Ly' after path 'vllm/utils.py'"],
+        NO_ARTICLES, id="ref-syntax",
+    ),
+    pytest.param(
+        BAD, claim("nope@v1:a.py::b"),
+        [f"{BAD}:7: unknown repo 'nope' (hint: configured repos are: lmcache, vllm "
+         "(add [repos.nope] to annotate.toml))"],
+        ONE_REF, id="unknown-repo",
+    ),
+    pytest.param(
+        BAD, "article: notes\nclaims:\n  - id: one\n    text: 一\n"
+             "    refs: [vllm/utils.py::cdiv]\n",
+        [f"{BAD}:5: 'vllm/utils.py::cdiv' names no version (hint: add 'at: REPO@VERSION' "
+         "to the claim or file, or write REPO@VERSION: first)"],
+        ONE_REF, id="no-pin",
+    ),
+    pytest.param(
+        BAD, claim("vllm/utls.py::cdiv"),
+        [f"{BAD}:7: path 'vllm/utls.py' does not exist at vllm@v0.1.0 "
+         "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')"],
+        ONE_REF, id="missing-path-did-you-mean",
+    ),
+    pytest.param(
+        BAD, claim("vllm/compilation/cuda_graph.py::capture_cudagraph"),
+        [f"{BAD}:7: no symbol 'capture_cudagraph' in vllm/compilation/cuda_graph.py at "
+         "vllm@v0.1.0 (hint: closest: 'capture_graph')"],
+        ONE_REF, id="missing-qualname-closest",
+    ),
+    pytest.param(
+        BAD, claim("forward"),
+        [f"{BAD}:7: 'forward' matches 4 symbols at vllm@v0.1.0: {FORWARDS} "
+         "(hint: write PATH::QUALNAME to pick one)"],
+        ONE_REF, id="ambiguous-short-name",
+    ),
+    pytest.param(
+        BAD, claim("vllm@v0.3.0:DeepseekV4ForCausalLM.forward"),
+        [f"{BAD}:7: 'DeepseekV4ForCausalLM.forward' matches 3 symbols at vllm@v0.3.0: "
+         f"{DS}_amd.py::DeepseekV4ForCausalLM.forward, "
+         f"{DS}_nvidia.py::DeepseekV4ForCausalLM.forward, "
+         f"{DS}_xpu.py::DeepseekV4ForCausalLM.forward (hint: write PATH::QUALNAME to pick one)"],
+        ONE_REF, id="ambiguous-dotted-name",
+    ),
+    pytest.param(
+        BAD, claim("ref: vllm.config.cache.CacheConfig.gpu_memory_utilization",
+                   "        quote: 'float = 0.92'\n"),
+        [f"{BAD}:7: quote 'float = 0.92' does not occur in vllm@v0.1.0:vllm/config/cache.py::"
+         "CacheConfig.gpu_memory_utilization at its own pin "
+         "(hint: the annotation is wrong from the start: fix the quote or the ref)"],
+        ONE_REF, id="quote-missing-at-own-pin",
+    ),
+    pytest.param(
+        BAD, claim("README.md#L3-L4"),
+        [f"{BAD}:7: lines 3-4 are past the end of README.md (3 lines) at vllm@v0.1.0 "
+         "(hint: check the line range)"],
+        ONE_REF, id="lines-past-end",
+    ),
+    pytest.param(
+        "articles/bad.md", "---\ntitle: t\nclaim: []\n---\ntext\n",
+        ["articles/bad.md:3: unknown key 'claim' at top level "
+         "(allowed: article, title, at, claims)"],
+        NO_ARTICLES, id="markdown-front-matter",
+    ),
+    pytest.param(
+        "articles/bad.md", f"# T\n\nSee {GH}/v0.2.0/vllm/utils.py#L5-L1.\n",
+        ["articles/bad.md:3: line range L5-L1 ends before it starts"],
+        NO_ARTICLES, id="markdown-permalink-syntax",
+    ),
+    pytest.param(
+        "articles/bad.md", f"# T\n\nSee {GH}/v0.2.0/vllm/utls.py#L5.\n",
+        ["articles/bad.md:3: path 'vllm/utls.py' does not exist at vllm@v0.2.0 "
+         "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')"],
+        ONE_REF, id="markdown-permalink-missing-path",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "errors", "summary"), LINK_ERRORS)
+def test_link_errors(
+    project: Path, name: str, text: str, errors: list[str], summary: str
+) -> None:
+    write(name, text)
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [f"Error: {error}" for error in errors] + [
+        f"Error: {len(errors)} problems in the annotations (see above)"
+    ]
+    assert result.stdout == summary + "\n"
+
+
+def test_one_bad_file_does_not_stop_the_others(project: Path) -> None:
+    write_corpus()
+    write("annotations/a-broken.yml", "article: x\nclaims: [\n")
+    write("annotations/b-unknown.yml", "article: y\nclaims: []\ncolour: red\n")
+    write("articles/c-ref.yml", claim("vllm/utils.py::cdivv"))
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "Error: annotations/a-broken.yml:3: invalid YAML: while parsing a flow node, "
+        "expected the node content, but found '<stream end>'",
+        "Error: annotations/b-unknown.yml:3: unknown key 'colour' at top level "
+        "(allowed: article, title, at, claims)",
+        "Error: articles/c-ref.yml:7: no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 "
+        "(hint: closest: 'cdiv')",
+        "Error: 3 problems in the annotations (see above)",
+    ]
+    assert result.stdout == "4 articles, 7 claims, 10 refs: 9 linked, 0 unindexed, 1 broken\n"
+    assert rows("SELECT path FROM articles ORDER BY path") == [
+        ("articles/post.md",), ("blog/mla-tp.md",), ("https://example.com/notes",), ("notes",)
+    ]
+    assert rows("SELECT r.state, r.message FROM claim_refs r JOIN claims c ON c.id = r.claim"
+                " WHERE c.article = 'notes'") == [
+        ("broken", "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0")
+    ]
+
+
+def test_unindexed_version_is_a_warning(project: Path) -> None:
+    write("annotations/later.yml", claim("vllm@v9.9.9:vllm/utils.py::cdiv"))
+    write("articles/later.md", f"# T\n\nSee {GH}/v9.9.9/vllm/utils.py#L5.\n")
+    result = link()
+    assert result.exit_code == 0
+    assert result.stderr.splitlines() == [
+        "Warning: annotations/later.yml:7: vllm@v9.9.9 is not indexed "
+        "(hint: run 'annotate index vllm@v9.9.9')",
+        "Warning: articles/later.md:3: vllm@v9.9.9 is not indexed "
+        "(hint: run 'annotate index vllm@v9.9.9')",
+    ]
+    assert result.stdout == "2 articles, 2 claims, 2 refs: 0 linked, 2 unindexed, 0 broken\n"
+    assert rows("SELECT written, state, message, resolved FROM claim_refs ORDER BY line") == [
+        (f"{GH}/v9.9.9/vllm/utils.py#L5", "unindexed", "vllm@v9.9.9 is not indexed", None),
+        ("vllm@v9.9.9:vllm/utils.py::cdiv", "unindexed", "vllm@v9.9.9 is not indexed", None),
+    ]
+
+
+def test_link_without_an_index(tmp_path: Path) -> None:
+    write("annotations/a.yml", claim("cdiv"))
+    result = link()
+    assert result.exit_code == 2
+    missing = tmp_path.resolve() / DB
+    assert result.stderr == (
+        f"Error: no index at {missing}; run 'annotate index' first, or pass --db PATH\n"
+    )
+
+
+# -- YAML safety ---------------------------------------------------------------------------------
+
+UNSAFE = [
+    pytest.param('article: evil\nclaims: !!python/object/apply:os.system ["touch x"]\n',
+                 "!!python/object/apply:os.system", 2, id="apply-as-value"),
+    pytest.param('--- !!python/object/apply:os.system ["touch x"]\n',
+                 "!!python/object/apply:os.system", 1, id="apply-as-document"),
+    pytest.param("article: evil\nclaims:\n  - !!python/object/new:subprocess.call [[touch, x]]\n",
+                 "!!python/object/new:subprocess.call", 3, id="new-in-a-list"),
+    pytest.param("article: evil\ntitle: !!python/name:os.system\nclaims: []\n",
+                 "!!python/name:os.system", 2, id="name"),
+]
+
+
+@pytest.mark.parametrize(("text", "tag", "line"), UNSAFE)
+def test_python_tags_are_rejected_and_never_run(
+    project: Path, text: str, tag: str, line: int
+) -> None:
+    write("annotations/evil.yml", text)
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"Error: annotations/evil.yml:{line}: unsupported YAML tag '{tag}' "
+        "(hint: only plain YAML data is read)"
+    )
+    assert not Path("x").exists()
+    assert rows("SELECT count(*) FROM articles") == [(0,)]

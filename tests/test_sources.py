@@ -1,0 +1,398 @@
+"""Where versions come from: the shallow git mirror, PyPI wheels via pip, local paths."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from fakevllm import FakeRepo
+
+from db.database import open_database
+from indexer.config import RepoConfig, load_config
+from indexer.errors import SourceError, VersionNotFound
+from indexer.pipeline import index_version
+from indexer.sources import (
+    GitMirror,
+    blob_id,
+    fetch_wheel,
+    open_local,
+    open_snapshot,
+    open_wheel,
+    pypi_version,
+)
+
+TAG_PARAMS = [pytest.param(tag, id=tag) for tag in fv.TAGS]
+WHEEL_TAGS = [pytest.param("v0.1.0", id="v0.1.0"), pytest.param("v0.2.0", id="v0.2.0")]
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _cache() -> Path:
+    return Path.cwd() / "xdg-cache" / "annotate"
+
+
+def _mirror() -> Path:
+    return _cache() / "git" / "vllm.git"
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=fv.git_env(), capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def _repo(url: str | None, sources: tuple[str, ...] = ("git",), name: str = "vllm") -> RepoConfig:
+    return RepoConfig(name=name, git=url, pypi="vllm", sources=sources)
+
+
+@pytest.fixture
+def wheels(fake_wheels: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip sees only the fake wheels."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(fake_wheels))
+    return fake_wheels
+
+
+def _write_config(text: str) -> None:
+    Path("annotate.toml").write_text(text)
+
+
+def _tree(repo: Path, tag: str) -> dict[str, str]:
+    """path -> blob id of the regular files of ``tag``."""
+    out = _git(repo, "ls-tree", "-r", "-z", tag)
+    entries = {}
+    for record in filter(None, out.split("\0")):
+        meta, path = record.split("\t", 1)
+        mode, _, sha = meta.split()
+        if mode != "120000":
+            entries[path] = sha
+    return entries
+
+
+# ------------------------------------------------------------------------------ git
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_git_snapshot_is_the_tag_commit_and_its_files(fake_vllm: FakeRepo, tag: str) -> None:
+    with open_snapshot(_repo(fake_vllm.url), tag, _cache()) as snapshot:
+        info = snapshot.info
+        contents = {entry.path: snapshot.read(entry) for entry in info.files}
+    assert (info.repo, info.version, info.source_kind) == ("vllm", tag, "git")
+    assert info.commit_sha == fake_vllm.commits[tag]
+    assert info.wheel_sha256 is None
+    assert {e.path: e.blob_id for e in info.files} == _tree(fake_vllm.path, tag)
+    assert contents == fv.regular_files(fv.VERSIONS[tag])
+    assert all(e.size == len(contents[e.path]) for e in info.files)
+    assert all(blob_id(data) == e.blob_id for e in info.files for data in [contents[e.path]])
+
+
+def test_annotated_tag_peels_to_its_commit(fake_vllm: FakeRepo) -> None:
+    tag_object = _git(fake_vllm.path, "rev-parse", "v0.2.0")
+    assert tag_object != fake_vllm.commits["v0.2.0"]  # the fixture's tag really is annotated
+    with open_snapshot(_repo(fake_vllm.url), "v0.2.0", _cache()) as snapshot:
+        assert snapshot.info.commit_sha == fake_vllm.commits["v0.2.0"]
+
+
+def test_mirror_is_bare_shallow_and_holds_only_the_tags_asked_for(fake_vllm: FakeRepo) -> None:
+    with open_snapshot(_repo(fake_vllm.url), "v0.2.0", _cache()):
+        pass
+    mirror = _mirror()
+    assert _git(mirror, "rev-parse", "--is-bare-repository") == "true"
+    assert _git(mirror, "rev-parse", "--is-shallow-repository") == "true"
+    assert (mirror / "shallow").read_text().split() == [fake_vllm.commits["v0.2.0"]]
+    assert _git(mirror, "for-each-ref", "--format=%(refname)") == "refs/tags/v0.2.0"
+    assert _git(mirror, "rev-list", "--all").split() == [fake_vllm.commits["v0.2.0"]]
+
+    with open_snapshot(_repo(fake_vllm.url), "v0.1.0", _cache()):
+        pass
+    assert _git(mirror, "tag", "--list").split() == ["v0.1.0", "v0.2.0"]
+    assert sorted((mirror / "shallow").read_text().split()) == sorted(
+        fake_vllm.commits[tag] for tag in ("v0.1.0", "v0.2.0")
+    )
+
+
+def _git_children() -> list[str]:
+    """Command lines of this process's live git children (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and cmdline.startswith("git "):
+            found.append(cmdline.strip())
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_git_reads_go_through_one_cat_file_batch(fake_vllm: FakeRepo) -> None:
+    with open_snapshot(_repo(fake_vllm.url), "v0.1.0", _cache()) as snapshot:
+        assert _git_children() == []  # ls-tree ran and finished
+        for entry in snapshot.info.files:
+            snapshot.read(entry)
+        assert _git_children() == ["git cat-file --batch"]
+    assert _git_children() == []
+
+
+def test_tag_in_the_mirror_is_read_offline(fake_vllm: FakeRepo, tmp_path: Path) -> None:
+    origin = tmp_path / "origin"
+    shutil.copytree(fake_vllm.path, origin, symlinks=True)
+    _write_config(f'sources = ["git"]\n[repos.vllm]\ngit = "{origin}"\n')
+    config = load_config()
+    with open_database(tmp_path / "one.db") as database:
+        first = index_version(database, config, "vllm", "v0.1.0")
+    shutil.rmtree(origin)
+    with open_database(tmp_path / "two.db") as database:
+        second = index_version(database, config, "vllm", "v0.1.0")
+        paths = database.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    assert (second.source, second.source_id) == ("git", fake_vllm.commits["v0.1.0"])
+    assert (second.files, second.symbols) == (first.files, first.symbols) == (paths, first.symbols)
+    with pytest.raises(VersionNotFound, match=r"git: .*origin"):
+        open_snapshot(config.repo("vllm"), "v0.2.0", config.cache_dir)
+
+
+def test_concurrent_fetches_into_one_mirror_all_succeed(fake_vllm: FakeRepo) -> None:
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from indexer.config import RepoConfig\n"
+        "from indexer.sources import open_snapshot\n"
+        "repo = RepoConfig(name='vllm', git=sys.argv[1], sources=('git',))\n"
+        "with open_snapshot(repo, sys.argv[2], Path(sys.argv[3])) as s:\n"
+        "    print(s.info.commit_sha)\n"
+    )
+    tags = ["v0.1.0", "v0.2.0", "v0.3.0", "v0.1.0", "v0.2.0"]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, fake_vllm.url, tag, str(_cache())],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for tag in tags
+    ]
+    results = [(run.communicate(timeout=60), run.returncode) for run in runs]
+    assert [(out.strip(), err, code) for (out, err), code in results] == [
+        (fake_vllm.commits[tag], "", 0) for tag in tags
+    ]
+
+
+def test_unreachable_git_url_fails_fast() -> None:
+    started = time.monotonic()
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo("https://127.0.0.1:9/x.git"), "v0.1.0", _cache())
+    assert time.monotonic() - started < 10
+    assert caught.value.message.startswith(
+        "vllm@v0.1.0 was not found (git: https://127.0.0.1:9/x.git: "
+    )
+
+
+def test_unknown_tag_names_the_missing_ref(fake_vllm: FakeRepo) -> None:
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo(fake_vllm.url), "v9.9.9", _cache())
+    assert caught.value.message == (
+        f"vllm@v9.9.9 was not found (git: {fake_vllm.url}: "
+        "couldn't find remote ref refs/tags/v9.9.9)"
+    )
+    assert "\n" not in str(caught.value)
+
+
+def test_relative_path_git_url_is_a_local_repo(fake_vllm: FakeRepo, tmp_path: Path) -> None:
+    shutil.copytree(fake_vllm.path, tmp_path / "checkout", symlinks=True)
+    with open_snapshot(_repo("checkout"), "v0.3.0", _cache()) as snapshot:
+        assert snapshot.info.commit_sha == fake_vllm.commits["v0.3.0"]
+
+
+def test_commit_sha_version_is_fetched_by_id(fake_vllm: FakeRepo) -> None:
+    sha = fake_vllm.commits["v0.1.0"]
+    with open_snapshot(_repo(fake_vllm.url), sha, _cache()) as snapshot:
+        assert snapshot.info.commit_sha == sha
+        assert {e.path for e in snapshot.info.files} == set(
+            fv.regular_files(fv.VERSIONS["v0.1.0"])
+        )
+
+
+# ------------------------------------------------------------------------------ pypi
+
+
+PYPI_VERSIONS = [
+    pytest.param("v0.1.0", "0.1.0", id="v-prefix-dropped"),
+    pytest.param("0.1.0", "0.1.0", id="plain"),
+    pytest.param("v0.23.1rc0", "0.23.1rc0", id="pre-release"),
+    pytest.param("v1", "1", id="single-number"),
+    pytest.param("version", "version", id="v-then-letter-kept"),
+    pytest.param("main", "main", id="branch-name"),
+]
+
+
+@pytest.mark.parametrize(("version", "expected"), PYPI_VERSIONS)
+def test_pypi_version(version: str, expected: str) -> None:
+    assert pypi_version(version) == expected
+
+
+@pytest.mark.parametrize("tag", WHEEL_TAGS)
+def test_wheel_is_downloaded_with_pip_and_cached(wheels: Path, tag: str) -> None:
+    name = fv.wheel_filename("vllm", tag[1:])
+    with open_snapshot(_repo(None, ("pypi",)), tag, _cache()) as snapshot:
+        info = snapshot.info
+        contents = {entry.path: snapshot.read(entry) for entry in info.files}
+    cached = _cache() / "wheels" / "vllm" / tag[1:] / name
+    assert cached.read_bytes() == (wheels / name).read_bytes()
+    assert (info.source_kind, info.commit_sha) == ("pypi", None)
+    assert info.wheel_sha256 == hashlib.sha256((wheels / name).read_bytes()).hexdigest()
+    assert contents == fv.python_files(tag)  # .py members only, at their repo paths
+    assert all(blob_id(contents[e.path]) == e.blob_id for e in info.files)
+    assert list((_cache() / "wheels" / "vllm").iterdir()) == [cached.parent]  # no staging left
+
+
+def test_cached_wheel_is_used_without_pip(wheels: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    monkeypatch.setenv("PIP_FIND_LINKS", str(Path.cwd() / "empty"))
+    assert fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache()) == first
+
+
+def test_corrupt_cached_wheel_is_downloaded_again(wheels: Path) -> None:
+    folder = _cache() / "wheels" / "vllm" / "0.1.0"
+    folder.mkdir(parents=True)
+    corrupt = folder / fv.wheel_filename("vllm", "0.1.0")
+    corrupt.write_bytes(b"not a zip")
+    fetched = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    assert fetched.read_bytes() == (wheels / corrupt.name).read_bytes()
+
+
+def test_pip_failure_names_the_requirement(wheels: Path) -> None:
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo(None, ("pypi",)), "v9.9.9", _cache())
+    assert caught.value.message == (
+        "vllm@v9.9.9 was not found (pypi: pip: vllm==9.9.9: "
+        "No matching distribution found for vllm==9.9.9)"
+    )
+
+
+def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
+    repo = _repo(str(tmp_path / "does-not-exist"), ("git", "pypi"))
+    with open_snapshot(repo, "v0.1.0", _cache()) as snapshot:
+        assert snapshot.info.source_kind == "pypi"
+
+
+def test_unusable_mirror_falls_back_to_pypi(wheels: Path, fake_vllm: FakeRepo) -> None:
+    _mirror().mkdir(parents=True)
+    (_mirror() / "HEAD").write_text("garbage\n")
+    with open_snapshot(_repo(fake_vllm.url, ("git", "pypi")), "v0.1.0", _cache()) as snapshot:
+        assert snapshot.info.source_kind == "pypi"
+
+
+def test_neither_source_names_both_causes(wheels: Path, fake_vllm: FakeRepo) -> None:
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo(fake_vllm.url, ("git", "pypi")), "v9.9.9", _cache())
+    assert caught.value.message == (
+        f"vllm@v9.9.9 was not found (git: {fake_vllm.url}: couldn't find remote ref "
+        "refs/tags/v9.9.9; pypi: pip: vllm==9.9.9: No matching distribution found for "
+        "vllm==9.9.9)"
+    )
+
+
+def test_no_source_configured() -> None:
+    with pytest.raises(VersionNotFound, match=r"\(no git or pypi source is configured\)"):
+        open_snapshot(RepoConfig(name="bare"), "v1", _cache())
+
+
+SOURCE_ORDERS = [
+    pytest.param('sources = ["pypi"]\n[repos.vllm]\n', "pypi", id="top-level-pypi"),
+    pytest.param('[repos.vllm]\nsources = ["pypi", "git"]\n', "pypi", id="repo-pypi-first"),
+    pytest.param('sources = ["pypi"]\n[repos.vllm]\nsources = ["git"]\n', "git",
+                 id="repo-overrides-top-level"),
+    pytest.param("[repos.vllm]\n", "git", id="default-git-first"),
+]
+
+
+@pytest.mark.parametrize(("toml", "source"), SOURCE_ORDERS)
+def test_source_order_is_configurable(
+    wheels: Path, fake_vllm: FakeRepo, toml: str, source: str
+) -> None:
+    _write_config(toml + f'git = "{fake_vllm.url}"\n')
+    config = load_config()
+    with open_snapshot(config.repo("vllm"), "v0.1.0", config.cache_dir) as snapshot:
+        assert snapshot.info.source_kind == source
+
+
+def test_same_file_from_git_and_wheel_is_one_blob(wheels: Path, fake_vllm: FakeRepo) -> None:
+    _write_config(
+        f'[repos.vllm]\ngit = "{fake_vllm.url}"\nsources = ["git"]\n'
+        '[repos.vllm-wheel]\npypi = "vllm"\nsources = ["pypi"]\n'
+    )
+    config = load_config()
+    with open_database(Path("index.db")) as database:
+        from_git = index_version(database, config, "vllm", "v0.1.0")
+        from_wheel = index_version(database, config, "vllm-wheel", "v0.1.0")
+        rows = database.conn.execute(
+            "SELECT g.path, g.blob_id, w.blob_id FROM version_files g JOIN version_files w"
+            " ON w.path = g.path AND w.repo = 'vllm-wheel' WHERE g.repo = 'vllm'"
+        ).fetchall()
+    assert from_wheel.source == "pypi" and from_git.source == "git"
+    assert {path for path, _, _ in rows} == set(fv.python_files("v0.1.0"))
+    assert all(git_blob == wheel_blob for _, git_blob, wheel_blob in rows)
+    assert (from_wheel.new_blobs, from_wheel.parsed, from_wheel.symbols) == (0, 0, 0)
+
+
+# ------------------------------------------------------------------------------ local
+
+
+def test_local_directory_skips_symlinks_and_git(fake_vllm: FakeRepo, tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    fv.write_snapshot(checkout, fv.VERSIONS["v0.1.0"])
+    (checkout / ".git").mkdir()
+    (checkout / ".git" / "config.py").write_text("x = 1\n")
+    with open_local(_repo(None), "v0.1.0", checkout) as snapshot:
+        info = snapshot.info
+        contents = {entry.path: snapshot.read(entry) for entry in info.files}
+    assert (info.source_kind, info.commit_sha, info.wheel_sha256) == ("local", None, None)
+    assert contents == fv.regular_files(fv.VERSIONS["v0.1.0"])
+    assert {e.path: e.blob_id for e in info.files} == _tree(fake_vllm.path, "v0.1.0")
+
+
+def test_local_wheel(fake_wheels: Path) -> None:
+    wheel = fake_wheels / fv.wheel_filename("vllm", "0.2.0")
+    with open_local(_repo(None), "v0.2.0", wheel) as snapshot:
+        assert snapshot.info.wheel_sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
+        assert {e.path for e in snapshot.info.files} == set(fv.python_files("v0.2.0"))
+
+
+def test_local_path_must_be_a_directory_or_wheel(tmp_path: Path) -> None:
+    other = tmp_path / "vllm.tar.gz"
+    other.write_bytes(b"x")
+    with pytest.raises(SourceError, match="is neither a directory nor a .whl file"):
+        open_local(_repo(None), "v1", other)
+
+
+def test_wheel_members_outside_the_tree_are_ignored(tmp_path: Path) -> None:
+    wheel = tmp_path / "evil-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/ok.py", "x = 1\n")
+        archive.writestr("pkg/data.json", "{}")
+        archive.writestr("../escape.py", "x = 1\n")
+        archive.writestr("/abs.py", "x = 1\n")
+        archive.writestr("evil-1.0.dist-info/hook.py", "x = 1\n")
+        archive.writestr("evil-1.0.data/scripts/tool.py", "x = 1\n")
+    with open_wheel(_repo(None), "v1", wheel) as snapshot:
+        assert [e.path for e in snapshot.info.files] == ["pkg/ok.py"]
+
+
+def test_unreadable_wheel_is_removed_with_a_hint(tmp_path: Path) -> None:
+    wheel = tmp_path / "broken-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(SourceError, match="is unreadable .*it was removed from the cache"):
+        open_wheel(_repo(None), "v1", wheel)
+    assert not wheel.exists()
+
+
+def test_git_mirror_path_is_per_repo(tmp_path: Path) -> None:
+    assert GitMirror(_repo("x", name="lmcache"), tmp_path).path == tmp_path / "git/lmcache.git"

@@ -1,0 +1,362 @@
+"""The symbol index against Python's own ``ast``: every fixture tag, and tricky snippets."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from ast_reference import reference_for_tree, reference_symbols
+from fakevllm import FakeRepo
+
+from db.database import Database, open_database
+from indexer import symbols as symbols_module
+from indexer.config import load_config
+from indexer.pipeline import index_version
+from indexer.symbols import parse_blob
+
+TAG_PARAMS = [pytest.param(tag, id=tag) for tag in fv.TAGS]
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo) -> Iterator[Path]:
+    """A database holding every fake vLLM tag, fetched from git (read it, never write)."""
+    root = tmp_path_factory.mktemp("indexed")
+    (root / "annotate.toml").write_text(
+        f'db = "index.db"\ncache_dir = "cache"\nsources = ["git"]\n'
+        f'[repos.vllm]\ngit = "{fake_vllm.url}"\n'
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        config = load_config(root)
+        with open_database(config.db) as database:
+            for tag in fv.TAGS:
+                index_version(database, config, "vllm", tag)
+    yield root / "index.db"
+
+
+@pytest.fixture
+def db(indexed: Path) -> Iterator[Database]:
+    with open_database(indexed, create=False) as database:
+        yield database
+
+
+def _stored(db: Database, tag: str) -> list[tuple[str, str, str, int, int]]:
+    """(path, qualname, kind, start, end) of every stored symbol of ``tag``, duplicates kept."""
+    rows = db.conn.execute(
+        "SELECT path, qualname, kind, start_line, end_line FROM version_symbols"
+        " WHERE repo = 'vllm' AND version = ?",
+        (tag,),
+    )
+    return [tuple(row) for row in rows]
+
+
+def _checkout(repo: FakeRepo, tag: str, dest: Path) -> Path:
+    """The tree of ``tag`` as ``git archive`` writes it (symlinks included)."""
+    dest.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", tag], cwd=repo.path, env=fv.git_env(),
+        capture_output=True, check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def _symbols(source: str | bytes) -> list[tuple[str, str, int, int]]:
+    data = source.encode() if isinstance(source, str) else source
+    return sorted(
+        (s.qualname, s.kind.value, s.start_line, s.end_line)
+        for s in parse_blob("x", data).symbols
+    )
+
+
+def _blob_flags(db: Database, tag: str, path: str) -> tuple[int, int, int, bytes | None]:
+    return db.conn.execute(
+        "SELECT b.parsed, b.has_errors, b.decode_errors, b.content FROM version_files vf"
+        " JOIN blobs b ON b.id = vf.blob_id WHERE vf.version = ? AND vf.path = ?",
+        (tag, path),
+    ).fetchone()
+
+
+# ------------------------------------------------------------------------------ fixture tags
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_every_valid_file_matches_the_ast_reference(
+    db: Database, fake_vllm: FakeRepo, tag: str, tmp_path: Path
+) -> None:
+    tree = _checkout(fake_vllm, tag, tmp_path / "tree")
+    reference, skipped = reference_for_tree(tree)
+    assert skipped == sorted([fv.SYNTAX_ERROR_FILE, fv.NON_UTF8_FILE])
+    stored = {row for row in _stored(db, tag) if row[0] not in skipped}
+    assert stored == reference
+    assert {row[0] for row in reference} <= set(fv.python_files(tag))
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_duplicates_are_kept_like_the_reference(db: Database, tag: str) -> None:
+    files = fv.python_files(tag)
+    expected = collections.Counter(
+        (path, *symbol)
+        for path, data in files.items()
+        if path not in (fv.SYNTAX_ERROR_FILE, fv.NON_UTF8_FILE)
+        for symbol in reference_symbols(data.decode())
+    )
+    stored = collections.Counter(
+        row for row in _stored(db, tag) if row[0] not in (fv.SYNTAX_ERROR_FILE, fv.NON_UTF8_FILE)
+    )
+    assert stored == expected
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_property_setter_is_stored_twice(db: Database, tag: str) -> None:
+    path, qualname = fv.FEATURES["property_getter_setter"]
+    lines = fv.python_files(tag)[path].decode().splitlines()
+    getter = lines.index("    @property") + 1
+    setter = lines.index("    @log_stats.setter") + 1
+    rows = sorted(row for row in _stored(db, tag) if row[:2] == (path, qualname))
+    assert rows == [
+        (path, qualname, "method", getter, getter + 2),
+        (path, qualname, "method", setter, setter + 2),
+    ]
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_syntax_error_file_keeps_the_recovered_defs(db: Database, tag: str) -> None:
+    stored = {row[1:] for row in _stored(db, tag) if row[0] == fv.SYNTAX_ERROR_FILE}
+    assert stored == {
+        ("load_weights_before", "function", 4, 5),
+        ("load_weights_after", "function", 12, 13),
+    }
+    parsed, has_errors, decode_errors, _ = _blob_flags(db, tag, fv.SYNTAX_ERROR_FILE)
+    assert (parsed, has_errors, decode_errors) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_non_utf8_file_keeps_its_def(db: Database, tag: str) -> None:
+    stored = {row[1:] for row in _stored(db, tag) if row[0] == fv.NON_UTF8_FILE}
+    assert stored == {("get_tokenizer_name", "function", 4, 5)}
+    parsed, has_errors, decode_errors, content = _blob_flags(db, tag, fv.NON_UTF8_FILE)
+    assert (parsed, has_errors, decode_errors) == (1, 0, 1)
+    assert zlib.decompress(content) == fv.TOKENIZER_LATIN1
+
+
+def test_only_the_broken_files_are_flagged(db: Database) -> None:
+    flagged = db.conn.execute(
+        "SELECT DISTINCT vf.path, b.has_errors, b.decode_errors FROM version_files vf"
+        " JOIN blobs b ON b.id = vf.blob_id WHERE b.has_errors OR b.decode_errors"
+        " ORDER BY vf.path"
+    ).fetchall()
+    assert flagged == [(fv.SYNTAX_ERROR_FILE, 1, 0), (fv.NON_UTF8_FILE, 0, 1)]
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_empty_file_is_a_parsed_file_without_symbols(db: Database, tag: str) -> None:
+    parsed, has_errors, decode_errors, content = _blob_flags(db, tag, fv.EMPTY_FILE)
+    assert (parsed, has_errors, decode_errors, zlib.decompress(content)) == (1, 0, 0, b"")
+    assert [row for row in _stored(db, tag) if row[0] == fv.EMPTY_FILE] == []
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_files_are_the_regular_files_symlinks_excluded(db: Database, tag: str) -> None:
+    paths = {
+        row[0] for row in db.conn.execute(
+            "SELECT path FROM version_files WHERE version = ?", (tag,)
+        )
+    }
+    assert paths == set(fv.regular_files(fv.VERSIONS[tag]))
+    assert fv.SYMLINK_FILE not in paths
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p) for p in fv.NON_PYTHON_FILES])
+def test_non_python_files_keep_content_but_have_no_symbols(db: Database, path: str) -> None:
+    for tag in fv.TAGS:
+        parsed, has_errors, _, content = _blob_flags(db, tag, path)
+        assert (parsed, has_errors) == (0, 0)
+        assert zlib.decompress(content) == fv.content_bytes(fv.VERSIONS[tag][path])
+        assert [row for row in _stored(db, tag) if row[0] == path] == []
+
+
+SIGNATURES = [
+    pytest.param(
+        "v0.1.0", *fv.FEATURES["multi_decorator"],
+        "@torch.compile(dynamic=True)\n@torch.no_grad()\ndef fused_add_rms_norm(\n"
+        "    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6\n"
+        ") -> tuple[torch.Tensor, torch.Tensor]:",
+        id="decorators-included",
+    ),
+    pytest.param(
+        "v0.1.0", *fv.FEATURES["classmethod"],
+        "@classmethod\n    def from_engine_args(cls, engine_args) -> \"LLMEngine\":",
+        id="classmethod",
+    ),
+    pytest.param(
+        "v0.1.0", *fv.FEATURES["async_method"],
+        "async def generate(self, request_id: str, prompt: str, params)"
+        " -> AsyncIterator[str]:",
+        id="async-method",
+    ),
+    pytest.param(
+        "v0.2.0", *fv.CASES["bases_changed"].new[0],
+        "class ColumnParallelLinear(LinearBase):", id="class-bases",
+    ),
+    pytest.param(
+        "v0.1.0", *fv.CASES["attribute_value_changed"].old, "0.9", id="annotated-attribute-value",
+    ),
+    pytest.param(
+        "v0.2.0", *fv.CASES["constant_value_changed"].new[0], "8", id="module-constant-value",
+    ),
+    pytest.param(
+        "v0.1.0", *fv.FEATURES["reexport_module"],
+        '["AsyncEngine", "CacheConfig", "LLMEngine", "SamplingParams"]', id="list-value",
+    ),
+    pytest.param(
+        "v0.2.0", f"{fv.DEEPSEEK_DIR}/deepseek_v4.py",
+        "DeepseekV4ForCausalLM.packed_modules_mapping",
+        '{"gate_up_proj": ["gate_proj", "up_proj"]}', id="dict-value",
+    ),
+    pytest.param(
+        "v0.1.0", *fv.FEATURES["class_attr_in_try"],
+        "torch.cuda.get_device_capability() >= (8, 9)", id="first-of-two-values",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tag", "path", "qualname", "signature"), SIGNATURES)
+def test_signature_text(db: Database, tag: str, path: str, qualname: str, signature: str) -> None:
+    rows = db.conn.execute(
+        "SELECT signature FROM version_symbols WHERE version = ? AND path = ? AND qualname = ?"
+        " ORDER BY start_line",
+        (tag, path, qualname),
+    ).fetchall()
+    assert rows[0][0] == signature
+
+
+# ------------------------------------------------------------------------------ snippets
+
+SNIPPETS = [
+    pytest.param("def f():\n    return 1\n", id="function"),
+    pytest.param("async def f():\n    await g()\n", id="async-function"),
+    pytest.param("class A:\n    class B:\n        def m(self): pass\n", id="nested-class"),
+    pytest.param(
+        "def outer():\n    class Local:\n        def m(self):\n            def deep(): pass\n",
+        id="class-in-function",
+    ),
+    pytest.param(
+        "class A:\n    def m(self):\n        class Inner:\n            x = 1\n        y = 2\n",
+        id="class-in-method-and-local-assignment",
+    ),
+    pytest.param(
+        "class A:\n    if X:\n        def m(self): pass\n    else:\n        def m(self): pass\n",
+        id="conditional-methods",
+    ),
+    pytest.param(
+        "class A:\n    match K:\n        case 1:\n            kind = 'one'\n        case _:\n"
+        "            kind = 'other'\n",
+        id="attributes-in-match",
+    ),
+    pytest.param(
+        "class A:\n    with ctx:\n        for i in y:\n            while z:\n"
+        "                a = 1\n",
+        id="attributes-in-nested-blocks",
+    ),
+    pytest.param(
+        "try:\n    import x\nexcept ImportError:\n    x = None\nelse:\n    y = 1\n"
+        "finally:\n    z = 2\n",
+        id="module-attributes-in-try",
+    ),
+    pytest.param("a = b = c = 1\n", id="chained-assignment"),
+    pytest.param("a, b = 1, 2\nc.d = 3\ne[0] = 4\nf += 5\n", id="non-name-targets"),
+    pytest.param("x: int\ny: int = 1\n", id="annotations-with-and-without-value"),
+    pytest.param("(pars): bool = True\n(q) = 1\n((w)) = 2\n", id="parenthesized-target"),
+    pytest.param("f = lambda: 1\ng = (lambda: (yield))\n", id="lambda-is-an-attribute"),
+    pytest.param(
+        "@a\n@b.c(1)\nclass K(Base, metaclass=M):\n    @property\n    def p(self): ...\n",
+        id="decorated-class",
+    ),
+    pytest.param(
+        "def f():\n    x = 1\n    # trailing comment\n\n# module comment\n", id="trailing-comments",
+    ),
+    pytest.param(
+        "def f():\n    assert g(x) \\\n        # comment after a continuation\n",
+        id="continuation-then-comment",
+    ),
+    pytest.param(
+        "def f():\n    return '''\n# not a comment\n'''\n", id="string-line-starting-with-hash",
+    ),
+    pytest.param(
+        "class A:\n    def m(self):\n        pass\n    # end of class\nx = 1\n",
+        id="comment-after-method",
+    ),
+    pytest.param(
+        "class A:\n    '''doc'''\n    x = 1; y = 2\n", id="semicolon-statements",
+    ),
+    pytest.param(
+        "def f(a,\n      b):\n    return (a +\n            b)\n", id="multiline-everything",
+    ),
+    pytest.param(
+        "if TYPE_CHECKING:\n    def f() -> int: ...\nelse:\n    def f() -> int:\n"
+        "        return 1\n",
+        id="conditional-functions",
+    ),
+    pytest.param("\ufeffdef f(): pass\n", id="utf8-bom"),
+    pytest.param("def f(): pass\r\nclass C:\r\n    x = 1\r\n", id="crlf-line-ends"),
+    pytest.param("", id="empty"),
+    pytest.param("# only a comment\n", id="only-a-comment"),
+    pytest.param("def 函数():\n    变量 = 1\nclass 类:\n    属性 = 2\n", id="non-ascii-names"),
+]
+
+
+@pytest.mark.parametrize("source", SNIPPETS)
+def test_snippet_matches_the_ast_reference(source: str) -> None:
+    parsed = parse_blob("x", source.encode())
+    assert not parsed.has_errors
+    assert _symbols(source) == sorted(reference_symbols(source.removeprefix("\ufeff")))
+
+
+@pytest.mark.parametrize("tag", TAG_PARAMS)
+def test_fixture_files_match_the_reference_through_parse_blob(tag: str) -> None:
+    for path, data in fv.python_files(tag).items():
+        if path in (fv.SYNTAX_ERROR_FILE, fv.NON_UTF8_FILE):
+            continue
+        assert _symbols(data) == sorted(reference_symbols(data.decode())), path
+
+
+def test_symbols_are_in_source_order_and_bytes_agree_with_lines() -> None:
+    source = fv.LLM_ENGINE_V1.encode()
+    parsed = parse_blob("x", source)
+    order = [(s.start_byte, -s.end_byte) for s in parsed.symbols]
+    assert order == sorted(order)
+    for symbol in parsed.symbols:
+        assert source[:symbol.start_byte].count(b"\n") + 1 == symbol.start_line
+        assert source[:symbol.end_byte].count(b"\n") + 1 == symbol.end_line
+        text = source[symbol.start_byte:symbol.end_byte]
+        assert text.strip() == text
+
+
+def test_chained_assignment_signature_is_the_final_value() -> None:
+    parsed = parse_blob("x", b"a = b = compute(1)\n")
+    assert [(s.qualname, s.signature) for s in parsed.symbols] == [
+        ("a", "compute(1)"), ("b", "compute(1)"),
+    ]
+
+
+def test_annotation_without_value_has_an_empty_signature() -> None:
+    parsed = parse_blob("x", b"class C:\n    x: int\n")
+    assert [(s.qualname, s.kind.value, s.signature) for s in parsed.symbols] == [
+        ("C", "class", "class C:"), ("C.x", "attribute", ""),
+    ]
+
+
+def test_too_large_blob_is_skipped_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(symbols_module, "MAX_PARSE_BYTES", 10)
+    parsed = parse_blob("x", b"def f():\n    pass\n")
+    assert (parsed.symbols, parsed.skipped) == ((), "larger than 10 bytes")
