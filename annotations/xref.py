@@ -151,18 +151,23 @@ class _FileScanner:
         self.line_starts = [0] + [m.end() for m in re.finditer(rb"\n", content)]
 
     def occurrences(self, name: str) -> list[Occurrence]:
-        pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) +
-                             rb"(?![A-Za-z0-9_])")
+        """Where ``name`` occurs in code, and where the aliases it is imported as do."""
         found = []
-        binding = self._binding(name)
-        for offset, code in code_spans(self.content):
-            for match in pattern.finditer(code):
-                position = offset + match.start()
-                context = self._context(position)
-                if context == "definition":
-                    continue
-                found.append(self._occurrence(name, position, context, binding))
-        return found
+        for spelled in (name, *self._aliases(name)):
+            pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(spelled.encode()) +
+                                 rb"(?![A-Za-z0-9_])")
+            binding = self._binding(spelled)
+            for offset, code in code_spans(self.content):
+                for match in pattern.finditer(code):
+                    position = offset + match.start()
+                    context = self._context(position)
+                    if context != "definition":
+                        found.append(self._occurrence(spelled, position, context, binding))
+        return sorted(found, key=lambda occurrence: (occurrence.line, occurrence.column))
+
+    def _aliases(self, name: str) -> list[str]:
+        return [alias for _line, _module, imported, alias, _level in self.imports
+                if imported == name and alias and alias != name]
 
     def _occurrence(
         self, name: str, position: int, context: str, binding: str | None

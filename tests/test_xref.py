@@ -1,0 +1,242 @@
+"""Cross-references: recording names and imports at index time, resolving them per version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from annotate_cli import cli
+from annotations.xref import xref
+from db.database import open_database
+from indexer.config import load_config
+from indexer.pipeline import index_version
+from indexer.symbols import parse_blob
+
+LINEAR = '''\
+class ReplicatedLinear:
+    def forward(self, x):
+        return x
+
+
+class ColumnParallelLinear(ReplicatedLinear):
+    pass
+'''
+
+LAYERS_INIT = "from .linear import ReplicatedLinear\n"
+
+TREE = {
+    "vllm/__init__.py": "",
+    "vllm/layers/__init__.py": LAYERS_INIT,
+    "vllm/layers/linear.py": LINEAR,
+    "vllm/layers/mla.py": (
+        "from .linear import ReplicatedLinear\n"
+        "\n"
+        "class MLA:\n"
+        "    def __init__(self):\n"
+        "        self.proj = ReplicatedLinear()\n"
+    ),
+    "vllm/models/alias.py": (
+        "from vllm.layers.linear import ReplicatedLinear as RL\n"
+        "\n"
+        "def build():\n"
+        "    return RL()\n"
+    ),
+    "vllm/models/reexport.py": (
+        "from vllm.layers import (\n"
+        "    ReplicatedLinear,\n"
+        ")\n"
+        "\n"
+        "def build(x: ReplicatedLinear) -> ReplicatedLinear:\n"
+        "    return x.forward(1)\n"
+    ),
+    "vllm/models/shadow.py": (
+        "class ReplicatedLinear:\n"
+        "    pass\n"
+        "\n"
+        "LAYER = ReplicatedLinear\n"
+    ),
+    "vllm/models/text_only.py": (
+        '"""ReplicatedLinear is only named in this docstring."""\n'
+        "# ReplicatedLinear in a comment\n"
+        "NAME = 'ReplicatedLinear'\n"
+    ),
+    "vllm/models/uses_module.py": (
+        "import vllm.layers.linear as linear\n"
+        "\n"
+        "LAYER = linear.ReplicatedLinear\n"
+    ),
+}
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for path, text in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return root
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> Path:
+    source = write_tree(tmp_path / "src", TREE)
+    db_path = tmp_path / "index.db"
+    with open_database(db_path) as database:
+        index_version(database, load_config(tmp_path), "vllm", "v1", from_path=source)
+    return db_path
+
+
+def references(db_path: Path, name: str) -> dict[tuple[str, int], tuple[str, str, str | None]]:
+    with open_database(db_path) as database:
+        result = xref(database, "vllm", "v1", name)
+    return {(r.path, r.line): (r.context, r.resolution, r.target) for r in result.references}
+
+
+TARGET = "vllm/layers/linear.py::ReplicatedLinear"
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        pytest.param(("vllm/layers/mla.py", 5), ("name", "import", TARGET), id="relative-import"),
+        pytest.param(("vllm/layers/__init__.py", 1), ("import", "import", TARGET),
+                     id="package-reexport-line"),
+        pytest.param(("vllm/models/reexport.py", 2), ("import", "import", TARGET),
+                     id="multi-line-import-through-reexport"),
+        pytest.param(("vllm/models/reexport.py", 5), ("annotation", "import", TARGET),
+                     id="annotation-through-reexport"),
+        pytest.param(("vllm/models/shadow.py", 4), ("name", "local",
+                                                    "vllm/models/shadow.py::ReplicatedLinear"),
+                     id="shadowed-by-local-definition"),
+        pytest.param(("vllm/models/uses_module.py", 3), ("attribute", "unresolved", None),
+                     id="attribute-of-module-two-definitions"),
+        pytest.param(("vllm/layers/linear.py", 6), ("base", "local", TARGET),
+                     id="base-class-same-module"),
+    ],
+)
+def test_reference_resolution(indexed: Path, where: tuple[str, int], expected: tuple) -> None:
+    assert references(indexed, "ReplicatedLinear")[where] == expected
+
+
+def test_strings_comments_and_definitions_are_not_references(indexed: Path) -> None:
+    found = references(indexed, "ReplicatedLinear")
+    assert not [key for key in found if key[0] == "vllm/models/text_only.py"]
+    assert ("vllm/layers/linear.py", 1) not in found  # the class statement itself
+    assert ("vllm/models/shadow.py", 1) not in found
+
+
+def test_alias_resolves_to_the_imported_definition(indexed: Path) -> None:
+    assert references(indexed, "RL")[("vllm/models/alias.py", 4)] == ("name", "import", TARGET)
+    by_original = references(indexed, "ReplicatedLinear")
+    assert by_original[("vllm/models/alias.py", 1)] == ("import", "import", TARGET)
+    assert by_original[("vllm/models/alias.py", 4)] == ("name", "import", TARGET)
+
+
+def test_unique_name_is_a_guess(indexed: Path) -> None:
+    found = references(indexed, "forward")
+    assert found[("vllm/models/reexport.py", 6)] == (
+        "attribute", "guess", "vllm/layers/linear.py::ReplicatedLinear.forward"
+    )
+
+
+def test_names_and_imports_are_recorded_in_the_parse() -> None:
+    parsed = parse_blob("b", TREE["vllm/models/reexport.py"].encode() + b"# Hidden\ns = 'Quoted'\n")
+    assert "ReplicatedLinear" in parsed.names.split()
+    assert "Hidden" not in parsed.names.split()
+    assert "Quoted" not in parsed.names.split()
+    assert "def" not in parsed.names.split()
+    assert parsed.imports == ((1, "vllm.layers", "ReplicatedLinear", None, 0),)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param("import a.b as c\n", ((1, "a.b", None, "c", 0),), id="import-as"),
+        pytest.param("import os, sys\n", ((1, "os", None, None, 0), (1, "sys", None, None, 0)),
+                     id="import-several"),
+        pytest.param("from ..x import Y as Z\n", ((1, "x", "Y", "Z", 2),), id="relative-as"),
+        pytest.param("from . import q\n", ((1, "", "q", None, 1),), id="from-dot"),
+        pytest.param("from m import *\n", ((1, "m", "*", None, 0),), id="wildcard"),
+    ],
+)
+def test_import_rows(source: str, expected: tuple) -> None:
+    assert parse_blob("b", source.encode()).imports == expected
+
+
+def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["--db", str(indexed), "xref", "ReplicatedLinear", "vllm@v1",
+                                "--format", "json"])
+    assert shown.exit_code == 0, shown.output
+    data = json.loads(shown.output)
+    assert [d["path"] for d in data["definitions"]] == [
+        "vllm/layers/linear.py", "vllm/models/shadow.py"
+    ]
+    assert {r["path"] for r in data["references"]} == {
+        "vllm/layers/__init__.py", "vllm/layers/linear.py", "vllm/layers/mla.py",
+        "vllm/models/alias.py", "vllm/models/reexport.py", "vllm/models/shadow.py",
+        "vllm/models/uses_module.py",
+    }
+    imports = runner.invoke(cli, ["--db", str(indexed), "xref", "ReplicatedLinear", "vllm@v1",
+                                  "--imports"])
+    assert imports.exit_code == 0
+    assert imports.output.splitlines() == [
+        "vllm/layers/__init__.py:1  from .linear import ReplicatedLinear",
+        "vllm/layers/mla.py:1  from .linear import ReplicatedLinear",
+        "vllm/models/alias.py:1  from vllm.layers.linear import ReplicatedLinear",
+        "vllm/models/reexport.py:1  from vllm.layers import ReplicatedLinear",
+    ]
+
+
+def test_cli_xref_unindexed_version_is_one_line(indexed: Path) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "X", "vllm@v9"])
+    assert result.exit_code == 2
+    assert result.output == "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n"
+
+
+RELATION_ANNOTATION = """\
+article: module_analysis/mla.md
+at: vllm@v1
+claims:
+  - id: mla-uses-replicated
+    text: "MLA projects with ReplicatedLinear"
+    refs:
+      - ref: vllm/layers/mla.py::MLA.__init__
+        uses: [vllm/layers/linear.py::ReplicatedLinear]
+"""
+
+MLA_WITHOUT_RELATION = TREE["vllm/layers/mla.py"].replace(
+    "self.proj = ReplicatedLinear()", "self.proj = None"
+)
+
+
+@pytest.mark.parametrize(
+    ("mla_at_v2", "status", "exit_code"),
+    [
+        pytest.param(TREE["vllm/layers/mla.py"] + "\n# a comment\n", "fresh", 0,
+                     id="relation-holds"),
+        pytest.param(MLA_WITHOUT_RELATION, "relation-missing", 1, id="relation-gone"),
+    ],
+)
+def test_check_reports_relation_missing(
+    tmp_path: Path, mla_at_v2: str, status: str, exit_code: int
+) -> None:
+    (tmp_path / "annotate.toml").write_text('[repos.vllm]\nversions = ["v1", "v2"]\n')
+    write_tree(tmp_path / "articles", {"mla.yml": RELATION_ANNOTATION})
+    v1 = write_tree(tmp_path / "v1", TREE)
+    v2 = write_tree(tmp_path / "v2", {**TREE, "vllm/layers/mla.py": mla_at_v2})
+    runner = CliRunner()
+    for version, source in (("v1", v1), ("v2", v2)):
+        indexed = runner.invoke(cli, ["index", f"vllm@{version}", "--from", str(source)])
+        assert indexed.exit_code == 0, indexed.output
+    checked = runner.invoke(cli, ["check", "--format", "json"])
+    assert checked.exit_code == exit_code, checked.output
+    [result] = json.loads(checked.output)["results"]
+    assert result["status"] == status
+    if status == "relation-missing":
+        assert result["message"] == (
+            "vllm@v2:vllm/layers/mla.py::MLA.__init__ no longer refers to "
+            "vllm@v1:vllm/layers/linear.py::ReplicatedLinear"
+        )
