@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -40,6 +41,11 @@ def reports_errors(command: F) -> F:
             return command(*args, **kwargs)
         except _library_errors() as error:
             raise UserError(str(error)) from None
+        except sqlite3.Error as error:
+            raise UserError(
+                f"the index database failed: {error}; if it is damaged, rebuild it with "
+                "'annotate index' into a fresh --db PATH"
+            ) from None
         except KeyboardInterrupt:
             click.echo("Interrupted; nothing half-written was kept.", err=True)
             sys.exit(130)
@@ -466,6 +472,46 @@ def check(
         raise UserError(f"{len(input_errors)} annotation files could not be read (see above)")
     if report.failing and not exit_zero:
         sys.exit(1)
+
+
+@cli.command()
+@click.option("--bump", multiple=True, metavar="CLAIM",
+              help="Move this claim's pin to the target version (ARTICLE#ID or ID).")
+@click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
+              help="Compare with this version instead of the repo's configured target.")
+@click.option("--dry-run", is_flag=True, help="Print the unified diff; change nothing.")
+@pass_context
+@reports_errors
+def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_run: bool) -> None:
+    """Rewrite refs of unambiguously moved symbols; move claims' pins forward."""
+    from annotations.fix import plan_fixes
+
+    report = _run_check(context, against)
+    plan = plan_fixes(context.config.root, report, bump)
+    for note in plan.notes:
+        click.echo(f"Note: {note}", err=True)
+    if dry_run:
+        click.echo(plan.diff(), nl=False)
+        return
+    written = plan.write()
+    edits = sum(plan.files[name].edits for name in written)
+    click.echo(f"{edits} edits in {len(written)} files" + (": " + ", ".join(written)
+                                                           if written else ""))
+
+
+def _run_check(context: Context, against: tuple[str, ...]) -> Any:
+    import datetime
+
+    from annotations.check import CheckOptions, check_all
+    from annotations.links import link_if_changed
+
+    pins = dict(split_version(text) for text in against)
+    for repo in pins:
+        context.config.repo(repo)
+    options = CheckOptions(pins, datetime.date.today(), context.config.fail_on)
+    with context.database() as database:
+        link_if_changed(database, context.config)
+        return check_all(database, context.config, options)
 
 
 def _is_file_error(error: Exception) -> bool:
