@@ -328,7 +328,9 @@ def link(context: Context) -> None:
         f"{states['broken']} broken"
     )
     if outcome.errors:
-        raise UserError(f"{len(outcome.errors)} problems in the annotations (see above)")
+        count = len(outcome.errors)
+        raise UserError(f"{count} problem{'s' if count != 1 else ''} in the annotations "
+                        "(see above)")
 
 
 @cli.command()
@@ -405,6 +407,8 @@ def search(context: Context, text: str, output_format: str) -> None:
     """Full-text search over claim texts, article titles and cited symbols."""
     from db import claims as claim_store
 
+    if not text.strip():
+        raise click.BadParameter("the search text is empty", param_hint="TEXT")
     with context.database() as database:
         rows = claim_store.search(database, text)
     if output_format == "json":

@@ -70,8 +70,11 @@ def link_if_changed(database: Database, config: ProjectConfig) -> LinkOutcome | 
     """Link again unless the annotation files, the config and the index are exactly as
     they were at the last clean link; None when nothing needed doing."""
     files = annotation_files(config)
-    signature = _signature(database, config, files)
-    if claim_store.link_signature(database) == signature:
+    try:
+        signature: str | None = _signature(database, config, files)
+    except OSError:
+        signature = None  # a file vanished or is unreadable: the loader reports it
+    if signature is not None and claim_store.link_signature(database) == signature:
         return None
     loaded = load_all(files[0], files[1], config.root)
     return link_all(database, config, loaded, signature)

@@ -129,7 +129,7 @@ def links_to(database: Database, qualname: str, path: str | None = None) -> list
     """Stored refs whose qualname is ``qualname`` or ends with ``.qualname``, or whose
     dotted name (module, then qualname) is ``qualname``."""
     last = qualname.rsplit(".", 1)[-1]
-    rows = database.db.query(
+    rows = database.query(
         "SELECT * FROM claim_links WHERE qualname IN (?, ?) OR qualname LIKE ? ESCAPE '\\'"
         " ORDER BY path, qualname, article, claim_id",
         (qualname, last, "%." + _like_escape(last)),
@@ -155,7 +155,7 @@ def _dotted_name(path: str, qualname: str) -> str | None:
 
 def links_of_article(database: Database, article: str) -> list[dict]:
     return list(
-        database.db.query(
+        database.query(
             "SELECT * FROM claim_links WHERE article = ? OR source_file = ?"
             " ORDER BY line, claim_id",
             (article, article),
@@ -166,7 +166,7 @@ def links_of_article(database: Database, article: str) -> list[dict]:
 def all_refs(database: Database) -> list[dict]:
     """Every stored ref with its claim, for check."""
     return list(
-        database.db.query(
+        database.query(
             "SELECT r.*, c.claim_id, c.text AS claim_text, c.article, c.source_file, c.id AS"
             " claim_key FROM claim_refs r JOIN claims c ON c.id = r.claim"
             " ORDER BY c.article, c.line, r.seq"
@@ -175,12 +175,12 @@ def all_refs(database: Database) -> list[dict]:
 
 
 def uses_of(database: Database, ref_key: int) -> list[dict]:
-    return list(database.db.query("SELECT * FROM claim_uses WHERE ref = ?", (ref_key,)))
+    return list(database.query("SELECT * FROM claim_uses WHERE ref = ?", (ref_key,)))
 
 
 def waivers(database: Database) -> dict[int, list[dict]]:
     found: dict[int, list[dict]] = {}
-    for row in database.db.query("SELECT * FROM claim_waivers"):
+    for row in database.query("SELECT * FROM claim_waivers"):
         found.setdefault(row["claim"], []).append(row)
     return found
 
@@ -197,13 +197,13 @@ def search(database: Database, text: str, limit: int = 50) -> list[dict]:
             "SELECT s.article, s.claim_id, s.title, s.text, s.symbols FROM claim_search s"
             " WHERE claim_search MATCH ? ORDER BY rank LIMIT ?"
         )
-        return list(database.db.query(sql, (phrase, limit)))
+        return list(database.query(sql, (phrase, limit)))
     pattern = "%" + _like_escape(text) + "%"
     sql = (
         "SELECT article, claim_id, title, text, symbols FROM claim_search WHERE text LIKE ?1"
         " ESCAPE '\\' OR title LIKE ?1 ESCAPE '\\' OR symbols LIKE ?1 ESCAPE '\\' LIMIT ?2"
     )
-    return list(database.db.query(sql, (pattern, limit)))
+    return list(database.query(sql, (pattern, limit)))
 
 
 def _like_escape(text: str) -> str:

@@ -125,7 +125,7 @@ def _insert_blobs(conn, blobs: Sequence[BlobRow]) -> None:
     )
     conn.executemany(
         "INSERT INTO blob_names (blob_id, names) VALUES (?, ?)",
-        ((blob.blob_id, blob.names) for blob in blobs if blob.names),
+        ((blob.blob_id, blob.names) for blob in blobs if blob.names.strip()),
     )
     conn.executemany(
         "INSERT INTO imports (blob_id, line, module, name, alias, level) VALUES (?,?,?,?,?,?)",
@@ -147,7 +147,7 @@ def _now() -> str:
 
 
 def list_versions(database: Database) -> list[dict]:
-    return list(database.db.query("SELECT * FROM version_summary"))
+    return list(database.query("SELECT * FROM version_summary"))
 
 
 def indexed_versions(database: Database, repo: str) -> list[str]:
@@ -171,7 +171,7 @@ def version_symbols(
         sql += " AND s.kind = ?"
         params.append(kind)
     sql += " ORDER BY f.path, s.seq"
-    for row in database.db.query(sql, params):
+    for row in database.query(sql, params):
         if path_glob is None or fnmatch.fnmatchcase(row["path"], path_glob):
             yield row
 
@@ -192,7 +192,7 @@ def version_paths(database: Database, version_key: int) -> list[str]:
 
 def symbols_in_file(database: Database, version_key: int, path: str) -> list[dict]:
     return list(
-        database.db.query(
+        database.query(
             "SELECT f.path, s.* FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
             " WHERE f.version_id = ? AND f.path = ? ORDER BY s.seq",
             (version_key, path),
@@ -203,7 +203,7 @@ def symbols_in_file(database: Database, version_key: int, path: str) -> list[dic
 def symbols_named(database: Database, version_key: int, qualname: str) -> list[dict]:
     """Symbols of a version whose qualname is ``qualname`` or ends with ``.qualname``."""
     last = qualname.rsplit(".", 1)[-1]
-    rows = database.db.query(
+    rows = database.query(
         "SELECT f.path, s.* FROM symbols s JOIN files f ON f.blob_id = s.blob_id"
         " WHERE s.name = ? AND f.version_id = ? ORDER BY f.path, s.seq",
         (last, version_key),

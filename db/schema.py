@@ -147,9 +147,10 @@ CREATE VIEW claim_links AS
 """
 
 _V3 = """
-CREATE VIRTUAL TABLE blob_names USING fts5(
-    blob_id UNINDEXED, names, tokenize = "unicode61 tokenchars '_'"
-);
+CREATE TABLE blob_names (
+    blob_id TEXT PRIMARY KEY REFERENCES blobs(id),
+    names TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE imports (
     blob_id TEXT NOT NULL REFERENCES blobs(id),
     line INTEGER NOT NULL,
@@ -160,7 +161,6 @@ CREATE TABLE imports (
 );
 CREATE INDEX imports_blob ON imports(blob_id);
 CREATE INDEX imports_name ON imports(name);
-CREATE INDEX imports_module ON imports(module);
 """
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)

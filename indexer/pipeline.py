@@ -165,7 +165,7 @@ def parse_batch(batch: list[tuple[str, bool, bytes]]) -> list[queries.BlobRow]:
 
 def _blob_row(blob_id: str, is_python: bool, data: bytes) -> queries.BlobRow:
     binary = b"\0" in data[:8192]
-    content = None if binary else zlib.compress(data, 6)
+    content = None if binary else zlib.compress(data, 1)
     if not is_python or binary:
         return queries.BlobRow(blob_id, len(data), content,
                                skipped="binary" if binary else None)

@@ -24,12 +24,13 @@ _KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwl
 
 
 def names_in(code_parts: Iterable[bytes]) -> str:
-    """The distinct identifiers of the code parts, sorted and space-separated."""
+    """The distinct identifiers of the code parts, sorted, space-separated and padded
+    with a space at both ends (so `` name `` finds a whole name)."""
     found: set[bytes] = set()
     for part in code_parts:
         found.update(IDENTIFIER.findall(part))
     found -= _KEYWORDS
-    return b" ".join(sorted(found)).decode("ascii")
+    return " " + b" ".join(sorted(found)).decode("ascii") + " "
 
 
 @lru_cache(maxsize=1)

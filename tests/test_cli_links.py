@@ -282,7 +282,7 @@ def test_search_output_round_trips_the_text() -> None:
 
 HOSTILE = ['"', "*", "NEAR(", "OR", "AND", "NOT", '"unclosed', "a OR b", "NEAR(a b, 2)", "(((",
            ")", "^start", "text:显存", "-x", "'", "_", "\\", '""', "***", "a*", "{x}", ":",
-           "显存 OR", "NEAR(显存", " ", ""]
+           "显存 OR", "NEAR(显存"]
 
 
 @pytest.mark.parametrize("query", HOSTILE, ids=[repr(q) for q in HOSTILE])
@@ -290,6 +290,13 @@ def test_search_survives_fts_syntax(query: str) -> None:
     result = run("search", "--", query)
     assert (result.exit_code, result.stderr) == (0, "")
     assert isinstance(json.loads(ok("search", "--format", "json", "--", query)), list)
+
+
+@pytest.mark.parametrize("query", [" ", ""], ids=["blank", "empty"])
+def test_search_refuses_empty_text(query: str) -> None:
+    result = run("search", "--", query)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == "Error: Invalid value for TEXT: the search text is empty"
 
 
 # -- show ----------------------------------------------------------------------------------------

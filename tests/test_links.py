@@ -326,7 +326,7 @@ def test_a_file_that_now_fails_to_load_keeps_its_previous_rows(project: Path) ->
     assert result.stderr == (
         "Error: articles/post.md:2: unknown key 'titel' at top level "
         "(allowed: article, title, at, claims)\n"
-        "Error: 1 problems in the annotations (see above)\n"
+        "Error: 1 problem in the annotations (see above)\n"
     )
     assert result.stdout == "2 articles, 3 claims, 6 refs: 6 linked, 0 unindexed, 0 broken\n"
     after = stored()
@@ -388,7 +388,7 @@ claims:
     assert result.stderr == (
         "Error: articles/post.md:5: duplicate claim id 'clone' of article 'articles/post.md' "
         "(first defined at annotations/post-more.yml:7)\n"
-        "Error: 1 problems in the annotations (see above)\n"
+        "Error: 1 problem in the annotations (see above)\n"
     )
     assert result.stdout == "3 articles, 5 claims, 8 refs: 8 linked, 0 unindexed, 0 broken\n"
     assert rows("SELECT claim_id, text FROM claims WHERE article = 'articles/post.md'"
@@ -555,7 +555,8 @@ def test_link_errors(
     result = link()
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [f"Error: {error}" for error in errors] + [
-        f"Error: {len(errors)} problems in the annotations (see above)"
+        f"Error: {len(errors)} problem{'s' if len(errors) != 1 else ''} in the annotations"
+        " (see above)"
     ]
     assert result.stdout == summary + "\n"
 

@@ -18,9 +18,9 @@ from fakevllm import FakeRepo
 from db.database import open_database
 from indexer.config import RepoConfig, load_config
 from indexer.errors import SourceError, VersionNotFound
+from indexer.git_source import GitMirror
 from indexer.pipeline import index_version
 from indexer.sources import (
-    GitMirror,
     blob_id,
     fetch_wheel,
     open_local,
@@ -386,12 +386,35 @@ def test_wheel_members_outside_the_tree_are_ignored(tmp_path: Path) -> None:
         assert [e.path for e in snapshot.info.files] == ["pkg/ok.py"]
 
 
-def test_unreadable_wheel_is_removed_with_a_hint(tmp_path: Path) -> None:
+def test_unreadable_cached_wheel_is_removed_with_a_hint(tmp_path: Path) -> None:
     wheel = tmp_path / "broken-1.0-py3-none-any.whl"
     wheel.write_bytes(b"PK\x03\x04 truncated")
     with pytest.raises(SourceError, match="is unreadable .*it was removed from the cache"):
-        open_wheel(_repo(None), "v1", wheel)
+        open_wheel(_repo(None), "v1", wheel, cached=True)
     assert not wheel.exists()
+
+
+def test_unreadable_user_wheel_is_never_deleted(tmp_path: Path) -> None:
+    wheel = tmp_path / "mine-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(SourceError, match="is unreadable") as caught:
+        open_wheel(_repo(None), "v1", wheel)
+    assert "removed" not in str(caught.value)
+    assert wheel.read_bytes() == b"PK\x03\x04 truncated"
+
+
+def test_cached_wheel_sha256_is_remembered_and_checked_by_size(tmp_path: Path) -> None:
+    wheel = tmp_path / "ok-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/ok.py", "x = 1\n")
+    expected = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    with open_wheel(_repo(None), "v1", wheel, cached=True) as snapshot:
+        assert snapshot.info.wheel_sha256 == expected
+    sidecar = wheel.with_name(wheel.name + ".sha256")
+    assert sidecar.read_text() == f"{expected} {wheel.stat().st_size}\n"
+    sidecar.write_text(f"{'0' * 64} {wheel.stat().st_size + 1}\n")  # stale: size differs
+    with open_wheel(_repo(None), "v1", wheel, cached=True) as snapshot:
+        assert snapshot.info.wheel_sha256 == expected
 
 
 def test_git_mirror_path_is_per_repo(tmp_path: Path) -> None:
