@@ -13,7 +13,6 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 import tree_sitter
 
@@ -33,17 +32,10 @@ def names_in(code_parts: Iterable[bytes]) -> str:
     return " " + b" ".join(sorted(found)).decode("ascii") + " "
 
 
-@lru_cache(maxsize=1)
-def _import_query(language: tree_sitter.Language) -> tree_sitter.Query:
-    return tree_sitter.Query(
-        language, "[(import_statement) (import_from_statement)] @import"
-    )
-
-
-def imports_in(language: tree_sitter.Language, root: tree_sitter.Node) -> tuple[ImportRow, ...]:
-    captures = tree_sitter.QueryCursor(_import_query(language)).captures(root)
+def imports_in(nodes: Iterable[tree_sitter.Node]) -> tuple[ImportRow, ...]:
+    """Rows of the import statement nodes (as captured by the indexer's outline query)."""
     rows: list[ImportRow] = []
-    for node in sorted(captures.get("import", ()), key=lambda n: n.start_byte):
+    for node in nodes:
         line = node.start_point[0] + 1
         if node.type == "import_statement":
             rows.extend(_plain_import(node, line))

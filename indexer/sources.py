@@ -6,6 +6,7 @@ local files, so one file from git and from a wheel is one blob.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -182,10 +183,8 @@ def wheel_sha256(wheel: Path, *, cached: bool) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     if cached:
-        try:
+        with contextlib.suppress(OSError):  # a read-only cache only costs the hash next time
             sidecar.write_text(f"{digest.hexdigest()} {size}\n")
-        except OSError:
-            pass  # a read-only cache only costs the hash next time
     return digest.hexdigest()
 
 

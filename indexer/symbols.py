@@ -16,7 +16,8 @@ Python walks only module and class bodies (for attributes), never function bodie
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -50,9 +51,32 @@ def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(_language())
 
 
-@lru_cache(maxsize=1)
-def _definition_query() -> tree_sitter.Query:
-    return tree_sitter.Query(_language(), "[(function_definition) (class_definition)] @def")
+# A line that may start a definition or an import. Each hit is checked against the tree
+# (a hit inside a string lands on a string node and is dropped): twice as fast on vLLM
+# as a tree-sitter query, which visits every node of the tree.
+_OUTLINE_LINE = re.compile(
+    rb"(?:^|(?<=\r))(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?(def|class|import|from)[ \t\\(.]",
+    re.M,
+)
+_DEFINITIONS = frozenset({"function_definition", "class_definition"})
+_IMPORTS = frozenset({"import_statement", "import_from_statement"})
+
+
+def _outline(
+    source: bytes, root: tree_sitter.Node
+) -> tuple[list[tree_sitter.Node], list[tree_sitter.Node]]:
+    """The definition and import statement nodes, in source order."""
+    definitions, imports = [], []
+    for match in _OUTLINE_LINE.finditer(source):
+        keyword = match.start(1)
+        statement = root.descendant_for_byte_range(keyword, keyword + 1).parent
+        if statement is None or statement.start_byte > keyword:
+            continue
+        if statement.type in _DEFINITIONS:
+            definitions.append(statement)
+        elif statement.type in _IMPORTS and statement.start_byte == keyword:
+            imports.append(statement)
+    return definitions, imports
 
 
 @dataclass(slots=True)
@@ -81,8 +105,9 @@ def parse_blob(blob_id: str, source: bytes) -> ParsedBlob:
     except UnicodeDecodeError:
         decode_errors = True
     root = _parser().parse(source).root_node
+    definition_nodes, import_nodes = _outline(source, root)
     finder = _Finder(source)
-    definitions = finder.find(root)
+    definitions = finder.find(root, definition_nodes)
     normalized = _normalized_file(source, definitions, sorted(finder.docstrings))
     return ParsedBlob(
         blob_id,
@@ -90,7 +115,7 @@ def parse_blob(blob_id: str, source: bytes) -> ParsedBlob:
         has_errors=root.has_error,
         decode_errors=decode_errors,
         names=names_in(normalized.code_parts),
-        imports=imports_in(_language(), root),
+        imports=imports_in(import_nodes),
     )
 
 
@@ -99,13 +124,15 @@ class _Finder:
         self._source = source
         self.docstrings: list[tuple[int, int]] = []
 
-    def find(self, root: tree_sitter.Node) -> list[_Definition]:
+    def find(
+        self, root: tree_sitter.Node, nodes: Iterable[tree_sitter.Node]
+    ) -> list[_Definition]:
         definitions: list[_Definition] = []
         self._note_docstring(root)
         module_attributes = self._attributes(root, "")
         definitions.extend(module_attributes)
         stack: list[tuple[int, _Definition]] = []
-        for node in self._definition_nodes(root):
+        for node in nodes:
             while stack and stack[-1][0] <= node.start_byte:
                 stack.pop()
             parent = stack[-1][1] if stack else None
@@ -117,10 +144,6 @@ class _Finder:
                 definitions.extend(definition.members)  # the class's attributes
             stack.append((node.end_byte, definition))
         return definitions
-
-    def _definition_nodes(self, root: tree_sitter.Node) -> list[tree_sitter.Node]:
-        captures = tree_sitter.QueryCursor(_definition_query()).captures(root)
-        return sorted(captures.get("def", ()), key=lambda node: node.start_byte)
 
     def _definition(
         self, node: tree_sitter.Node, parent: _Definition | None
