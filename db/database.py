@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -132,27 +133,43 @@ class Database:
             )
         if version == SCHEMA_VERSION:
             return
-        if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            self.conn.execute("PRAGMA journal_mode = WAL")
-        if version > 0:
-            self._backup(version)
+        self._use_wal()
         with self.write() as connection:
             current = connection.execute("PRAGMA user_version").fetchone()[0]
             if current == SCHEMA_VERSION:
                 return  # another process migrated it while we waited
+            if current > 0:
+                self._backup(current)  # under the write lock: one consistent copy
             for script in MIGRATIONS[current:]:
                 for statement in _statements(script):
                     connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    def _use_wal(self) -> None:
+        """Switch to WAL. Two processes creating one file at once can make the switch fail
+        at once with "database is locked" (no busy wait), so retry while it is locked."""
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL").fetchall()
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.02)
+
     def _backup(self, version: int) -> None:
         backup = self.path.with_name(f"{self.path.name}.v{version}.bak")
         self._notify(f"migrating {self.path} from schema {version}; backup at {backup}")
+        # A second connection reads the committed state: this one holds the write lock,
+        # and a backup from a connection that is writing never finishes (SQLITE_LOCKED).
+        source = sqlite3.connect(str(self.path))
         copy = sqlite3.connect(str(backup))
         try:
-            self.conn.backup(copy)
+            source.backup(copy)
         finally:
             copy.close()
+            source.close()
 
 
 def _statements(script: str) -> list[str]:

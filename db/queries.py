@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime
 import fnmatch
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from db.database import Database
 from db.errors import MissingIndex
@@ -77,9 +77,15 @@ def write_version(
     repo_row: dict,
     version: VersionRow,
     files: Sequence[tuple[str, str]],
-    blobs: Sequence[BlobRow],
+    blobs: Iterable[BlobRow],
+    clock: Callable[[], float] | None = None,
 ) -> bool:
-    """Store one version whole, in one transaction. False if it was already there."""
+    """Store one version whole, in one transaction. False if it was already there.
+
+    ``blobs`` may be a generator that parses as it goes: each batch is written as it
+    arrives, inside the transaction, so writing overlaps parsing. ``clock`` (seconds
+    since the run started), read at the end, replaces ``version.seconds``.
+    """
     with database.write() as conn:
         if version_id(database, version.repo, version.version) is not None:
             return False
@@ -88,9 +94,14 @@ def write_version(
             "ON CONFLICT(name) DO UPDATE SET git = :git, pypi = :pypi, github = :github",
             repo_row,
         )
-        already = known_blobs(database, (blob.blob_id for blob in blobs))
-        fresh = [blob for blob in blobs if blob.blob_id not in already]
-        _insert_blobs(conn, fresh)
+        fresh = 0
+        for batch in _batched(blobs, 256):
+            already = known_blobs(database, (blob.blob_id for blob in batch))
+            new = [blob for blob in batch if blob.blob_id not in already]
+            _insert_blobs(conn, new)
+            fresh += len(new)
+        if clock is not None:
+            version = replace(version, seconds=clock())
         symbol_count = _count_symbols(conn, {blob_id for _, blob_id in files})
         cursor = conn.execute(
             "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
@@ -98,7 +109,7 @@ def write_version(
             (
                 version.repo, version.version, version.source, version.commit_sha,
                 version.wheel_sha256, _now(), version.file_count, symbol_count,
-                len(fresh), round(version.seconds, 3),
+                fresh, round(version.seconds, 3),
             ),
         )
         new_id = cursor.lastrowid
@@ -107,6 +118,17 @@ def write_version(
             ((new_id, path, blob_id) for path, blob_id in files),
         )
     return True
+
+
+def _batched(items: Iterable[BlobRow], size: int) -> Iterator[list[BlobRow]]:
+    batch: list[BlobRow] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _insert_blobs(conn, blobs: Sequence[BlobRow]) -> None:

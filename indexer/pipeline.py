@@ -96,24 +96,41 @@ def _index_snapshot(
     known = queries.known_blobs(database, (entry.blob_id for entry in files))
     new_entries = list({e.blob_id: e for e in files if e.blob_id not in known}.values())
     progress.start(f"{info.repo}@{info.version}", len(new_entries))
-    blobs = list(_blob_rows(snapshot, new_entries, progress, workers))
-    progress.finish()
+    tally = _Tally()
     version = queries.VersionRow(
         repo=info.repo, version=info.version, source=info.source_kind,
         commit_sha=info.commit_sha, wheel_sha256=info.wheel_sha256,
-        file_count=len(files), new_blobs=len(blobs), seconds=time.perf_counter() - started,
+        file_count=len(files), new_blobs=len(new_entries), seconds=0.0,
     )
     repo_row = {"name": repo.name, "git": repo.git, "pypi": repo.pypi, "github": repo.github}
     written = queries.write_version(
-        database, repo_row, version, [(e.path, e.blob_id) for e in files], blobs
+        database, repo_row, version, [(e.path, e.blob_id) for e in files],
+        tally.counting(_blob_rows(snapshot, new_entries, progress, workers)),
+        clock=lambda: time.perf_counter() - started,
     )
+    progress.finish()
     return IndexOutcome(
         repo=info.repo, version=info.version, already=not written, source=info.source_kind,
         source_id=info.commit_sha or info.wheel_sha256, files=len(files),
-        new_blobs=len(blobs), parsed=sum(1 for blob in blobs if blob.parsed),
-        symbols=sum(len(blob.symbols) for blob in blobs),
+        new_blobs=tally.blobs, parsed=tally.parsed, symbols=tally.symbols,
         seconds=time.perf_counter() - started,
     )
+
+
+@dataclass
+class _Tally:
+    """Counts blobs as they stream from the parsers into the database."""
+
+    blobs: int = 0
+    parsed: int = 0
+    symbols: int = 0
+
+    def counting(self, rows: Iterator[queries.BlobRow]) -> Iterator[queries.BlobRow]:
+        for row in rows:
+            self.blobs += 1
+            self.parsed += row.parsed
+            self.symbols += len(row.symbols)
+            yield row
 
 
 def _blob_rows(
