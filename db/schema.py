@@ -60,7 +60,6 @@ CREATE TABLE symbols (
     shape TEXT
 );
 CREATE INDEX symbols_blob ON symbols(blob_id, qualname);
-CREATE INDEX symbols_qualname ON symbols(qualname);
 CREATE INDEX symbols_name ON symbols(name);
 CREATE INDEX symbols_exact ON symbols(exact);
 CREATE INDEX symbols_normalized ON symbols(normalized);
