@@ -305,9 +305,9 @@ def show(context: Context, ref_text: str) -> None:
 
 
 def _link(context: Context, database: Any) -> Any:
-    from annotations.links import link_all, load_claims
+    from annotations.links import link_if_changed
 
-    return link_all(database, context.config, load_claims(context.config))
+    return link_if_changed(database, context.config, force=True)
 
 
 @cli.command()

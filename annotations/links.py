@@ -66,15 +66,17 @@ def link_all(
     return outcome
 
 
-def link_if_changed(database: Database, config: ProjectConfig) -> LinkOutcome | None:
+def link_if_changed(
+    database: Database, config: ProjectConfig, *, force: bool = False
+) -> LinkOutcome | None:
     """Link again unless the annotation files, the config and the index are exactly as
-    they were at the last clean link; None when nothing needed doing."""
+    they were at the last clean link (or ``force``); None when nothing needed doing."""
     files = annotation_files(config)
     try:
         signature: str | None = _signature(database, config, files)
     except OSError:
         signature = None  # a file vanished or is unreadable: the loader reports it
-    if signature is not None and claim_store.link_signature(database) == signature:
+    if not force and signature is not None and claim_store.link_signature(database) == signature:
         return None
     loaded = load_all(files[0], files[1], config.root)
     return link_all(database, config, loaded, signature)
