@@ -164,14 +164,15 @@ class BodyChange(Change):
 
 @dataclass(frozen=True)
 class ValueChange(Change):
-    """``old``/``new``: the attribute's value, or its whole statement if the value is equal."""
+    """``old``/``new``: the attribute's value, or its whole statement if the value is equal
+    (as written; ``explain`` puts them on one line, shortened)."""
 
     kind: ClassVar[ChangeKind] = ChangeKind.VALUE
     old: str
     new: str
 
     def explain(self) -> str:
-        return f"value changed: {_shorten(self.old)} -> {_shorten(self.new)}"
+        return f"value changed: {_shorten(_display(self.old))} -> {_shorten(_display(self.new))}"
 
 
 # --- classification -------------------------------------------------------------------
@@ -206,7 +207,7 @@ def describe(old: Comparable, new: Comparable) -> tuple[Change, ...]:
 
 
 def _function_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
-    if old.name == new.name and _key(old.signature) == _key(new.signature):
+    if old.name == new.name and _same_code(old.signature, new.signature):
         return (BodyChange(),)
     old_header, new_header = parse_header(old.signature), parse_header(new.signature)
     signature = _signature_change(old_header, new_header, ("decorators", "parameters",
@@ -219,13 +220,10 @@ def _function_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
 
 
 def _class_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
-    old_header, new_header = parse_header(old.signature), parse_header(new.signature)
     changes: list[Change] = []
-    signature = _signature_change(old_header, new_header, ("decorators", "keyword"))
-    if signature is not None:
-        changes.append(signature)
-    if _bases_key(old_header.parameters) != _bases_key(new_header.parameters):
-        changes.append(BasesChange(old_header.parameters or "()", new_header.parameters or "()"))
+    if old.signature != new.signature:
+        changes.extend(_class_header_changes(parse_header(old.signature),
+                                             parse_header(new.signature)))
     members = _members_change(old.members(), new.members())
     if members is not None:
         changes.append(members)
@@ -234,12 +232,26 @@ def _class_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
     return tuple(changes)
 
 
+def _class_header_changes(old: Header, new: Header) -> list[Change]:
+    changes: list[Change] = []
+    signature = _signature_change(old, new, ("decorators", "keyword"))
+    if signature is not None:
+        changes.append(signature)
+    if old.parameters != new.parameters and _bases_key(old.parameters) != _bases_key(
+        new.parameters
+    ):
+        changes.append(BasesChange(_display(old.parameters) or "()",
+                                   _display(new.parameters) or "()"))
+    return changes
+
+
 def _signature_change(
     old: Header, new: Header, fields: tuple[str, ...]
 ) -> SignatureChange | None:
     parts = tuple(
         name for name in fields
-        if _part_key(getattr(old, name)) != _part_key(getattr(new, name))
+        if getattr(old, name) != getattr(new, name)
+        and _part_key(getattr(old, name)) != _part_key(getattr(new, name))
     )
     if not parts:
         return None
@@ -290,7 +302,7 @@ def _inner_changed(old: Comparable, new: Comparable) -> bool:
         return False  # reported as a member change
     if group is KindGroup.CLASS:
         return _class_body_changed(old, new)
-    if _key(old.signature) == _key(new.signature):
+    if _same_code(old.signature, new.signature):
         return True
     return canonical(_body_text(old)) != canonical(_body_text(new))
 
@@ -312,9 +324,9 @@ def _residual(symbol: Comparable) -> bytes:
 
 
 def _value_change(old: Comparable, new: Comparable) -> ValueChange:
-    if _key(old.signature) != _key(new.signature):
-        return ValueChange(_display(old.signature), _display(new.signature))
-    return ValueChange(_display(old.source), _display(new.source))
+    if not _same_code(old.signature, new.signature):
+        return ValueChange(old.signature, new.signature)
+    return ValueChange(old.source, new.source)
 
 
 def _body_text(symbol: Comparable) -> str:
@@ -351,14 +363,17 @@ _STRING = (
     r'|"(?:[^"\\\n]|\\.)*")'
 )
 _STRING_OR_COMMENT = re.compile(rf"({_STRING})|#[^\n]*", re.DOTALL)
-_LEADING_DOCSTRING = re.compile(rf"(?:\s|#[^\n]*)*{_STRING}[ \t;]*(?=#|\n|\Z)", re.DOTALL)
+# Each comment runs to its line's end, so a line of '#####' has one reading (no backtracking).
+_LEADING_DOCSTRING = re.compile(
+    rf"(?:\s|#[^\n]*(?=\n|\Z))*{_STRING}[ \t;]*(?=#|\n|\Z)", re.DOTALL
+)
 _STRUCTURE = re.compile(r"[()\[\]{}\n]")
 _DEF_LINE = re.compile(r"(async\s+def|def|class)\s+(\w+)\s*(.*?)\s*:?\s*\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Header:
-    """A def or class header split into its parts (comments dropped)."""
+    """A def or class header split into its parts (comments dropped, layout kept)."""
 
     decorators: tuple[str, ...]
     keyword: str  # "def", "async def", "class"; "" if the text is not a def/class line
@@ -367,10 +382,11 @@ class Header:
     returns: str
 
     def display(self) -> str:
+        """The header on one line: ``@deco def name(params) -> returns``."""
         line = f"{self.keyword} {self.name}{self.parameters}".strip()
         if self.returns:
             line += f" -> {self.returns}"
-        return " ".join((*self.decorators, _display(line)))
+        return " ".join(_display(part) for part in (*self.decorators, line))
 
 
 @lru_cache(maxsize=16384)
@@ -378,18 +394,18 @@ def parse_header(text: str) -> Header:
     """Split a header (decorators, then the def/class line up to its colon)."""
     code, masked = _masked(text)
     lines = _logical_lines(code, masked)
-    decorators = tuple(_display(line) for line in lines if line.startswith("@"))
+    decorators = tuple(line for line in lines if line.startswith("@"))
     definition = " ".join(line for line in lines if not line.startswith("@"))
     found = _DEF_LINE.match(definition)
     if found is None:
-        return Header(decorators, "", "", _display(definition), "")
+        return Header(decorators, "", "", definition, "")
     keyword = " ".join(found.group(1).split())
     rest = found.group(3)
     arrow = _masked(rest)[1].find("->")
     if arrow < 0:
-        return Header(decorators, keyword, found.group(2), _display(rest), "")
-    returns = rest[arrow + 2:].strip()
-    return Header(decorators, keyword, found.group(2), _display(rest[:arrow]), _display(returns))
+        return Header(decorators, keyword, found.group(2), rest.strip(), "")
+    return Header(decorators, keyword, found.group(2), rest[:arrow].strip(),
+                  rest[arrow + 2:].strip())
 
 
 def _masked(text: str) -> tuple[str, str]:
@@ -413,6 +429,10 @@ def _logical_lines(code: str, masked: str) -> list[str]:
             start = index + 1
     lines.append(code[start:])
     return [line.strip() for line in lines if line.strip()]
+
+
+def _same_code(old: str, new: str) -> bool:
+    return old == new or _key(old) == _key(new)
 
 
 @lru_cache(maxsize=65536)

@@ -8,11 +8,10 @@ A ``quote`` that still stands in the target symbol keeps a changed symbol's clai
 from __future__ import annotations
 
 import datetime
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from annotations.comparison import Comparison, compare_lines, compare_symbol
+from annotations.comparison import Comparison, SymbolComparer, compare_lines
 from annotations.resolve import Resolved, Resolver, UnindexedVersion, quote_stands
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
@@ -20,8 +19,6 @@ from db.database import Database
 from indexer.config import ProjectConfig
 from indexer.fingerprints import code_spans
 from indexer.references import IDENTIFIER
-
-DIFF_CONTEXT_LINES = 2
 
 
 @dataclass(frozen=True)
@@ -34,11 +31,13 @@ class CheckOptions:
 def check_all(database: Database, config: ProjectConfig, options: CheckOptions) -> CheckReport:
     """Check every stored ref (run `annotations.links.link_all` first)."""
     resolver = Resolver(database, config)
+    comparer = SymbolComparer(resolver)
     waivers = claim_store.waivers(database)
     results = []
     for row in claim_store.all_refs(database):
-        result = _check_ref(resolver, config, options, row)
+        result = _check_ref(comparer, config, options, row)
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
+    comparer.save()
     targets = tuple(sorted({r.target for r in results if r.target}))
     return CheckReport(tuple(results), targets, options.fail_on)
 
@@ -48,8 +47,9 @@ def target_of(config: ProjectConfig, options: CheckOptions, repo: str) -> str | 
 
 
 def _check_ref(
-    resolver: Resolver, config: ProjectConfig, options: CheckOptions, row: dict
+    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict
 ) -> RefResult:
+    resolver = comparer.resolver
     base = RefResult(
         article=row["article"], claim=row["claim_id"], claim_text=row["claim_text"],
         file=row["source_file"], line=row["line"], ref=row["written"],
@@ -71,7 +71,10 @@ def _check_ref(
         return replace(base, target=target, status=Status.UNINDEXED,
                        message=f"target {error.message} ({error.hint})")
     pinned = _pinned(resolver, row)
-    comparison = _compare(resolver, pinned, target_key)
+    if pinned.qualname is None:
+        comparison = compare_lines(resolver, pinned, target_key)
+    else:
+        comparison = comparer.compare(pinned, target_key)
     return _finish(resolver, config, replace(base, target=target), row, pinned, comparison)
 
 
@@ -85,12 +88,6 @@ def _pinned(resolver: Resolver, row: dict) -> Resolved:
     )
 
 
-def _compare(resolver: Resolver, pinned: Resolved, target_key: int) -> Comparison:
-    if pinned.qualname is None:
-        return compare_lines(resolver, pinned, target_key)
-    return compare_symbol(resolver, pinned, target_key)
-
-
 def _finish(
     resolver: Resolver,
     config: ProjectConfig,
@@ -100,10 +97,8 @@ def _finish(
     comparison: Comparison,
 ) -> RefResult:
     status, message = comparison.status, comparison.message
-    diff = None
+    diff = comparison.diff
     new = comparison.new
-    if status is Status.CHANGED and new is not None:
-        diff = symbol_diff(resolver, pinned, new)
     missing = _missing_relations(resolver, row, new) if status in _RELATION_CHECKED else []
     if missing:
         status = Status.RELATION_MISSING
@@ -148,16 +143,6 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
         if (use["qualname"] or use["written"]).rsplit(".", 1)[-1].rsplit(":", 1)[-1].encode()
         not in names
     ]
-
-
-def symbol_diff(resolver: Resolver, old: Resolved, new: Resolved) -> str:
-    """A short unified diff of a symbol between two versions."""
-    before = resolver.text_of(old).splitlines(keepends=True)
-    after = resolver.text_of(new).splitlines(keepends=True)
-    lines = difflib.unified_diff(
-        before, after, fromfile=old.canonical, tofile=new.canonical, n=DIFF_CONTEXT_LINES
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def _apply_waivers(result: RefResult, waivers: Iterable[dict], options: CheckOptions) -> RefResult:

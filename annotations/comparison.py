@@ -6,12 +6,21 @@ tracked by their text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 from annotations.resolve import Resolved, Resolver
 from annotations.results import Status
 from db import queries
 from indexer.fingerprints import digest
+
+if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cache
+    from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
+
+DIFF_CONTEXT_LINES = 2
+ENGINE = "matcher-1"  # bump when matching or the stored diffs change: old cache rows are ignored
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,33 @@ class Comparison:
     new: Resolved | None = None
     changes: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
+    diff: str | None = None
+
+    def encode(self) -> str:
+        return json.dumps({
+            "status": self.status.value, "message": self.message,
+            "new": asdict(self.new) if self.new else None, "changes": list(self.changes),
+            "candidates": list(self.candidates), "diff": self.diff,
+        })
+
+    @classmethod
+    def decode(cls, text: str) -> Comparison:
+        data = json.loads(text)
+        return cls(
+            Status(data["status"]), data["message"],
+            Resolved(**data["new"]) if data["new"] else None,
+            tuple(data["changes"]), tuple(data["candidates"]), data["diff"],
+        )
+
+
+def symbol_diff(resolver: Resolver, old: Resolved, new: Resolved) -> str:
+    """A short unified diff of a symbol between two versions."""
+    before = resolver.text_of(old).splitlines(keepends=True)
+    after = resolver.text_of(new).splitlines(keepends=True)
+    lines = difflib.unified_diff(
+        before, after, fromfile=old.canonical, tofile=new.canonical, n=DIFF_CONTEXT_LINES
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comparison:
@@ -71,26 +107,99 @@ def _target_pin(resolver: Resolver, target_key: int) -> str:
     return f"{row[0]}@{row[1]}"
 
 
-def compare_symbol(resolver: Resolver, pinned: Resolved, target_key: int) -> Comparison:
-    """Provisional: same path and qualname only (the matcher replaces this)."""
-    target = _target_pin(resolver, target_key)
-    rows = [
-        row for row in queries.symbols_in_file(resolver.database, target_key, pinned.path)
-        if row["qualname"] == pinned.qualname
-    ]
-    if not rows:
-        return Comparison(Status.REMOVED, f"{pinned.qualname} not found at {target}")
-    row = rows[0]
-    repo, _, version = target.partition("@")
-    new = Resolved(
-        repo=repo, version=version, version_key=target_key, path=row["path"],
-        blob_id=row["blob_id"], start_line=row["start_line"], end_line=row["end_line"],
-        exact=row["exact"], normalized=row["normalized"], qualname=row["qualname"],
-        kind=row["kind"], shape=row["shape"],
-    )
-    if row["exact"] == pinned.exact:
+class SymbolComparer:
+    """Compares pinned symbols with target versions; one `Matcher` per version pair, so
+    the unmatched pool of a pair is built at most once per run.
+
+    Indexed versions never change, so neither does a comparison between two of them:
+    results are stored in ``match_cache`` (`save`) and read back by later runs.
+    """
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self._store: SourceStore | None = None
+        self._matchers: dict[tuple[int, int], Matcher] = {}
+        self._cache: dict[tuple[int, int], dict[tuple, str]] = {}
+        self._new_rows: list[tuple] = []
+
+    def compare(self, pinned: Resolved, target_key: int) -> Comparison:
+        pair = (pinned.version_key, target_key)
+        if pair not in self._cache:
+            self._cache[pair] = queries.cached_matches(self.resolver.database, *pair, ENGINE)
+        key = (pinned.path, pinned.qualname, pinned.exact, pinned.start_line)
+        if key in self._cache[pair]:
+            return Comparison.decode(self._cache[pair][key])
+        comparison = self._compare(pinned, target_key)
+        self._new_rows.append((*pair, *key, comparison.encode()))
+        return comparison
+
+    def save(self) -> None:
+        """Store what this run computed (skipped when another process is writing)."""
+        queries.store_matches(self.resolver.database, ENGINE, self._new_rows)
+        self._new_rows = []
+
+    @property
+    def store(self) -> SourceStore:
+        from annotations.matching import SourceStore
+
+        if self._store is None:
+            self._store = SourceStore(self.resolver.database)
+        return self._store
+
+    def _compare(self, pinned: Resolved, target_key: int) -> Comparison:
+        from annotations.matching import find_symbol
+
+        old = find_symbol(self.resolver.database, pinned.version_key, pinned.path,
+                          pinned.qualname or "", store=self.store)
+        if old is None:
+            return Comparison(Status.BROKEN, f"{pinned.canonical} is no longer in the index")
+        match = self._matcher(pinned.version_key, target_key).match(old)
+        comparison = _comparison(match, _target_pin(self.resolver, target_key), target_key)
+        if comparison.status is Status.CHANGED and comparison.new is not None:
+            return replace(comparison, diff=symbol_diff(self.resolver, pinned, comparison.new))
+        return comparison
+
+    def _matcher(self, pin_key: int, target_key: int) -> Matcher:
+        from annotations.matching import Matcher
+
+        key = (pin_key, target_key)
+        if key not in self._matchers:
+            self._matchers[key] = Matcher(self.resolver.database, pin_key, target_key,
+                                          self.store)
+        return self._matchers[key]
+
+
+def _comparison(match: Match, target: str, target_key: int) -> Comparison:
+    from annotations.changes import Verdict
+
+    verdict = match.verdict
+    new = _resolved(match.new, target, target_key) if match.new is not None else None
+    kinds = tuple(kind.value for kind in match.kinds)
+    explained = "; ".join(match.explain())
+    candidates = tuple(f"{target}:{c.ref}" for c in match.candidates)
+    if verdict is Verdict.UNCHANGED:
         return Comparison(Status.FRESH, "unchanged", new)
-    if row["normalized"] == pinned.normalized:
+    if verdict is Verdict.COSMETIC:
         return Comparison(Status.COSMETIC, "only comments, docstrings or formatting changed",
                           new)
-    return Comparison(Status.CHANGED, "changed", new, ("body",))
+    if verdict is Verdict.CHANGED:
+        return Comparison(Status.CHANGED, explained or "changed", new, kinds)
+    if verdict is Verdict.MOVED:
+        content = f"; {explained}" if match.content_changed and explained else ""
+        also = " (several candidates: see candidates)" if match.ambiguous else ""
+        return Comparison(Status.MOVED, f"moved to {new.canonical}{also}{content}", new,
+                          kinds if match.content_changed else (), candidates)
+    closest = f"; closest: {', '.join(candidates)}" if candidates else ""
+    return Comparison(Status.REMOVED, f"{match.old.ref} not found at {target}{closest}",
+                      None, (), candidates)
+
+
+def _resolved(symbol: SymbolSnapshot, target: str, target_key: int) -> Resolved:
+    repo, _, version = target.partition("@")
+    return Resolved(
+        repo=repo, version=version, version_key=target_key, path=symbol.path,
+        blob_id=symbol.blob_id, start_line=symbol.start_line, end_line=symbol.end_line,
+        exact=symbol.exact, normalized=symbol.normalized, qualname=symbol.qualname,
+        kind=symbol.kind, shape=symbol.shape, start_byte=symbol.start_byte,
+        end_byte=symbol.end_byte,
+    )

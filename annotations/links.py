@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotations.errors import AnnotationError, AnnotationFileError
-from annotations.loader import load_all
 from annotations.model import Article, Claim, LoadResult, RefEntry
 from annotations.refs import parse_ref
 from annotations.resolve import Resolved, ResolveError, Resolver, UnindexedVersion, quote_stands
@@ -47,6 +46,8 @@ def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
 
 
 def load_claims(config: ProjectConfig) -> LoadResult:
+    from annotations.loader import load_all
+
     yaml_files, markdown_files = annotation_files(config)
     return load_all(yaml_files, markdown_files, config.root)
 
@@ -78,6 +79,8 @@ def link_if_changed(
         signature = None  # a file vanished or is unreadable: the loader reports it
     if not force and signature is not None and claim_store.link_signature(database) == signature:
         return None
+    from annotations.loader import load_all  # only when something changed
+
     loaded = load_all(files[0], files[1], config.root)
     return link_all(database, config, loaded, signature)
 

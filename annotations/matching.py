@@ -17,7 +17,9 @@ For a symbol ``old`` of A (``Matcher.match``):
    a. *Parent.* A member (``Cls.meth``, ``f.<locals>.g``) whose parent moved follows it:
       it is looked up under the parent's new location (and the parent's alternatives).
    b. *Fingerprints.* Candidates with ``old``'s exact, else normalized, fingerprint.
-   c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``.
+   c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``
+      (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file; a renamed
+      candidate only if ``old``'s body has ``MIN_RENAME_TOKENS`` word tokens).
 
    Candidates are scored (b and c alike) by::
 
@@ -41,9 +43,17 @@ For a symbol ``old`` of A (``Matcher.match``):
    the parent's target; a pair whose sizes alone cap its score below ``CANDIDATE_FLOOR``
    is not tokenized.
 
+   The candidate named like ``old`` gets ``UNIQUE_NAME_BONUS`` when that name belongs to
+   one unmatched symbol on each side (not a dunder): a class moved *and* rewritten keeps
+   its name.
+
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates`` (a
    class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
-   like ``logger = init_logger(__name__)``) are no evidence of a move: ``removed``.
+   like ``logger = init_logger(__name__)``) are no evidence of a move: ``removed``. A
+   member of a removed class moves only to an unambiguous candidate (otherwise it is
+   boilerplate such as ``get_hf_processor`` of a deleted model), and a class attribute
+   only ever follows its class (same name, in the class's match): a bare field
+   ``x: torch.Tensor`` says too little to be tracked elsewhere.
 
 4. Otherwise **removed**, with up to ``MAX_CLOSEST`` candidates scoring at least
    ``CANDIDATE_FLOOR`` in ``candidates``.
@@ -74,8 +84,9 @@ from db.queries import require_version
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
-    "MOVE_THRESHOLD", "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE", "HistoryEvent",
-    "HistoryStep", "Match", "Matcher", "SourceStore", "SymbolSnapshot",
+    "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "RENAME_MOVE_THRESHOLD", "UNIQUE_NAME_BONUS",
+    "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE",
+    "HistoryEvent", "HistoryStep", "Match", "Matcher", "SourceStore", "SymbolSnapshot",
     "Verdict", "VersionDiff", "diff_versions", "find_symbol", "history", "match_symbol",
     "package_of",
 ]
@@ -84,6 +95,11 @@ MOVE_THRESHOLD = 0.6
 """Lowest score of a similarity match to call a symbol moved rather than removed."""
 AMBIGUITY_MARGIN = 0.05
 """Candidates scoring within this of the best are reported alongside it."""
+RENAME_MOVE_THRESHOLD = 0.65
+"""Lowest score for a candidate that is both renamed and in another file."""
+MIN_RENAME_TOKENS = 8
+"""A renamed candidate needs ``old`` to have at least this many body word tokens:
+``return True`` resembles every other ``return True``."""
 MAX_TIES = 5
 """More candidates than this within the margin: the evidence is boilerplate, not a move."""
 CANDIDATE_FLOOR = 0.3
@@ -94,11 +110,19 @@ BLOCK_CAP = 50
 """Name or parameter-list buckets larger than this (``forward``, ``__init__``, ``logger``)
 are too common to block on."""
 W_BODY, W_NAME, W_SCOPE, W_PARAMS = 0.55, 0.15, 0.15, 0.15
+UNIQUE_NAME_BONUS = 0.2
+"""Added (score capped at 1) when the only unmatched symbol of a name in A meets the only
+one of that name in B: a rename is unlikely, a rewrite while moving is not."""
 
 _SIZE_SLACK = 1.25
 _WORD = re.compile(r"\w+")
 _TRIVIAL_PARAMETERS = frozenset({"", "()", "(self)", "(cls)", "(self)->None"})
 _LOCALS = ".<locals>"
+_Key = tuple[str, str, int]  # (path, qualname, occurrence)
+_PATH, _BLOB, _QUALNAME, _KIND, _START_BYTE, _EXACT = (
+    mq.MATCH_COLUMNS.index(column)
+    for column in ("path", "blob_id", "qualname", "kind", "start_byte", "exact")
+)
 _DEF_NAME = re.compile(r"(?:^|\n)[ \t]*(?:async\s+)?(?:def|class)\s+\w+")
 
 
@@ -202,6 +226,7 @@ class SourceStore:
         self.database = database
         self._max_blobs = max_blobs
         self._contents: dict[str, bytes] = {}
+        self._rows: dict[str, list[tuple]] = {}
         self._children: dict[str, dict[str, list[tuple]]] = {}
         self._members: dict[tuple, dict[str, tuple[SymbolSnapshot, ...]]] = {}
 
@@ -216,12 +241,7 @@ class SourceStore:
 
     def add_blob_rows(self, blob_id: str, rows: Iterable[tuple]) -> None:
         """Remember a blob's symbol rows (``MATCH_COLUMNS`` tuples) for ``members``."""
-        if blob_id in self._children:
-            return
-        children: dict[str, list[tuple]] = defaultdict(list)
-        for row in rows:
-            children[_parent(row[4])].append(row)
-        self._children[blob_id] = children
+        self._rows.setdefault(blob_id, list(rows))
 
     def members(self, symbol: SymbolSnapshot) -> dict[str, tuple[SymbolSnapshot, ...]]:
         key = (symbol.repo, symbol.version, symbol.path, symbol.blob_id, symbol.qualname)
@@ -232,19 +252,28 @@ class SourceStore:
         return found
 
     def _load_members(self, symbol: SymbolSnapshot) -> dict[str, tuple[SymbolSnapshot, ...]]:
-        if symbol.blob_id not in self._children:
-            self.add_blob_rows(symbol.blob_id, mq.blob_symbol_rows(self.database, symbol.blob_id))
         grouped: dict[str, list[SymbolSnapshot]] = defaultdict(list)
         prefix = symbol.qualname + "."
-        for row in self._children[symbol.blob_id].get(symbol.qualname, ()):
-            if not row[4].startswith(prefix):
+        for row in self._children_of(symbol.blob_id).get(symbol.qualname, ()):
+            if not row[_QUALNAME].startswith(prefix):
                 continue  # a function's locals share the parent key
-            name = row[4][len(prefix):]
+            name = row[_QUALNAME][len(prefix):]
             values = (symbol.path, *row[1:])
             grouped[name].append(
                 _snapshot(values, symbol.repo, symbol.version, self, len(grouped[name]))
             )
         return {name: tuple(items) for name, items in grouped.items()}
+
+    def _children_of(self, blob_id: str) -> dict[str, list[tuple]]:
+        children = self._children.get(blob_id)
+        if children is None:
+            if blob_id not in self._rows:
+                self._rows[blob_id] = mq.blob_symbol_rows(self.database, blob_id)
+            children = defaultdict(list)
+            for row in self._rows[blob_id]:
+                children[_parent(row[_QUALNAME])].append(row)
+            self._children[blob_id] = children
+        return children
 
 
 def _parent(qualname: str) -> str:
@@ -296,9 +325,11 @@ class VersionDiff:
     """Every symbol of A matched against B, plus B's additions.
 
     ``matches`` holds the A symbols that are not unchanged (unchanged ones are only
-    counted); ``packages`` maps a package (``package_of``: the first two path components
-    of the file's directory, e.g. ``vllm/v1``) to its counts per verdict and ``added``
-    (moved and removed symbols count under their old path, added under their new one).
+    counted). ``added`` are B's unmatched symbols that no move points to (neither as
+    ``new`` nor among an ambiguous move's ``candidates``). ``packages`` maps a package
+    (``package_of``: the first two path components of the file's directory, e.g.
+    ``vllm/v1``) to its counts per verdict and ``added`` (moved and removed symbols count
+    under their old path, added ones under their new path).
     """
 
     repo: str
@@ -355,7 +386,11 @@ def package_of(path: str) -> str:
 
 
 class _VersionView:
-    """The symbols of one version, loaded per file on demand or all at once."""
+    """The symbol rows of one version, loaded per file on demand or all at once.
+
+    Rows become ``SymbolSnapshot`` objects only when asked for, so the symbols a diff
+    finds unchanged by their fingerprint never cost an object.
+    """
 
     def __init__(self, database: Database, key: int, store: SourceStore) -> None:
         label = mq.version_label(database, key)
@@ -365,8 +400,9 @@ class _VersionView:
         self.repo, self.version = label
         self._blobs: dict[str, str] | None = None
         self._blob_cache: dict[str, str | None] = {}
-        self._ordered: dict[str, list[SymbolSnapshot]] = {}
-        self._by_key: dict[tuple[str, str, int], SymbolSnapshot] = {}
+        self._files: dict[str, list[_Key]] = {}
+        self._rows: dict[_Key, tuple] = {}
+        self._symbols: dict[_Key, SymbolSnapshot] = {}
 
     def blobs(self) -> dict[str, str]:
         if self._blobs is None:
@@ -380,54 +416,78 @@ class _VersionView:
             self._blob_cache[path] = mq.file_blob_id(self.database, self.key, path)
         return self._blob_cache[path]
 
-    def file_symbols(self, path: str) -> list[SymbolSnapshot]:
-        if path not in self._ordered:
-            self._add_file(path, mq.file_symbol_rows(self.database, self.key, path))
-        return self._ordered[path]
+    def has(self, path: str, qualname: str, occurrence: int = 0) -> bool:
+        return self._ensure(path) and (path, qualname, occurrence) in self._rows
+
+    def rows(self) -> Mapping[_Key, tuple]:
+        """Every row loaded so far, by key (all of them, after ``load``, but skipped files)."""
+        return self._rows
+
+    def row(self, key: _Key) -> tuple | None:
+        return self._rows.get(key) if self._ensure(key[0]) else None
 
     def lookup(self, path: str, qualname: str, occurrence: int = 0) -> SymbolSnapshot | None:
-        if path not in self._ordered:
-            if self._blobs is not None and path not in self._blobs:
-                return None
-            self.file_symbols(path)
-        return self._by_key.get((path, qualname, occurrence))
+        return self.symbol((path, qualname, occurrence)) if self._ensure(path) else None
+
+    def file_symbols(self, path: str) -> list[SymbolSnapshot]:
+        if not self._ensure(path):
+            return []
+        return [self._materialize(key) for key in self._files[path]]
+
+    def symbol(self, key: _Key) -> SymbolSnapshot | None:
+        """The snapshot of a loaded row (None if there is no such row)."""
+        return self._materialize(key) if key in self._rows else None
 
     def load(self, skip: Callable[[str, str], bool]) -> list[tuple]:
-        """Load every symbol in one query; files where ``skip(path, blob)`` stay rows only.
+        """Load every row in one query, but for files where ``skip(path, blob)``.
 
         Returns the rows of the skipped files (to be counted, not matched).
         """
         skipped: list[tuple] = []
         by_file: dict[str, list[tuple]] = defaultdict(list)
         for row in mq.all_symbol_rows(self.database, self.key):
-            if skip(row[0], row[2]):
+            if skip(row[_PATH], row[_BLOB]):
                 skipped.append(row)
             else:
-                by_file[row[0]].append(row)
-        for path, rows in by_file.items():
-            if path not in self._ordered:
-                self._add_file(path, rows)
-        for path in self.blobs():
-            if path not in self._ordered and not skip(path, self.blobs()[path]):
-                self._add_file(path, [])
+                by_file[row[_PATH]].append(row)
+        for path, blob in self.blobs().items():
+            if path not in self._files and not skip(path, blob):
+                self._add_file(path, by_file.get(path, []))
         return skipped
 
-    def loaded_symbols(self) -> Iterable[SymbolSnapshot]:
-        for symbols in self._ordered.values():
-            yield from symbols
+    def files(self) -> list[tuple[str, list[_Key]]]:
+        """The files loaded so far with their symbol keys in source order."""
+        return list(self._files.items())
+
+    def _ensure(self, path: str) -> bool:
+        """Whether ``path`` is a file of this version (its rows loaded, lazily)."""
+        if path in self._files:
+            return True
+        if self._blobs is not None and path not in self._blobs:
+            return False
+        self._add_file(path, mq.file_symbol_rows(self.database, self.key, path))
+        return bool(self._files[path]) or self.blob(path) is not None
+
+    def _materialize(self, key: _Key) -> SymbolSnapshot:
+        found = self._symbols.get(key)
+        if found is None:
+            found = _snapshot(self._rows[key], self.repo, self.version, self.store, key[2])
+            self._symbols[key] = found
+        return found
 
     def _add_file(self, path: str, rows: list[tuple]) -> None:
-        seen: Counter[str] = Counter()
-        symbols = []
+        seen: dict[str, int] = {}
+        keys = []
         for row in rows:
-            occurrence = seen[row[4]]
-            seen[row[4]] += 1
-            symbol = _snapshot(row, self.repo, self.version, self.store, occurrence)
-            symbols.append(symbol)
-            self._by_key[(path, symbol.qualname, occurrence)] = symbol
+            qualname = row[_QUALNAME]
+            occurrence = seen.get(qualname, 0)
+            seen[qualname] = occurrence + 1
+            key = (path, qualname, occurrence)
+            keys.append(key)
+            self._rows[key] = row
         if rows:
-            self.store.add_blob_rows(rows[0][2], rows)
-        self._ordered[path] = symbols
+            self.store.add_blob_rows(rows[0][_BLOB], rows)
+        self._files[path] = keys
 
 
 # --- similarity -----------------------------------------------------------------------
@@ -442,8 +502,9 @@ class _Scored:
 class _Pool:
     """B's unmatched symbols, indexed for fingerprint lookups and blocking."""
 
-    def __init__(self, unmatched: list[SymbolSnapshot]) -> None:
+    def __init__(self, unmatched: list[SymbolSnapshot], gone: Counter[tuple]) -> None:
         self.unmatched = unmatched
+        self._gone = gone
         self.fingerprints: dict[tuple[str, str], list[SymbolSnapshot]] = defaultdict(list)
         self.blocks: dict[tuple, list[SymbolSnapshot]] = defaultdict(list)
         for symbol in unmatched:
@@ -459,6 +520,15 @@ class _Pool:
 
     def with_fingerprint(self, column: str, value: str) -> list[SymbolSnapshot]:
         return self.fingerprints.get((column, value), [])
+
+    def unique_name(self, old: SymbolSnapshot) -> bool:
+        """Whether ``old``'s name is, on each side, that of one unmatched symbol only."""
+        key = (kind_group(old.kind), old.name)
+        return (
+            not old.name.startswith("__")
+            and self._gone[key] == 1
+            and len(self.blocks.get(("name", *key), ())) == 1
+        )
 
     def candidates(
         self, old: SymbolSnapshot, hint: tuple[str, str] | None
@@ -487,12 +557,18 @@ class _Scorer:
 
     def ranked(
         self, old: SymbolSnapshot, symbols: Iterable[SymbolSnapshot],
-        hint: tuple[str, str] | None, identical: bool = False,
+        hint: tuple[str, str] | None, identical: bool = False, unique: bool = False,
     ) -> list[_Scored]:
-        """Candidates scoring at least ``CANDIDATE_FLOOR``, best first."""
+        """Candidates scoring at least ``CANDIDATE_FLOOR``, best first.
+
+        ``unique``: ``old``'s name is unique among A's and B's unmatched symbols, so the
+        candidate of that name gets ``UNIQUE_NAME_BONUS``.
+        """
         scored = []
         for symbol in symbols:
             score = self.score(old, symbol, hint, identical)
+            if unique and symbol.name == old.name:
+                score = min(1.0, round(score + UNIQUE_NAME_BONUS, 4))
             if score >= CANDIDATE_FLOOR:
                 scored.append(_Scored(score, symbol))
         scored.sort(key=lambda s: (-s.score, s.symbol.path, s.symbol.qualname))
@@ -522,6 +598,9 @@ class _Scorer:
         small, large = sorted((old_tokens, new_tokens), key=len)
         shared = sum(min(count, large.get(token, 0)) for token, count in small.items())
         return shared / (old_total + new_total - shared)
+
+    def token_count(self, symbol: SymbolSnapshot) -> int:
+        return self._tokens_of(symbol)[1]
 
     def _tokens_of(self, symbol: SymbolSnapshot) -> tuple[Counter[str], int]:
         found = self._tokens.get(symbol)
@@ -684,21 +763,23 @@ class Matcher:
         return self._moved(old, found[0], tuple(found[1:]), parent.score, "parent")
 
     def _search(self, old: SymbolSnapshot) -> Match:
-        hint = self._hint(old)
+        parent = self._parent_match(old)
+        if parent is not None and old.kind == "attribute":
+            return self._removed(old, [])  # a class attribute only follows its class
+        hint = None if parent is None or parent.new is None else (
+            parent.new.path, parent.new.qualname
+        )
+        max_ties = 0 if parent is not None and parent.new is None else MAX_TIES
         for column in ("exact", "normalized"):
             hits = self._fingerprint_hits(old, column)
             if hits:
                 ranked = self._scorer.ranked(old, hits, hint, identical=True)
-                return self._decide(old, ranked, column)
-        ranked = self._scorer.ranked(old, self.pool().candidates(old, hint), hint)
-        return self._decide(old, ranked, "similarity")
-
-    def _hint(self, old: SymbolSnapshot) -> tuple[str, str] | None:
-        """Where ``old``'s parent is at B, if it has one and it was found."""
-        parent = self._parent_match(old)
-        if parent is None or parent.new is None:
-            return None
-        return parent.new.path, parent.new.qualname
+                return self._decide(old, ranked, column, max_ties)
+        pool = self.pool()
+        ranked = self._scorer.ranked(
+            old, pool.candidates(old, hint), hint, unique=pool.unique_name(old)
+        )
+        return self._decide(old, ranked, "similarity", max_ties)
 
     def _fingerprint_hits(self, old: SymbolSnapshot, column: str) -> list[SymbolSnapshot]:
         value = getattr(old, column)
@@ -707,21 +788,35 @@ class Matcher:
             hits = self._pool.with_fingerprint(column, value)
         else:
             rows = mq.rows_with_fingerprint(self.database, self.b.key, column, value)
-            hits = [self.b.lookup(row[0], row[4], _occurrence(self.b, row)) for row in rows]
+            hits = [self.b.lookup(row[_PATH], row[_QUALNAME], _occurrence(self.b, row))
+                    for row in rows]
         return [
             symbol for symbol in hits
             if symbol is not None and kind_group(symbol.kind) is group
-            and self.a.lookup(symbol.path, symbol.qualname, symbol.occurrence) is None
+            and not self.a.has(symbol.path, symbol.qualname, symbol.occurrence)
         ]
 
-    def _decide(self, old: SymbolSnapshot, ranked: list[_Scored], via: str) -> Match:
-        if not ranked or ranked[0].score < MOVE_THRESHOLD:
+    def _decide(
+        self, old: SymbolSnapshot, ranked: list[_Scored], via: str, max_ties: int
+    ) -> Match:
+        eligible = [scored for scored in ranked if self._eligible(old, scored)]
+        if not eligible:
             return self._removed(old, ranked)
-        best = ranked[0]
-        ties = [s.symbol for s in ranked[1:] if best.score - s.score <= AMBIGUITY_MARGIN]
-        if len(ties) > MAX_TIES:
+        best = eligible[0]
+        ties = [s.symbol for s in eligible[1:] if best.score - s.score <= AMBIGUITY_MARGIN]
+        if len(ties) > max_ties:
             return self._removed(old, ranked)
         return self._moved(old, best.symbol, tuple(ties), best.score, via)
+
+    def _eligible(self, old: SymbolSnapshot, scored: _Scored) -> bool:
+        """Whether a candidate's score makes it a move target (see the module docstring)."""
+        new = scored.symbol
+        if new.name == old.name:
+            return scored.score >= MOVE_THRESHOLD
+        if self._scorer.token_count(old) < MIN_RENAME_TOKENS:
+            return False
+        threshold = MOVE_THRESHOLD if new.path == old.path else RENAME_MOVE_THRESHOLD
+        return scored.score >= threshold
 
     def _moved(
         self, old: SymbolSnapshot, new: SymbolSnapshot, others: tuple[SymbolSnapshot, ...],
@@ -743,11 +838,14 @@ class Matcher:
             a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
             self._a_same = self.a.load(lambda path, blob: b_blobs.get(path) == blob)
             self.b.load(lambda path, blob: a_blobs.get(path) == blob)
-            unmatched = [
-                symbol for symbol in self.b.loaded_symbols()
-                if self.a.lookup(symbol.path, symbol.qualname, symbol.occurrence) is None
-            ]
-            self._pool = _Pool(unmatched)
+            # Both versions are loaded but for the files they share unchanged.
+            a_rows, b_rows = self.a.rows(), self.b.rows()
+            unmatched = [self.b.symbol(key) for key in b_rows if key not in a_rows]
+            gone = Counter(
+                (kind_group(row[_KIND]), key[1].rsplit(".", 1)[-1])
+                for key, row in a_rows.items() if key not in b_rows
+            )
+            self._pool = _Pool([symbol for symbol in unmatched if symbol is not None], gone)
         return self._pool
 
     # -- whole versions ----------------------------------------------------------------
@@ -757,15 +855,22 @@ class Matcher:
         pool = self.pool()
         packages: dict[str, Counter[str]] = defaultdict(Counter)
         for row in self._a_same:
-            packages[package_of(row[0])][Verdict.UNCHANGED.value] += 1
+            packages[package_of(row[_PATH])][Verdict.UNCHANGED.value] += 1
         matches, targets = [], set()
-        for old in list(self.a.loaded_symbols()):
-            match = self.match(old)
-            packages[package_of(old.path)][match.verdict.value] += 1
-            if match.verdict is not Verdict.UNCHANGED:
-                matches.append(match)
-            if match.verdict is Verdict.MOVED:
-                targets.add(match.new)
+        old_rows, new_rows = self.a.rows(), self.b.rows()
+        for path, keys in self.a.files():
+            package = packages[package_of(path)]
+            for key in keys:
+                new_row = new_rows.get(key)
+                if new_row is not None and new_row[_EXACT] == old_rows[key][_EXACT]:
+                    package[Verdict.UNCHANGED.value] += 1
+                    continue
+                match = self.match(self.a.symbol(key))
+                package[match.verdict.value] += 1
+                if match.verdict is not Verdict.UNCHANGED:
+                    matches.append(match)
+                if match.verdict is Verdict.MOVED:
+                    targets.update((match.new, *match.candidates))
         added = tuple(symbol for symbol in pool.unmatched if symbol not in targets)
         for symbol in added:
             packages[package_of(symbol.path)]["added"] += 1
@@ -777,8 +882,8 @@ class Matcher:
 
 def _occurrence(view: _VersionView, row: tuple) -> int:
     """The occurrence of a fingerprint-query row among its file's same-qualname symbols."""
-    for symbol in view.file_symbols(row[0]):
-        if symbol.qualname == row[4] and symbol.start_byte == row[9]:
+    for symbol in view.file_symbols(row[_PATH]):
+        if symbol.qualname == row[_QUALNAME] and symbol.start_byte == row[_START_BYTE]:
             return symbol.occurrence
     return 0
 

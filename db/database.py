@@ -95,9 +95,10 @@ class Database:
         self.close()
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction: committed whole or not at all."""
-        self._begin_immediate()
+    def write(self, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction: committed whole or not at all. Without ``wait``,
+        raise `DatabaseBusy` at once when another process holds the write lock."""
+        self._begin_immediate(wait)
         try:
             yield self.conn
         except BaseException:
@@ -105,13 +106,15 @@ class Database:
             raise
         self.conn.commit()
 
-    def _begin_immediate(self) -> None:
+    def _begin_immediate(self, wait: bool = True) -> None:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) and "busy" not in str(error):
                 raise
+            if not wait:
+                raise DatabaseBusy(f"{self.path} is being written by another process") from None
         self._notify(f"waiting for another annotate process to finish writing {self.path}")
         self.conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
         try:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from db.database import Database
-from db.errors import MissingIndex
+from db.errors import DatabaseBusy, MissingIndex
 
 SYMBOL_COLUMNS = (
     "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
@@ -241,3 +241,31 @@ def blob_content(database: Database, blob_id: str) -> bytes | None:
     if row is None or row[0] is None:
         return None
     return zlib.decompress(row[0])
+
+
+def cached_matches(database: Database, pin: int, target: int, engine: str) -> dict[tuple, str]:
+    """Stored comparison results of one version pair: (path, qualname, exact,
+    start_line) -> JSON text."""
+    rows = database.conn.execute(
+        "SELECT path, qualname, exact, start_line, result FROM match_cache"
+        " WHERE pin = ? AND target = ? AND engine = ?",
+        (pin, target, engine),
+    )
+    return {(path, qualname, exact, line): result for path, qualname, exact, line, result in rows}
+
+
+def store_matches(database: Database, engine: str, rows: Sequence[tuple]) -> bool:
+    """Remember comparison results (pin, target, path, qualname, exact, start_line,
+    result); skipped, returning False, when another process holds the write lock."""
+    if not rows:
+        return True
+    try:
+        with database.write(wait=False) as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO match_cache (pin, target, path, qualname, exact,"
+                " start_line, engine, result) VALUES (?,?,?,?,?,?,?,?)",
+                ((*row[:6], engine, row[6]) for row in rows),
+            )
+    except DatabaseBusy:
+        return False
+    return True

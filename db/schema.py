@@ -160,6 +160,17 @@ CREATE TABLE imports (
 );
 CREATE INDEX imports_blob ON imports(blob_id);
 CREATE INDEX imports_name ON imports(name);
+CREATE TABLE match_cache (
+    pin INTEGER NOT NULL,
+    target INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    qualname TEXT NOT NULL,
+    exact TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    engine TEXT NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (pin, target, path, qualname, exact, start_line, engine)
+) WITHOUT ROWID;
 """
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)

@@ -296,7 +296,8 @@ def test_search_survives_fts_syntax(query: str) -> None:
 def test_search_refuses_empty_text(query: str) -> None:
     result = run("search", "--", query)
     assert result.exit_code == 2
-    assert result.stderr.splitlines()[-1] == "Error: Invalid value for TEXT: the search text is empty"
+    expected = "Error: Invalid value for TEXT: the search text is empty"
+    assert result.stderr.splitlines()[-1] == expected
 
 
 # -- show ----------------------------------------------------------------------------------------

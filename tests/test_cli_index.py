@@ -1,0 +1,504 @@
+"""``annotate index``, ``versions`` and ``symbols``: output, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from click.testing import CliRunner, Result
+from fakevllm import FakeRepo
+
+from annotate_cli import cli
+from db.database import open_database
+from indexer.sources import blob_id
+from indexer.symbols import parse_blob
+
+SECONDS = r"\d+\.\d\ds"
+
+
+@pytest.fixture
+def project(fake_vllm: FakeRepo, fake_lmcache: FakeRepo) -> Path:
+    """annotate.toml pointing both built-in repos at the fixtures (git only)."""
+    config = Path("annotate.toml")
+    config.write_text(
+        'sources = ["git"]\n'
+        f'[repos.vllm]\ngit = "{fake_vllm.url}"\npypi = "vllm"\n'
+        'versions = ["v0.1.0", "v0.2.0", "v0.3.0"]\n'
+        f'[repos.lmcache]\ngit = "{fake_lmcache.url}"\n'
+    )
+    return config.resolve()
+
+
+@pytest.fixture
+def wheels(fake_wheels: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(fake_wheels))
+    return fake_wheels
+
+
+def run(*args: str) -> Result:
+    result = CliRunner().invoke(cli, list(args), prog_name="annotate")
+    assert "Traceback" not in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def _summary(repo: str, tag: str, files: dict[str, bytes], known: set[str], source: str) -> str:
+    new = {blob_id(data): (path, data) for path, data in files.items()}
+    new = {blob: item for blob, item in new.items() if blob not in known}
+    parsed = [data for path, data in new.values() if path.endswith(".py")]
+    symbols = sum(len(parse_blob("x", data).symbols) for data in parsed)
+    return (
+        f"{re.escape(f'{repo}@{tag}')}: {len(files)} files, {len(parsed)} new blobs parsed, "
+        f"{symbols} new symbols, {SECONDS} \\({re.escape(source)}\\)"
+    )
+
+
+def _db() -> sqlite3.Connection:
+    return sqlite3.connect(Path(".annotate/index.db"))
+
+
+# ------------------------------------------------------------------------------ index
+
+
+def test_index_prints_one_summary_line_per_version(project: Path, fake_vllm: FakeRepo) -> None:
+    result = run("index", "vllm@v0.1.0", "vllm@v0.2.0")
+    assert result.exit_code == 0 and result.stderr == ""
+    first = fv.regular_files(fv.VERSIONS["v0.1.0"])
+    second = fv.regular_files(fv.VERSIONS["v0.2.0"])
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    assert re.fullmatch(
+        _summary("vllm", "v0.1.0", first, set(), f"git {fake_vllm.commits['v0.1.0'][:12]}"),
+        lines[0],
+    )
+    assert re.fullmatch(
+        _summary("vllm", "v0.2.0", second, {blob_id(d) for d in first.values()},
+                 f"git {fake_vllm.commits['v0.2.0'][:12]}"),
+        lines[1],
+    )
+
+
+def test_bare_index_indexes_every_configured_version(
+    project: Path, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
+) -> None:
+    result = run("index")
+    assert result.exit_code == 0, result.stderr
+    names = [line.split(":")[0] for line in result.stdout.splitlines()]
+    assert names == ["vllm@v0.1.0", "vllm@v0.2.0", "vllm@v0.3.0", "lmcache@v0.5.1"]
+    with _db() as conn:
+        rows = conn.execute("SELECT repo, version, commit_sha FROM versions ORDER BY id").fetchall()
+    assert rows == [("vllm", tag, fake_vllm.commits[tag]) for tag in fv.TAGS] + [
+        ("lmcache", "v0.5.1", fake_lmcache.commits["v0.5.1"])
+    ]
+    again = run("index")
+    assert again.exit_code == 0
+    assert again.stdout.splitlines() == [
+        f"{name}: already indexed, nothing to do" for name in names
+    ]
+
+
+def test_reindex_says_so_and_changes_nothing(project: Path) -> None:
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    with _db() as conn:
+        before = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in ("versions", "files")]
+    result = run("index", "vllm@v0.1.0")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0, "vllm@v0.1.0: already indexed, nothing to do\n", "",
+    )
+    with _db() as conn:
+        after = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in ("versions", "files")]
+    assert after == before
+
+
+def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    fv.write_snapshot(checkout, fv.VERSIONS["v0.3.0"])
+    result = run("index", "vllm@v0.3.0", "--from", str(checkout))
+    assert result.exit_code == 0, result.stderr
+    files = fv.regular_files(fv.VERSIONS["v0.3.0"])
+    assert re.fullmatch(_summary("vllm", "v0.3.0", files, set(), "local"), result.stdout.strip())
+
+
+def test_index_from_a_wheel(project: Path, fake_wheels: Path) -> None:
+    wheel = fake_wheels / fv.wheel_filename("vllm", "0.2.0")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    result = run("index", "vllm@v0.2.0", "--from", str(wheel))
+    assert result.exit_code == 0, result.stderr
+    files = fv.python_files("v0.2.0")
+    assert re.fullmatch(
+        _summary("vllm", "v0.2.0", files, set(), f"pypi {digest[:12]}"), result.stdout.strip()
+    )
+    with _db() as conn:
+        assert conn.execute("SELECT wheel_sha256 FROM versions").fetchone() == (digest,)
+
+
+def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\n'
+    )
+    result = run("index", "vllm@v0.1.0")
+    assert result.exit_code == 0, result.stderr
+    assert re.fullmatch(r"vllm@v0\.1\.0: 17 files, .* \(pypi [0-9a-f]{12}\)", result.stdout.strip())
+    with _db() as conn:
+        assert conn.execute("SELECT source, commit_sha FROM versions").fetchone() == ("pypi", None)
+
+
+def test_version_in_no_source_is_one_error_line(
+    project: Path, wheels: Path, fake_vllm: FakeRepo
+) -> None:
+    project.write_text(project.read_text().replace('sources = ["git"]\n', ""))
+    result = run("index", "vllm@v9.9.9")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: vllm@v9.9.9 was not found (git: {fake_vllm.url}: couldn't find remote ref "
+        "refs/tags/v9.9.9; pypi: pip: vllm==9.9.9: No matching distribution found for "
+        "vllm==9.9.9); check the version name, or index it from a checkout with "
+        "'annotate index vllm@v9.9.9 --from PATH'\n"
+    )
+
+
+def test_some_versions_failing(project: Path) -> None:
+    result = run("index", "vllm@v0.1.0", "vllm@v9.9.9")
+    assert result.exit_code == 2
+    assert re.fullmatch(r"vllm@v0\.1\.0: 19 files, .*\n", result.stdout)
+    lines = result.stderr.splitlines()
+    assert [line[:30] for line in lines] == [
+        "Error: vllm@v9.9.9 was not fou", "Error: 1 of 2 versions could n",
+    ]
+    assert lines[1] == "Error: 1 of 2 versions could not be indexed (see above)"
+
+
+def test_keep_going_exits_zero_but_reports(project: Path) -> None:
+    result = run("index", "--keep-going", "vllm@v9.9.9", "vllm@v0.1.0")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("vllm@v0.1.0: 19 files, ")
+    assert result.stderr.startswith("Error: vllm@v9.9.9 was not found (git: ")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_unreachable_git_fails_fast(tmp_path: Path) -> None:
+    Path("annotate.toml").write_text(
+        '[repos.vllm]\ngit = "https://127.0.0.1:9/x.git"\nsources = ["git"]\n'
+    )
+    result = run("index", "vllm@v0.1.0")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: vllm@v0.1.0 was not found (git: https://127.0.0.1:9/x.git: "
+    )
+    assert len(result.stderr.splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------ versions
+
+
+def test_versions_table_and_json(project: Path, fake_vllm: FakeRepo) -> None:
+    assert run("index", "vllm@v0.1.0", "vllm@v0.2.0").exit_code == 0
+    with _db() as conn:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(row) for row in conn.execute("SELECT * FROM version_summary")]
+    table = run("versions")
+    assert table.exit_code == 0
+    lines = table.stdout.splitlines()
+    assert re.split(r"\s{2,}", lines[0]) == [
+        "repo", "version", "source", "sha", "files", "symbols", "indexed at",
+    ]
+    assert [re.split(r"\s{2,}", line) for line in lines[1:]] == [
+        ["vllm", row["version"], "git", fake_vllm.commits[row["version"]][:12],
+         str(row["file_count"]), str(row["symbol_count"]), row["indexed_at"]]
+        for row in rows
+    ]
+    as_json = run("versions", "--format", "json")
+    assert as_json.exit_code == 0
+    assert json.loads(as_json.stdout) == rows
+    assert [row["version"] for row in rows] == ["v0.1.0", "v0.2.0"]
+
+
+def test_versions_of_an_empty_index(project: Path) -> None:
+    open_database(Path("empty.db")).close()
+    result = run("versions", "--db", "empty.db")
+    assert (result.exit_code, result.stdout) == (
+        0, "No versions indexed yet; run 'annotate index'.\n",
+    )
+    assert json.loads(run("--db", "empty.db", "versions", "--format", "json").stdout) == []
+
+
+# ------------------------------------------------------------------------------ symbols
+
+FIELDS = ("path", "qualname", "kind", "start_line", "end_line", "signature", "exact",
+          "normalized", "shape")
+
+FILTERS = [
+    pytest.param(None, None, id="everything"),
+    pytest.param("vllm/engine/*", None, id="path-glob"),
+    pytest.param(None, "method", id="kind-method"),
+    pytest.param(None, "attribute", id="kind-attribute"),
+    pytest.param("*.py", "class", id="glob-and-kind"),
+    pytest.param("vllm/utils.py", "function", id="one-file"),
+    pytest.param("vllm/*/cache.py", None, id="glob-spans-directories"),
+    pytest.param("nothing/*", None, id="no-match"),
+]
+
+
+@pytest.mark.parametrize(("glob", "kind"), FILTERS)
+def test_symbols_jsonl_equals_the_database(project: Path, glob: str | None, kind: str | None
+                                           ) -> None:
+    assert run("index", "vllm@v0.2.0").exit_code == 0
+    args = ["symbols", "vllm@v0.2.0", "--format", "jsonl"]
+    args += ["--path", glob] if glob else []
+    args += ["--kind", kind] if kind else []
+    result = run(*args)
+    assert (result.exit_code, result.stderr) == (0, "")
+    emitted = [json.loads(line) for line in result.stdout.splitlines()]
+    assert all(list(record) == list(FIELDS) for record in emitted)
+    with _db() as conn:
+        expected = [
+            row for row in conn.execute(
+                f"SELECT {', '.join(FIELDS)} FROM version_symbols WHERE version = 'v0.2.0'"
+            )
+            if (glob is None or fnmatch.fnmatchcase(row[0], glob))
+            and (kind is None or row[2] == kind)
+        ]
+    got = [tuple(record[field] for field in FIELDS) for record in emitted]
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
+    assert (len(emitted) == 0) is (glob == "nothing/*")
+
+
+def test_symbols_table(project: Path) -> None:
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    result = run("symbols", "vllm@v0.1.0", "--path", "vllm/utils.py", "--kind", "function")
+    assert result.exit_code == 0
+    lines = [re.split(r"\s{2,}", line) for line in result.stdout.splitlines()]
+    assert lines[0] == ["path", "line", "kind", "qualname"]
+    assert [line[3] for line in lines[1:]] == [
+        "cdiv", "random_uuid", "get_distributed_init_method", "get_cpu_memory", "is_neuron",
+        "get_open_port",
+    ]
+    start = fv.UTILS_V1.splitlines().index("@functools.lru_cache(maxsize=None)") + 1
+    assert lines[4] == ["vllm/utils.py", f"{start}-{start + 3}", "function", "get_cpu_memory"]
+
+
+# ------------------------------------------------------------------------------ errors
+
+
+def _broken_files() -> None:
+    Path("new.db").touch()
+    with sqlite3.connect("new.db") as conn:
+        conn.execute("PRAGMA user_version = 99")
+    Path("junk.db").write_bytes(bytes(range(256)) * 16)
+    open_database(Path("empty.db")).close()
+
+
+UNKNOWN_REPO = (
+    "Error: unknown repo 'foo'; configured repos are: lmcache, vllm "
+    "(add [repos.foo] to annotate.toml)"
+)
+NOT_REPO_VERSION = "Error: Invalid value: '{0}' is not REPO@VERSION (for example vllm@v0.20.0)"
+
+# (args, expected last stderr line); every one exits 2.
+ERRORS = [
+    pytest.param(("index", "foo@v1"), UNKNOWN_REPO, id="index-unknown-repo"),
+    pytest.param(("symbols", "foo@v1"), UNKNOWN_REPO, id="symbols-unknown-repo"),
+    pytest.param(("index", "vllm"), NOT_REPO_VERSION.format("vllm"), id="index-no-at"),
+    pytest.param(("index", "@v1"), NOT_REPO_VERSION.format("@v1"), id="index-no-repo"),
+    pytest.param(("symbols", "vllm@"), NOT_REPO_VERSION.format("vllm@"), id="symbols-no-version"),
+    pytest.param(
+        ("index", "vllm@.x"),
+        "Error: invalid version '.x'; a version is a tag or commit such as v0.20.0 and starts "
+        "with a letter or digit",
+        id="invalid-version-name",
+    ),
+    pytest.param(
+        ("--db", "empty.db", "symbols", "vllm@v9"),
+        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'",
+        id="version-not-indexed",
+    ),
+    pytest.param(
+        ("versions", "--db", "nowhere.db"),
+        "Error: no index at nowhere.db; run 'annotate index' first, or pass --db PATH",
+        id="versions-missing-db-after",
+    ),
+    pytest.param(
+        ("--db", "nowhere.db", "versions"),
+        "Error: no index at nowhere.db; run 'annotate index' first, or pass --db PATH",
+        id="versions-missing-db-before",
+    ),
+    pytest.param(
+        ("symbols", "vllm@v0.1.0", "--db", "nowhere.db"),
+        "Error: no index at nowhere.db; run 'annotate index' first, or pass --db PATH",
+        id="symbols-missing-db",
+    ),
+    pytest.param(
+        ("versions", "--db", "new.db"),
+        "Error: new.db has schema version 99, newer than this annotate understands (2); "
+        "upgrade vllm-annotate, or pass another --db PATH",
+        id="schema-too-new",
+    ),
+    pytest.param(
+        ("index", "vllm@v0.1.0", "--db", "junk.db"),
+        "Error: junk.db is not an annotate database (file is not a database); "
+        "pass another --db PATH, or move that file away",
+        id="not-sqlite",
+    ),
+    pytest.param(
+        ("index", "vllm@v0.1.0", "vllm@v0.2.0", "--from", "."),
+        "Error: --from reads one version: name exactly one REPO@VERSION",
+        id="from-with-two-versions",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), ERRORS)
+def test_errors_are_one_line_with_exit_2(project: Path, args: tuple[str, ...], message: str
+                                         ) -> None:
+    _broken_files()
+    junk = Path("junk.db").read_bytes()
+    result = run(*args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    lines = result.stderr.splitlines()
+    assert lines[-1] == message.replace("(2)", f"({_schema_version()})")
+    if not message.startswith(("Error: Invalid value", "Error: --from")):
+        assert len(lines) == 1  # usage errors also print click's usage lines
+    assert Path("junk.db").read_bytes() == junk
+    assert not Path("nowhere.db").exists()
+
+
+def _schema_version() -> int:
+    from db.schema import SCHEMA_VERSION
+
+    return SCHEMA_VERSION
+
+
+CONFIGS = [
+    pytest.param(
+        "[repos.vllm\n",
+        "{path}: invalid TOML: Expected ']' at the end of a table declaration "
+        "(at line 1, column 12); fix the file's syntax",
+        id="toml-syntax",
+    ),
+    pytest.param(
+        "colour = 'red'\n",
+        "{path}: unknown key 'colour'; allowed keys: annotations, articles, cache_dir, db, "
+        "fail_on, repos, sources",
+        id="unknown-top-level-key",
+    ),
+    pytest.param(
+        "[repos.vllm]\nbranch = 'main'\n",
+        "{path} [repos.vllm]: unknown key 'branch'; allowed keys: git, github, pypi, sources, "
+        "target, versions",
+        id="unknown-repo-key",
+    ),
+    pytest.param(
+        "sources = ['pypy']\n", "{path}: unknown source 'pypy'; choose from git, pypi",
+        id="unknown-top-level-source",
+    ),
+    pytest.param(
+        "[repos.vllm]\nsources = ['svn']\n",
+        "{path}: unknown source 'svn' in [repos.vllm]; choose from git, pypi",
+        id="unknown-repo-source",
+    ),
+    pytest.param("db = 5\n", "{path}: 'db' must be a string", id="db-not-a-string"),
+    pytest.param(
+        "[repos.vllm]\ngit = ['a']\n", "{path} [repos.vllm]: 'git' must be a string",
+        id="git-not-a-string",
+    ),
+    pytest.param(
+        "[repos.vllm]\nversions = 'v1'\n", "{path}: 'versions' must be a list of strings",
+        id="versions-not-a-list",
+    ),
+    pytest.param(
+        "repos = 3\n", "{path}: 'repos' must be a table of [repos.NAME] tables",
+        id="repos-not-a-table",
+    ),
+    pytest.param(
+        "[repos.'bad name']\n", "{path}: invalid repo name 'bad name'; use letters, digits, _ . -",
+        id="invalid-repo-name",
+    ),
+]
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(("index", "vllm@v0.1.0"), id="index"),
+    pytest.param(("versions",), id="versions"),
+    pytest.param(("symbols", "vllm@v0.1.0"), id="symbols"),
+])
+@pytest.mark.parametrize(("toml", "message"), CONFIGS)
+def test_invalid_config_is_one_line_with_exit_2(
+    toml: str, message: str, command: tuple[str, ...]
+) -> None:
+    Path("annotate.toml").write_text(toml)
+    result = run(*command)
+    assert (result.exit_code, result.stdout) == (2, "")
+    path = Path("annotate.toml").resolve()
+    assert result.stderr == "Error: " + message.format(path=path) + "\n"
+    assert not Path(".annotate").exists()
+
+
+# ------------------------------------------------------------------------------ processes
+
+
+def _annotate() -> list[str]:
+    script = Path(sys.executable).with_name("annotate")
+    return [str(script)] if script.exists() else [shutil.which("annotate") or "annotate"]
+
+
+def test_console_script_reports_errors_without_traceback(project: Path) -> None:
+    done = subprocess.run(
+        [*_annotate(), "versions", "--db", "nowhere.db"], capture_output=True, text=True,
+        env=dict(os.environ), timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "Error: no index at nowhere.db; run 'annotate index' first, or pass --db PATH\n",
+    )
+
+
+@pytest.mark.parametrize("versions", [
+    pytest.param(("v0.1.0", "v0.2.0"), id="different-versions"),
+    pytest.param(("v0.1.0", "v0.1.0"), id="same-version"),
+])
+def test_concurrent_index_runs(project: Path, versions: tuple[str, str]) -> None:
+    runs = [
+        subprocess.Popen(
+            [*_annotate(), "index", f"vllm@{version}"], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        )
+        for version in versions
+    ]
+    outputs = [(*run.communicate(timeout=120), run.returncode) for run in runs]
+    assert [(err, code) for _, err, code in outputs] == [("", 0), ("", 0)]
+    lines = sorted(out.strip() for out, _, _ in outputs)
+    if versions[0] == versions[1]:
+        already = "vllm@v0.1.0: already indexed, nothing to do"
+        assert already in lines  # exactly one run wrote it
+        assert next(line for line in lines if line != already).startswith(
+            "vllm@v0.1.0: 19 files, 17 new blobs parsed, "
+        )
+    else:
+        assert [line.split(": ")[0] for line in lines] == ["vllm@v0.1.0", "vllm@v0.2.0"]
+    with _db() as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        rows = conn.execute(
+            "SELECT v.version, v.file_count, v.symbol_count,"
+            " (SELECT count(*) FROM files f WHERE f.version_id = v.id),"
+            " (SELECT count(*) FROM version_symbols s WHERE s.version = v.version)"
+            " FROM versions v ORDER BY v.version"
+        ).fetchall()
+        duplicates = conn.execute(
+            "SELECT count(*) FROM (SELECT blob_id, seq FROM symbols GROUP BY blob_id, seq"
+            " HAVING count(*) > 1)"
+        ).fetchone()[0]
+    assert [row[0] for row in rows] == sorted(set(versions))
+    for version, file_count, symbol_count, files, symbols in rows:
+        assert file_count == files == len(fv.regular_files(fv.VERSIONS[version]))
+        assert symbol_count == symbols > 0
+    assert duplicates == 0

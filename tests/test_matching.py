@@ -1,0 +1,736 @@
+"""The cross-version symbol matcher, on real indexing of small sources and the fake vLLM."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import fakevllm
+import pytest
+
+from annotations import matching
+from annotations.changes import (
+    BasesChange,
+    BodyChange,
+    ChangeKind,
+    MembersChange,
+    SignatureChange,
+    ValueChange,
+    Verdict,
+    classify,
+    parse_header,
+)
+from annotations.matching import (
+    HistoryEvent,
+    Match,
+    Matcher,
+    SymbolSnapshot,
+    diff_versions,
+    find_symbol,
+    history,
+    match_symbol,
+    package_of,
+)
+from db.database import Database, open_database
+from db.queries import require_version, symbols_in_file
+from indexer.config import load_config
+from indexer.pipeline import index_version
+
+SIG, BASES, MEMBERS, BODY, VALUE = (
+    ChangeKind.SIGNATURE, ChangeKind.BASES, ChangeKind.MEMBERS, ChangeKind.BODY,
+    ChangeKind.VALUE,
+)
+
+
+# --- helpers --------------------------------------------------------------------------
+
+
+@dataclass
+class Index:
+    database: Database
+    keys: dict[str, int]
+
+    def symbol(self, version: str, path: str, qualname: str, occurrence: int = 0
+               ) -> SymbolSnapshot:
+        found = find_symbol(self.database, self.keys[version], path, qualname, occurrence)
+        assert found is not None, f"{path}::{qualname} not indexed at {version}"
+        return found
+
+    def match(self, old_version: str, new_version: str, path: str, qualname: str,
+              occurrence: int = 0) -> Match:
+        old = self.symbol(old_version, path, qualname, occurrence)
+        return match_symbol(self.database, old, self.keys[new_version])
+
+
+def build_index(root: Path, versions: dict[str, dict[str, str]]) -> Index:
+    """Write each version's files under ``root`` and index them, oldest first."""
+    config = load_config(root)
+    database = open_database(root / "i.db")
+    keys = {}
+    for version, files in versions.items():
+        source = root / "src" / version
+        source.mkdir(parents=True)
+        for rel, text in files.items():
+            path = source / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text))
+        index_version(database, config, "vllm", version, from_path=source, workers=1)
+        keys[version] = require_version(database, "vllm", version)
+    return Index(database, keys)
+
+
+def refs(symbols: tuple[SymbolSnapshot, ...]) -> set[str]:
+    return {symbol.ref for symbol in symbols}
+
+
+# --- same place: verdicts and kinds ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    old: str
+    new: str
+    qualname: str
+    verdict: Verdict
+    kinds: tuple[ChangeKind, ...] = ()
+    explain: str | None = None
+
+
+SAME_PLACE = {
+    "unchanged": Case(
+        "def f(a):\n    return a\n", "def f(a):\n    return a\n", "f", Verdict.UNCHANGED,
+    ),
+    "cosmetic-comment": Case(
+        "def f(a):\n    return a\n",
+        "def f(a):\n    # the identity\n    return a  # as is\n",
+        "f", Verdict.COSMETIC,
+    ),
+    "cosmetic-docstring": Case(
+        'def f(a):\n    """Old words."""\n    return a\n',
+        'def f(a):\n    """New words,\n\n    over lines.\n    """\n    return a\n',
+        "f", Verdict.COSMETIC,
+    ),
+    "cosmetic-reformat": Case(
+        "def f(alpha, beta):\n    return g(alpha, beta)\n",
+        "def f(\n    alpha,\n    beta,\n):\n    return g(\n        alpha, beta\n    )\n",
+        "f", Verdict.COSMETIC,
+    ),
+    "signature-default": Case(
+        "def f(a):\n    return a\n", "def f(a, b=1):\n    return a\n", "f",
+        Verdict.CHANGED, (SIG,), "signature changed: def f(a) -> def f(a, b=1)",
+    ),
+    "signature-return": Case(
+        "def f(a) -> int:\n    return a\n", "def f(a) -> str:\n    return a\n", "f",
+        Verdict.CHANGED, (SIG,), "signature changed: def f(a) -> int -> def f(a) -> str",
+    ),
+    "signature-decorator": Case(
+        "@functools.lru_cache(maxsize=None)\ndef f():\n    return 1\n",
+        "@functools.cache\ndef f():\n    return 1\n", "f", Verdict.CHANGED, (SIG,),
+        "signature changed: @functools.lru_cache(maxsize=None) def f() -> "
+        "@functools.cache def f()",
+    ),
+    "signature-async": Case(
+        "def f():\n    return 1\n", "async def f():\n    return 1\n", "f",
+        Verdict.CHANGED, (SIG,),
+    ),
+    "signature-and-body": Case(
+        "def f(a):\n    return a\n", "def f(a, b):\n    return a + b\n", "f",
+        Verdict.CHANGED, (SIG, BODY),
+    ),
+    "signature-docstring-not-body": Case(
+        'def f(a):\n    """Old."""\n    return a\n',
+        'def f(a, b=0):\n    """New."""\n    return a\n', "f", Verdict.CHANGED, (SIG,),
+    ),
+    "body": Case(
+        "def f(a):\n    return a\n", "def f(a):\n    return -a\n", "f", Verdict.CHANGED,
+        (BODY,), "body changed",
+    ),
+    "bases": Case(
+        "class C(Base):\n    x = 1\n", "class C(Other, Base):\n    x = 1\n", "C",
+        Verdict.CHANGED, (BASES,), "bases changed: (Base) -> (Other, Base)",
+    ),
+    "class-decorator": Case(
+        "@dataclass\nclass C:\n    x: int = 1\n",
+        "@dataclass(frozen=True)\nclass C:\n    x: int = 1\n", "C", Verdict.CHANGED, (SIG,),
+    ),
+    "member-added": Case(
+        "class C:\n    def a(self):\n        return 1\n",
+        "class C:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n",
+        "C", Verdict.CHANGED, (MEMBERS,), "members changed: added b",
+    ),
+    "member-removed": Case(
+        "class C:\n    x = 1\n    y = 2\n", "class C:\n    x = 1\n", "C", Verdict.CHANGED,
+        (MEMBERS,), "members changed: removed y",
+    ),
+    "member-signature": Case(
+        "class C:\n    def a(self):\n        return 1\n",
+        "class C:\n    def a(self, flag=False):\n        return 1\n", "C", Verdict.CHANGED,
+        (MEMBERS,), "members changed: changed a",
+    ),
+    "member-body": Case(
+        "class C:\n    def a(self):\n        return 1\n",
+        "class C:\n    def a(self):\n        return 2\n", "C", Verdict.CHANGED, (BODY,),
+    ),
+    "member-signature-and-body": Case(
+        "class C:\n    def a(self):\n        return 1\n",
+        "class C:\n    def a(self, b):\n        return b\n", "C", Verdict.CHANGED,
+        (MEMBERS, BODY),
+    ),
+    "class-level-code": Case(
+        "class C:\n    if TYPE_CHECKING:\n        pass\n    x = 1\n",
+        "class C:\n    if TYPE_CHECKING:\n        import os\n    x = 1\n", "C",
+        Verdict.CHANGED, (BODY,),
+    ),
+    "class-attribute-in-class": Case(
+        "class C:\n    x: float = 0.9\n", "class C:\n    x: float = 0.92\n", "C",
+        Verdict.CHANGED, (MEMBERS,), "members changed: changed x",
+    ),
+    "class-attribute-itself": Case(
+        "class C:\n    x: float = 0.9\n", "class C:\n    x: float = 0.92\n", "C.x",
+        Verdict.CHANGED, (VALUE,), "value changed: 0.9 -> 0.92",
+    ),
+    "module-constant": Case(
+        "SWAP = 4\n", "SWAP = 8\n", "SWAP", Verdict.CHANGED, (VALUE,),
+        "value changed: 4 -> 8",
+    ),
+    "attribute-annotation": Case(
+        "x: int = 1\n", "x: float = 1\n", "x", Verdict.CHANGED, (VALUE,),
+        "value changed: x: int = 1 -> x: float = 1",
+    ),
+    "method-signature": Case(
+        "class C:\n    @property\n    def a(self):\n        return 1\n",
+        "class C:\n    @cached_property\n    def a(self):\n        return 1\n", "C.a",
+        Verdict.CHANGED, (SIG,),
+        "signature changed: @property def a(self) -> @cached_property def a(self)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SAME_PLACE.values(), ids=SAME_PLACE.keys())
+def test_same_place(tmp_path: Path, case: Case) -> None:
+    # A trailing constant differs, so the file's blob changes and fingerprints are compared.
+    index = build_index(tmp_path, {
+        "v1": {"m.py": case.old + "\n\nZZ_TRAILER = 1\n"},
+        "v2": {"m.py": case.new + "\n\nZZ_TRAILER = 2\n"},
+    })
+    match = index.match("v1", "v2", "m.py", case.qualname)
+    assert match.verdict is case.verdict
+    assert match.kinds == case.kinds
+    assert match.new is not None and match.new.ref == f"m.py::{case.qualname}"
+    assert match.via == "same-place"
+    if case.explain is not None:
+        assert case.explain in match.explain()
+
+
+def test_change_objects_explain_themselves() -> None:
+    assert SignatureChange("def f(a)", "def f(a, b=1)").explain() == (
+        "signature changed: def f(a) -> def f(a, b=1)"
+    )
+    assert BasesChange("(nn.Module)", "(LinearBase)").explain() == (
+        "bases changed: (nn.Module) -> (LinearBase)"
+    )
+    assert MembersChange(("clone",), ("old",), ("__init__",)).explain() == (
+        "members changed: added clone; removed old; changed __init__"
+    )
+    assert BodyChange().explain() == "body changed"
+    assert ValueChange("{\n  'a': 1,\n}", "{'a': 2}").explain() == (
+        "value changed: {'a': 1} -> {'a': 2}"
+    )
+    assert ValueChange("x" * 500, "y").explain().endswith("... -> y")
+    assert {c.kind for c in (SignatureChange("", ""), BasesChange("", ""),
+                             MembersChange(), BodyChange(), ValueChange("", ""))} == set(ChangeKind)
+
+
+def test_header_parsing_splits_decorators_parameters_and_return() -> None:
+    header = parse_header(
+        '@torch.compile(\n    dynamic=True,  # why\n)\n    @staticmethod\n'
+        '    async def step(\n        x: "a->b" = (1, 2),\n    ) -> dict[str, int]:'
+    )
+    assert header.decorators[1] == "@staticmethod"
+    assert header.keyword == "async def" and header.name == "step"
+    assert header.returns == "dict[str, int]"
+    assert header.display() == (
+        '@torch.compile(dynamic=True) @staticmethod async def step(x: "a->b" = (1, 2))'
+        " -> dict[str, int]"
+    )
+    assert parse_header("class A(B, metaclass=M):").parameters == "(B, metaclass=M)"
+
+
+# --- property getter and setter -------------------------------------------------------
+
+PROPERTY_V1 = """\
+class Engine:
+    @property
+    def stats(self) -> bool:
+        return self._stats
+
+    @stats.setter
+    def stats(self, value: bool) -> None:
+        self._stats = value
+"""
+
+
+def test_property_getter_and_setter_are_paired_in_order(tmp_path: Path) -> None:
+    v2 = PROPERTY_V1.replace("self._stats = value", "self._stats = bool(value)")
+    index = build_index(tmp_path, {"v1": {"e.py": PROPERTY_V1}, "v2": {"e.py": v2}})
+    getter = index.match("v1", "v2", "e.py", "Engine.stats", 0)
+    setter = index.match("v1", "v2", "e.py", "Engine.stats", 1)
+    assert getter.verdict is Verdict.UNCHANGED and getter.new.occurrence == 0
+    assert setter.verdict is Verdict.CHANGED and setter.kinds == (BODY,)
+    assert setter.new.occurrence == 1 and "@stats.setter" in setter.new.signature
+
+
+def test_members_list_getter_and_setter_together(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {"v1": {"e.py": PROPERTY_V1}})
+    members = index.symbol("v1", "e.py", "Engine").members()
+    assert [m.occurrence for m in members["stats"]] == [0, 1]
+
+
+# --- unchanged blob shortcut ----------------------------------------------------------
+
+
+def test_unchanged_blob_is_unchanged_without_comparing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {"same.py": "def f(a):\n    return a\n", "other.py": "X = 1\n"}
+    index = build_index(tmp_path, {"v1": files, "v2": {**files, "other.py": "X = 2\n"}})
+    old = index.symbol("v1", "same.py", "f")
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("fingerprints were compared")
+
+    monkeypatch.setattr(matching, "classify", refuse)
+    match = match_symbol(index.database, old, index.keys["v2"])
+    assert (match.verdict, match.via) == (Verdict.UNCHANGED, "blob")
+    assert match.new is not None and match.new.version == "v2"
+    assert match.new.ref == old.ref and match.new.source == old.source
+
+
+def test_same_place_match_does_not_build_the_unmatched_pool(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"m.py": "def f(a):\n    return a\n"},
+        "v2": {"m.py": "def f(a):\n    return -a\n", "n.py": "def g():\n    pass\n"},
+    })
+    matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
+    assert matcher.match(index.symbol("v1", "m.py", "f")).verdict is Verdict.CHANGED
+    assert matcher._pool is None
+
+
+# --- moves ----------------------------------------------------------------------------
+
+ENGINE = '''\
+class CacheEngine:
+    """Manages the KV cache."""
+
+    def __init__(self, config, num_layers: int) -> None:
+        self.config = config
+        self.num_layers = num_layers
+        self.gpu_cache = self._allocate("cuda")
+
+    def _allocate(self, device: str) -> list:
+        shape = (2, self.config.block_size, 8, 128)
+        return [torch.empty(shape, device=device) for _ in range(self.num_layers)]
+
+    def swap_in(self, src_to_dst) -> None:
+        for i in range(self.num_layers):
+            self.gpu_cache[i].index_copy_(0, src_to_dst, self.cpu_cache[i])
+'''
+
+
+def test_moved_unchanged(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"vllm/worker/cache_engine.py": '"""Old."""\nimport torch\n\n\n' + ENGINE},
+        "v2": {"vllm/v1/worker/cache_engine.py": '"""New."""\nimport torch\n\n\n' + ENGINE},
+    })
+    match = index.match("v1", "v2", "vllm/worker/cache_engine.py", "CacheEngine")
+    assert match.verdict is Verdict.MOVED and match.via == "exact"
+    assert match.new.ref == "vllm/v1/worker/cache_engine.py::CacheEngine"
+    assert match.content is Verdict.UNCHANGED and not match.content_changed
+    assert match.changes == () and match.candidates == ()
+    method = index.match("v1", "v2", "vllm/worker/cache_engine.py", "CacheEngine.swap_in")
+    assert method.verdict is Verdict.MOVED and method.via == "parent"
+    assert method.new.ref == "vllm/v1/worker/cache_engine.py::CacheEngine.swap_in"
+
+
+def test_moved_and_changed(tmp_path: Path) -> None:
+    changed = ENGINE.replace("for i in range(self.num_layers):",
+                             "for i in range(self.num_layers - 1):")
+    index = build_index(tmp_path, {
+        "v1": {"vllm/worker/cache_engine.py": ENGINE},
+        "v2": {"vllm/v1/worker/engine.py": changed},
+    })
+    match = index.match("v1", "v2", "vllm/worker/cache_engine.py", "CacheEngine")
+    assert match.verdict is Verdict.MOVED and match.via == "similarity"
+    assert match.new.ref == "vllm/v1/worker/engine.py::CacheEngine"
+    assert match.content_changed and match.kinds == (BODY,)
+    assert matching.MOVE_THRESHOLD <= match.score <= 1
+    method = index.match("v1", "v2", "vllm/worker/cache_engine.py", "CacheEngine.swap_in")
+    assert method.verdict is Verdict.MOVED and method.kinds == (BODY,)
+    unchanged = index.match("v1", "v2", "vllm/worker/cache_engine.py", "CacheEngine._allocate")
+    assert unchanged.verdict is Verdict.MOVED and unchanged.content is Verdict.UNCHANGED
+
+
+CAPTURE = '''\
+def {name}(model, input_ids, positions):
+    """Capture a CUDA graph for one forward pass."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        hidden_states = model(input_ids, positions)
+    torch.cuda.synchronize()
+    return graph, hidden_states
+'''
+
+
+def test_renamed_function(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"g.py": CAPTURE.format(name="capture_graph")},
+        "v2": {"g.py": CAPTURE.format(name="capture_cudagraph")},
+    })
+    match = index.match("v1", "v2", "g.py", "capture_graph")
+    assert match.verdict is Verdict.MOVED
+    assert match.new.ref == "g.py::capture_cudagraph"
+    assert match.content is Verdict.UNCHANGED and match.changes == ()
+
+
+def test_renamed_function_with_reworded_docstring_is_cosmetic(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"g.py": CAPTURE.format(name="capture_graph")},
+        "v2": {"g.py": CAPTURE.format(name="capture_cudagraph").replace("one", "a")},
+    })
+    assert index.match("v1", "v2", "g.py", "capture_graph").content is Verdict.COSMETIC
+
+
+def test_renamed_trivial_function_is_not_a_move(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"g.py": "def supports_a():\n    return True\n"},
+        "v2": {"g.py": "def supports_b():\n    return True\n"},
+    })
+    match = index.match("v1", "v2", "g.py", "supports_a")
+    assert match.verdict is Verdict.REMOVED
+    assert refs(match.candidates) == {"g.py::supports_b"}
+
+
+MODEL = '''\
+"""DeepSeek-V4{suffix}."""
+
+from torch import nn
+
+
+class DeepseekV4ForCausalLM(nn.Module):
+    attn_backend: str = "{backend}"
+    packed_modules_mapping = {{"gate_up_proj": ["gate_proj", "up_proj"]}}
+
+    def __init__(self, hidden_size: int, vocab_size: int) -> None:
+        super().__init__()
+        self.norm = RMSNorm(hidden_size)
+        self.lm_head = ReplicatedLinear(hidden_size, vocab_size, bias=False)
+
+    def forward(self, hidden_states, residual):
+        hidden_states, _ = self.norm(hidden_states, residual)
+        return self.lm_head(hidden_states)
+'''
+PLATFORMS = {"amd": "ROCM_AITER_MLA", "nvidia": "FLASHMLA", "xpu": "XPU_MLA"}
+REEXPORT = "from m.ds_nvidia import DeepseekV4ForCausalLM\n\n__all__ = ['DeepseekV4ForCausalLM']\n"
+
+
+def _split_versions(reexport: bool) -> dict[str, dict[str, str]]:
+    copies = {
+        f"m/ds_{platform}.py": MODEL.format(suffix=f" ({platform})", backend=backend)
+        for platform, backend in PLATFORMS.items()
+    }
+    if reexport:
+        copies["m/ds.py"] = REEXPORT
+    return {"v1": {"m/ds.py": MODEL.format(suffix="", backend="auto")}, "v2": copies}
+
+
+@pytest.mark.parametrize("reexport", [False, True], ids=["split", "split-with-reexport"])
+def test_ambiguous_move_lists_the_other_copies(tmp_path: Path, reexport: bool) -> None:
+    index = build_index(tmp_path, _split_versions(reexport))
+    match = index.match("v1", "v2", "m/ds.py", "DeepseekV4ForCausalLM")
+    expected = {f"m/ds_{platform}.py::DeepseekV4ForCausalLM" for platform in PLATFORMS}
+    assert match.verdict is Verdict.MOVED and match.ambiguous
+    assert match.new.path != "m/ds.py"  # the re-export is an import, not a definition
+    assert refs((match.new, *match.candidates)) == expected
+    assert match.kinds == (MEMBERS,)
+    assert "members changed: changed attn_backend" in match.explain()
+    member = index.match("v1", "v2", "m/ds.py", "DeepseekV4ForCausalLM.forward")
+    assert member.verdict is Verdict.MOVED and member.via == "parent"
+    assert member.new.path == match.new.path and len(member.candidates) == 2
+    attribute = index.match("v1", "v2", "m/ds.py", "DeepseekV4ForCausalLM.attn_backend")
+    assert attribute.verdict is Verdict.MOVED and attribute.kinds == (VALUE,)
+
+
+def test_removed_with_closest_candidates(tmp_path: Path) -> None:
+    old = '''\
+        def load_weights(model, path):
+            state = torch.load(path)
+            for name, tensor in state.items():
+                model.get_parameter(name).copy_(tensor)
+            return model
+        '''
+    new = '''\
+        def load_weights(model, url, retries=3):
+            with urlopen(url) as response:
+                payload = response.read()
+            return model.from_bytes(payload, retries)
+        '''
+    index = build_index(tmp_path, {"v1": {"a/loader.py": old},
+                                   "v2": {"b/fetch.py": new}})
+    match = index.match("v1", "v2", "a/loader.py", "load_weights")
+    assert match.verdict is Verdict.REMOVED and match.new is None
+    assert refs(match.candidates) == {"b/fetch.py::load_weights"}
+    assert matching.CANDIDATE_FLOOR <= match.score < matching.MOVE_THRESHOLD
+
+
+def test_removed_without_candidates(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"u.py": "def is_neuron():\n    return False\n\n\ndef keep():\n    pass\n"},
+        "v2": {"u.py": "def keep():\n    pass\n", "w.py": "class Worker:\n    pass\n"},
+    })
+    match = index.match("v1", "v2", "u.py", "is_neuron")
+    assert (match.verdict, match.candidates, match.score) == (Verdict.REMOVED, (), 0.0)
+
+
+def test_boilerplate_ties_are_no_evidence_of_a_move(tmp_path: Path) -> None:
+    logger = "logger = init_logger(__name__)\n"
+    new = {f"new/mod{n}.py": logger for n in range(matching.MAX_TIES + 2)}
+    index = build_index(tmp_path, {"v1": {"gone.py": logger}, "v2": new})
+    match = index.match("v1", "v2", "gone.py", "logger")
+    assert match.verdict is Verdict.REMOVED
+    assert len(match.candidates) == matching.MAX_CLOSEST
+
+
+def test_class_attribute_only_follows_its_class(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"m.py": "class Meta:\n    paged_kv: torch.Tensor\n    dtype: str\n"},
+        "v2": {"m.py": "class Meta:\n    out_dtype: torch.Tensor\n    dtype: str\n"},
+    })
+    match = index.match("v1", "v2", "m.py", "Meta.paged_kv")
+    assert match.verdict is Verdict.REMOVED
+
+
+def test_members_of_a_removed_class_take_no_ambiguous_move(tmp_path: Path) -> None:
+    method = '''\
+        class {name}Info:
+            def get_hf_processor(self, **kwargs):
+                processor = self.ctx.get_hf_processor(AutoProcessor, **kwargs)
+                return processor
+        '''
+    new = {f"models/{name}.py": method.format(name=name) for name in ("Aya", "Bee", "Cat")}
+    index = build_index(tmp_path, {"v1": {"models/old.py": method.format(name="Old")},
+                                   "v2": new})
+    match = index.match("v1", "v2", "models/old.py", "OldInfo.get_hf_processor")
+    assert match.verdict is Verdict.REMOVED and len(match.candidates) == 3
+
+
+def test_unique_name_moved_and_rewritten(tmp_path: Path) -> None:
+    old = '''\
+        class SparseIndexer(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                return self.proj(x).topk(8)
+        '''
+    new = '''\
+        class SparseIndexer(nn.Module, AttentionLayerBase):
+            PREFILL_CHUNK = 4096
+
+            def __init__(self, dim, heads, cache_config):
+                super().__init__()
+                self.heads = heads
+                self.cache = allocate(cache_config, heads)
+
+            def forward(self, q, k, positions):
+                scores = fused_score(q, k, self.cache, positions)
+                return scores.topk(self.heads)
+        '''
+    index = build_index(tmp_path, {"v1": {"vllm/model_executor/layers/indexer.py": old},
+                                   "v2": {"vllm/models/ds/indexer_impl.py": new}})
+    match = index.match("v1", "v2", "vllm/model_executor/layers/indexer.py", "SparseIndexer")
+    assert match.verdict is Verdict.MOVED and match.content_changed
+    assert match.new.ref == "vllm/models/ds/indexer_impl.py::SparseIndexer"
+    assert set(match.kinds) == {BASES, MEMBERS, BODY}
+
+
+def test_classify_directly_on_snapshots(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {"v1": {"a.py": "def f(a):\n    return a\n"},
+                                   "v2": {"b.py": "def f(a, b=2):\n    return a\n"}})
+    old, new = index.symbol("v1", "a.py", "f"), index.symbol("v2", "b.py", "f")
+    verdict, changes = classify(old, new)
+    assert verdict is Verdict.CHANGED
+    assert changes == (SignatureChange("def f(a)", "def f(a, b=2)", ("parameters",)),)
+
+
+def test_snapshot_from_a_queries_row(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {"v1": {"a.py": "def f(a):\n    return a\n"}})
+    row = symbols_in_file(index.database, index.keys["v1"], "a.py")[0]
+    snapshot = SymbolSnapshot.from_row(row, "vllm", "v1", index.database)
+    assert snapshot == index.symbol("v1", "a.py", "f")
+    assert snapshot.source == "def f(a):\n    return a"
+    assert (snapshot.name, snapshot.parent, snapshot.ref) == ("f", "", "a.py::f")
+
+
+# --- history --------------------------------------------------------------------------
+
+STEP = "def step(batch):\n    return [run(item) for item in batch]\n"
+
+
+def test_history_follows_moves_until_removed(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {
+        "v1": {"a.py": STEP, "z.py": "Z = 1\n"},
+        "v2": {"a.py": STEP, "z.py": "Z = 2\n"},
+        "v3": {"b/a.py": STEP},
+        "v4": {"b/a.py": STEP.replace("# ", "").replace("batch]", "batch if item]")},
+        "v5": {"b/a.py": "X = 1\n"},
+    })
+    versions = list(index.keys.items())
+    steps = history(index.database, "vllm", index.symbol("v3", "b/a.py", "step"), versions)
+    assert [(s.version, s.event) for s in steps] == [
+        ("v1", HistoryEvent.INTRODUCED), ("v2", HistoryEvent.UNCHANGED),
+        ("v3", HistoryEvent.MOVED), ("v4", HistoryEvent.CHANGED),
+        ("v5", HistoryEvent.REMOVED),
+    ]
+    assert steps[0].symbol.ref == "a.py::step" and steps[2].symbol.ref == "b/a.py::step"
+    assert steps[3].changes == (BodyChange(),) and steps[4].symbol is None
+
+
+def test_history_starts_where_the_symbol_appears(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {"v1": {"a.py": "X = 1\n"},
+                                   "v2": {"a.py": "X = 1\n" + STEP}})
+    versions = list(index.keys.items())
+    steps = history(index.database, "vllm", index.symbol("v2", "a.py", "step"), versions)
+    assert [(s.version, s.event) for s in steps] == [("v2", HistoryEvent.INTRODUCED)]
+
+
+def test_history_rejects_an_unlisted_version(tmp_path: Path) -> None:
+    index = build_index(tmp_path, {"v1": {"a.py": STEP}})
+    with pytest.raises(ValueError, match="not among"):
+        history(index.database, "vllm", index.symbol("v1", "a.py", "step"), [])
+
+
+def test_package_of() -> None:
+    assert package_of("vllm/v1/core/sched/scheduler.py") == "vllm/v1"
+    assert package_of("vllm/utils.py") == "vllm"
+    assert package_of("setup.py") == "."
+
+
+# --- the fake vLLM corpus -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fake_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("fake_index")
+    config = load_config(root)
+    database = open_database(root / "i.db")
+    keys = {}
+    for tag in fakevllm.TAGS:
+        source = root / tag
+        fakevllm.write_snapshot(source, fakevllm.VERSIONS[tag])
+        index_version(database, config, "vllm", tag, from_path=source, workers=1)
+        keys[tag] = require_version(database, "vllm", tag)
+    return Index(database, keys)
+
+
+@pytest.fixture(scope="module")
+def fake_diffs(fake_index: Index) -> dict[tuple[str, str], matching.VersionDiff]:
+    tags = fakevllm.TAGS
+    return {
+        (a, b): diff_versions(fake_index.database, fake_index.keys[a], fake_index.keys[b])
+        for a, b in zip(tags, tags[1:], strict=False)
+    }
+
+
+# Expected verdict, content verdict (for moves), kinds, for every fakevllm.CASES entry.
+EXPECTED: dict[str, tuple[str, Verdict | None, tuple[ChangeKind, ...]]] = {
+    "moved": ("moved", Verdict.UNCHANGED, ()),
+    "moved_and_changed": ("moved", Verdict.CHANGED, (MEMBERS, BODY)),
+    "renamed": ("moved", Verdict.UNCHANGED, ()),
+    "signature_changed": ("changed", Verdict.CHANGED, (SIG,)),
+    "body_changed": ("changed", Verdict.CHANGED, (BODY,)),
+    "decorator_changed": ("changed", Verdict.CHANGED, (SIG,)),
+    "bases_changed": ("changed", Verdict.CHANGED, (BASES,)),
+    "member_added": ("changed", Verdict.CHANGED, (MEMBERS,)),
+    "added": ("added", None, ()),
+    "formatting_only": ("cosmetic", Verdict.COSMETIC, ()),
+    "attribute_value_changed": ("changed", Verdict.CHANGED, (VALUE,)),
+    "constant_value_changed": ("changed", Verdict.CHANGED, (VALUE,)),
+    "removed": ("removed", None, ()),
+    "ambiguous_move": ("moved", Verdict.CHANGED, (MEMBERS,)),
+}
+
+
+def test_expectations_cover_every_case() -> None:
+    assert set(EXPECTED) == set(fakevllm.CASES)
+
+
+@pytest.mark.parametrize("name", sorted(fakevllm.CASES))
+def test_fake_vllm_case_in_version_diff(
+    name: str, fake_diffs: dict[tuple[str, str], matching.VersionDiff]
+) -> None:
+    case = fakevllm.CASES[name]
+    verdict, content, kinds = EXPECTED[name]
+    diff = fake_diffs[(case.old_tag, case.new_tag)]
+    expected_new = {f"{path}::{qualname}" for path, qualname in case.new}
+    if case.old is None:
+        assert expected_new <= refs(diff.added)
+        return
+    old_ref = "::".join(case.old)
+    found = [match for match in diff.matches if match.old.ref == old_ref]
+    assert len(found) == 1, f"{old_ref} missing from the diff's non-unchanged matches"
+    match = found[0]
+    assert match.verdict.value == verdict
+    assert match.content is content
+    assert match.kinds == kinds
+    if match.new is None:
+        assert not expected_new
+    else:
+        assert refs((match.new, *match.candidates)) == expected_new
+        assert match.new.ref not in refs(diff.added)
+
+
+def test_fake_vllm_decorator_change_names_the_decorators(fake_index: Index) -> None:
+    match = fake_index.match("v0.1.0", "v0.2.0", "vllm/utils.py", "get_cpu_memory")
+    (change,) = match.changes
+    assert isinstance(change, SignatureChange) and change.parts == ("decorators",)
+
+
+@pytest.mark.parametrize("name", sorted(fakevllm.FEATURES))
+@pytest.mark.parametrize("tags", [("v0.1.0", "v0.2.0"), ("v0.2.0", "v0.3.0")],
+                         ids=["v0.1-v0.2", "v0.2-v0.3"])
+def test_fake_vllm_features_stay_unchanged(
+    name: str, tags: tuple[str, str], fake_index: Index
+) -> None:
+    path, qualname = fakevllm.FEATURES[name]
+    occurrences = 2 if name == "property_getter_setter" else 1
+    for occurrence in range(occurrences):
+        match = fake_index.match(*tags, path, qualname, occurrence)
+        assert match.verdict is Verdict.UNCHANGED
+        assert match.new.ref == f"{path}::{qualname}"
+        assert match.new.occurrence == occurrence
+
+
+def test_fake_vllm_diff_counts_and_packages(
+    fake_diffs: dict[tuple[str, str], matching.VersionDiff]
+) -> None:
+    diff = fake_diffs[("v0.2.0", "v0.3.0")]
+    counts = diff.counts
+    assert counts["changed"] == counts["removed"] == counts["cosmetic"] == 0
+    assert counts["moved"] == len(diff.having(Verdict.MOVED)) > 0
+    # The nvidia and xpu copies are candidates of the ambiguous move, not additions.
+    assert refs(diff.added) == {"vllm/model_executor/models/deepseek_v4.py::__all__"}
+    assert diff.packages["vllm/model_executor"]["moved"] == 6
+    assert sum(counts.values()) == sum(sum(c.values()) for c in diff.packages.values())
+
+
+def test_fake_vllm_history_of_the_scheduler(fake_index: Index) -> None:
+    symbol = fake_index.symbol("v0.2.0", "vllm/core/scheduler.py", "Scheduler")
+    steps = history(fake_index.database, "vllm", symbol, list(fake_index.keys.items()))
+    assert [(s.version, s.event) for s in steps] == [
+        ("v0.1.0", HistoryEvent.INTRODUCED), ("v0.2.0", HistoryEvent.UNCHANGED),
+        ("v0.3.0", HistoryEvent.MOVED),
+    ]
+    assert steps[-1].symbol.ref == "vllm/v1/core/sched/scheduler.py::Scheduler"
+    assert steps[-1].match.content_changed

@@ -1,0 +1,295 @@
+"""Indexing versions: incremental (a blob is parsed once, ever), no-op re-runs, worker pool."""
+
+from __future__ import annotations
+
+import subprocess
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from fakevllm import FakeRepo
+
+from db import queries
+from db.database import Database, open_database
+from indexer import pipeline
+from indexer.config import ProjectConfig, load_config
+from indexer.pipeline import index_version, parse_batch
+from indexer.sources import blob_id
+from indexer.symbols import parse_blob
+
+TABLES = ("repos", "versions", "blobs", "files", "symbols")
+
+
+@pytest.fixture
+def config(fake_vllm: FakeRepo) -> ProjectConfig:
+    Path("annotate.toml").write_text(
+        f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
+    )
+    return load_config()
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    with open_database(tmp_path / "index.db") as opened:
+        yield opened
+
+
+def _blobs(tag: str) -> set[str]:
+    return {blob_id(data) for data in fv.regular_files(fv.VERSIONS[tag]).values()}
+
+
+def _python_blobs(tag: str) -> set[str]:
+    return {blob_id(data) for data in fv.python_files(tag).values()}
+
+
+def _counts(database: Database) -> dict[str, int]:
+    return {
+        table: database.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in TABLES
+    }
+
+
+def _rows(database: Database, table: str) -> list[tuple]:
+    return sorted(database.conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+
+
+# ------------------------------------------------------------------------------ outcomes
+
+
+def test_first_version_parses_every_python_blob(
+    database: Database, config: ProjectConfig, fake_vllm: FakeRepo
+) -> None:
+    outcome = index_version(database, config, "vllm", "v0.1.0")
+    expected_symbols = sum(
+        len(parse_blob("x", data).symbols) for data in set(fv.python_files("v0.1.0").values())
+    )
+    assert (outcome.repo, outcome.version, outcome.already) == ("vllm", "v0.1.0", False)
+    assert (outcome.source, outcome.source_id) == ("git", fake_vllm.commits["v0.1.0"])
+    assert outcome.files == len(fv.regular_files(fv.VERSIONS["v0.1.0"]))
+    assert outcome.new_blobs == len(_blobs("v0.1.0"))
+    assert outcome.parsed == len(_python_blobs("v0.1.0"))
+    assert outcome.symbols == expected_symbols
+    row = database.conn.execute(
+        "SELECT source, commit_sha, wheel_sha256, file_count, symbol_count, new_blobs"
+        " FROM versions"
+    ).fetchone()
+    assert row == (
+        "git", fake_vllm.commits["v0.1.0"], None, outcome.files, expected_symbols,
+        outcome.new_blobs,
+    )
+
+
+STEPS = [
+    pytest.param(("v0.1.0", "v0.2.0"), id="v0.1.0-then-v0.2.0"),
+    pytest.param(("v0.2.0", "v0.3.0"), id="v0.2.0-then-v0.3.0"),
+    pytest.param(("v0.1.0", "v0.3.0"), id="v0.1.0-then-v0.3.0"),
+    pytest.param(("v0.3.0", "v0.1.0"), id="newer-first"),
+]
+
+
+@pytest.mark.parametrize("tags", STEPS)
+def test_next_version_parses_only_new_blobs(
+    database: Database, config: ProjectConfig, tags: tuple[str, str]
+) -> None:
+    first, second = tags
+    index_version(database, config, "vllm", first)
+    outcome = index_version(database, config, "vllm", second)
+    new = _blobs(second) - _blobs(first)
+    assert outcome.new_blobs == len(new)
+    assert outcome.parsed == len(_python_blobs(second) - _blobs(first))
+    assert outcome.symbols == sum(
+        len(parse_blob("x", data).symbols)
+        for data in {d for d in fv.python_files(second).values() if blob_id(d) in new}
+    )
+    stored = database.conn.execute("SELECT symbol_count FROM versions WHERE version = ?",
+                                   (second,)).fetchone()[0]
+    in_view = database.conn.execute(
+        "SELECT count(*) FROM version_symbols WHERE version = ?", (second,)
+    ).fetchone()[0]
+    assert stored == in_view > outcome.symbols
+
+
+def test_each_blob_is_parsed_once_ever(database: Database, config: ProjectConfig) -> None:
+    for tag in fv.TAGS:
+        index_version(database, config, "vllm", tag)
+    conn = database.conn
+    blobs = _blobs("v0.1.0") | _blobs("v0.2.0") | _blobs("v0.3.0")
+    assert {row[0] for row in conn.execute("SELECT id FROM blobs")} == blobs
+    assert conn.execute(
+        "SELECT count(*) FROM (SELECT blob_id, seq FROM symbols GROUP BY blob_id, seq"
+        " HAVING count(*) > 1)"
+    ).fetchone()[0] == 0
+    for blob, content in conn.execute("SELECT id, content FROM blobs WHERE parsed = 1"):
+        stored = conn.execute(
+            "SELECT qualname, kind, start_line, end_line, exact FROM symbols"
+            " WHERE blob_id = ? ORDER BY seq", (blob,)
+        ).fetchall()
+        expected = [
+            (s.qualname, s.kind.value, s.start_line, s.end_line, s.exact)
+            for s in parse_blob(blob, zlib.decompress(content)).symbols
+        ]
+        assert stored == expected
+
+
+def test_reindexing_is_a_no_op(database: Database, config: ProjectConfig) -> None:
+    index_version(database, config, "vllm", "v0.1.0")
+    before = {table: _rows(database, table) for table in TABLES}
+    outcome = index_version(database, config, "vllm", "v0.1.0")
+    assert outcome == pipeline.IndexOutcome("vllm", "v0.1.0", already=True)
+    assert {table: _rows(database, table) for table in TABLES} == before
+
+
+def test_reindexing_does_not_touch_the_source(
+    database: Database, config: ProjectConfig, tmp_path: Path
+) -> None:
+    index_version(database, config, "vllm", "v0.1.0")
+    gone = load_config().repo("vllm")
+    Path("annotate.toml").write_text(
+        f'sources = ["git"]\n[repos.vllm]\ngit = "{tmp_path / "gone"}"\n'
+    )
+    assert gone.git != load_config().repo("vllm").git
+    assert index_version(database, load_config(), "vllm", "v0.1.0").already
+
+
+def test_two_repos_sharing_files_store_them_once(
+    database: Database, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
+) -> None:
+    Path("annotate.toml").write_text(
+        f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
+        f'[repos.lmcache]\ngit = "{fake_lmcache.url}"\n'
+    )
+    config = load_config()
+    index_version(database, config, "vllm", "v0.1.0")
+    outcome = index_version(database, config, "lmcache", "v0.5.1")
+    lmcache = {blob_id(d) for d in fv.regular_files(fv.LMCACHE_VERSIONS["v0.5.1"]).values()}
+    assert outcome.new_blobs == len(lmcache - _blobs("v0.1.0"))  # the empty __init__ is shared
+    assert outcome.new_blobs < len(lmcache)
+    assert database.conn.execute("SELECT name FROM repos ORDER BY name").fetchall() == [
+        ("lmcache",), ("vllm",),
+    ]
+
+
+# ------------------------------------------------------------------------------ local trees
+
+
+def _tree(root: Path, count: int) -> Path:
+    root.mkdir()
+    for number in range(count):
+        (root / f"module_{number:03d}.py").write_text(
+            f"class C{number}:\n    x = {number}\n\n    def m(self):\n        return {number}\n"
+        )
+    (root / "notes.txt").write_text("not python\n")
+    return root
+
+
+def test_worker_pool_gives_the_same_index(
+    tmp_path: Path, config: ProjectConfig
+) -> None:
+    count = pipeline.INLINE_PARSE_LIMIT + 20  # enough for the pool
+    tree = _tree(tmp_path / "tree", count)
+    results = {}
+    for workers in (1, 2):
+        with open_database(tmp_path / f"w{workers}.db") as database:
+            outcome = index_version(
+                database, config, "vllm", "v1", from_path=tree, workers=workers
+            )
+            results[workers] = (outcome.parsed, outcome.symbols, _rows(database, "symbols"))
+    assert results[1] == results[2]
+    assert results[1][:2] == (count, 3 * count)
+
+
+def test_progress_is_reported_per_parsed_blob(
+    tmp_path: Path, database: Database, config: ProjectConfig
+) -> None:
+    events: list[tuple] = []
+
+    class Recorder:
+        def start(self, label: str, total: int) -> None:
+            events.append(("start", label, total))
+
+        def advance(self, count: int) -> None:
+            events.append(("advance", count))
+
+        def finish(self) -> None:
+            events.append(("finish",))
+
+    tree = _tree(tmp_path / "tree", 5)
+    index_version(database, config, "vllm", "v1", from_path=tree, progress=Recorder())
+    assert events[0] == ("start", "vllm@v1", 6)
+    assert sum(event[1] for event in events if event[0] == "advance") == 6
+    assert events[-1] == ("finish",)
+
+
+def test_local_version_records_no_source_id(
+    tmp_path: Path, database: Database, config: ProjectConfig
+) -> None:
+    outcome = index_version(database, config, "vllm", "v1", from_path=_tree(tmp_path / "t", 2))
+    assert (outcome.source, outcome.source_id) == ("local", None)
+    assert database.conn.execute(
+        "SELECT source, commit_sha, wheel_sha256 FROM versions"
+    ).fetchone() == ("local", None, None)
+
+
+# ------------------------------------------------------------------------------ blob rows
+
+BATCH = [
+    pytest.param("a.py", b"def f():\n    pass\n", True, None, 1, id="python"),
+    pytest.param("a.txt", b"def f():\n    pass\n", False, None, 0, id="text-not-parsed"),
+    pytest.param("a.py", b"\x00\x01binary", False, "binary", 0, id="binary-python-path"),
+    pytest.param("a.so", b"\x7fELF\x00\x00", False, "binary", 0, id="binary"),
+    pytest.param("a.py", b"", True, None, 0, id="empty-python"),
+]
+
+
+@pytest.mark.parametrize(("path", "data", "parsed", "skipped", "symbols"), BATCH)
+def test_parse_batch_rows(
+    path: str, data: bytes, parsed: bool, skipped: str | None, symbols: int
+) -> None:
+    (row,) = parse_batch([(blob_id(data), path.endswith(".py"), data)])
+    assert (row.blob_id, row.size, row.parsed, row.skipped) == (
+        blob_id(data), len(data), parsed, skipped,
+    )
+    assert len(row.symbols) == symbols
+    assert row.content is None if skipped == "binary" else zlib.decompress(row.content) == data
+
+
+def test_large_non_python_files_are_listed_but_not_stored(
+    tmp_path: Path, database: Database, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pipeline, "MAX_STORED_BYTES", 100)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "big.bin").write_bytes(b"x" * 200)
+    (tree / "big.py").write_text("x = 1\n" * 40)
+    (tree / "small.txt").write_text("small\n")
+    index_version(database, config, "vllm", "v1", from_path=tree)
+    rows = database.conn.execute(
+        "SELECT f.path, b.size, b.content IS NULL, b.parsed, b.skipped FROM files f"
+        " JOIN blobs b ON b.id = f.blob_id ORDER BY f.path"
+    ).fetchall()
+    assert rows == [
+        ("big.bin", 200, 1, 0, "too large to store"),
+        ("big.py", 240, 0, 1, None),
+        ("small.txt", 6, 0, 0, None),
+    ]
+
+
+def test_git_snapshot_blob_ids_are_the_repository_ones(
+    database: Database, config: ProjectConfig, fake_vllm: FakeRepo
+) -> None:
+    index_version(database, config, "vllm", "v0.3.0")
+    listed = subprocess.run(
+        ["git", "ls-tree", "-r", "v0.3.0"], cwd=fake_vllm.path, env=fv.git_env(),
+        capture_output=True, text=True, check=True,
+    ).stdout
+    expected = {
+        line.split("\t")[1]: line.split()[2]
+        for line in listed.splitlines() if not line.startswith("120000")
+    }
+    stored = dict(database.conn.execute(
+        "SELECT path, blob_id FROM version_files WHERE version = 'v0.3.0'"
+    ).fetchall())
+    assert stored == expected
+    assert queries.known_blobs(database, expected.values()) == set(expected.values())
