@@ -119,6 +119,8 @@ def db_option(command: F) -> F:
 @click.option("--keep-going", is_flag=True,
               help="Exit 0 even when some versions cannot be fetched (they are reported).")
 @click.option("--workers", type=click.IntRange(1, 64), help="Parser processes (default: cores).")
+@click.option("--no-references", is_flag=True, hidden=True,
+              help="Skip names and imports (the benchmark compares with and without).")
 @db_option
 @pass_context
 @reports_errors
@@ -128,6 +130,7 @@ def index(
     from_path: Path | None,
     keep_going: bool,
     workers: int | None,
+    no_references: bool,
 ) -> None:
     """Index the given versions, or every configured one."""
     wanted = [split_version(text) for text in versions] or [
@@ -138,7 +141,8 @@ def index(
     if from_path is not None and len(wanted) != 1:
         raise click.UsageError("--from reads one version: name exactly one REPO@VERSION")
     alone = len(wanted) == 1 and not keep_going  # its one error is the command's error
-    failures = _index_all(context, wanted, from_path, workers, echo_errors=not alone)
+    failures = _index_all(context, wanted, from_path, workers, echo_errors=not alone,
+                          references=not no_references)
     if failures and alone:
         raise UserError(failures[0])
     if failures and not keep_going:
@@ -149,7 +153,7 @@ def index(
 
 def _index_all(
     context: Context, wanted: list[tuple[str, str]], from_path: Path | None, workers: int | None,
-    echo_errors: bool = True,
+    echo_errors: bool = True, references: bool = True,
 ) -> list[str]:
     from indexer.errors import SourceError
     from indexer.pipeline import index_version
@@ -160,7 +164,7 @@ def _index_all(
             try:
                 outcome = index_version(
                     database, context.config, repo, version, from_path=from_path,
-                    progress=_progress(), workers=workers,
+                    progress=_progress(), workers=workers, references=references,
                 )
             except SourceError as error:
                 failures.append(str(error))

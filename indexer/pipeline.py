@@ -6,6 +6,7 @@ that shares most files with an indexed one costs only its changed files.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import time
@@ -68,9 +69,13 @@ def index_version(
     from_path: Path | None = None,
     progress: Progress | None = None,
     workers: int | None = None,
+    references: bool = True,
 ) -> IndexOutcome:
-    """Index ``repo_name@version`` unless it already is; return what was done."""
-    started = time.perf_counter()
+    """Index ``repo_name@version`` unless it already is; return what was done.
+
+    ``references=False`` skips recording names and imports (for the benchmark, which
+    compares indexing with and without them)."""
+    run = _Run(progress or _NoProgress(), workers, references, time.perf_counter())
     repo = config.repo(repo_name)
     if queries.version_id(database, repo.name, version) is not None:
         return IndexOutcome(repo.name, version, already=True)
@@ -79,23 +84,30 @@ def index_version(
     else:
         snapshot = open_snapshot(repo, version, config.cache_dir)
     with snapshot:
-        return _index_snapshot(database, repo, snapshot, progress or _NoProgress(), workers,
-                               started)
+        return _index_snapshot(database, repo, snapshot, run)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """How one index run goes: progress display, parser processes, references."""
+
+    progress: Progress
+    workers: int | None
+    references: bool
+    started: float
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
 
 
 def _index_snapshot(
-    database: Database,
-    repo: RepoConfig,
-    snapshot: Snapshot,
-    progress: Progress,
-    workers: int | None,
-    started: float,
+    database: Database, repo: RepoConfig, snapshot: Snapshot, run: _Run
 ) -> IndexOutcome:
     info = snapshot.info
     files = info.files
     known = queries.known_blobs(database, (entry.blob_id for entry in files))
     new_entries = list({e.blob_id: e for e in files if e.blob_id not in known}.values())
-    progress.start(f"{info.repo}@{info.version}", len(new_entries))
+    run.progress.start(f"{info.repo}@{info.version}", len(new_entries))
     tally = _Tally()
     version = queries.VersionRow(
         repo=info.repo, version=info.version, source=info.source_kind,
@@ -105,15 +117,15 @@ def _index_snapshot(
     repo_row = {"name": repo.name, "git": repo.git, "pypi": repo.pypi, "github": repo.github}
     written = queries.write_version(
         database, repo_row, version, [(e.path, e.blob_id) for e in files],
-        tally.counting(_blob_rows(snapshot, new_entries, progress, workers)),
-        clock=lambda: time.perf_counter() - started,
+        tally.counting(_blob_rows(snapshot, new_entries, run)),
+        clock=run.seconds,
     )
-    progress.finish()
+    run.progress.finish()
     return IndexOutcome(
         repo=info.repo, version=info.version, already=not written, source=info.source_kind,
         source_id=info.commit_sha or info.wheel_sha256, files=len(files),
         new_blobs=tally.blobs, parsed=tally.parsed, symbols=tally.symbols,
-        seconds=time.perf_counter() - started,
+        seconds=run.seconds(),
     )
 
 
@@ -134,21 +146,23 @@ class _Tally:
 
 
 def _blob_rows(
-    snapshot: Snapshot, entries: list[FileEntry], progress: Progress, workers: int | None
+    snapshot: Snapshot, entries: list[FileEntry], run: _Run
 ) -> Iterator[queries.BlobRow]:
     stored = [e for e in entries if e.path.endswith(".py") or e.size <= MAX_STORED_BYTES]
     for entry in entries:
         if not (entry.path.endswith(".py") or entry.size <= MAX_STORED_BYTES):
             yield queries.BlobRow(entry.blob_id, entry.size, None, skipped="too large to store")
     batches = _batches(snapshot, stored)
-    if len(stored) <= INLINE_PARSE_LIMIT or (workers or 0) == 1:
-        results: Iterator[list[queries.BlobRow]] = map(parse_batch, batches)
-        yield from _advancing(results, progress)
+    if len(stored) <= INLINE_PARSE_LIMIT or (run.workers or 0) == 1:
+        parse = functools.partial(parse_batch, references=run.references)
+        results: Iterator[list[queries.BlobRow]] = map(parse, batches)
+        yield from _advancing(results, run.progress)
         return
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    count = workers or min(os.cpu_count() or 1, 8)
+    count = run.workers or min(os.cpu_count() or 1, 8)
     with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
-        yield from _advancing(pool.map(parse_batch, batches), progress)
+        parse = functools.partial(parse_batch, references=run.references)
+        yield from _advancing(pool.map(parse, batches), run.progress)
 
 
 def _advancing(
@@ -175,18 +189,22 @@ def _batches(
         yield batch
 
 
-def parse_batch(batch: list[tuple[str, bool, bytes]]) -> list[queries.BlobRow]:
+def parse_batch(
+    batch: list[tuple[str, bool, bytes]], references: bool = True
+) -> list[queries.BlobRow]:
     """Worker side: parse the Python blobs of a batch and compress every blob."""
-    return [_blob_row(blob_id, is_python, data) for blob_id, is_python, data in batch]
+    return [
+        _blob_row(blob_id, is_python, data, references) for blob_id, is_python, data in batch
+    ]
 
 
-def _blob_row(blob_id: str, is_python: bool, data: bytes) -> queries.BlobRow:
+def _blob_row(blob_id: str, is_python: bool, data: bytes, references: bool) -> queries.BlobRow:
     binary = b"\0" in data[:8192]
     content = None if binary else zlib.compress(data, 1)
     if not is_python or binary:
         return queries.BlobRow(blob_id, len(data), content,
                                skipped="binary" if binary else None)
-    parsed = parse_blob(blob_id, data)
+    parsed = parse_blob(blob_id, data, references)
     return queries.BlobRow(
         blob_id, len(data), content, parsed=parsed.skipped is None,
         has_errors=parsed.has_errors, decode_errors=parsed.decode_errors,
