@@ -42,6 +42,9 @@ NOOP_LIMIT_S = 0.5
 RSS_LIMIT_MB = 500.0
 CHECK_LIMIT_S = 0.5
 DIFF_LIMIT_S = 5.0
+REFERENCES_LIMIT = 1.35
+XREF_LIMIT_S = 0.3
+XREF_NAME = "ReplicatedLinear"
 
 CONFIG = f"""\
 db = "index.db"
@@ -338,6 +341,17 @@ def bench_index(setup: Setup, results: Results, rep: int) -> None:
                                 cwd=wd, log=log))
     results.notes["cold"] = last_line(log)
     results.sizes["db_after_cold"] = db_size(cold_db)
+    bare_db = wd / "no-references.db"
+    remove_db(bare_db)
+    log = logs / f"cold-no-references-{rep}"
+    results.add("cold_bare", measure(
+        [*annotate, "--db", str(bare_db), "index", *setup.index_args, "--no-references",
+         f"{REPO}@{OLD}"], cwd=wd, log=log))
+    results.notes["cold_bare"] = last_line(log)
+    remove_db(bare_db)
+    log = logs / f"xref-{rep}"
+    results.add("xref", measure(
+        [*annotate, "xref", XREF_NAME, f"{REPO}@{OLD}", "--format", "json"], cwd=wd, log=log))
     copy_db(cold_db, incremental_db)
     log = logs / f"noop-{rep}"
     results.add("noop", measure([*annotate, "index", f"{REPO}@{OLD}"], cwd=wd, log=log))
@@ -465,6 +479,7 @@ def bench_later(setup: Setup, results: Results, rep: int) -> None:
 
 LABELS = {
     "cold": f"1. cold `annotate index {REPO}@{OLD}` (fresh db)",
+    "cold_bare": f"1b. cold `annotate index {REPO}@{OLD} --no-references`",
     "noop": f"2. no-op re-index of {OLD} (same db)",
     "incremental": f"3. incremental `index {REPO}@{NEW}` after {OLD}",
     "plain": "5a. plain tree-sitter parse, whole process",
@@ -473,6 +488,7 @@ LABELS = {
     "griffe": "5d. griffe static load (allow_inspection=False)",
     "check": f"7. `annotate check` against {NEW} (warm db)",
     "diff": f"8. `annotate diff {OLD} {NEW} --format json`",
+    "xref": f"9. `annotate xref {XREF_NAME} {REPO}@{OLD} --format json` (warm db)",
 }
 
 
@@ -526,6 +542,7 @@ def ratio_rows(results: Results) -> dict[str, float | None]:
         "cold / ctags": ratio(results, "cold", "ctags"),
         "cold / griffe": ratio(results, "cold", "griffe"),
         "incremental / cold": ratio(results, "incremental", "cold"),
+        "cold with references / without": ratio(results, "cold", "cold_bare"),
         "no-op / cold": ratio(results, "noop", "cold"),
     }
 
@@ -552,6 +569,10 @@ def target_rows(results: Results) -> list[tuple[str, str, str, str]]:
          lambda v: fmt(v, 3, " s")),
         ("diff v0.20.0..v0.25.0 < 5 s (median)", median(results, "diff"), DIFF_LIMIT_S,
          lambda v: fmt(v, 2, " s")),
+        ("cold index with references <= 1.35 x without (medians)",
+         ratio(results, "cold", "cold_bare"), REFERENCES_LIMIT, lambda v: fmt(v, 2, "x")),
+        ("xref query < 0.3 s, warm db (median)", median(results, "xref"), XREF_LIMIT_S,
+         lambda v: fmt(v, 3, " s")),
     ]
     return [(label, show(value), show(limit), verdict(value, limit))
             for label, value, limit, show in checks]
