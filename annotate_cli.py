@@ -358,7 +358,17 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
                                 "check the path, or run 'annotate link'")
         else:
             rows = _links_to_symbol(database, symbol or "")
+    if article is not None:
+        rows = _with_current_status(context, rows)
     _print_links(rows, output_format, by_symbol=article is None)
+
+
+def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
+    """Each stored link's check status against its repo's target version (a query: the
+    annotation files are not read again)."""
+    report = _run_check(context, (), relink=False)
+    status = {(r.file, r.line): r.status.value for r in report.results}
+    return [{**row, "status": status.get((row["source_file"], row["line"]))} for row in rows]
 
 
 def _links_to_symbol(database: Any, symbol: str) -> list[dict]:
@@ -380,8 +390,8 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
         click.echo("No claims cite it.")
         return
     if not by_symbol:
-        _table(["line", "claim", "version", "state", "symbol"],
-               ([r["line"], r["claim_id"], r["version"], r["state"],
+        _table(["line", "claim", "version", "state", "status", "symbol"],
+               ([r["line"], r["claim_id"], r["version"], r["state"], r.get("status") or "-",
                  r["resolved"] or r["written"]] for r in rows))
         return
     symbols = sorted({(r["path"], r["qualname"]) for r in rows})
@@ -398,6 +408,7 @@ def _link_json(row: dict) -> dict:
         "article": row["article"], "claim": row["claim_id"], "text": row["text"],
         "ref": row["written"], "resolved": row["resolved"], "version": row["version"],
         "state": row["state"], "file": row["source_file"], "line": row["line"],
+        **({"status": row["status"]} if "status" in row else {}),
     }
 
 
@@ -507,7 +518,7 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
                                                            if written else ""))
 
 
-def _run_check(context: Context, against: tuple[str, ...]) -> Any:
+def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) -> Any:
     import datetime
 
     from annotations.check import CheckOptions, check_all
@@ -518,7 +529,8 @@ def _run_check(context: Context, against: tuple[str, ...]) -> Any:
         context.config.repo(repo)
     options = CheckOptions(pins, datetime.date.today(), context.config.fail_on)
     with context.database() as database:
-        link_if_changed(database, context.config)
+        if relink:
+            link_if_changed(database, context.config)
         return check_all(database, context.config, options)
 
 

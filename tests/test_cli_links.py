@@ -196,13 +196,13 @@ def test_links_json_round_trips_the_text() -> None:
 
 
 ARTICLE_TABLE = """\
-line  claim           version  state   symbol
-7     util-default    v0.1.0   linked  vllm@v0.1.0:vllm/config/cache.py::CacheConfig.gpu_memory_utilization
-11    util-raised     v0.2.0   linked  vllm@v0.2.0:vllm/config/cache.py::CacheConfig.gpu_memory_utilization
-14    forward-rms     v0.1.0   linked  vllm@v0.1.0:vllm/model_executor/layers/layernorm.py::RMSNorm.forward
-17    forward-linear  v0.1.0   linked  vllm@v0.1.0:vllm/model_executor/layers/linear.py::ReplicatedLinear.forward
-20    verify          v0.1.0   linked  vllm@v0.1.0:vllm/config/cache.py::CacheConfig.verify_with_parallel_config
-23    percent         v0.1.0   linked  vllm@v0.1.0:vllm/utils.py::cdiv
+line  claim           version  state   status   symbol
+7     util-default    v0.1.0   linked  changed  vllm@v0.1.0:vllm/config/cache.py::CacheConfig.gpu_memory_utilization
+11    util-raised     v0.2.0   linked  fresh    vllm@v0.2.0:vllm/config/cache.py::CacheConfig.gpu_memory_utilization
+14    forward-rms     v0.1.0   linked  fresh    vllm@v0.1.0:vllm/model_executor/layers/layernorm.py::RMSNorm.forward
+17    forward-linear  v0.1.0   linked  fresh    vllm@v0.1.0:vllm/model_executor/layers/linear.py::ReplicatedLinear.forward
+20    verify          v0.1.0   linked  fresh    vllm@v0.1.0:vllm/config/cache.py::CacheConfig.verify_with_parallel_config
+23    percent         v0.1.0   linked  changed  vllm@v0.1.0:vllm/utils.py::cdiv
 """  # noqa: E501
 
 
@@ -212,12 +212,19 @@ def test_links_of_an_article(article: str) -> None:
     assert ok("links", "--article", article) == ARTICLE_TABLE
 
 
+def test_links_of_an_article_reads_no_annotation_files() -> None:
+    """A query: the stored claims stay, although this directory has no annotation files."""
+    assert not list(Path.cwd().glob("**/*.yml"))
+    first = ok("links", "--article", "blog/mla-tp.md")
+    assert ok("links", "--article", "blog/mla-tp.md") == first == ARTICLE_TABLE
+
+
 def test_links_of_an_article_as_json() -> None:
     objects = json.loads(ok("links", "--article", "articles/post.md", "--format", "json"))
     assert objects == [{
         "article": "articles/post.md", "claim": POST_CLAIM, "text": POST_TEXT, "ref": URL,
         "resolved": f"vllm@v0.2.0:{UTIL}", "version": "v0.2.0", "state": "linked",
-        "file": "articles/post.md", "line": 6,
+        "file": "articles/post.md", "line": 6, "status": "fresh",
     }]
 
 
