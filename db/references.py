@@ -23,27 +23,25 @@ def files_mentioning(database: Database, version_key: int, name: str) -> list[tu
 
 def imports_of(database: Database, blob_ids: Iterable[str]) -> dict[str, list[tuple]]:
     """Import rows (line, module, name, alias, level) per blob."""
-    found: dict[str, list[tuple]] = {}
-    for chunk in _chunks(list(dict.fromkeys(blob_ids))):
-        marks = ",".join("?" * len(chunk))
-        rows = database.conn.execute(
-            "SELECT blob_id, line, module, name, alias, level FROM imports"
-            f" WHERE blob_id IN ({marks}) ORDER BY blob_id, line",
-            chunk,
-        )
-        for blob_id, *row in rows:
-            found.setdefault(blob_id, []).append(tuple(row))
-    return found
+    return _per_blob(database, "line, module, name, alias, level", "imports",
+                     "blob_id, line", blob_ids)
 
 
 def definitions_in(database: Database, blob_ids: Iterable[str]) -> dict[str, list[tuple]]:
     """(qualname, kind, start_line, end_line) per blob, in source order."""
+    return _per_blob(database, "qualname, kind, start_line, end_line", "symbols",
+                     "blob_id, seq", blob_ids)
+
+
+def _per_blob(
+    database: Database, columns: str, table: str, order: str, blob_ids: Iterable[str]
+) -> dict[str, list[tuple]]:
     found: dict[str, list[tuple]] = {}
     for chunk in _chunks(list(dict.fromkeys(blob_ids))):
         marks = ",".join("?" * len(chunk))
         rows = database.conn.execute(
-            "SELECT blob_id, qualname, kind, start_line, end_line FROM symbols"
-            f" WHERE blob_id IN ({marks}) ORDER BY blob_id, seq",
+            f"SELECT blob_id, {columns} FROM {table} WHERE blob_id IN ({marks})"
+            f" ORDER BY {order}",
             chunk,
         )
         for blob_id, *row in rows:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakeproject import run_annotate, write_fakes_config
 from fakevllm import FakeRepo, build_fake_lmcache, build_fake_vllm, build_fake_wheels
 
 # Variables from the user's shell that would leak config into git or pip.
@@ -48,3 +49,17 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
     monkeypatch.chdir(tmp_path)
     yield
+
+
+
+@pytest.fixture(scope="session")
+def indexed_fakes(
+    tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
+) -> Path:
+    """A directory with annotate.toml naming the fake repos and `annotate index` of every
+    tag in .annotate/index.db. Shared: copy the database before changing it."""
+    root = tmp_path_factory.mktemp("indexed-fakes")
+    write_fakes_config(root, fake_vllm, fake_lmcache)
+    done = run_annotate(root, "index")
+    assert done.returncode == 0, done.stderr
+    return root

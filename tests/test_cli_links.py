@@ -3,30 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import run_annotate, write_fakes_config
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from annotations.loader import link_claim_id
 
 GH = "https://github.com/vllm-project/vllm/blob"
-CONFIG = """\
-[repos.vllm]
-git = "{vllm}"
-versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
-
-[repos.lmcache]
-git = "{lmcache}"
-versions = ["v0.5.1"]
-"""
 DB = Path(".annotate/index.db")
 UTIL = "vllm/config/cache.py::CacheConfig.gpu_memory_utilization"
 
@@ -82,18 +71,13 @@ def linked(
 ) -> Path:
     """A directory with annotate.toml, the corpus, and the index `index` then `link` built."""
     root = tmp_path_factory.mktemp("linked")
-    config = CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
-    (root / "annotate.toml").write_text(config, encoding="utf-8")
+    write_fakes_config(root, fake_vllm, fake_lmcache)
     (root / "annotations").mkdir()
     (root / "annotations" / "mla.yml").write_text(MLA, encoding="utf-8")
     (root / "articles").mkdir()
     (root / "articles" / "post.md").write_text(POST, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
-    env.update(XDG_CACHE_HOME=str(root / "xdg-cache"), GIT_CONFIG_GLOBAL=os.devnull,
-               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
     for command in ("index", "link"):
-        done = subprocess.run([sys.executable, "-m", "annotate_cli", command],
-                              cwd=root, env=env, capture_output=True, text=True)
+        done = run_annotate(root, command)
         assert done.returncode == 0, done.stderr
     assert done.stdout == "2 articles, 7 claims, 7 refs: 7 linked, 0 unindexed, 0 broken\n"
     return root

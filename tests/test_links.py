@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
-from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from annotations.links import link_all, load_claims
@@ -22,33 +18,13 @@ from indexer.config import load_config
 from indexer.fingerprints import digest
 
 GH = "https://github.com/vllm-project/vllm/blob"
-CONFIG = """\
-[repos.vllm]
-git = "{vllm}"
-versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
-
-[repos.lmcache]
-git = "{lmcache}"
-versions = ["v0.5.1"]
-"""
 DB = Path(".annotate/index.db")
 
 
 @pytest.fixture(scope="module")
-def indexed(
-    tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
-) -> Path:
+def indexed(indexed_fakes: Path) -> Path:
     """A directory with annotate.toml and the index `annotate index` built from it."""
-    root = tmp_path_factory.mktemp("indexed")
-    config = CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
-    (root / "annotate.toml").write_text(config, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
-    env.update(XDG_CACHE_HOME=str(root / "xdg-cache"), GIT_CONFIG_GLOBAL=os.devnull,
-               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
-    done = subprocess.run([sys.executable, "-m", "annotate_cli", "index"],
-                          cwd=root, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return root
+    return indexed_fakes
 
 
 @pytest.fixture

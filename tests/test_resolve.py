@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner
-from fakevllm import FakeRepo
+from fakeproject import run_annotate
 
 from annotate_cli import cli
 from annotations.refs import parse_ref
@@ -30,42 +27,11 @@ from indexer.fingerprints import digest
 GH = "https://github.com/vllm-project/vllm/blob"
 CACHE = "vllm/config/cache.py"
 UTIL = "CacheConfig.gpu_memory_utilization"
-CONFIG = """\
-[repos.vllm]
-git = "{vllm}"
-versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
-
-[repos.lmcache]
-git = "{lmcache}"
-versions = ["v0.5.1"]
-"""
-
-
-def run_index(root: Path, *versions: str) -> None:
-    """Run ``annotate index [VERSIONS]`` in ``root`` (holding annotate.toml), isolated."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
-    env.update(
-        XDG_CACHE_HOME=str(root / "xdg-cache"),
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_TERMINAL_PROMPT="0",
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "annotate_cli", "index", *versions],
-        cwd=root, env=env, capture_output=True, text=True,
-    )
-    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
-def indexed(
-    tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo, fake_lmcache: FakeRepo
-) -> Path:
-    root = tmp_path_factory.mktemp("indexed")
-    config = CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
-    (root / "annotate.toml").write_text(config, encoding="utf-8")
-    run_index(root)
-    return root
+def indexed(indexed_fakes: Path) -> Path:
+    return indexed_fakes
 
 
 @pytest.fixture(scope="module")
@@ -415,7 +381,8 @@ def form_feed_project(tmp_path: Path) -> Path:
         f'[repos.ff]\ngit = "{repo.as_uri()}"\ngithub = "acme/ff"\nversions = ["v1"]\n',
         encoding="utf-8",
     )
-    run_index(project, "ff@v1")
+    done = run_annotate(project, "index", "ff@v1")
+    assert done.returncode == 0, done.stderr
     return project
 
 

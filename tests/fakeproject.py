@@ -1,0 +1,35 @@
+"""A project directory over the fake repos, and `annotate` run as a real, isolated process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fakevllm import FakeRepo
+
+FAKES_CONFIG = """\
+[repos.vllm]
+git = "{vllm}"
+versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
+
+[repos.lmcache]
+git = "{lmcache}"
+versions = ["v0.5.1"]
+"""
+
+
+def run_annotate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``annotate ARGS`` as a real process in ``root``, isolated from the user's git, pip
+    and cache settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
+    env.update(XDG_CACHE_HOME=str(root / "xdg-cache"), GIT_CONFIG_GLOBAL=os.devnull,
+               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+    return subprocess.run([sys.executable, "-m", "annotate_cli", *args],
+                          cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def write_fakes_config(root: Path, fake_vllm: FakeRepo, fake_lmcache: FakeRepo) -> None:
+    config = FAKES_CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
+    (root / "annotate.toml").write_text(config, encoding="utf-8")
