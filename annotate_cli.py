@@ -42,6 +42,9 @@ def reports_errors(command: F) -> F:
         except _library_errors() as error:
             raise UserError(str(error)) from None
         except sqlite3.Error as error:
+            if "full" in str(error):  # SQLITE_FULL: the transaction was rolled back whole
+                raise UserError(f"the index database failed: {error}; free some space on "
+                                "its disk and run the command again") from None
             raise UserError(
                 f"the index database failed: {error}; if it is damaged, rebuild it with "
                 "'annotate index' into a fresh --db PATH"
@@ -92,7 +95,11 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 def split_version(text: str) -> tuple[str, str]:
     repo, at, version = text.partition("@")
     if not at or not repo or not version:
-        raise click.BadParameter(f"'{text}' is not REPO@VERSION (for example vllm@v0.20.0)")
+        from annotations.errors import one_line  # a line break in it would split the error
+
+        raise click.BadParameter(
+            f"'{one_line(text)}' is not REPO@VERSION (for example vllm@v0.20.0)"
+        )
     return repo, version
 
 
@@ -488,7 +495,9 @@ def check(
     else:
         click.echo(text, nl=not text.endswith("\n"))
     if input_errors:
-        raise UserError(f"{len(input_errors)} annotation files could not be read (see above)")
+        files = len({error.file for error in input_errors})
+        raise UserError(f"{files} annotation file{'s' if files != 1 else ''} could not be read "
+                        "(see above)")
     if report.failing and not exit_zero:
         sys.exit(1)
 
@@ -529,9 +538,17 @@ def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) 
         context.config.repo(repo)
     options = CheckOptions(pins, datetime.date.today(), context.config.fail_on)
     with context.database() as database:
-        if relink:
-            link_if_changed(database, context.config)
-        return check_all(database, context.config, options)
+        outcome = link_if_changed(database, context.config) if relink else None
+        report = check_all(database, context.config, options)
+    # A file that does not load keeps its old links, whose lines may no longer be its lines.
+    input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
+    for error in input_errors:
+        click.echo(f"Error: {error}", err=True)
+    if input_errors:
+        files = len({error.file for error in input_errors})
+        raise UserError(f"{files} annotation file{'s' if files != 1 else ''} could not be read "
+                        "(see above); nothing was changed")
+    return report
 
 
 def _is_file_error(error: Exception) -> bool:
@@ -632,6 +649,64 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
         ],
         "references": [asdict(ref) for ref in result.references],
     }
+
+
+# --- diff and history ----------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("version_a", metavar="REPO@A")
+@click.argument("version_b", metavar="REPO@B")
+@click.option("--annotated", is_flag=True,
+              help="Only the symbols claims cite; the articles and claims come first.")
+@click.option("--format", "output_format", type=click.Choice(["markdown", "json", "html"]),
+              default="markdown", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report to this file instead of standard output.")
+@click.option("--max-diffs", type=click.IntRange(min=0), default=100, show_default=True,
+              help="HTML: how many side-by-side diffs to show (cited symbols first).")
+@db_option
+@pass_context
+@reports_errors
+def diff(
+    context: Context, version_a: str, version_b: str, annotated: bool, output_format: str,
+    output: Path | None, max_diffs: int,
+) -> None:
+    """Every symbol change between two indexed versions of one repo."""
+    from annotations.diff_report import diff_report, render_diff
+
+    pins = split_version(version_a), split_version(version_b)
+    with context.database() as database:
+        report = diff_report(database, context.config, *pins, annotated=annotated,
+                             diff_limit=max_diffs if output_format == "html" else 0)
+    text = render_diff(report, output_format)
+    if output is not None:
+        _write_report(output, text)
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@cli.command()
+@click.argument("ref_text", metavar="REF")
+@click.option("--format", "output_format", type=click.Choice(["table", "json"]),
+              default="table", show_default=True)
+@db_option
+@pass_context
+@reports_errors
+def history(context: Context, ref_text: str, output_format: str) -> None:
+    """One symbol across every indexed version of its repo, oldest first."""
+    from annotations.diff_report import history_of
+    from annotations.diffs.timeline import HEADERS, table_rows, timeline_to_dict
+    from annotations.refs import parse_ref
+
+    ref = parse_ref(ref_text)
+    with context.database() as database:
+        timeline = history_of(database, context.config, ref)
+    if output_format == "json":
+        click.echo(json.dumps(timeline_to_dict(timeline), indent=2, ensure_ascii=False))
+        return
+    click.echo(timeline.asked)
+    _table(HEADERS, table_rows(timeline))
 
 
 def _table(headers: list[str], rows: Iterable[list[Any]]) -> None:

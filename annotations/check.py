@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines
+from annotations.refs import parse_ref
 from annotations.resolve import Resolved, Resolver, UnindexedVersion, quote_stands
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
@@ -59,7 +60,7 @@ def _check_ref(
     if row["state"] == "broken":
         return base
     if row["state"] == "unindexed":
-        return replace(base, status=Status.UNINDEXED)
+        return replace(base, status=Status.UNINDEXED, message=_unindexed_message(config, row))
     version = target_of(config, options, row["repo"])
     if version is None:
         return replace(base, status=Status.UNINDEXED,
@@ -76,6 +77,18 @@ def _check_ref(
     else:
         comparison = comparer.compare(pinned, target_key)
     return _finish(resolver, config, replace(base, target=target), row, pinned, comparison)
+
+
+def _unindexed_message(config: ProjectConfig, row: dict) -> str:
+    """The link's message, with the ``annotate index`` that would index the ref's pin."""
+    message = row["message"] or ""
+    repo = row["repo"]
+    if repo is None:  # a permalink names its repo by its GitHub name
+        github = config.repo_for_github(parse_ref(row["written"]).github or "")
+        repo = github.name if github else None
+    if repo is None or not row["version"] or "annotate index" in message:
+        return message
+    return f"{message} (run 'annotate index {repo}@{row['version']}')"
 
 
 def _pinned(resolver: Resolver, row: dict) -> Resolved:
@@ -147,16 +160,16 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
 
 def _apply_waivers(result: RefResult, waivers: Iterable[dict], options: CheckOptions) -> RefResult:
     failing = result.status.value in options.fail_on
-    for waiver in waivers:
-        if waiver["status"] != result.status.value:
-            continue
-        until = datetime.date.fromisoformat(waiver["until"])
-        expired = options.today > until
-        return replace(
-            result, waived_until=until.isoformat(), waiver_reason=waiver["reason"],
-            waiver_expired=expired, failing=failing and expired,
-        )
-    return replace(result, failing=failing)
+    matching = [waiver for waiver in waivers if waiver["status"] == result.status.value]
+    if not matching:
+        return replace(result, failing=failing)
+    waiver = max(matching, key=lambda waiver: waiver["until"])  # a renewed waiver counts
+    until = datetime.date.fromisoformat(waiver["until"])
+    expired = options.today > until
+    return replace(
+        result, waived_until=until.isoformat(), waiver_reason=waiver["reason"],
+        waiver_expired=expired, failing=failing and expired,
+    )
 
 
 def claim_statuses(report: CheckReport) -> dict[tuple[str, str], Status]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-1"  # bump when matching or the stored diffs change: old cache rows are ignored
+ENGINE = "matcher-2"  # bump when matching or the stored diffs change: old cache rows are ignored
 
 
 @dataclass(frozen=True)
@@ -70,11 +70,12 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     if blob_id == pinned.blob_id:
         return Comparison(Status.FRESH, "file unchanged", _moved_lines(pinned, target_key,
                                                                          blob_id, target, 0))
-    found = _find_lines(new_text, old)
+    found = _find_lines(new_text, old, pinned.start_line)
     if found is None:
+        same_place = _moved_lines(pinned, target_key, blob_id, target, 0)
         return Comparison(Status.CHANGED, f"lines {pinned.start_line}-{pinned.end_line} of "
                           f"{pinned.path} no longer stand as written at {target}",
-                          _moved_lines(pinned, target_key, blob_id, target, 0), ("body",))
+                          same_place, ("body",), (), symbol_diff(resolver, pinned, same_place))
     shift = found - pinned.start_line
     new = _moved_lines(pinned, target_key, blob_id, target, shift)
     if shift == 0:
@@ -82,11 +83,23 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     return Comparison(Status.MOVED, f"the lines moved by {shift:+d}", new)
 
 
-def _find_lines(text: str, wanted: str) -> int | None:
+def _find_lines(text: str, wanted: str, near: int) -> int | None:
+    """The first line of the whole lines ``wanted`` in ``text``: ``near`` when they still
+    stand there, else the closest place they stand (text inside a line does not count)."""
+    best, line, counted = None, 1, 0
     position = text.find(wanted)
-    if position < 0:
-        return None
-    return text.count("\n", 0, position) + 1
+    while position >= 0:
+        end = position + len(wanted)
+        whole = wanted.endswith("\n") or end == len(text) or text[end] == "\n"
+        if (position == 0 or text[position - 1] == "\n") and whole:
+            line += text.count("\n", counted, position)
+            counted = position
+            if best is None or abs(line - near) < abs(best - near):
+                best = line
+            if line >= near:
+                break
+        position = text.find(wanted, position + 1)
+    return best
 
 
 def _moved_lines(
@@ -130,7 +143,9 @@ class SymbolComparer:
         if key in self._cache[pair]:
             return Comparison.decode(self._cache[pair][key])
         comparison = self._compare(pinned, target_key)
-        self._new_rows.append((*pair, *key, comparison.encode()))
+        encoded = comparison.encode()
+        self._cache[pair][key] = encoded  # a symbol cited twice is compared once
+        self._new_rows.append((*pair, *key, encoded))
         return comparison
 
     def save(self) -> None:
@@ -147,10 +162,7 @@ class SymbolComparer:
         return self._store
 
     def _compare(self, pinned: Resolved, target_key: int) -> Comparison:
-        from annotations.matching import find_symbol
-
-        old = find_symbol(self.resolver.database, pinned.version_key, pinned.path,
-                          pinned.qualname or "", store=self.store)
+        old = self._pinned_symbol(pinned)
         if old is None:
             return Comparison(Status.BROKEN, f"{pinned.canonical} is no longer in the index")
         match = self._matcher(pinned.version_key, target_key).match(old)
@@ -158,6 +170,19 @@ class SymbolComparer:
         if comparison.status is Status.CHANGED and comparison.new is not None:
             return replace(comparison, diff=symbol_diff(self.resolver, pinned, comparison.new))
         return comparison
+
+    def _pinned_symbol(self, pinned: Resolved) -> SymbolSnapshot | None:
+        """The pinned definition: of a qualname defined twice in a file (a property's getter
+        and setter), the one starting on the pinned line (a permalink may cite either)."""
+        from annotations.matching import find_symbol
+
+        first, occurrence = None, 0
+        while True:
+            found = find_symbol(self.resolver.database, pinned.version_key, pinned.path,
+                                pinned.qualname or "", occurrence, store=self.store)
+            if found is None or found.start_line == pinned.start_line:
+                return found or first
+            first, occurrence = first or found, occurrence + 1
 
     def _matcher(self, pin_key: int, target_key: int) -> Matcher:
         from annotations.matching import Matcher

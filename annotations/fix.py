@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,14 @@ from pathlib import Path
 from annotations.errors import AnnotationError
 from annotations.results import CheckReport, RefResult, Status
 
-_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+# Lines end where the loader's (and YAML's) line numbers say they do: also at a lone CR,
+# NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR.
+_LINE = re.compile("[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])"
+                   "|[^\r\n\x85\u2028\u2029]+\\Z")
+_ENDING = re.compile("(?:\r\n|[\r\n\x85\u2028\u2029])\\Z")
+_URL_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*")  # as the loader finds permalinks
+_EXTENDS_BEFORE = re.compile(r"[\w./:@#<>-]")
+_EXTENDS_AFTER = re.compile(r"[\w<>#/-]|[.:][\w:<]")
 
 
 class FixError(AnnotationError):
@@ -47,10 +55,15 @@ class FilePlan:
         return "".join(self.lines)
 
     def replace_on_line(self, line: int, old: str, new: str) -> bool:
-        current = self.lines[line - 1]
-        if old not in current:
+        """Replace the ref ``old`` where it stands whole on ``line`` (not inside a longer
+        ref that starts or ends with it)."""
+        if not 0 < line <= len(self.lines):
             return False
-        self.lines[line - 1] = current.replace(old, new, 1)
+        current = self.lines[line - 1]
+        start = _find_ref(current, old)
+        if start < 0:
+            return False
+        self.lines[line - 1] = current[:start] + new + current[start + len(old):]
         self.edits += 1
         return True
 
@@ -61,6 +74,22 @@ class FilePlan:
                 fromfile=f"a/{display}", tofile=f"b/{display}",
             )
         )
+
+
+def _find_ref(line: str, ref: str) -> int:
+    """Where ``ref`` stands on ``line`` as a whole ref, or -1."""
+    start = line.find(ref)
+    while start >= 0:
+        end = start + len(ref)
+        if ref.startswith("https://"):
+            whole = not _URL_CHARS.match(line, end).group(0).rstrip(".,;:!?*")
+        else:
+            whole = not _EXTENDS_BEFORE.match(line[start - 1:start]) and not (
+                _EXTENDS_AFTER.match(line, end))
+        if whole:
+            return start
+        start = line.find(ref, start + 1)
+    return -1
 
 
 @dataclass
@@ -83,6 +112,7 @@ class FixPlan:
             if plan.edits:
                 temporary = plan.path.with_name(plan.path.name + ".annotate-fix")
                 temporary.write_bytes(plan.text.encode("utf-8"))
+                shutil.copymode(plan.path, temporary)
                 temporary.replace(plan.path)
                 written.append(name)
         return written
@@ -104,15 +134,43 @@ def _fix_move(plan: FixPlan, result: RefResult) -> None:
         plan.notes.append(f"{where}: left {result.ref} as it is: the move is ambiguous "
                           f"({', '.join(result.candidates)})")
         return
-    replacement = result.new_url if result.ref.startswith("https://") else result.new_ref
+    replacement = _new_permalink(result) if result.ref.startswith("https://") else result.new_ref
     if not replacement:
+        plan.notes.append(f"{where}: left {result.ref} as it is: no new ref to write")
         return
     if not plan.file(result.file).replace_on_line(result.line, result.ref, replacement):
         plan.notes.append(f"{where}: {result.ref} is not written on that line; left as it is")
 
 
-_AT_LINE = re.compile(r"^(?P<indent>\s*)at:\s*(?P<value>\S.*?)\s*(?P<end>\r?\n)?$")
-_ID_LINE = re.compile(r"^(?P<lead>\s*-\s+)id:\s*['\"]?(?P<id>[a-z0-9][a-z0-9-]*)['\"]?\s*$")
+def _new_permalink(result: RefResult) -> str | None:
+    """The permalink at the target: the lines the author linked, moved with their symbol (all
+    of the symbol when its length changed); no anchor stays none, and one line is ``#Lx``."""
+    if not result.new_url:
+        return None
+    base = result.new_url.split("#", 1)[0]
+    written, old, new = (_anchor(url) for url in (result.ref, result.old_url, result.new_url))
+    if written is None or new is None:
+        return base if written is None else result.new_url
+    start, end = new
+    if old is not None and old[1] - old[0] == end - start:
+        start, end = written[0] + start - old[0], written[1] + start - old[0]
+    return f"{base}#L{start}" if start == end else f"{base}#L{start}-L{end}"
+
+
+def _anchor(url: str | None) -> tuple[int, int] | None:
+    match = _ANCHOR.search(url or "")
+    if match is None:
+        return None
+    start = int(match.group(1))
+    return start, int(match.group(2) or start)
+
+
+_ANCHOR = re.compile(r"#L([0-9]+)(?:-L?([0-9]+))?\Z")
+_AT_LINE = re.compile(r"^(?P<indent>[ \t]*)at:[ \t]*(?P<q>['\"]?)(?P<value>[^\s'\"#]+)(?P=q)")
+_ID_LINE = re.compile(
+    r"^(?P<lead>[ \t]*-[ \t]+)id:[ \t]*(?P<q>['\"]?)(?P<id>[a-z0-9][a-z0-9-]*)(?P=q)"
+    r"[ \t]*(?:#.*)?\s*$"
+)
 
 
 def _bump(plan: FixPlan, report: CheckReport, wanted: str) -> None:
@@ -122,7 +180,9 @@ def _bump(plan: FixPlan, report: CheckReport, wanted: str) -> None:
         raise FixError(f"claim '{wanted}' has no indexed target version to bump to",
                        hint="run 'annotate index' for the target version first")
     first = results[0]
-    if first.file.endswith(".md"):
+    if first.file.endswith(".md") and first.ref.startswith("https://") and (
+        first.claim.startswith("link-")
+    ):
         raise FixError(f"claim '{wanted}' comes from a Markdown permalink",
                        hint="bump it by editing the permalink's version")
     file_plan = plan.file(first.file)
@@ -162,11 +222,13 @@ def _set_claim_pin(file_plan: FilePlan, start: int, target: str) -> None:
     while index < len(lines) and _inside_claim(lines[index], indent):
         match = _AT_LINE.match(lines[index])
         if match and match.group("indent") == indent:
-            lines[index] = f"{indent}at: {target}{match.group('end') or ''}"
+            line = lines[index]  # only the pin changes: quotes, comments and spaces stay
+            lines[index] = line[:match.start("value")] + target + line[match.end("value"):]
             file_plan.edits += 1
             return
         index += 1
-    ending = "\r\n" if lines[start].endswith("\r\n") else "\n"
+    found = _ENDING.search(lines[start])
+    ending = found.group(0) if found else "\n"
     lines.insert(start + 1, f"{indent}at: {target}{ending}")
     file_plan.edits += 1
 

@@ -239,6 +239,23 @@ class SourceStore:
             self._contents[blob_id] = found
         return found
 
+    def contents(self, blob_ids: Iterable[str]) -> dict[str, bytes]:
+        """The content of each blob: cached ones as they are, the others in bulk queries
+        (decompressed once, not cached: a large batch evicts nothing)."""
+        wanted = list(dict.fromkeys(blob_ids))
+        found = {blob_id: self._contents[blob_id] for blob_id in wanted
+                 if blob_id in self._contents}
+        missing = [blob_id for blob_id in wanted if blob_id not in found]
+        loaded = mq.blob_contents(self.database, missing) if missing else {}
+        found.update((blob_id, loaded.get(blob_id, b"")) for blob_id in missing)
+        return found
+
+    def blob_rows(self, blob_id: str) -> list[tuple]:
+        """A blob's symbol rows (``MATCH_COLUMNS`` tuples), in source order."""
+        if blob_id not in self._rows:
+            self._rows[blob_id] = mq.blob_symbol_rows(self.database, blob_id)
+        return self._rows[blob_id]
+
     def add_blob_rows(self, blob_id: str, rows: Iterable[tuple]) -> None:
         """Remember a blob's symbol rows (``MATCH_COLUMNS`` tuples) for ``members``."""
         self._rows.setdefault(blob_id, list(rows))
@@ -849,6 +866,16 @@ class Matcher:
         return self._pool
 
     # -- whole versions ----------------------------------------------------------------
+
+    def defined_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The names of every symbol of A and of B, from the rows ``pool`` loads."""
+        self.pool()
+        name = mq.MATCH_COLUMNS.index("name")
+        shared = {row[name] for row in self._a_same}
+        return (
+            frozenset(shared.union(row[name] for row in self.a.rows().values())),
+            frozenset(shared.union(row[name] for row in self.b.rows().values())),
+        )
 
     def diff(self) -> VersionDiff:
         """Every symbol of A against B (see ``diff_versions``)."""

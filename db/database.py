@@ -54,6 +54,11 @@ class Database:
         except sqlite3.DatabaseError as error:
             if connection is not None:
                 connection.close()
+            if isinstance(error, sqlite3.OperationalError):  # the disk, not the file
+                raise DatabaseError(
+                    f"cannot open {path} ({error})",
+                    "free some space on its disk, and check that its folder is writable",
+                ) from None
             raise NotADatabase(
                 f"{path} is not an annotate database ({error})",
                 "pass another --db PATH, or move that file away",

@@ -20,6 +20,7 @@ REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 SOURCE_KINDS = ("git", "pypi")
 DEFAULT_FAIL_ON = ("changed", "moved", "removed", "quote-missing", "broken", "relation-missing")
+CHECK_STATUSES = ("fresh", "cosmetic", "unindexed", *DEFAULT_FAIL_ON)
 CONFIG_FILE = "annotate.toml"
 
 
@@ -150,6 +151,10 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
         repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where)
     cache_dir = table.get("cache_dir")
     fail_on = _string_list(table, "fail_on", where)
+    for status in fail_on or ():
+        if status not in CHECK_STATUSES:
+            raise ConfigError(f"{where}: unknown status '{status}' in fail_on",
+                              f"choose from {', '.join(CHECK_STATUSES)}")
     return ProjectConfig(
         root=root,
         db=root / table.get("db", ".annotate/index.db"),

@@ -16,7 +16,7 @@ import git
 from indexer.config import RepoConfig
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
-from indexer.sources import Snapshot, cache_error
+from indexer.sources import CACHE_HINT, DISK_PROBLEMS, Snapshot, cache_error
 
 GIT_TIMEOUT_SECONDS = 600
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -68,7 +68,7 @@ class GitMirror:
     def _open(self) -> git.Repo:
         try:
             if not (self.path / "HEAD").exists():
-                return git.Repo.init(self.path, bare=True)
+                return self._init()
             return git.Repo(self.path)
         except OSError as error:
             raise cache_error(self.path, error) from None
@@ -77,6 +77,15 @@ class GitMirror:
                 f"the git mirror {self.path} is unusable ({_git_reason(error)})",
                 "delete that folder; it is fetched again next time",
             ) from None
+
+    def _init(self) -> git.Repo:
+        """A new, empty bare mirror (failing on a full or read-only disk: the cache's fault,
+        not the mirror's)."""
+        try:
+            return git.Repo.init(self.path, bare=True)
+        except git.GitError as error:
+            raise SourceError(f"cannot create the git mirror {self.path} "
+                              f"({_git_reason(error)})", CACHE_HINT) from None
 
     def _resolve(self, handle: git.Repo, version: str) -> str | None:
         ref = version if _SHA.fullmatch(version) else f"refs/tags/{version}"
@@ -96,7 +105,10 @@ class GitMirror:
                 env=_GIT_ENV, kill_after_timeout=GIT_TIMEOUT_SECONDS,
             )
         except git.GitCommandError as error:
-            raise VersionNotFound(f"{self.url}: {_git_reason(error)}") from None
+            reason = _git_reason(error)
+            if any(problem in reason for problem in DISK_PROBLEMS):
+                raise SourceError(f"{self.url}: {reason}", CACHE_HINT) from None
+            raise VersionNotFound(f"{self.url}: {reason}") from None
         commit = self._resolve(handle, version) if not is_sha else version
         if commit is None:
             raise VersionNotFound(f"{self.url}: tag {version} did not resolve to a commit")
@@ -154,5 +166,8 @@ def _git_reason(error: git.GitError) -> str:
     lines = [line.strip(" '\"") for line in str(text).splitlines() if line.strip(" '\"")]
     fallback = lines[-1] if lines else ""
     reason = next((line for line in reversed(lines) if "fatal:" in line), fallback)
+    reason = next(  # "fatal: unpack-objects failed" follows the line that says why
+        (line for line in reversed(lines) if any(p in line for p in DISK_PROBLEMS)), reason
+    )
     cleaned = reason.replace("stderr:", "").replace("fatal:", "")
     return cleaned.strip(" '\"") or "git failed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -160,9 +161,24 @@ def _blob_rows(
         return
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     count = run.workers or min(os.cpu_count() or 1, 8)
-    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=count, mp_context=context,
+                             initializer=_exit_with_parent) as pool:
         parse = functools.partial(parse_batch, references=run.references)
         yield from _advancing(pool.map(parse, batches), run.progress)
+
+
+def _exit_with_parent() -> None:
+    """Parser worker initializer: exit once the main process is gone. A SIGKILL leaves no
+    one to shut the pool down, and a worker waiting for tasks would otherwise wait forever
+    (holding its memory and the parent's stdout/stderr pipes)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _advancing(

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 
@@ -52,6 +53,7 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
     """Open ``repo@version`` from the first configured source that has it."""
     check_version_name(version)
     failures = []
+    hints: list[str] = []  # what to do about a broken cache or mirror, said first
     for kind in repo.sources:
         try:
             if kind == "git" and repo.git:
@@ -63,11 +65,13 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
                                   cached=True)
         except SourceError as error:  # a broken mirror or cache also falls back
             failures.append(f"{kind}: {error.message}")
+            if not isinstance(error, VersionNotFound) and error.hint not in (None, *hints):
+                hints.append(error.hint)
     tried = "; ".join(failures) or "no git or pypi source is configured"
     raise VersionNotFound(
         f"{repo.name}@{version} was not found ({tried})",
-        "check the version name, or index it from a checkout with "
-        f"'annotate index {repo.name}@{version} --from PATH'",
+        "; ".join([*hints, "check the version name, or index it from a checkout with "
+                   f"'annotate index {repo.name}@{version} --from PATH'"]),
     )
 
 
@@ -123,30 +127,57 @@ def _cached_wheel(folder: Path) -> Path | None:
 
 
 def _pip_download(requirement: str, destination: Path) -> Path:
+    # pip's console says only "No matching distribution" when the index failed to answer;
+    # its debug log (--log) says why ("Could not fetch URL ...: Read timed out").
+    handle, log_name = tempfile.mkstemp(prefix="annotate-pip-", suffix=".log")
+    os.close(handle)
+    log = Path(log_name)
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
         "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-        "-d", str(destination), requirement,
+        "--log", str(log), "-d", str(destination), requirement,
     ]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS, check=False
         )
+        wheels = sorted(destination.glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            reason = _pip_reason(done.stderr, log.read_text(errors="replace"))
+            if any(problem in reason for problem in DISK_PROBLEMS):
+                raise SourceError(f"pip: {requirement}: {reason}", CACHE_HINT)
+            raise VersionNotFound(f"pip: {requirement}: {reason}")
+        return wheels[0]
     except subprocess.TimeoutExpired:
         raise VersionNotFound(
             f"pip: {requirement} timed out after {PIP_TIMEOUT_SECONDS}s"
         ) from None
-    wheels = sorted(destination.glob("*.whl"))
-    if done.returncode != 0 or not wheels:
-        raise VersionNotFound(f"pip: {requirement}: {_pip_reason(done.stderr)}")
-    return wheels[0]
+    finally:
+        log.unlink(missing_ok=True)
 
 
-def _pip_reason(stderr: str) -> str:
+DISK_PROBLEMS = ("No space left on device", "Read-only file system", "Disk quota exceeded")
+_FETCH_FAILED = re.compile(r"Could not fetch URL (\S+?): (.+?) - skipping")
+_NETWORK_FAILURES = (
+    "Read timed out", "Connection refused", "Connection reset", "timed out",
+    "Name or service not known", "Temporary failure in name resolution", "No route to host",
+    "Network is unreachable", "certificate verify failed",
+)
+
+
+def _pip_reason(stderr: str, log: str = "") -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
     reason = errors[-1] if errors else (lines[-1] if lines else "pip failed")
-    return reason.removeprefix("ERROR: ")
+    if reason == "ERROR: Exception:" and lines:  # pip crashed: its traceback's last line
+        reason = lines[-1]
+    reason = reason.removeprefix("ERROR: ")
+    fetches = _FETCH_FAILED.findall(log)
+    if fetches:  # the index did not answer, or not with a page
+        url, why = fetches[-1]
+        known = next((f for f in _NETWORK_FAILURES if f.lower() in why.lower()), None)
+        reason += f" ({url}: {known.lower() if known else why.split(' for url')[0][:200]})"
+    return reason
 
 
 def open_wheel(
@@ -157,7 +188,7 @@ def open_wheel(
     try:
         archive = zipfile.ZipFile(wheel)
         return WheelSnapshot(repo.name, version, archive, wheel_sha256(wheel, cached=cached))
-    except (OSError, zipfile.BadZipFile) as error:
+    except (OSError, zipfile.BadZipFile, _CorruptMember) as error:
         if not cached:
             raise SourceError(f"the wheel {wheel} is unreadable ({error})",
                               "check the file, or download it again") from None
@@ -188,6 +219,10 @@ def wheel_sha256(wheel: Path, *, cached: bool) -> str:
     return digest.hexdigest()
 
 
+class _CorruptMember(Exception):
+    """A wheel member that does not read back (bad CRC, data that does not inflate)."""
+
+
 class WheelSnapshot(Snapshot):
     """The ``.py`` members of a wheel, at their repository paths."""
 
@@ -209,11 +244,9 @@ class WheelSnapshot(Snapshot):
     def _read_member(self, member: zipfile.ZipInfo) -> bytes:
         try:
             return self._archive.read(member)
-        except (zipfile.BadZipFile, OSError, EOFError) as error:
-            raise SourceError(
-                f"the cached wheel {self._archive.filename} is corrupt ({error})",
-                f"delete it and run again: rm '{self._archive.filename}'",
-            ) from None
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
+            self._archive.close()
+            raise _CorruptMember(f"{member.filename}: {error}") from None
 
     def read(self, entry: FileEntry) -> bytes:
         return self._contents[entry.path]
@@ -251,9 +284,12 @@ def _safe_path(path: str) -> bool:
     return not pure.is_absolute() and ".." not in pure.parts and "\0" not in path
 
 
+CACHE_HINT = (
+    "free some space, or point ANNOTATE_CACHE_DIR (or cache_dir in annotate.toml) "
+    "at a writable folder"
+)
+
+
 def cache_error(path: Path, error: OSError) -> SourceError:
-    return SourceError(
-        f"cannot write the cache folder {path} ({error.strerror or error})",
-        "free some space, or point ANNOTATE_CACHE_DIR (or cache_dir in annotate.toml) "
-        "at a writable folder",
-    )
+    return SourceError(f"cannot write the cache folder {path} ({error.strerror or error})",
+                       CACHE_HINT)

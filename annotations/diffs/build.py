@@ -1,0 +1,188 @@
+"""Build a `DiffReport` from the matcher's whole-version diff.
+
+A whole-version diff of real vLLM lists tens of thousands of symbols, so each one becomes
+a `SymbolChange` once, with everything it needs: where it is, who cites it, what it
+started or stopped using (content changes only) and, for the few shown side by side,
+its source at both versions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from annotations.changes import Verdict
+from annotations.diffs.citations import cite, cited_refs, impacts
+from annotations.diffs.model import Citation, DiffReport, Location, Section, SymbolChange, Usage
+from annotations.diffs.usage import usage_changes
+from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
+from db.database import Database
+from db.queries import require_version
+from indexer.config import ProjectConfig, RepoConfig
+
+DEFAULT_DIFF_LIMIT = 100
+"""How many side-by-side diffs an HTML report shows by default (cited symbols first)."""
+
+_SECTIONS = {
+    Verdict.CHANGED: Section.CHANGED,
+    Verdict.MOVED: Section.MOVED,
+    Verdict.REMOVED: Section.REMOVED,
+    Verdict.COSMETIC: Section.COSMETIC,
+}
+_ORDER = {section: index for index, section in enumerate(Section)}
+_DIFFABLE = (Section.CHANGED, Section.MOVED, Section.COSMETIC)
+
+
+@dataclass(slots=True)
+class _Item:
+    """A listed symbol while the report is built: the match of A's symbol, or B's
+    added symbol; what is found out about it is filled in stage by stage."""
+
+    section: Section
+    old: Location | None
+    new: Location | None
+    match: Match | None
+    added: SymbolSnapshot | None = None
+    citations: tuple[Citation, ...] = ()
+    usage: Usage | None = None
+    sources: tuple[str, str] | None = None
+
+    @property
+    def content_changed(self) -> bool:
+        return self.section is Section.CHANGED or (
+            self.section is Section.MOVED and self.match is not None
+            and self.match.content is Verdict.CHANGED
+        )
+
+    @property
+    def diffable(self) -> bool:
+        return self.section in _DIFFABLE and self.new is not None and (
+            self.match is None or self.match.content is not Verdict.UNCHANGED
+        )
+
+    def order(self) -> tuple:
+        location = self.old or self.new
+        assert location is not None
+        return (_ORDER[self.section], location.path, location.start_line, location.qualname)
+
+
+def build_report(
+    database: Database, config: ProjectConfig, repo: str, version_a: str, version_b: str,
+    *, annotated: bool = False, diff_limit: int = 0,
+) -> DiffReport:
+    """Every symbol change from ``repo``@``version_a`` to ``version_b``.
+
+    ``annotated`` keeps only the symbols claims cite; ``diff_limit`` symbols (cited ones
+    first) carry their source at both versions, for side-by-side diffs.
+    """
+    repo_config = config.repo(repo)
+    keys = (require_version(database, repo, version_a), require_version(database, repo, version_b))
+    matcher = Matcher(database, *keys)
+    diff = matcher.diff()
+    items = _items(diff.matches, diff.added, repo_config)
+    found = cite(cited_refs(database, repo), [(item.old, item.new) for item in items],
+                 version_a, version_b)
+    for item, citations in zip(items, found, strict=True):
+        item.citations = citations
+    if annotated:
+        items = [item for item in items if item.citations]
+    items.sort(key=_Item.order)
+    _add_usage_and_sources(matcher, items, diff_limit)
+    changes = tuple(_change(item, repo_config) for item in items)
+    return DiffReport(
+        repo, version_a, version_b, annotated, diff.counts, diff.packages, changes,
+        impacts(changes), diff_limit, sum(item.sources is not None for item in items),
+        sum(item.diffable for item in items),
+    )
+
+
+# --- listed symbols -------------------------------------------------------------------
+
+
+def _items(
+    matches: tuple[Match, ...], added: tuple[SymbolSnapshot, ...], repo: RepoConfig
+) -> list[_Item]:
+    items = [
+        _Item(_SECTIONS[match.verdict], _location(match.old, repo),
+              _location(match.new, repo) if match.new is not None else None, match)
+        for match in matches
+    ]
+    items += [_Item(Section.ADDED, None, _location(symbol, repo), None, symbol)
+              for symbol in added]
+    return items
+
+
+def _location(symbol: SymbolSnapshot, repo: RepoConfig) -> Location:
+    url = repo.permalink(symbol.version, symbol.path, symbol.start_line, symbol.end_line)
+    return Location(symbol.path, symbol.qualname, symbol.kind, symbol.start_line,
+                    symbol.end_line, url)
+
+
+def _change(item: _Item, repo: RepoConfig) -> SymbolChange:
+    match = item.match
+    sources = item.sources or (None, None)
+    common = {
+        "citations": item.citations, "usage": item.usage, "old_source": sources[0],
+        "new_source": sources[1],
+    }
+    if match is None:  # added
+        assert item.added is not None
+        return SymbolChange(item.section, package_of(item.added.path), None, item.new, **common)
+    return SymbolChange(
+        item.section, package_of(match.old.path), item.old, item.new,
+        kinds=tuple(kind.value for kind in match.kinds), changes=match.explain(),
+        content=match.content.value if match.content else None,
+        how=_how(match) if match.verdict is Verdict.MOVED else None,
+        candidates=tuple(_location(symbol, repo) for symbol in match.candidates),
+        score=match.score if match.verdict is Verdict.MOVED or match.candidates else None,
+        **common,
+    )
+
+
+def _how(match: Match) -> str:
+    new = match.new
+    assert new is not None
+    renamed = new.name != match.old.name
+    moved = new.path != match.old.path or new.parent != match.old.parent
+    if renamed and moved:
+        return "moved and renamed"
+    return "renamed" if renamed else "moved"
+
+
+# --- usage and sources ----------------------------------------------------------------
+
+
+def _add_usage_and_sources(matcher: Matcher, items: list[_Item], diff_limit: int) -> None:
+    used = [item for item in items if item.content_changed]
+    shown = _diff_choice(items, diff_limit)
+    contents = matcher.store.contents(
+        symbol.blob_id for item in (*used, *shown) for symbol in _pair(item)
+    )
+    usages = usage_changes([_pair(item) for item in used], contents, matcher.defined_names,
+                           matcher.store.blob_rows)
+    for item, usage in zip(used, usages, strict=True):
+        item.usage = usage
+    for item in shown:
+        old, new = _pair(item)
+        item.sources = (_lines_of(old, contents), _lines_of(new, contents))
+
+
+def _pair(item: _Item) -> tuple[SymbolSnapshot, SymbolSnapshot]:
+    assert item.match is not None and item.match.new is not None
+    return item.match.old, item.match.new
+
+
+def _diff_choice(items: list[_Item], limit: int) -> list[_Item]:
+    """The symbols shown side by side: cited ones first, then in report order."""
+    if limit <= 0:
+        return []
+    diffable = [item for item in items if item.diffable and item.match is not None]
+    diffable.sort(key=lambda item: not item.citations)  # stable: report order within
+    return diffable[:limit]
+
+
+def _lines_of(symbol: SymbolSnapshot, contents: dict[str, bytes]) -> str:
+    """The whole lines a symbol spans (a method's indentation included)."""
+    data = contents.get(symbol.blob_id, b"")
+    start = data.rfind(b"\n", 0, symbol.start_byte) + 1
+    end = data.find(b"\n", symbol.end_byte)
+    return data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")

@@ -1,0 +1,133 @@
+"""Which claims cite the symbols of a version diff.
+
+A stored, resolved claim ref of the diff's repo cites a listed symbol when
+
+* it names a symbol (``path::qualname``) that is the listed symbol's location at A or
+  at B, whatever version the ref is pinned at; or
+* it names lines pinned at A (or B) of the symbol's file at A (or B) that overlap the
+  symbol; of nested symbols (a class and its method) only the innermost are cited.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from annotations.diffs.model import ArticleImpact, Citation, ClaimImpact, Location, SymbolChange
+from db.database import Database
+
+_SQL = (
+    "SELECT article, title, claim_id, text, version, written, line, path, qualname,"
+    " start_line, end_line FROM claim_links WHERE repo = ? AND path IS NOT NULL"
+    " ORDER BY article, line, claim_id"
+)
+
+
+def cited_refs(database: Database, repo: str) -> list[dict]:
+    """Every resolved claim ref of ``repo`` (rows of the ``claim_links`` view)."""
+    return list(database.query(_SQL, (repo,)))
+
+
+Pair = tuple[Location | None, Location | None]
+
+
+def cite(
+    rows: Sequence[dict], changes: Sequence[Pair], version_a: str, version_b: str
+) -> list[tuple[Citation, ...]]:
+    """The citations of each listed symbol, given as its (location at A, location at B)
+    (one of them None when it was added or removed), in the order of ``changes``."""
+    by_symbol: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    by_lines: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        if row["qualname"] is not None:
+            by_symbol[(row["path"], row["qualname"])].append(row)
+        else:
+            by_lines[(row["version"], row["path"])].append(row)
+    found: list[list[dict]] = [
+        [row for location in _locations(change) for row in by_symbol.get(location, ())]
+        for change in changes
+    ]
+    for index, row in _innermost(_line_hits(by_lines, changes, version_a, version_b)):
+        found[index].append(row)
+    return [_citations(rows_found) for rows_found in found]
+
+
+def _locations(change: Pair) -> list[tuple[str, str]]:
+    return list(dict.fromkeys(
+        (location.path, location.qualname) for location in change if location is not None
+    ))
+
+
+def _line_hits(
+    by_lines: dict[tuple[str, str], list[dict]], changes: Sequence[Pair],
+    version_a: str, version_b: str,
+) -> list[tuple[int, dict, Location]]:
+    """(change index, row, the location it overlaps) of every line ref overlap."""
+    if not by_lines:
+        return []
+    hits = []
+    for index, (old, new) in enumerate(changes):
+        for version, location in ((version_a, old), (version_b, new)):
+            if location is None:
+                continue
+            for row in by_lines.get((version, location.path), ()):
+                if row["start_line"] <= location.end_line and location.start_line <= row[
+                    "end_line"
+                ]:
+                    hits.append((index, row, location))
+    return hits
+
+
+def _innermost(hits: list[tuple[int, dict, Location]]) -> Iterable[tuple[int, dict]]:
+    per_row: dict[int, list[tuple[int, Location]]] = defaultdict(list)
+    rows = {}
+    for index, row, location in hits:
+        per_row[id(row)].append((index, location))
+        rows[id(row)] = row
+    for key, found in per_row.items():
+        for index, location in found:
+            if not any(_contains(location, other) for _, other in found if other != location):
+                yield index, rows[key]
+
+
+def _contains(outer: Location, inner: Location) -> bool:
+    return (
+        outer.path == inner.path
+        and outer.start_line <= inner.start_line
+        and inner.end_line <= outer.end_line
+    )
+
+
+def _citations(rows: Iterable[dict]) -> tuple[Citation, ...]:
+    unique = {
+        (row["article"], row["claim_id"], row["written"], row["version"], row["line"]): row
+        for row in rows
+    }
+    return tuple(
+        Citation(row["article"], row["title"], row["claim_id"], row["text"], row["version"],
+                 row["written"], row["line"])
+        for row in sorted(unique.values(), key=lambda r: (r["article"], r["line"], r["claim_id"]))
+    )
+
+
+def impacts(changes: Iterable[SymbolChange]) -> tuple[ArticleImpact, ...]:
+    """The articles and claims that cite listed symbols, by article path then line."""
+    claims: dict[tuple[str, str], dict] = {}
+    for change in changes:
+        for citation in change.citations:
+            entry = claims.setdefault((citation.article, citation.claim), {
+                "citation": citation, "symbols": {},
+            })
+            entry["symbols"][(change.ref, change.section.value)] = None
+    articles: dict[str, list[ClaimImpact]] = defaultdict(list)
+    titles: dict[str, str | None] = {}
+    for (article, claim), entry in claims.items():
+        citation = entry["citation"]
+        titles[article] = citation.title
+        articles[article].append(ClaimImpact(article, claim, citation.text, citation.version,
+                                             citation.line, tuple(entry["symbols"])))
+    return tuple(
+        ArticleImpact(article, titles[article],
+                      tuple(sorted(found, key=lambda c: (c.line, c.claim))))
+        for article, found in sorted(articles.items())
+    )

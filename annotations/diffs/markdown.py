@@ -1,0 +1,154 @@
+"""A `DiffReport` as Markdown (GitHub flavoured).
+
+Everything from code, claims and paths is escaped with `annotations.reports.markdown`'s
+``text``/``code``: HTML-escaped and Markdown punctuation backslash-escaped, so it renders
+literally and cannot break a table.
+"""
+
+from __future__ import annotations
+
+from annotations.diffs.model import (
+    COUNT_ORDER,
+    SECTION_TITLES,
+    ArticleImpact,
+    DiffReport,
+    Section,
+    SymbolChange,
+)
+from annotations.reports.markdown import code, text
+
+_COLUMNS: dict[Section, tuple[str, ...]] = {
+    Section.CHANGED: ("Symbol", "Kind", "Changes", "Started using", "Stopped using"),
+    Section.MOVED: ("Symbol", "Kind", "To", "How", "Content"),
+    Section.REMOVED: ("Symbol", "Kind", "Closest at the new version"),
+    Section.ADDED: ("Symbol", "Kind"),
+    Section.COSMETIC: ("Symbol", "Kind"),
+}
+
+
+def render(report: DiffReport) -> str:
+    parts = [f"# {text(report.title)}", _intro(report)]
+    if report.annotated:
+        parts += [_articles(report), _summary(report)]
+    else:
+        parts += [_summary(report), _articles(report)]
+    parts += [_section(report, section) for section in Section]
+    return "\n\n".join(parts) + "\n"
+
+
+def _intro(report: DiffReport) -> str:
+    listed = sum(report.listed.values())
+    compared = sum(report.counts.values()) - report.counts.get("added", 0)
+    line = f"{compared} symbols of {code(report.version_a)} compared with {code(report.version_b)}"
+    if report.annotated:
+        return f"{line}; only the {listed} changed symbols that claims cite are listed."
+    return f"{line}; {listed} are listed (all but the unchanged ones)."
+
+
+def _summary(report: DiffReport) -> str:
+    rows = ["## Summary", "", "| Verdict | Symbols | Listed |", "| --- | ---: | ---: |"]
+    listed = report.listed
+    rows += [
+        f"| {verdict} | {report.counts.get(verdict, 0)} | {listed.get(verdict, '')} |"
+        for verdict in COUNT_ORDER
+    ]
+    rows += ["", "### By package", "", _package_table(report)]
+    return "\n".join(rows)
+
+
+def _package_table(report: DiffReport) -> str:
+    verdicts = COUNT_ORDER[1:]
+    rows = ["| Package | " + " | ".join(verdicts) + " |",
+            "| --- |" + " ---: |" * len(verdicts)]
+    for package, counts in report.packages.items():
+        if any(counts.get(verdict) for verdict in verdicts):
+            cells = " | ".join(str(counts.get(verdict, 0)) for verdict in verdicts)
+            rows.append(f"| {code(package)} | {cells} |")
+    return "\n".join(rows)
+
+
+def _articles(report: DiffReport) -> str:
+    if not report.articles:
+        return "## Affected articles\n\nNo claim cites a listed symbol."
+    count = report.claim_count
+    head = (f"## Affected articles\n\n{count} claim{'s' if count != 1 else ''} in "
+            f"{len(report.articles)} article{'s' if len(report.articles) != 1 else ''} "
+            "cite listed symbols.")
+    return "\n\n".join([head, *(_article(article) for article in report.articles)])
+
+
+def _article(article: ArticleImpact) -> str:
+    title = f" — {text(article.title)}" if article.title else ""
+    lines = [f"### {text(article.article, newline=' ')}{title}", ""]
+    for claim in article.claims:
+        cited = ", ".join(f"{code(ref)} ({section})" for ref, section in claim.symbols)
+        lines.append(f"- {code(claim.claim)} @{text(claim.version)}: {text(claim.text)}"
+                     f"<br>cites {cited}")
+    return "\n".join(lines)
+
+
+def _section(report: DiffReport, section: Section) -> str:
+    changes = report.section(section)
+    head = f"## {SECTION_TITLES[section]} ({len(changes)})"
+    if not changes:
+        return f"{head}\n\nNone."
+    columns = _COLUMNS[section]
+    rows = [head, "", "| " + " | ".join(columns) + " |",
+            "|" + " --- |" * len(columns)]
+    rows += ["| " + " | ".join(_cells(change)) + " |" for change in changes]
+    return "\n".join(rows)
+
+
+def _cells(change: SymbolChange) -> list[str]:
+    cells = [_symbol(change), text(change.kind)]
+    section = change.section
+    if section is Section.CHANGED:
+        cells += [_changes(change), *_usage(change)]
+    elif section is Section.MOVED:
+        cells += [_targets(change), text(change.how or ""), _content(change)]
+    elif section is Section.REMOVED:
+        cells.append(", ".join(code(location.ref) for location in change.candidates))
+    return cells
+
+
+def _symbol(change: SymbolChange) -> str:
+    cell = code(change.ref)
+    if change.citations:
+        claims = ", ".join(code(f"{c.article}#{c.claim}") for c in change.citations)
+        cell += f"<br>cited by {claims}"
+    return cell
+
+
+def _changes(change: SymbolChange) -> str:
+    return "<br>".join(text(line) for line in change.changes)
+
+
+def _usage(change: SymbolChange) -> list[str]:
+    usage = change.usage
+    if usage is None:
+        return ["", ""]
+    return [_names(usage.started, usage.started_total), _names(usage.stopped, usage.stopped_total)]
+
+
+def _names(names: tuple[str, ...], total: int) -> str:
+    cell = ", ".join(code(name) for name in names)
+    more = total - len(names)
+    return f"{cell} (+{more} more)" if more > 0 else cell
+
+
+def _targets(change: SymbolChange) -> str:
+    cell = code(change.new.ref) if change.new else ""
+    if change.candidates:
+        others = ", ".join(code(location.ref) for location in change.candidates)
+        cell += f"<br>or {others}"
+    return cell
+
+
+def _content(change: SymbolChange) -> str:
+    content = text(change.content or "")
+    if change.kinds:
+        content += f" ({text(', '.join(change.kinds))})"
+    if change.usage is not None and (change.usage.started or change.usage.stopped):
+        started, stopped = _usage(change)
+        content += f"<br>started using {started or '—'}; stopped using {stopped or '—'}"
+    return content

@@ -1,0 +1,172 @@
+"""The objects of a version diff report: plain, immutable, and renderer-agnostic.
+
+A whole-version diff of real vLLM lists tens of thousands of symbols: the per-symbol
+objects are named tuples, several times cheaper to create than frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
+
+
+class Section(str, Enum):
+    """Where a symbol is listed; the order of the members is the order of the report."""
+
+    CHANGED = "changed"
+    MOVED = "moved"
+    REMOVED = "removed"
+    ADDED = "added"
+    COSMETIC = "cosmetic"
+
+
+SECTION_TITLES: dict[Section, str] = {
+    Section.CHANGED: "Changed",
+    Section.MOVED: "Moved or renamed",
+    Section.REMOVED: "Removed",
+    Section.ADDED: "Added",
+    Section.COSMETIC: "Cosmetic",
+}
+
+COUNT_ORDER = ("unchanged", "cosmetic", "changed", "moved", "removed", "added")
+"""The verdicts counted in a summary, in display order."""
+
+
+class Location(NamedTuple):
+    """A symbol at one version, with its GitHub permalink when the repo has one."""
+
+    path: str
+    qualname: str
+    kind: str
+    start_line: int
+    end_line: int
+    url: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.path}::{self.qualname}"
+
+    @property
+    def lines(self) -> str:
+        return f"{self.start_line}-{self.end_line}"
+
+
+class Citation(NamedTuple):
+    """One claim ref that cites a listed symbol."""
+
+    article: str
+    title: str | None
+    claim: str
+    text: str
+    version: str
+    written: str
+    line: int
+
+
+class Usage(NamedTuple):
+    """Names of definitions a changed symbol started or stopped using (sorted, capped;
+    the totals count them all)."""
+
+    started: tuple[str, ...] = ()
+    stopped: tuple[str, ...] = ()
+    started_total: int = 0
+    stopped_total: int = 0
+
+
+class SymbolChange(NamedTuple):
+    """One listed symbol: ``old`` at version A (None if added), ``new`` at B (None if
+    removed). For moves, ``how`` is ``moved``, ``renamed`` or ``moved and renamed`` and
+    ``content`` how the content compares; ``candidates`` are the other targets of an
+    ambiguous move, or the closest symbols of a removed one."""
+
+    section: Section
+    package: str
+    old: Location | None
+    new: Location | None
+    kinds: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    content: str | None = None
+    how: str | None = None
+    candidates: tuple[Location, ...] = ()
+    score: float | None = None
+    usage: Usage | None = None
+    citations: tuple[Citation, ...] = ()
+    old_source: str | None = None
+    new_source: str | None = None
+
+    @property
+    def location(self) -> Location:
+        found = self.old or self.new
+        assert found is not None
+        return found
+
+    @property
+    def ref(self) -> str:
+        return self.location.ref
+
+    @property
+    def kind(self) -> str:
+        return self.location.kind
+
+    @property
+    def has_sources(self) -> bool:
+        return self.old_source is not None and self.new_source is not None
+
+
+@dataclass(frozen=True)
+class ClaimImpact:
+    """A claim that cites listed symbols: ``symbols`` are (ref, section value) pairs."""
+
+    article: str
+    claim: str
+    text: str
+    version: str
+    line: int
+    symbols: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ArticleImpact:
+    article: str
+    title: str | None
+    claims: tuple[ClaimImpact, ...]
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    """Symbol changes from ``repo``@``version_a`` to ``version_b``.
+
+    ``counts`` and ``packages`` cover every symbol of the two versions (verdicts of A's
+    symbols, and B's additions); ``changes`` are the listed symbols: all that are not
+    unchanged, or (``annotated``) only those that claims cite. ``diff_limit`` is how many
+    side-by-side diffs were asked for; ``with_sources`` how many symbols have them.
+    """
+
+    repo: str
+    version_a: str
+    version_b: str
+    annotated: bool
+    counts: dict[str, int]
+    packages: dict[str, dict[str, int]]
+    changes: tuple[SymbolChange, ...]
+    articles: tuple[ArticleImpact, ...] = ()
+    diff_limit: int = 0
+    with_sources: int = 0
+    diffable: int = 0
+
+    @property
+    def title(self) -> str:
+        return f"{self.repo} {self.version_a} → {self.version_b}"
+
+    def section(self, section: Section) -> tuple[SymbolChange, ...]:
+        return tuple(change for change in self.changes if change.section is section)
+
+    @property
+    def listed(self) -> dict[str, int]:
+        """How many symbols each section lists."""
+        return {section.value: len(self.section(section)) for section in Section}
+
+    @property
+    def claim_count(self) -> int:
+        return sum(len(article.claims) for article in self.articles)

@@ -1,0 +1,1039 @@
+"""``annotate check`` end to end: real indexing, real annotation files, every status and format.
+
+Two indexes are built once per module and copied into each test's directory:
+
+* ``table``: purpose-built trees (``vllm@v1`` and ``vllm@v2``, one directory per case of
+  `CASES`), indexed with ``annotate index vllm@vN --from DIR``;
+* ``fake``: the fake vLLM repository (tags v0.1.0, v0.2.0, v0.3.0) through ``annotate.toml``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import fakevllm
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+from fakevllm import FakeRepo
+
+from annotate_cli import cli
+from annotations import comparison
+from annotations.check import CheckOptions, check_all, claim_statuses
+from annotations.loader import link_claim_id
+from annotations.results import Status
+from db.database import open_database
+from indexer.config import load_config
+
+DB = Path(".annotate/index.db")
+SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+RESULT_KEYS = {"article", "claim", "line", "ref", "resolved", "target", "status", "changes",
+               "new_ref", "candidates", "message"}
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def check_json(*args: str) -> tuple[int, dict]:
+    result = run("check", "--format", "json", *args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def by_claim(report: dict) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for result in report["results"]:
+        found.setdefault(result["claim"], []).append(result)
+    return found
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        write(root / rel, text)
+    return root
+
+
+def copy_project(source: Path) -> Path:
+    """The annotate.toml and index of ``source``, copied into the current directory."""
+    root = Path.cwd()
+    shutil.copyfile(source / "annotate.toml", root / "annotate.toml")
+    (root / DB).parent.mkdir(exist_ok=True)
+    shutil.copyfile(source / DB, root / DB)
+    return root
+
+
+def claim_yaml(claim_id: str, refs: list[str], text: str = "x") -> str:
+    lines = [f"  - id: {claim_id}", f"    text: \"{text}\"", "    refs:"]
+    lines += [f"      - {ref}" for ref in refs]
+    return "\n".join(lines) + "\n"
+
+
+def annotation(article: str, at: str, claims: str) -> str:
+    return f"article: {article}\nat: {at}\nclaims:\n{claims}"
+
+
+def _module_env(patch: pytest.MonkeyPatch, root: Path) -> None:
+    """What conftest's per-test isolation does, for a module-scoped fixture."""
+    for name in list(os.environ):
+        if name.startswith(("GIT_", "PIP_")):
+            patch.delenv(name)
+    patch.setenv("XDG_CACHE_HOME", str(root / "xdg-cache"))
+    patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    patch.setenv("GIT_TERMINAL_PROMPT", "0")
+    patch.setenv("PIP_CONFIG_FILE", os.devnull)
+    patch.setenv("PIP_NO_INPUT", "1")
+    patch.chdir(root)
+
+
+# --- the table: (old source, new source) -> status and kinds -----------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """``old`` is the file ``path`` at v1; ``new`` the same file at v2, or None when it is
+    gone, or the files v2 has instead ({path: source}).
+
+    Paths and refs are relative to the case's own directory ``c/<id>/``; ``ref`` is pinned by
+    the file's ``at: vllm@v1`` unless it names its own version. ``both`` are files present
+    unchanged in both versions.
+    """
+
+    old: str
+    new: str | dict[str, str] | None
+    ref: str
+    status: str
+    kinds: tuple[str, ...] = ()
+    new_ref: str | None = None
+    candidates: int = 0
+    message: str | None = None
+    path: str = "m.py"
+    both: dict[str, str] = field(default_factory=dict)  # files in both versions
+    quote: str | None = None
+    uses: tuple[str, ...] = ()
+
+
+TOTAL = "def total(xs):\n    return sum(x for x in xs if x is not None)\n"
+CONNECT = "def connect(host, port):\n    sock = open_socket(host, port)\n    return sock\n"
+CDIV = 'def cdiv(a: int, b: int) -> int:\n    """Ceiling division."""\n    return -(a // -b)\n'
+CDIV_NEW = CDIV.replace("-(a // -b)", "(a + b - 1) // b")
+MEMORY = (
+    "@functools.lru_cache(maxsize=None)\ndef get_cpu_memory() -> int:\n"
+    "    return psutil.virtual_memory().total\n"
+)
+COLUMN = '''\
+class ColumnLinear({base}):
+    """Linear layer with column parallelism."""
+
+    def __init__(self, input_size: int, output_size: int, tp_size: int = 1) -> None:
+        super().__init__()
+        self.output_size_per_partition = output_size // tp_size
+
+    def forward(self, x):
+        return F.linear(x, self.weight)
+'''
+PARAMS = '''\
+class SamplingParams:
+    def __init__(self, n: int = 1, temperature: float = 1.0) -> None:
+        self.n = n
+        self.temperature = temperature
+
+    def __repr__(self) -> str:
+        return f"SamplingParams(n={self.n}, temperature={self.temperature})"
+'''
+PARAMS_CLONE = PARAMS + '''
+    def clone(self) -> "SamplingParams":
+        return copy.deepcopy(self)
+'''
+CONFIG = "class CacheConfig:\n    block_size: int = 16\n    utilization: float = {util}\n"
+ENGINE = '''\
+class CacheEngine:
+    """Manages the KV cache."""
+
+    def __init__(self, config, num_layers: int) -> None:
+        self.config = config
+        self.num_layers = num_layers
+        self.gpu_cache = self._allocate("cuda")
+
+    def _allocate(self, device: str) -> list:
+        shape = (2, self.config.block_size, 8, 128)
+        return [torch.empty(shape, device=device) for _ in range(self.num_layers)]
+
+    def swap_in(self, src_to_dst) -> None:
+        for i in range(self.num_layers):
+            self.gpu_cache[i].index_copy_(0, src_to_dst, self.cpu_cache[i])
+'''
+SWAP_ENGINE = ENGINE.replace("CacheEngine", "SwapEngine").replace(
+    "Manages the KV cache.", "Swaps blocks between the GPU and the CPU.")
+CAPTURE = '''\
+def {name}(model, input_ids, positions):
+    """Capture a CUDA graph for one forward pass."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        hidden_states = model(input_ids, positions)
+    torch.cuda.synchronize()
+    return graph, hidden_states
+'''
+NEURON = '''\
+def is_neuron() -> bool:
+    try:
+        import transformers_neuronx
+    except ImportError:
+        transformers_neuronx = None
+    return transformers_neuronx is not None
+
+
+def get_open_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+'''
+PREFIX = '''\
+def longest_common_prefix(words):
+    if not words:
+        return ""
+    first, last = min(words), max(words)
+    for i, ch in enumerate(first):
+        if ch != last[i]:
+            return first[:i]
+    return first
+'''
+LOAD = '''\
+def load_weights(model, path):
+    state = torch.load(path)
+    for name, tensor in state.items():
+        model.get_parameter(name).copy_(tensor)
+    return model
+'''
+FETCH = '''\
+def load_weights(model, url, retries=3):
+    with urlopen(url) as response:
+        payload = response.read()
+    return model.from_bytes(payload, retries)
+'''
+MODEL = fakevllm.DEEPSEEK_V4_TEMPLATE
+MLA = "class MLA:\n    def __init__(self):\n        self.proj = Helper()\n        self.dim = 576\n"
+HELPER = "class Helper:\n    def run(self):\n        return 42\n"
+KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float* out) {\n" \
+         "  out[0] = 1.0f;\n}\n"
+
+CASES: dict[str, Case] = {
+    "fresh-file-unchanged": Case(TOTAL, TOTAL, "m.py::total", "fresh", message="unchanged"),
+    "fresh-rest-of-file-changed": Case(
+        TOTAL + "\nLIMIT = 1\n", TOTAL + "\nLIMIT = 2\n", "m.py::total", "fresh",
+    ),
+    "cosmetic-comment": Case(
+        TOTAL, TOTAL.replace("    return", "    # skip the gaps\n    return"), "m.py::total",
+        "cosmetic",
+    ),
+    "cosmetic-docstring": Case(
+        CDIV, CDIV.replace("Ceiling division.", "Divide, rounding up."), "m.py::cdiv",
+        "cosmetic",
+    ),
+    "cosmetic-reformat": Case(
+        CONNECT, CONNECT.replace("open_socket(host, port)", "open_socket(\n        host,\n"
+                                 "        port,\n    )"),
+        "m.py::connect", "cosmetic",
+    ),
+    "changed-signature": Case(
+        CONNECT, CONNECT.replace("(host, port)", "(host, port=29500)", 1), "m.py::connect",
+        "changed", ("signature",),
+        message="signature changed: def connect(host, port) -> def connect(host, port=29500)",
+    ),
+    "changed-decorator": Case(
+        MEMORY, MEMORY.replace("lru_cache(maxsize=None)", "cache"), "m.py::get_cpu_memory",
+        "changed", ("signature",),
+    ),
+    "changed-body": Case(CDIV, CDIV_NEW, "m.py::cdiv", "changed", ("body",),
+                         message="body changed"),
+    "changed-signature-and-body": Case(
+        CONNECT, CONNECT.replace("(host, port)", "(host, port, timeout)").replace(
+            "return sock", "return sock.settimeout(timeout) or sock"),
+        "m.py::connect", "changed", ("signature", "body"),
+    ),
+    "changed-bases": Case(
+        COLUMN.format(base="nn.Module"), COLUMN.format(base="LinearBase"), "m.py::ColumnLinear",
+        "changed", ("bases",), message="bases changed: (nn.Module) -> (LinearBase)",
+    ),
+    "changed-members": Case(PARAMS, PARAMS_CLONE, "m.py::SamplingParams", "changed",
+                            ("members",), message="members changed: added clone"),
+    "changed-member-body": Case(
+        COLUMN.format(base="Base"), COLUMN.format(base="Base").replace("self.weight)", "w)"),
+        "m.py::ColumnLinear", "changed", ("body",),
+    ),
+    "changed-class-attribute": Case(
+        CONFIG.format(util="0.9"), CONFIG.format(util="0.92"), "m.py::CacheConfig.utilization",
+        "changed", ("value",), message="value changed: 0.9 -> 0.92",
+    ),
+    "changed-module-constant": Case(
+        "SWAP_SPACE_GIB = 4\n", "SWAP_SPACE_GIB = 8\n", "m.py::SWAP_SPACE_GIB", "changed",
+        ("value",), message="value changed: 4 -> 8",
+    ),
+    "moved-to-another-file": Case(
+        '"""Old."""\n' + ENGINE, {"v1/m.py": '"""New."""\n' + ENGINE}, "m.py::CacheEngine",
+        "moved", new_ref="v1/m.py::CacheEngine",
+    ),
+    "moved-renamed": Case(
+        CAPTURE.format(name="capture_graph"), CAPTURE.format(name="capture_cudagraph"),
+        "m.py::capture_graph", "moved", new_ref="m.py::capture_cudagraph",
+    ),
+    "moved-and-changed": Case(
+        SWAP_ENGINE,
+        {"v1/engine.py": SWAP_ENGINE.replace("(self.num_layers):", "(self.num_layers - 1):")},
+        "m.py::SwapEngine", "moved", ("body",), new_ref="v1/engine.py::SwapEngine",
+        message="body changed",
+    ),
+    "moved-ambiguous": Case(
+        MODEL.format(suffix="", backend="auto"),
+        {f"ds_{name}.py": MODEL.format(suffix=f" ({name})", backend=backend)
+         for name, backend in (("amd", "ROCM_AITER_MLA"), ("nvidia", "FLASHMLA"),
+                               ("xpu", "XPU_MLA"))},
+        "ds.py::DeepseekV4ForCausalLM", "moved", ("members",), candidates=2, path="ds.py",
+        message="several candidates",
+    ),
+    "removed": Case(NEURON, NEURON[NEURON.index("def get_open_port"):], "m.py::is_neuron",
+                    "removed", message="not found at vllm@v2"),
+    "removed-with-candidates": Case(
+        LOAD, {"fetch.py": FETCH}, "loader.py::load_weights", "removed", candidates=1,
+        path="loader.py", message="closest: vllm@v2:c/removed-with-candidates/fetch.py",
+    ),
+    "quote-missing": Case(
+        CDIV, CDIV_NEW, "m.py::cdiv", "quote-missing", ("body",), quote="-(a // -b)",
+        message="the quote '-(a // -b)' no longer stands in vllm@v2:c/quote-missing/m.py::cdiv",
+    ),
+    "quote-stands-in-changed-symbol": Case(
+        CDIV, CDIV_NEW, "m.py::cdiv", "fresh", ("body",), quote="def cdiv(a: int,  b: int)",
+        message="changed (body), but the quote still stands",
+    ),
+    "quote-stands-in-moved-symbol": Case(
+        PREFIX, PREFIX.replace("longest_common_prefix", "common_prefix"),
+        "m.py::longest_common_prefix", "moved", quote="min(words),  max(words)",
+        new_ref="m.py::common_prefix",
+    ),
+    "relation-missing": Case(
+        MLA, MLA.replace("Helper()", "None"), "m.py::MLA.__init__", "relation-missing", ("body",),
+        both={"helper.py": HELPER}, uses=("helper.py::Helper",),
+        message="no longer refers to vllm@v1:c/relation-missing/helper.py::Helper",
+    ),
+    "relation-holds": Case(
+        MLA, MLA.replace("576", "512"), "m.py::MLA.__init__", "changed", ("body",),
+        both={"helper.py": HELPER}, uses=("helper.py::Helper",),
+    ),
+    "broken": Case(TOTAL, TOTAL, "m.py::no_such_function", "broken",
+                   message="no symbol 'no_such_function'"),
+    "unindexed-pin": Case(TOTAL, TOTAL, "vllm@v0:m.py::total", "unindexed",
+                          message="vllm@v0 is not indexed (run 'annotate index vllm@v0')"),
+    "lines-file-unchanged": Case(KERNEL, KERNEL, "kernel.cu#L4-L6", "fresh",
+                                 path="kernel.cu", message="file unchanged"),
+    "lines-unchanged": Case(KERNEL, KERNEL + "// end\n", "kernel.cu#L4-L6", "fresh",
+                            path="kernel.cu", message="lines unchanged"),
+    "lines-moved": Case(KERNEL, "// v2\n// more\n" + KERNEL, "kernel.cu#L4-L6", "moved",
+                        path="kernel.cu", new_ref="kernel.cu#L6-L8",
+                        message="the lines moved by +2"),
+    "lines-repeated-text-stays": Case(
+        KERNEL + "void other() {\n}\n", KERNEL + "void other() {\n}\n// end\n",
+        "kernel.cu#L8-L8", "fresh", path="kernel.cu", message="lines unchanged",
+    ),
+    "lines-text-now-inside-a-line": Case(
+        "a = 0\nx = 1\n", "max = 1\nb = 2\n", "m.txt#L2", "changed", ("body",),
+        path="m.txt", message="lines 2-2 of c/lines-text-now-inside-a-line/m.txt no longer",
+    ),
+    "lines-changed": Case(KERNEL, KERNEL.replace("1.0f", "2.0f"), "kernel.cu#L4-L6", "changed",
+                          ("body",), path="kernel.cu", message="no longer stand as written"),
+    "lines-removed": Case(KERNEL, None, "kernel.cu#L4-L6", "removed", path="kernel.cu",
+                          message="c/lines-removed/kernel.cu does not exist at vllm@v2"),
+}
+
+
+def _case_files(case_id: str, case: Case) -> tuple[dict[str, str], dict[str, str]]:
+    base = f"c/{case_id}"
+    old = {f"{base}/{case.path}": case.old}
+    files = {case.path: case.new} if isinstance(case.new, str) else case.new or {}
+    new = {f"{base}/{rel}": text for rel, text in files.items()}
+    for rel, text in case.both.items():
+        old[f"{base}/{rel}"] = new[f"{base}/{rel}"] = text
+    return old, new
+
+
+def _written(case_id: str, ref: str) -> str:
+    pin, colon, rest = ref.partition(":") if ref.startswith("vllm@") else ("", "", ref)
+    return f"{pin}{colon}c/{case_id}/{rest}"
+
+
+def _case_claim(case_id: str, case: Case) -> str:
+    lines = [f"  - id: {case_id}", f"    text: \"{case_id}\"", "    refs:",
+             f"      - ref: {_written(case_id, case.ref)}"]
+    if case.quote:
+        lines.append(f"        quote: \"{case.quote}\"")
+    if case.uses:
+        lines.append(f"        uses: [{', '.join(_written(case_id, u) for u in case.uses)}]")
+    return "\n".join(lines) + "\n"
+
+
+TABLE_CONFIG = '[repos.vllm]\nversions = ["v1", "v2"]\n'
+
+
+def build_table_index(root: Path) -> None:
+    old: dict[str, str] = {}
+    new: dict[str, str] = {}
+    for case_id, case in CASES.items():
+        case_old, case_new = _case_files(case_id, case)
+        old.update(case_old)
+        new.update(case_new)
+    write(root / "annotate.toml", TABLE_CONFIG)
+    for version, files in (("v1", old), ("v2", new)):
+        source = write_tree(root / "src" / version, files)
+        done = run("index", f"vllm@{version}", "--from", str(source))
+        assert done.exit_code == 0, done.output
+
+
+@pytest.fixture(scope="module")
+def table_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("table")
+    with pytest.MonkeyPatch.context() as patch:
+        _module_env(patch, root)
+        build_table_index(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def table_report(table_index: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One ``annotate check --format json`` over one claim per case."""
+    root = tmp_path_factory.mktemp("table-check")
+    with pytest.MonkeyPatch.context() as patch:
+        _module_env(patch, root)
+        copy_project(table_index)
+        claims = "".join(_case_claim(case_id, case) for case_id, case in CASES.items())
+        write(root / "annotations" / "cases.yml", annotation("blog/cases.md", "vllm@v1", claims))
+        code, report = check_json()
+    assert code == 1
+    return report
+
+
+@pytest.mark.parametrize("case_id", CASES)
+def test_status_table(case_id: str, table_report: dict) -> None:
+    case = CASES[case_id]
+    [result] = by_claim(table_report)[case_id]
+    assert set(result) >= RESULT_KEYS
+    assert (result["status"], tuple(result["changes"])) == (case.status, case.kinds), result
+    # A ref that does not resolve at its own pin is compared with nothing.
+    assert result["target"] == (None if case.status in ("broken", "unindexed") else "vllm@v2")
+    if case.message is not None:
+        assert case.message in result["message"]
+    assert len(result["candidates"]) == case.candidates
+    if case.new_ref is not None:
+        assert result["new_ref"] == f"vllm@v2:{_written(case_id, case.new_ref)}"
+    elif case.status != "moved":
+        assert result["new_ref"] is None
+    if case.status == "changed":
+        assert result["diff"].startswith(f"--- vllm@v1:c/{case_id}/")
+
+
+def test_table_covers_every_status_and_kind() -> None:
+    assert {case.status for case in CASES.values()} == {status.value for status in Status}
+    kinds = {kind for case in CASES.values() if case.status == "changed" for kind in case.kinds}
+    assert kinds == {"signature", "bases", "members", "body", "value"}
+
+
+def test_changed_diff_is_a_short_unified_diff(table_report: dict) -> None:
+    [result] = by_claim(table_report)["changed-signature"]
+    assert result["diff"] == (
+        "--- vllm@v1:c/changed-signature/m.py::connect\n"
+        "+++ vllm@v2:c/changed-signature/m.py::connect\n"
+        "@@ -1,3 +1,3 @@\n"
+        "-def connect(host, port):\n"
+        "+def connect(host, port=29500):\n"
+        "     sock = open_socket(host, port)\n"
+        "     return sock\n"
+    )
+
+
+def test_changed_lines_have_a_diff_of_the_same_lines(table_report: dict) -> None:
+    [result] = by_claim(table_report)["lines-changed"]
+    assert result["diff"] == (
+        "--- vllm@v1:c/lines-changed/kernel.cu#L4-L6\n"
+        "+++ vllm@v2:c/lines-changed/kernel.cu#L4-L6\n"
+        "@@ -1,3 +1,3 @@\n"
+        " __global__ void kernel(float* out) {\n"
+        "-  out[0] = 1.0f;\n"
+        "+  out[0] = 2.0f;\n"
+        " }\n"
+    )
+
+
+def test_ambiguous_move_names_the_other_copies(table_report: dict) -> None:
+    [result] = by_claim(table_report)["moved-ambiguous"]
+    base = "vllm@v2:c/moved-ambiguous"
+    every = {f"{base}/ds_{name}.py::DeepseekV4ForCausalLM" for name in ("amd", "nvidia", "xpu")}
+    assert {result["new_ref"], *result["candidates"]} == every
+
+
+def test_claim_status_is_its_worst_refs(table_index: Path) -> None:
+    copy_project(table_index)
+    refs = {
+        "fresh-only": ["c/fresh-file-unchanged/m.py::total"],
+        "cosmetic-and-fresh": ["c/fresh-file-unchanged/m.py::total",
+                               "c/cosmetic-comment/m.py::total"],
+        "fresh-and-unindexed": ["c/fresh-file-unchanged/m.py::total",
+                                "vllm@v0:c/fresh-file-unchanged/m.py::total"],
+        "changed-moved-removed": ["c/changed-body/m.py::cdiv", "c/removed/m.py::is_neuron",
+                                  "c/moved-renamed/m.py::capture_graph"],
+        "removed-and-broken": ["c/removed/m.py::is_neuron", "c/broken/m.py::nope"],
+    }
+    claims = "".join(claim_yaml(claim_id, written) for claim_id, written in refs.items())
+    write(Path("annotations/worst.yml"), annotation("blog/worst.md", "vllm@v1", claims))
+    assert run("check", "--exit-zero").exit_code == 0  # links
+    config = load_config()
+    options = CheckOptions({}, datetime.date(2026, 1, 1), config.fail_on)
+    with open_database(DB) as database:
+        statuses = claim_statuses(check_all(database, config, options))
+    assert {claim: status.value for (_, claim), status in statuses.items()} == {
+        "fresh-only": "fresh", "cosmetic-and-fresh": "cosmetic",
+        "fresh-and-unindexed": "unindexed", "changed-moved-removed": "removed",
+        "removed-and-broken": "broken",
+    }
+    assert set(statuses) == {("blog/worst.md", claim) for claim in refs}
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["against", "configured-target"])
+def test_unindexed_target_says_which_index_to_run(table_index: Path, configured: bool) -> None:
+    copy_project(table_index)
+    if configured:
+        Path("annotate.toml").write_text('[repos.vllm]\nversions = ["v1", "v2", "v3"]\n')
+    claims = claim_yaml("one", ["c/changed-body/m.py::cdiv"])
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    code, report = check_json() if configured else check_json("--against", "vllm@v3")
+    [result] = report["results"]
+    assert code == 0
+    assert (result["status"], result["target"]) == ("unindexed", "vllm@v3")
+    assert "annotate index vllm@v3" in result["message"]
+
+
+# --- exit codes -------------------------------------------------------------------------
+
+STATUS_REFS = {
+    "fresh": "c/fresh-file-unchanged/m.py::total",
+    "cosmetic": "c/cosmetic-comment/m.py::total",
+    "unindexed": "vllm@v0:c/fresh-file-unchanged/m.py::total",
+    "changed": "c/changed-body/m.py::cdiv",
+    "moved": "c/moved-renamed/m.py::capture_graph",
+    "removed": "c/removed/m.py::is_neuron",
+    "broken": "c/broken/m.py::nope",
+}
+
+
+@pytest.mark.parametrize(("status", "code"), [
+    ("fresh", 0), ("cosmetic", 0), ("unindexed", 0), ("changed", 1), ("moved", 1),
+    ("removed", 1), ("broken", 1), ("quote-missing", 1), ("relation-missing", 1),
+])
+def test_exit_code_by_status(table_index: Path, status: str, code: int) -> None:
+    copy_project(table_index)
+    if status in STATUS_REFS:
+        claims = claim_yaml("the-claim", [STATUS_REFS[status]])
+    else:
+        claims = _case_claim(status, CASES[status]).replace(f"id: {status}", "id: the-claim")
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    result = run("check")
+    assert result.exit_code == code, result.output
+    assert f" 1 {status}," in result.stdout.splitlines()[-1].replace(";", ",")
+    assert run("check", "--exit-zero").exit_code == 0
+
+
+def _two_claims() -> None:
+    claims = claim_yaml("changed", [STATUS_REFS["changed"]])
+    claims += claim_yaml("removed", [STATUS_REFS["removed"]])
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+
+
+def test_fail_on_only_removed(table_index: Path) -> None:
+    copy_project(table_index)
+    Path("annotate.toml").write_text('fail_on = ["removed"]\n' + TABLE_CONFIG)
+    _two_claims()
+    code, report = check_json()
+    assert code == 1
+    failing = {r["claim"]: r["failing"] for r in report["results"]}
+    assert failing == {"changed": False, "removed": True}
+    claims = claim_yaml("changed", [STATUS_REFS["changed"]])
+    claims += claim_yaml("moved", [STATUS_REFS["moved"]])
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    assert run("check").exit_code == 0
+
+
+def test_nothing_stale_exits_zero(table_index: Path) -> None:
+    copy_project(table_index)
+    claims = claim_yaml("ok", [STATUS_REFS["fresh"], STATUS_REFS["cosmetic"]])
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    result = run("check")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.splitlines()[-1] == (
+        "1 claims, 2 refs: 1 fresh, 1 cosmetic, 0 changed, 0 moved, 0 removed, "
+        "0 quote-missing, 0 relation-missing, 0 broken, 0 unindexed; nothing stale"
+    )
+
+
+@pytest.mark.parametrize(("against", "error"), [
+    pytest.param("vllm", "Error: Invalid value: 'vllm' is not REPO@VERSION", id="not-repo-at"),
+    pytest.param("nope@v1", "Error: unknown repo 'nope'", id="unknown-repo"),
+])
+def test_bad_against_is_a_usage_error(table_index: Path, against: str, error: str) -> None:
+    copy_project(table_index)
+    _two_claims()
+    result = run("check", "--against", against)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1].startswith(error)
+
+
+@pytest.mark.parametrize(("bad", "error"), [
+    pytest.param("claims: [\n", "annotations/bad.yml:2: invalid YAML", id="invalid-yaml"),
+    pytest.param("article: a.md\nclaims:\n  - id: Bad Id\n    text: x\n    refs: [m.py::f]\n",
+                 "annotations/bad.yml:3: invalid claim id 'Bad Id'", id="invalid-claim"),
+    pytest.param(b"article: a.md\n# caf\xe9\n", "annotations/bad.yml:2: not valid UTF-8",
+                 id="unreadable-bytes"),
+])
+def test_bad_annotation_file_exits_2_after_the_report(
+    table_index: Path, bad: str | bytes, error: str
+) -> None:
+    copy_project(table_index)
+    _two_claims()
+    write(Path("annotations/bad.yml"), bad)
+    for _ in range(2):  # the second run links again: a failed file never records a link
+        code, report = check_json("--exit-zero")
+        assert code == 2
+        assert {r["claim"] for r in report["results"]} == {"changed", "removed"}
+    result = run("check")
+    assert result.exit_code == 2
+    errors = result.stderr.splitlines()
+    assert errors[0].startswith(f"Error: {error}")
+    assert errors[-1] == "Error: 1 annotation file could not be read (see above)"
+    assert "blog/a.md" in result.stdout
+
+
+def test_output_file(table_index: Path) -> None:
+    copy_project(table_index)
+    _two_claims()
+    result = run("check", "--format", "json", "--output", "report.json")
+    assert (result.exit_code, result.stdout) == (1, "")
+    report = json.loads(Path("report.json").read_text(encoding="utf-8"))
+    assert report["summary"]["failing"] == 2
+    assert run("check", "--output", "report.txt", "--exit-zero").exit_code == 0
+    assert Path("report.txt").read_text(encoding="utf-8").endswith("; stale")
+    unwritable = run("check", "--output", "no/such/dir/report.txt")
+    assert unwritable.exit_code == 2
+    assert unwritable.stderr.startswith("Error: cannot write no/such/dir/report.txt: ")
+
+
+# --- waivers ----------------------------------------------------------------------------
+
+WAIVED = """\
+article: blog/w.md
+at: vllm@v1
+claims:
+  - id: waived
+    text: "cdiv rounds up"
+    refs: [c/changed-body/m.py::cdiv]
+    waive:
+      - {status: changed, until: 2027-03-31, reason: "reviewed: same result"}
+  - id: other-status
+    text: "is_neuron"
+    refs: [c/removed/m.py::is_neuron]
+    waive:
+      - {status: changed, until: 2027-03-31, reason: "only a change is accepted"}
+"""
+
+
+@pytest.mark.parametrize(("today", "expired"), [
+    pytest.param("2027-03-30", False, id="before"),
+    pytest.param("2027-03-31", False, id="on-the-day"),
+    pytest.param("2027-04-01", True, id="after"),
+])
+def test_waiver_silences_until_its_date(table_index: Path, today: str, expired: bool) -> None:
+    copy_project(table_index)
+    write(Path("annotations/w.yml"), WAIVED.split("  - id: other-status")[0])
+    code, report = check_json("--today", today)
+    [result] = report["results"]
+    assert code == (1 if expired else 0)
+    assert result["status"] == "changed"
+    assert (result["waived_until"], result["waiver_expired"]) == ("2027-03-31", expired)
+    assert result["waiver_reason"] == "reviewed: same result"
+    assert result["failing"] is expired
+    assert report["summary"]["waived"] == (0 if expired else 1)
+    text = run("check", "--today", today).stdout
+    note = "[waiver expired 2027-03-31]" if expired else (
+        "[waived until 2027-03-31 (reviewed: same result)]")
+    assert note in text
+    assert text.rstrip().endswith("; stale" if expired else "(1 waived); nothing stale")
+
+
+def test_a_renewed_waiver_counts(table_index: Path) -> None:
+    copy_project(table_index)
+    renewed = WAIVED.split("  - id: other-status")[0] + (
+        '      - {status: changed, until: 2028-06-30, reason: "reviewed again"}\n')
+    write(Path("annotations/w.yml"), renewed)
+    code, report = check_json("--today", "2027-05-01")
+    [result] = report["results"]
+    assert code == 0
+    assert (result["waived_until"], result["waiver_reason"]) == ("2028-06-30", "reviewed again")
+    assert result["waiver_expired"] is False
+
+
+def test_waiver_of_another_status_does_not_silence(table_index: Path) -> None:
+    copy_project(table_index)
+    write(Path("annotations/w.yml"), WAIVED)
+    code, report = check_json("--today", "2027-01-01")
+    results = {r["claim"]: r for r in report["results"]}
+    assert code == 1
+    assert results["other-status"]["status"] == "removed"
+    assert results["other-status"]["failing"] is True
+    assert results["other-status"]["waived_until"] is None
+    assert results["waived"]["failing"] is False
+
+
+# --- the fake vLLM: its change cases, through annotate.toml --------------------------------
+
+FAKE_CONFIG = """\
+[repos.vllm]
+git = "{url}"
+versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
+"""
+
+# Expected status and kinds of each fakevllm.CASES entry, checked against its new tag.
+FAKE_EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "moved": ("moved", ()),
+    "moved_and_changed": ("moved", ("members", "body")),
+    "renamed": ("moved", ()),
+    "signature_changed": ("changed", ("signature",)),
+    "body_changed": ("changed", ("body",)),
+    "decorator_changed": ("changed", ("signature",)),
+    "bases_changed": ("changed", ("bases",)),
+    "member_added": ("changed", ("members",)),
+    "formatting_only": ("cosmetic", ()),
+    "attribute_value_changed": ("changed", ("value",)),
+    "constant_value_changed": ("changed", ("value",)),
+    "removed": ("removed", ()),
+    "ambiguous_move": ("moved", ("members",)),
+}
+
+
+@pytest.fixture(scope="module")
+def fake_index(tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo) -> Path:
+    root = tmp_path_factory.mktemp("fake")
+    with pytest.MonkeyPatch.context() as patch:
+        _module_env(patch, root)
+        write(root / "annotate.toml", FAKE_CONFIG.format(url=fake_vllm.url))
+        done = run("index", *(f"vllm@{tag}" for tag in fakevllm.TAGS))
+        assert done.exit_code == 0, done.output
+    return root
+
+
+def _fake_claims(new_tag: str) -> str:
+    claims = ""
+    for name, case in fakevllm.CASES.items():
+        if case.old is not None and case.new_tag == new_tag:
+            claim_id = name.replace("_", "-")
+            ref = f"vllm@{case.old_tag}:{case.old[0]}::{case.old[1]}"
+            claims += claim_yaml(claim_id, [ref], text=case.note or name)
+    return claims
+
+
+@pytest.fixture(scope="module")
+def fake_reports(fake_index: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Per new tag: check of that tag's cases against it."""
+    reports = {}
+    for tag in ("v0.2.0", "v0.3.0"):
+        root = tmp_path_factory.mktemp(f"fake-check-{tag}")
+        with pytest.MonkeyPatch.context() as patch:
+            _module_env(patch, root)
+            copy_project(fake_index)
+            write(root / "articles" / "cases.yml", annotation("blog/cases.md", "vllm@v0.1.0",
+                                                              _fake_claims(tag)))
+            code, reports[tag] = check_json("--against", f"vllm@{tag}")
+            assert code == 1
+    return reports
+
+
+def test_fake_expectations_cover_every_case() -> None:
+    assert set(FAKE_EXPECTED) == {n for n, c in fakevllm.CASES.items() if c.old is not None}
+
+
+@pytest.mark.parametrize("name", sorted(FAKE_EXPECTED))
+def test_fake_vllm_case(name: str, fake_reports: dict[str, dict]) -> None:
+    case = fakevllm.CASES[name]
+    status, kinds = FAKE_EXPECTED[name]
+    [result] = by_claim(fake_reports[case.new_tag])[name.replace("_", "-")]
+    assert (result["status"], tuple(result["changes"])) == (status, kinds)
+    assert result["target"] == f"vllm@{case.new_tag}"
+    news = {f"vllm@{case.new_tag}:{path}::{qualname}" for path, qualname in case.new}
+    if status == "moved":
+        assert {result["new_ref"], *result["candidates"]} == news
+    if status == "removed":
+        assert result["new_ref"] is None
+
+
+def test_fake_ambiguous_split_is_moved_with_candidates(fake_reports: dict[str, dict]) -> None:
+    [result] = by_claim(fake_reports["v0.3.0"])["ambiguous-move"]
+    assert result["status"] == "moved"
+    assert len(result["candidates"]) == 2
+    assert result["new_ref"] not in result["candidates"]
+    assert "several candidates" in result["message"]
+    assert "deepseek_v4.py::" not in result["new_ref"]  # the re-export is no definition
+
+
+# --- every output format, end to end ------------------------------------------------------
+
+FORMATS_ANNOTATION = """\
+article: blog/formats.md
+title: "格式"
+at: vllm@v0.1.0
+claims:
+  - id: fresh
+    text: "RMSNorm 的 forward 融合了残差"
+    refs: [vllm/model_executor/layers/layernorm.py::RMSNorm.forward]
+  - id: changed
+    text: "cdiv rounds up"
+    refs:
+      - vllm/utils.py::cdiv
+  - id: waived
+    text: "the default utilization"
+    refs: [vllm/config/cache.py::CacheConfig.gpu_memory_utilization]
+    waive:
+      - {status: changed, until: 2099-12-31, reason: "reviewed"}
+  - id: ambiguous
+    text: "DeepSeek-V4"
+    at: vllm@v0.2.0
+    refs: [vllm/model_executor/models/deepseek_v4.py::DeepseekV4ForCausalLM]
+  - id: removed
+    text: "neuron"
+    refs: [vllm/utils.py::is_neuron]
+"""
+# The line of each claim's ref in FORMATS_ANNOTATION.
+FORMAT_LINES = {"fresh": 7, "changed": 11, "waived": 14, "ambiguous": 20, "removed": 23}
+
+
+@pytest.fixture
+def formats_project(fake_index: Path) -> Path:
+    root = copy_project(fake_index)
+    write(root / "annotations" / "formats.yml", FORMATS_ANNOTATION)
+    return root
+
+
+def test_format_lines_match_the_file() -> None:
+    lines = FORMATS_ANNOTATION.splitlines()
+    for claim, line in FORMAT_LINES.items():
+        assert "::" in lines[line - 1]
+        assert any(f"id: {claim}" in text for text in lines[:line])
+
+
+def test_format_json(formats_project: Path) -> None:
+    code, report = check_json()
+    assert code == 1
+    assert set(report) == {"results", "summary"}
+    results = {r["claim"]: r for r in report["results"]}
+    assert {claim: (r["status"], r["line"], r["failing"]) for claim, r in results.items()} == {
+        "fresh": ("fresh", 7, False), "changed": ("changed", 11, True),
+        "waived": ("changed", 14, False), "ambiguous": ("moved", 20, True),
+        "removed": ("removed", 23, True),
+    }
+    for result in results.values():
+        assert set(result) >= RESULT_KEYS
+        assert result["article"] == "blog/formats.md"
+        assert result["file"] == "annotations/formats.yml"
+        assert result["target"] == "vllm@v0.3.0"
+    assert results["changed"]["resolved"] == "vllm@v0.1.0:vllm/utils.py::cdiv"
+    assert results["changed"]["ref"] == "vllm/utils.py::cdiv"
+    assert results["changed"]["old_url"] == (
+        "https://github.com/vllm-project/vllm/blob/v0.1.0/vllm/utils.py#L10-L12"
+    )
+    summary = report["summary"]
+    assert (summary["refs"], summary["claims"], summary["articles"]) == (5, 5, 1)
+    assert (summary["waived"], summary["failing"], summary["targets"]) == (1, 3, ["vllm@v0.3.0"])
+    assert summary["counts"]["changed"] == 2 and summary["counts"]["moved"] == 1
+
+
+def test_format_text(formats_project: Path) -> None:
+    result = run("check")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[:3] == ["target: vllm@v0.3.0", "", "blog/formats.md"]
+    [changed] = [line for line in lines if " changed " in line and "cdiv" in line]
+    assert changed.startswith("  changed ")
+    assert "annotations/formats.yml:11" in changed and changed.endswith("[failing]")
+    assert "      -    return -(a // -b)" in lines
+    assert any(line.startswith("      candidates: vllm@v0.3.0:") for line in lines)
+    assert lines[-1] == (
+        "5 claims, 5 refs: 1 fresh, 0 cosmetic, 2 changed, 1 moved, 1 removed, 0 quote-missing,"
+        " 0 relation-missing, 0 broken, 0 unindexed (1 waived); stale"
+    )
+    assert "\x1b[" not in result.stdout
+
+
+def test_format_github(formats_project: Path) -> None:
+    result = run("check", "--format", "github")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    by_line = {}
+    for line in lines[:-1]:
+        head, _, message = line[2:].partition("::")
+        name, _, properties = head.partition(" ")
+        props = dict(item.split("=", 1) for item in properties.split(","))
+        by_line[int(props["line"])] = (name, props["file"], message)
+    assert by_line == {
+        11: ("error", "annotations/formats.yml", by_line[11][2]),
+        14: ("notice", "annotations/formats.yml", by_line[14][2]),
+        20: ("error", "annotations/formats.yml", by_line[20][2]),
+        23: ("error", "annotations/formats.yml", by_line[23][2]),
+    }
+    assert by_line[11][2].startswith("vllm/utils.py::cdiv is changed (body): body changed%0A")
+    assert "waived until 2099-12-31 (reviewed)" in by_line[14][2]
+    assert "candidates: vllm@v0.3.0:" in by_line[20][2]
+    assert lines[-1].startswith("::notice::5 claims, 5 refs: ")
+
+
+GH = "https://github.com/vllm-project/vllm/blob"
+POST = f"""\
+---
+title: 笔记
+---
+# 笔记
+
+is_neuron 在 {GH}/v0.1.0/vllm/utils.py#L30-L34 检测 Neuron。
+
+旧版本：{GH}/v0.0.9/vllm/utils.py#L10
+"""
+
+
+def test_permalinks_of_a_markdown_article_point_at_the_article(fake_index: Path) -> None:
+    copy_project(fake_index)
+    write(Path("articles/post.md"), POST)
+    result = run("check", "--format", "github")
+    assert result.exit_code == 1
+    removed, unindexed, summary = result.stdout.splitlines()
+    assert removed.startswith("::error file=articles/post.md,line=6,title=annotate%3A removed "
+                              "claim link-")
+    assert "vllm/utils.py::is_neuron not found at vllm@v0.3.0" in removed
+    assert unindexed.startswith("::notice file=articles/post.md,line=8,title=annotate%3A "
+                                "unindexed claim link-")
+    old = f"{GH}/v0.0.9/vllm/utils.py#L10"
+    assert unindexed.endswith(
+        f"::{old} is unindexed: vllm@v0.0.9 is not indexed (run 'annotate index vllm@v0.0.9')"
+        f"%0Aclaim {link_claim_id('articles/post.md', old)} of articles/post.md: 旧版本：{old}"
+    )
+    assert summary.startswith("::notice::2 claims, 2 refs: 0 fresh")
+
+
+def test_format_sarif_validates(formats_project: Path) -> None:
+    result = run("check", "--format", "sarif")
+    assert result.exit_code == 1
+    log = json.loads(result.stdout)
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.validators.validator_for(schema)(schema).validate(log)
+    results = log["runs"][0]["results"]
+    located = {
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+         r["locations"][0]["physicalLocation"]["region"]["startLine"], r["level"])
+        for r in results
+    }
+    assert located == {
+        ("annotate/changed", "annotations/formats.yml", 11, "error"),
+        ("annotate/changed", "annotations/formats.yml", 14, "note"),
+        ("annotate/moved", "annotations/formats.yml", 20, "error"),
+        ("annotate/removed", "annotations/formats.yml", 23, "error"),
+    }
+    [waived] = [r for r in results if r["locations"][0]["physicalLocation"]["region"]
+                ["startLine"] == 14]
+    assert waived["suppressions"][0]["justification"] == "waived until 2099-12-31: reviewed"
+
+
+def test_format_markdown(formats_project: Path) -> None:
+    result = run("check", "--format", "markdown")
+    assert result.exit_code == 1
+    text = result.stdout
+    assert text.startswith("## annotate check\n\n**5 claims, 5 refs** in 1 article against "
+                           "<code>vllm@v0.3.0</code>. **Stale:** 3 refs need attention.")
+    assert "### blog/formats.md" in text
+    assert "| <kbd>removed</kbd> **failing** | <code>removed</code><br>" \
+           "annotations/formats.yml:23 |" in text
+    assert "<details><summary>Diffs of 2 changed refs</summary>" in text
+    assert "```diff\n--- vllm@v0.1.0:vllm/utils.py::cdiv\n" in text
+    assert "| <kbd>fresh</kbd>" not in text
+
+
+# --- the match cache ----------------------------------------------------------------------
+
+
+def cache_rows() -> list[tuple]:
+    with sqlite3.connect(DB) as conn:
+        return conn.execute("SELECT path, qualname, engine, result FROM match_cache").fetchall()
+
+
+def test_second_check_is_identical_and_cached(formats_project: Path) -> None:
+    assert cache_rows() == []
+    first = run("check", "--format", "json")
+    rows = cache_rows()
+    assert {(path, qualname) for path, qualname, _, _ in rows} == {
+        ("vllm/model_executor/layers/layernorm.py", "RMSNorm.forward"),
+        ("vllm/utils.py", "cdiv"), ("vllm/utils.py", "is_neuron"),
+        ("vllm/config/cache.py", "CacheConfig.gpu_memory_utilization"),
+        ("vllm/model_executor/models/deepseek_v4.py", "DeepseekV4ForCausalLM"),
+    }
+    assert {engine for _, _, engine, _ in rows} == {comparison.ENGINE}
+    second = run("check", "--format", "json")
+    assert second.stdout == first.stdout
+    assert second.exit_code == first.exit_code == 1
+    assert cache_rows() == rows
+
+
+def test_removing_and_readding_a_claim_after_the_cache_is_filled(formats_project: Path) -> None:
+    first = run("check", "--format", "json").stdout
+    path = Path("annotations/formats.yml")
+    without = FORMATS_ANNOTATION.split("  - id: removed")[0]
+    path.write_text(without, encoding="utf-8")
+    shorter = json.loads(run("check", "--format", "json").stdout)
+    assert "removed" not in {r["claim"] for r in shorter["results"]}
+    path.write_text(FORMATS_ANNOTATION, encoding="utf-8")
+    assert run("check", "--format", "json").stdout == first
+
+
+def test_results_cached_by_an_older_engine_are_ignored(
+    formats_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run("check", "--format", "json").stdout
+    fake = comparison.Comparison(Status.FRESH, "from the cache").encode()
+    with sqlite3.connect(DB) as conn:
+        conn.execute("UPDATE match_cache SET result = ?", (fake,))
+    cached = json.loads(run("check", "--format", "json", "--exit-zero").stdout)
+    assert {r["message"] for r in cached["results"]} == {"from the cache"}  # the cache is read
+    old_engine = comparison.ENGINE
+    monkeypatch.setattr(comparison, "ENGINE", "matcher-next")
+    assert run("check", "--format", "json").stdout == first
+    assert {engine for _, _, engine, _ in cache_rows()} == {old_engine, "matcher-next"}
+
+
+def test_fail_on_with_an_unknown_status_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "annotate.toml").write_text('fail_on = ["remove"]\n')
+    result = CliRunner().invoke(cli, ["check"])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        f"Error: {tmp_path / 'annotate.toml'}: unknown status 'remove' in fail_on; choose from "
+        "fresh, cosmetic, unindexed, changed, moved, removed, quote-missing, broken, "
+        "relation-missing"
+    )

@@ -1,0 +1,556 @@
+"""``annotate diff``: every symbol change between two indexed versions, in Markdown, JSON
+and HTML, on the fake vLLM and a small hostile corpus (indexed from snapshots)."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import fakevllm
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from annotate_cli import cli
+from annotations.diffs.usage import code_identifiers
+from annotations.links import link_if_changed
+from annotations.reports.markdown import code
+from db.database import open_database
+from indexer.config import load_config
+from indexer.fingerprints import code_spans
+from indexer.pipeline import index_version
+from indexer.references import IDENTIFIER
+
+CONFIG = """\
+[repos.vllm]
+versions = ["v0.1.0", "v0.2.0", "v0.3.0"]
+
+[repos.evil]
+github = "example/evil"
+versions = ["h1", "h2"]
+"""
+SCRIPT = "<script>document.title='pwned'</script>"
+HOSTILE_TEXT = f"{SCRIPT} cdiv | *bold* `tick` & <b>co</b>"
+CLAIMS = f"""\
+article: blog/<b>evil</b>.md
+title: "Hostile {SCRIPT}"
+at: vllm@v0.1.0
+claims:
+  - id: cdiv
+    text: "{HOSTILE_TEXT}"
+    refs: [vllm/utils.py::cdiv]
+  - id: util
+    text: "显存利用率默认是 0.9"
+    refs: [vllm/config/cache.py::CacheConfig.gpu_memory_utilization]
+  - id: sched
+    at: vllm@v0.2.0
+    text: "the scheduler"
+    refs: [vllm/core/scheduler.py::Scheduler]
+  - id: render
+    at: evil@h1
+    text: "render {SCRIPT}"
+    refs: [evil/render.py::render]
+"""
+ENGINE_CLAIMS = """\
+article: notes/engine.md
+at: vllm@v0.1.0
+claims:
+  - id: add-request
+    text: "add_request builds the sequence group"
+    refs: [vllm/engine/llm_engine.py::LLMEngine.add_request]
+  - id: rms
+    text: "RMSNorm never changes"
+    refs: [vllm/model_executor/layers/layernorm.py::RMSNorm]
+"""
+EVIL_H1 = '''\
+"""<script>alert(1)</script> in a docstring."""
+
+
+def old_helper(x):
+    return x
+
+
+def helper(x):
+    return x * 2
+
+
+def caller(x):
+    # helper is only named in this comment
+    return old_helper(x)
+
+
+def render():
+    return "<script>alert(1)</script>"
+'''
+EVIL_H2 = '''\
+"""<script>alert(1)</script> in a docstring."""
+
+
+def old_helper(x):
+    return x
+
+
+def helper(x):
+    return x * 2
+
+
+def caller(x):
+    text = "old_helper is only named in this string"
+    return helper(x) + len(text)
+
+
+def render():
+    return "<script>alert(1)</script></td></tr></table>" + "<script>document.title='pwned'</script>"
+'''
+EVIL = {"h1": {"evil/render.py": EVIL_H1}, "h2": {"evil/render.py": EVIL_H2}}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """annotate.toml, claims, and an index of the fake vLLM tags and the evil corpus,
+    built from snapshots (no git, no network) and linked."""
+    root = tmp_path_factory.mktemp("diff-project")
+    (root / "annotate.toml").write_text(CONFIG, encoding="utf-8")
+    (root / "annotations").mkdir()
+    (root / "annotations" / "evil.yml").write_text(CLAIMS, encoding="utf-8")
+    (root / "annotations" / "engine.yml").write_text(ENGINE_CLAIMS, encoding="utf-8")
+    config = load_config(root)
+    with open_database(config.db) as database:
+        for tag in fakevllm.TAGS:
+            source = root / "src" / tag
+            fakevllm.write_snapshot(source, fakevllm.VERSIONS[tag])
+            index_version(database, config, "vllm", tag, from_path=source, workers=1)
+        for version, files in EVIL.items():
+            source = root / "src" / version
+            fakevllm.write_snapshot(source, files)
+            index_version(database, config, "evil", version, from_path=source, workers=1)
+        outcome = link_if_changed(database, config, force=True)
+    assert outcome is not None and not outcome.errors
+    return root
+
+
+def run(project: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--config", str(project / "annotate.toml"), *args])
+
+
+def ok(project: Path, *args: str) -> str:
+    result = run(project, *args)
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    return result.stdout
+
+
+def fails(project: Path, *args: str) -> str:
+    """The one stderr line of a command that must exit 2, print nothing else, no traceback."""
+    result = run(project, *args)
+    assert (result.exit_code, result.stdout) == (2, ""), result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    return result.stderr
+
+
+def diff_json(project: Path, a: str, b: str, *options: str) -> dict:
+    return json.loads(ok(project, "diff", f"vllm@{a}", f"vllm@{b}", "--format", "json",
+                         *options))
+
+
+def markdown_sections(text: str) -> dict[str, str]:
+    """The text under each ``## Title (n)`` heading, by title."""
+    found = {}
+    for block in text.split("\n## ")[1:]:
+        title, _, body = block.partition("\n")
+        found[re.sub(r" \(\d+\)$", "", title)] = body
+    return found
+
+
+# --- every case in the right section --------------------------------------------------
+
+# Section, kinds (changed and moved-with-changes), how (moves) of every fakevllm case.
+EXPECTED: dict[str, tuple[str, tuple[str, ...], str | None]] = {
+    "moved": ("moved", (), "moved"),
+    "moved_and_changed": ("moved", ("members", "body"), "moved"),
+    "renamed": ("moved", (), "renamed"),
+    "signature_changed": ("changed", ("signature",), None),
+    "body_changed": ("changed", ("body",), None),
+    "decorator_changed": ("changed", ("signature",), None),
+    "bases_changed": ("changed", ("bases",), None),
+    "member_added": ("changed", ("members",), None),
+    "added": ("added", (), None),
+    "formatting_only": ("cosmetic", (), None),
+    "attribute_value_changed": ("changed", ("value",), None),
+    "constant_value_changed": ("changed", ("value",), None),
+    "removed": ("removed", (), None),
+    "ambiguous_move": ("moved", ("members",), "moved"),
+}
+TITLES = {"changed": "Changed", "moved": "Moved or renamed", "removed": "Removed",
+          "added": "Added", "cosmetic": "Cosmetic"}
+
+
+def test_expectations_cover_every_case() -> None:
+    assert set(EXPECTED) == set(fakevllm.CASES)
+
+
+def _ref(symbol: tuple[str, str]) -> str:
+    return "::".join(symbol)
+
+
+@pytest.mark.parametrize("name", sorted(fakevllm.CASES))
+def test_every_case_in_its_json_section(project: Path, name: str) -> None:
+    case = fakevllm.CASES[name]
+    section, kinds, how = EXPECTED[name]
+    report = diff_json(project, case.old_tag, case.new_tag)
+    listed = {key: {entry["ref"]: entry for entry in report[key]} for key in TITLES}
+    ref = _ref(case.old) if case.old else _ref(case.new[0])
+    assert [key for key in TITLES if ref in listed[key]] == [section]
+    entry = listed[section][ref]
+    assert entry.get("kinds", []) == list(kinds)
+    assert entry.get("how") == how
+    if section == "moved":
+        targets = [entry["new"], *entry["candidates"]]
+        assert {f"{t['path']}::{t['qualname']}" for t in targets} == set(map(_ref, case.new))
+    if section == "removed":
+        assert entry["new"] is None
+
+
+@pytest.mark.parametrize("name", sorted(fakevllm.CASES))
+def test_every_case_in_its_markdown_section(project: Path, name: str) -> None:
+    case = fakevllm.CASES[name]
+    section = EXPECTED[name][0]
+    text = ok(project, "diff", f"vllm@{case.old_tag}", f"vllm@{case.new_tag}")
+    sections = markdown_sections(text)
+    ref = _ref(case.old) if case.old else _ref(case.new[0])
+    cell = f"| {code(ref)}"
+    assert [title for title, body in sections.items() if cell in body] == [TITLES[section]]
+    if section == "moved":
+        assert code(_ref(case.new[0])) in sections[TITLES[section]]
+
+
+def test_markdown_lists_sections_counts_and_packages(project: Path) -> None:
+    text = ok(project, "diff", "vllm@v0.1.0", "vllm@v0.2.0")
+    assert text.startswith("# vllm v0.1.0 → v0.2.0\n")
+    sections = markdown_sections(text)
+    assert list(sections) == ["Summary", "Affected articles", *TITLES.values()]
+    assert "| changed | 8 | 8 |" in sections["Summary"]
+    assert "| <code>vllm/config</code> | 0 | 3 | 0 | 0 | 0 |" in sections["Summary"]
+    assert sections["Removed"].count("\n| <code>") == 1
+
+
+# --- --annotated ----------------------------------------------------------------------
+
+
+def test_annotated_keeps_cited_symbols_and_names_articles_first(project: Path) -> None:
+    report = diff_json(project, "v0.1.0", "v0.2.0", "--annotated")
+    listed = {key: [entry["ref"] for entry in report[key]] for key in TITLES}
+    assert listed == {
+        "changed": ["vllm/config/cache.py::CacheConfig.gpu_memory_utilization",
+                    "vllm/utils.py::cdiv"],
+        "moved": [], "removed": [], "added": [],
+        "cosmetic": ["vllm/engine/llm_engine.py::LLMEngine.add_request"],
+    }
+    assert report["annotated"] is True
+    assert report["counts"]["changed"] == 8  # the whole diff is still counted
+    assert report["listed"]["changed"] == 2
+    assert [(a["article"], [c["claim"] for c in a["claims"]]) for a in report["articles"]] == [
+        ("blog/<b>evil</b>.md", ["cdiv", "util"]), ("notes/engine.md", ["add-request"]),
+    ]
+    cdiv = report["changed"][1]
+    assert cdiv["claims"] == [{"article": "blog/<b>evil</b>.md", "claim": "cdiv",
+                               "version": "v0.1.0", "ref": "vllm/utils.py::cdiv"}]
+    text = ok(project, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
+    assert list(markdown_sections(text))[:2] == ["Affected articles", "Summary"]
+    assert "RMSNorm" not in text and "is\\_neuron" not in text
+
+
+def test_annotated_cites_by_the_new_location_too(project: Path) -> None:
+    """The scheduler claim is pinned at v0.2.0; at v0.3.0 the class has moved."""
+    report = diff_json(project, "v0.2.0", "v0.3.0", "--annotated")
+    assert [entry["ref"] for entry in report["moved"]] == ["vllm/core/scheduler.py::Scheduler"]
+    assert report["moved"][0]["new"]["path"] == "vllm/v1/core/sched/scheduler.py"
+    assert report["articles"][0]["claims"][0]["symbols"] == [
+        {"ref": "vllm/core/scheduler.py::Scheduler", "section": "moved"}
+    ]
+
+
+def test_annotated_in_another_repo(project: Path) -> None:
+    text = ok(project, "diff", "evil@h1", "evil@h2", "--annotated")
+    sections = markdown_sections(text)
+    assert "evil/render.py::render" in sections["Changed"]
+    assert "caller" not in text
+
+
+# --- started and stopped using --------------------------------------------------------
+
+
+def evil_json(project: Path, *options: str) -> dict:
+    return json.loads(ok(project, "diff", "evil@h1", "evil@h2", "--format", "json", *options))
+
+
+def test_started_and_stopped_using(project: Path) -> None:
+    changed = {entry["ref"]: entry for entry in evil_json(project)["changed"]}
+    caller = changed["evil/render.py::caller"]
+    # helper was only named in a comment before; old_helper is only named in a string now
+    assert (caller["started_using"], caller["stopped_using"]) == (["helper"], ["old_helper"])
+    assert (caller["started_using_total"], caller["stopped_using_total"]) == (1, 1)
+    render = changed["evil/render.py::render"]
+    assert (render["started_using"], render["stopped_using"]) == ([], [])
+
+
+def test_started_using_in_markdown(project: Path) -> None:
+    text = ok(project, "diff", "evil@h1", "evil@h2")
+    row = next(line for line in text.splitlines() if "evil/render.py::caller" in line)
+    assert row.endswith("| <code>helper</code> | <code>old\\_helper</code> |")
+
+
+def test_a_class_that_gains_a_base_started_using_it(project: Path) -> None:
+    changed = {e["ref"]: e for e in diff_json(project, "v0.1.0", "v0.2.0")["changed"]}
+    linear = changed["vllm/model_executor/layers/linear.py::ColumnParallelLinear"]
+    assert (linear["started_using"], linear["stopped_using"]) == (["LinearBase"], [])
+    # a new method is the class's own definition, not something it uses
+    assert changed["vllm/sampling_params.py::SamplingParams"]["started_using"] == []
+
+
+CODE_TEXT = st.text(alphabet=list("ab_1e9 \n\t#'\"\\xr.()"), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CODE_TEXT)
+def test_code_identifiers_agree_with_code_spans(text: str) -> None:
+    data = text.encode()
+    expected = {name for _, part in code_spans(data) for name in IDENTIFIER.findall(part)}
+    assert code_identifiers(data) == expected
+
+
+def test_code_identifiers_on_real_files() -> None:
+    for tag in fakevllm.TAGS:
+        for data in fakevllm.python_files(tag).values():
+            expected = {n for _, part in code_spans(data) for n in IDENTIFIER.findall(part)}
+            assert code_identifiers(data) == expected
+    assert code_identifiers(b"x = 1e5 + 0x1f  # y\nz = 'w'") == {b"x", b"e5", b"x1f", b"z"}
+
+
+# --- JSON shape -----------------------------------------------------------------------
+
+COMMON_KEYS = {"ref", "kind", "package", "old", "new", "claims"}
+LOCATION_KEYS = {"path", "qualname", "kind", "start_line", "end_line", "url"}
+USAGE_KEYS = {"kinds", "changes", "started_using", "started_using_total", "stopped_using",
+              "stopped_using_total"}
+
+
+def test_json_shape(project: Path) -> None:
+    report = diff_json(project, "v0.2.0", "v0.3.0")
+    assert list(report) == ["repo", "from", "to", "annotated", "counts", "listed", "packages",
+                            "articles", *TITLES]
+    assert (report["repo"], report["from"], report["to"]) == ("vllm", "v0.2.0", "v0.3.0")
+    assert list(report["counts"]) == ["unchanged", "cosmetic", "changed", "moved", "removed",
+                                      "added"]
+    totals = {verdict: sum(c.get(verdict, 0) for c in report["packages"].values())
+              for verdict in report["counts"]}
+    assert totals == report["counts"]
+    assert report["listed"] == {key: len(report[key]) for key in TITLES}
+    for entry in report["moved"]:
+        expected = COMMON_KEYS | {"how", "content", "score", "candidates"}
+        if entry["content"] == "changed":
+            expected |= USAGE_KEYS
+        assert set(entry) == expected
+        assert set(entry["old"]) == set(entry["new"]) == LOCATION_KEYS
+    for entry in report["added"]:
+        assert set(entry) == COMMON_KEYS and entry["old"] is None
+    moved = {entry["ref"]: entry for entry in report["moved"]}
+    engine = moved["vllm/worker/cache_engine.py::CacheEngine"]["new"]
+    assert engine["url"] == ("https://github.com/vllm-project/vllm/blob/v0.3.0/"
+                             f"vllm/v1/worker/cache_engine.py#L{engine['start_line']}-"
+                             f"L{engine['end_line']}")
+
+
+def test_json_sections_are_one_symbol_per_line(project: Path) -> None:
+    text = ok(project, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "json")
+    lines = [line for line in text.splitlines() if line.startswith('    {"ref": ')]
+    assert len(lines) == 19
+
+
+# --- escaping -------------------------------------------------------------------------
+
+
+def test_markdown_escapes_claims_and_paths(project: Path) -> None:
+    text = ok(project, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
+    assert "<script" not in text and "<b>" not in text
+    assert ("&lt;script&gt;document.title='pwned'&lt;/script&gt; cdiv \\| \\*bold\\* "
+            "\\`tick\\` &amp; &lt;b&gt;co&lt;/b&gt;") in text
+    assert "### blog/&lt;b&gt;evil&lt;/b&gt;.md — Hostile &lt;script&gt;" in text
+
+
+# --- HTML -----------------------------------------------------------------------------
+
+VOID = {"meta", "col", "br", "hr", "img", "input", "link"}
+RESOURCE = re.compile(r"""\bsrc\s*=|url\s*\(|@import|<link\b|<script\b|<iframe\b|<object\b|"""
+                      r"""<embed\b|<img\b""", re.IGNORECASE)
+
+
+class TagChecker(html.parser.HTMLParser):
+    """Every element closed in order; every <details> with a <summary>; the hrefs."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.hrefs: list[str] = []
+        self.tags: set[str] = set()
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.hrefs += [value or "" for name, value in attrs if name == "href"]
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def check_page(page: str) -> TagChecker:
+    checker = TagChecker()
+    checker.feed(page)
+    checker.close()
+    assert checker.stack == []
+    assert page.count("<details") == page.count("<summary>")
+    return checker
+
+
+def html_page(project: Path, *args: str) -> str:
+    return ok(project, "diff", *args, "--format", "html")
+
+
+def test_html_parses_and_loads_nothing(project: Path) -> None:
+    for args in (("vllm@v0.1.0", "vllm@v0.2.0"), ("vllm@v0.2.0", "vllm@v0.3.0"),
+                 ("evil@h1", "evil@h2")):
+        page = html_page(project, *args)
+        assert page.startswith("<!DOCTYPE html>")
+        checker = check_page(page)
+        assert RESOURCE.search(page) is None
+        assert "script" not in checker.tags
+        for href in checker.hrefs:
+            assert href.startswith(("#", "https://github.com/")), href
+        assert "default-src 'none'" in page
+
+
+def test_html_escapes_hostile_claims_and_code(project: Path) -> None:
+    page = html_page(project, "evil@h1", "evil@h2")
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;" in page
+    assert "&lt;/td&gt;&lt;/tr&gt;&lt;/table&gt;" in page  # code, escaped
+    text = "".join(check_page(page).text)
+    assert f"render {SCRIPT}" in text  # the claim, as text
+    assert '"<script>alert(1)</script></td></tr></table>" + "<script>' in text  # the code
+    page = html_page(project, "vllm@v0.1.0", "vllm@v0.2.0")
+    text = "".join(check_page(page).text)
+    assert HOSTILE_TEXT in text and "blog/<b>evil</b>.md" in text
+    assert 'id="changed:vllm/utils.py::cdiv"' in page
+
+
+def test_html_summary_claims_and_side_by_side(project: Path) -> None:
+    page = html_page(project, "vllm@v0.1.0", "vllm@v0.2.0")
+    assert '<section id="summary">' in page
+    assert '<div class="card v-changed"><span class="num">8</span>' in page
+    assert page.index('id="summary"') < page.index('id="claims"') < page.index('id="changed"')
+    assert '<table class="sbs">' in page and "<ins>" in page and "<del>" in page
+    assert 'href="https://github.com/vllm-project/vllm/blob/v0.2.0/vllm/utils.py#L10-L12"' in page
+    annotated = html_page(project, "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
+    assert annotated.index('id="claims"') < annotated.index('id="summary"')
+
+
+def test_html_caps_side_by_side_diffs_and_says_so(project: Path) -> None:
+    page = html_page(project, "vllm@v0.1.0", "vllm@v0.2.0", "--max-diffs", "1")
+    assert page.count('<table class="sbs">') == 1
+    assert "Side-by-side diffs are shown for 1 of the 10" in page
+    # the one shown is a cited symbol (cited symbols come first)
+    shown = page[:page.index('<table class="sbs">')].rsplit('<details class="sym"', 1)[1]
+    assert "cited ×" in shown
+    assert "Side-by-side diffs are shown" not in html_page(project, "vllm@v0.1.0",
+                                                          "vllm@v0.2.0")
+
+
+def test_output_file(project: Path, tmp_path: Path) -> None:
+    target = tmp_path / "page.html"
+    assert ok(project, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
+              str(target)) == ""
+    check_page(target.read_text(encoding="utf-8"))
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium(profile: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
+def test_html_in_a_headless_browser(project: Path, tmp_path: Path) -> None:
+    page = tmp_path / "diff.html"
+    page.write_text(html_page(project, "evil@h1", "evil@h2"), encoding="utf-8")
+    done = chromium(tmp_path / "profile", "--dump-dom", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    assert '<section id="summary">' in dom and "Summary</h2>" in dom
+    title = re.search(r"<title>(.*?)</title>", dom, re.DOTALL)
+    assert title is not None and title.group(1) == "annotate diff: evil h1 → h2"
+    assert "pwned</title>" not in dom and "<script" not in dom.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    shot = tmp_path / "page.png"
+    done = chromium(tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,2000",
+                    page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+def test_unindexed_version(project: Path) -> None:
+    assert fails(project, "diff", "vllm@v9", "vllm@v0.1.0") == (
+        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n"
+    )
+    assert "vllm@v8 is not indexed" in fails(project, "diff", "vllm@v0.1.0", "vllm@v8")
+
+
+def test_versions_of_different_repos(project: Path) -> None:
+    error = fails(project, "diff", "vllm@v0.1.0", "evil@h1")
+    assert error.startswith("Error: vllm@v0.1.0 and evil@h1 are versions of different repos")
+
+
+def test_unknown_repo(project: Path) -> None:
+    assert fails(project, "diff", "nope@v1", "nope@v2").startswith("Error: unknown repo 'nope'")
+
+
+@pytest.mark.parametrize("args", [
+    ("diff", "vllm@v0.1.0"),
+    ("diff", "vllm", "vllm@v0.2.0"),
+    ("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "pdf"),
+    ("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--max-diffs", "-1"),
+], ids=["one-version", "no-at", "bad-format", "negative-limit"])
+def test_bad_arguments_are_usage_errors(project: Path, args: tuple[str, ...]) -> None:
+    result = run(project, *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "Traceback" not in result.stderr and "Error:" in result.stderr
+
+
+def test_missing_index(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "none.db"), "diff",
+                                      "vllm@v0.1.0", "vllm@v0.2.0"])
+    assert result.exit_code == 2 and result.stderr.startswith("Error: no index at")
+
+
+def test_same_version_lists_nothing(project: Path) -> None:
+    report = diff_json(project, "v0.2.0", "v0.2.0")
+    assert report["listed"] == dict.fromkeys(TITLES, 0)
+    assert report["counts"]["unchanged"] > 0

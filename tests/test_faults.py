@@ -1,0 +1,615 @@
+"""Faults: interrupted runs, failing sources, broken caches, full disks and odd databases.
+
+Every case runs the real ``annotate`` (a subprocess, or the click command in-process with
+real git, pip and SQLite underneath) and checks the same three things: the error is one
+line naming the cause and the next step, the exit code is 2 (130 for Ctrl-C), and the
+database holds exactly what it held before (a full SQL dump is compared).
+
+Mount-based cases (a read-only disk, a full disk) mount a tiny tmpfs and are skipped with
+the reason when mounting is not permitted (not root, or no CAP_SYS_ADMIN).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import io
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import fakevllm as fv
+import pytest
+from click.testing import CliRunner, Result
+
+from annotate_cli import cli
+from db.schema import MIGRATIONS, SCHEMA_VERSION
+from indexer import sources
+from indexer.symbols import parse_blob
+
+FILES = 2000
+"""Files of the synthetic tree the interruption tests index (about 2 s of work)."""
+COUNTED = ("versions", "files", "blobs", "symbols")
+INTERRUPTED = "Interrupted; nothing half-written was kept."
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _annotate() -> list[str]:
+    script = Path(sys.executable).with_name("annotate")
+    return [str(script)] if script.exists() else [shutil.which("annotate") or "annotate"]
+
+
+def run(*args: str) -> Result:
+    result = CliRunner().invoke(cli, list(args), prog_name="annotate")
+    assert "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    return result
+
+
+def dump(path: Path) -> list[str]:
+    """Every row and every schema object of the database, as SQL."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        return list(conn.iterdump())
+
+
+def counts(path: Path) -> dict[str, int]:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in COUNTED}
+
+
+def one_error_line(result: Result, *needles: str) -> str:
+    """The single stderr line of a failed run, checked to contain every needle."""
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def _synthetic_module(number: int) -> str:
+    lines = [f'"""Synthetic module {number}."""', "", f"LIMIT_{number} = {number}", ""]
+    for c in range(2):
+        lines += [f"class Worker{c}x{number}:", f"    size = {c}", ""]
+        for m in range(3):
+            lines += [
+                f"    def step_{m}(self, value: int = {m}) -> int:",
+                f"        total = value * {number} + {m}",
+                "        return total if total > 10 else -total",
+                "",
+            ]
+    lines += [f"def helper_{number}(a, b=1):", f"    return a + b + {number}", ""]
+    return "\n".join(lines)
+
+
+def write_synthetic_tree(root: Path, files: int = FILES) -> int:
+    """``files`` Python modules under ``root``; returns the symbols the index must hold."""
+    for number in range(files):
+        path = root / "pkg" / f"sub{number % 50}" / f"mod{number}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_synthetic_module(number))
+    per_file = len(parse_blob("x", _synthetic_module(0).encode()).symbols)
+    return per_file * files
+
+
+@pytest.fixture(scope="module")
+def big_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    root = tmp_path_factory.mktemp("big") / "tree"
+    return root, write_synthetic_tree(root)
+
+
+@pytest.fixture(scope="module")
+def small_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("small") / "tree"
+    fv.write_snapshot(root, fv.VERSIONS["v0.1.0"])
+    return root
+
+
+@pytest.fixture
+def indexed_db(small_tree: Path) -> Path:
+    """An index holding vllm@v0.1.0 (from a directory), in the test's directory."""
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    result = run("index", "vllm@v0.1.0", "--from", str(small_tree))
+    assert result.exit_code == 0, result.output
+    return Path(".annotate/index.db").resolve()
+
+
+# ------------------------------------------------------------------------------ interrupts
+
+
+def _wait_for_the_write(process: subprocess.Popen, wal: Path, deadline: float) -> None:
+    """Return once the run's write transaction has spilled pages into the WAL."""
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the run finished before it could be interrupted"
+        with contextlib.suppress(FileNotFoundError):
+            if wal.stat().st_size > 256 * 1024:
+                return
+        time.sleep(0.005)
+    raise AssertionError("the run never started writing")
+
+
+@pytest.mark.parametrize("signum", [
+    pytest.param(signal.SIGINT, id="SIGINT-to-the-process-group"),
+    pytest.param(signal.SIGTERM, id="SIGTERM-to-the-process-group"),
+    pytest.param(signal.SIGKILL, id="SIGKILL-to-the-main-process"),
+])
+def test_interrupted_index_keeps_nothing_half_written(
+    big_tree: tuple[Path, int], small_tree: Path, signum: int
+) -> None:
+    tree, symbols = big_tree
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    assert run("index", "vllm@v0.1.0", "--from", str(small_tree)).exit_code == 0
+    db = Path(".annotate/index.db")
+    before = dump(db)
+    process = subprocess.Popen(
+        [*_annotate(), "index", "vllm@v9.0.0", "--from", str(tree)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        start_new_session=True,  # its own process group, like a job on a terminal
+    )
+    try:
+        _wait_for_the_write(process, db.with_name("index.db-wal"), time.monotonic() + 60)
+        if signum == signal.SIGKILL:
+            process.kill()  # the main process only; its parser workers are left to notice
+        else:  # what Ctrl-C, or a CI runner cancelling a job, sends: to the workers too
+            os.killpg(process.pid, signum)
+        out, err = process.communicate(timeout=30)  # EOF: the workers are gone too
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if signum == signal.SIGINT:
+        assert (process.returncode, out, err) == (130, "", INTERRUPTED + "\n")
+    else:
+        assert process.returncode == -signum
+    assert dump(db) == before  # integrity_check ok, and not one row of v9.0.0 kept
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("SELECT count(*) FROM versions WHERE version = 'v9.0.0'"
+                            ).fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM files WHERE path LIKE 'pkg/sub%'"
+                            ).fetchone() == (0,)
+    again = subprocess.run(
+        [*_annotate(), "index", "vllm@v9.0.0", "--from", str(tree)],
+        capture_output=True, text=True, env=dict(os.environ), timeout=120,
+    )
+    assert (again.returncode, again.stderr) == (0, "")
+    assert again.stdout.startswith(
+        f"vllm@v9.0.0: {FILES} files, {FILES} new blobs parsed, {symbols} new symbols, "
+    )
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert conn.execute(
+            "SELECT file_count, symbol_count, (SELECT count(*) FROM files f"
+            " WHERE f.version_id = v.id) FROM versions v WHERE version = 'v9.0.0'"
+        ).fetchone() == (FILES, symbols, FILES)
+
+
+# ------------------------------------------------------------------------------ sources
+
+
+class _NotFound(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - the http.server hook's name
+        self.send_error(404)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def not_found_server() -> Iterator[str]:
+    """A loopback HTTP server answering 404 to everything; yields its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[str]:
+    """A loopback socket that accepts connections and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _pypi_only(monkeypatch: pytest.MonkeyPatch, index_url: str) -> None:
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["pypi"]\n')
+    monkeypatch.setenv("PIP_INDEX_URL", f"{index_url}/simple")
+    monkeypatch.setenv("PIP_TIMEOUT", "2")
+    monkeypatch.setenv("PIP_RETRIES", "0")
+
+
+def test_unreachable_git_remote(indexed_db: Path) -> None:
+    before = dump(indexed_db)
+    url = f"http://127.0.0.1:{closed_port()}/vllm.git"
+    Path("annotate.toml").write_text(f'[repos.vllm]\nsources = ["git"]\ngit = "{url}"\n')
+    started = time.monotonic()
+    result = run("index", "vllm@v0.2.0")
+    assert time.monotonic() - started < 30
+    one_error_line(result, f"vllm@v0.2.0 was not found (git: {url}: ", "Failed to connect",
+                   "--from PATH")
+    assert dump(indexed_db) == before
+
+
+def test_tag_that_does_not_exist(indexed_db: Path, fake_vllm: fv.FakeRepo) -> None:
+    before = dump(indexed_db)
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\nsources = ["git"]\ngit = "{fake_vllm.url}"\n'
+    )
+    result = run("index", "vllm@v0.9.9")
+    one_error_line(result, "couldn't find remote ref refs/tags/v0.9.9",
+                   "check the version name", "--from PATH")
+    assert dump(indexed_db) == before
+
+
+def test_pip_index_answering_404(indexed_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = dump(indexed_db)
+    with not_found_server() as url:
+        _pypi_only(monkeypatch, url)
+        result = run("index", "vllm@v0.2.0")
+    one_error_line(result, "pypi: pip: vllm==0.2.0: No matching distribution found",
+                   f"{url}/simple/vllm/: 404", "--from PATH")
+    assert dump(indexed_db) == before
+
+
+def test_pip_index_that_never_answers(indexed_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = dump(indexed_db)
+    with silent_server() as url:
+        _pypi_only(monkeypatch, url)
+        started = time.monotonic()
+        result = run("index", "vllm@v0.2.0")
+        elapsed = time.monotonic() - started
+    assert elapsed < 30  # pip's own --timeout, not annotate's 30-minute guard
+    one_error_line(result, "pypi: pip: vllm==0.2.0: ", "read timed out", "--from PATH")
+    assert dump(indexed_db) == before
+
+
+# ------------------------------------------------------------------------------ the wheel cache
+
+
+def _cached_wheel_dir() -> Path:
+    return Path.cwd() / "xdg-cache" / "annotate" / "wheels" / "vllm" / "0.2.0"
+
+
+def _corrupt_member(data: bytes) -> bytes:
+    """The wheel with the compressed bytes of its first member scrambled: still a zip
+    (its central directory is intact), but the member no longer inflates."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.infolist()[0]
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    scrambled = bytearray(data)
+    for offset in range(start + 2, start + 2 + min(16, info.compress_size - 2)):
+        scrambled[offset] ^= 0xFF
+    return bytes(scrambled)
+
+
+WHEEL_DAMAGE = [  # (damage, fetched again in the same run)
+    pytest.param(lambda data: data[: len(data) // 2], True, id="truncated"),
+    pytest.param(lambda data: b"", True, id="empty"),
+    pytest.param(_corrupt_member, False, id="member-data-corrupt"),
+]
+
+
+@pytest.mark.parametrize(("damage", "same_run"), WHEEL_DAMAGE)
+def test_damaged_wheel_in_the_cache_is_discarded_and_fetched_again(
+    indexed_db: Path, fake_wheels: Path, monkeypatch: pytest.MonkeyPatch, damage: object,
+    same_run: bool,
+) -> None:
+    """Not a zip file: discarded and downloaded again at once. A zip whose member does not
+    inflate is found only when read: discarded, with a message; the next run downloads it."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(fake_wheels))
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["pypi"]\n')
+    name = fv.wheel_filename("vllm", "0.2.0")
+    good = (fake_wheels / name).read_bytes()
+    _cached_wheel_dir().mkdir(parents=True)
+    damaged = damage(good)  # type: ignore[operator]
+    assert damaged != good
+    (_cached_wheel_dir() / name).write_bytes(damaged)
+    before = dump(indexed_db)
+    first = run("index", "vllm@v0.2.0")
+    if not same_run:
+        one_error_line(first, name, "removed from the cache", "run the command again")
+        assert dump(indexed_db) == before
+        assert not (_cached_wheel_dir() / name).exists()
+        first = run("index", "vllm@v0.2.0")
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("vllm@v0.2.0: ")
+    assert (_cached_wheel_dir() / name).read_bytes() == good
+    assert counts(indexed_db)["versions"] == 2
+
+
+# ------------------------------------------------------------------------------ unwritable cache
+
+
+def _mount_tmpfs(where: Path, options: str) -> None:
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'not permitted'})")
+
+
+@pytest.fixture
+def mounted() -> Iterator[list[Path]]:
+    """Mount points to unmount after the test."""
+    points: list[Path] = []
+    yield points
+    for point in reversed(points):
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+@pytest.fixture
+def git_project(indexed_db: Path, fake_vllm: fv.FakeRepo) -> Path:
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\nsources = ["git", "pypi"]\ngit = "{fake_vllm.url}"\n'
+    )
+    return indexed_db
+
+
+def test_cache_folder_under_a_regular_file(
+    git_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root ignores permission bits, so the cache is put below a regular file instead:
+    every mkdir in it fails with ENOTDIR, whoever runs the test."""
+    Path("a-file").write_text("not a folder\n")
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(Path("a-file/cache").resolve()))
+    before = dump(git_project)
+    result = run("index", "vllm@v0.2.0")
+    one_error_line(result, "cannot write the cache folder", "Not a directory",
+                   "point ANNOTATE_CACHE_DIR (or cache_dir in annotate.toml) at a writable folder")
+    assert dump(git_project) == before
+    assert Path("a-file").read_text() == "not a folder\n"
+
+
+def test_cache_on_a_read_only_disk(
+    git_project: Path, monkeypatch: pytest.MonkeyPatch, mounted: list[Path]
+) -> None:
+    point = Path("ro").resolve()
+    _mount_tmpfs(point, "size=64k,ro")
+    mounted.append(point)
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(point / "annotate"))
+    before = dump(git_project)
+    result = run("index", "vllm@v0.2.0")
+    one_error_line(result, "cannot write the cache folder", "Read-only file system",
+                   "at a writable folder")
+    assert dump(git_project) == before
+
+
+def fill(disk: Path, leave: int = 0) -> None:
+    """Fill the file system of ``disk`` up to ``leave`` free bytes (or to the last byte)."""
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with contextlib.suppress(OSError), (disk / "filler").open("ab") as filler:
+        filler.write(b"\0" * max(0, free - leave))
+        filler.flush()
+        while not leave:
+            filler.write(b"\0" * 4096)
+            filler.flush()
+
+
+@pytest.mark.parametrize("case", ["git-fetch", "git-new-mirror", "pypi"])
+def test_cache_on_a_full_disk(
+    indexed_db: Path, fake_vllm: fv.FakeRepo, fake_wheels: Path,
+    monkeypatch: pytest.MonkeyPatch, mounted: list[Path], case: str,
+) -> None:
+    point = Path("full").resolve()
+    _mount_tmpfs(point, "size=2m")
+    mounted.append(point)
+    source = case.split("-")[0]
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\nsources = ["{source}"]\ngit = "{fake_vllm.url}"\n'
+    )
+    monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(point / "annotate"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(fake_wheels))
+    if case != "git-new-mirror":  # the cache is in use already (a mirror, a wheel)
+        assert run("index", "vllm@v0.1.0", "--db", "other.db").exit_code == 0
+    fill(point)
+    before = dump(indexed_db)
+    result = run("index", "vllm@v0.2.0")
+    one_error_line(result, "No space left on device", "free some space")
+    assert dump(indexed_db) == before
+    (point / "filler").unlink()
+    again = run("index", "vllm@v0.2.0")  # space freed: the same command now works
+    assert again.exit_code == 0, again.output
+    assert counts(indexed_db)["versions"] == 2
+
+
+@pytest.mark.parametrize("leave", [
+    pytest.param(0, id="full-before-it-opens"),
+    pytest.param(512 * 1024, id="fills-while-it-writes"),
+])
+def test_database_on_a_full_disk(small_tree: Path, mounted: list[Path], leave: int) -> None:
+    point = Path("dbdisk").resolve()
+    _mount_tmpfs(point, "size=16m")
+    mounted.append(point)
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    db = point / "index.db"
+    assert run("--db", str(db), "index", "vllm@v0.1.0", "--from", str(small_tree)
+               ).exit_code == 0
+    before = dump(db)
+    bigger = Path("bigger")
+    write_synthetic_tree(bigger, files=400)
+    fill(point, leave)
+    result = run("--db", str(db), "index", "vllm@v9.0.0", "--from", str(bigger))
+    one_error_line(result, "full" if leave else "disk I/O error", "free some space")
+    (point / "filler").unlink()
+    assert dump(db) == before
+    again = run("--db", str(db), "index", "vllm@v9.0.0", "--from", str(bigger))
+    assert again.exit_code == 0, again.output
+
+
+# ------------------------------------------------------------------------------ databases
+
+
+def _v1_database(path: Path, small_tree: Path) -> None:
+    """A schema-1 database (what the first release wrote) holding one indexed version."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("INSERT INTO repos (name, git, pypi, github) VALUES ('vllm', NULL, 'vllm',"
+                     " 'vllm-project/vllm')")
+        files = sorted(p for p in small_tree.rglob("*") if p.is_file() and not p.is_symlink())
+        symbols = 0
+        cursor = conn.execute(
+            "INSERT INTO versions (repo, version, source, indexed_at, file_count, symbol_count,"
+            " new_blobs, seconds) VALUES ('vllm', 'v0.1.0', 'local', '2024-01-01T00:00:00',"
+            " ?, 0, ?, 0.5)", (len(files), len(files)),
+        )
+        version = cursor.lastrowid
+        for file in files:
+            data = file.read_bytes()
+            blob = sources.blob_id(data)
+            parsed = parse_blob(blob, data) if file.suffix == ".py" else None
+            conn.execute("INSERT OR IGNORE INTO blobs (id, size, content, parsed) VALUES"
+                         " (?, ?, ?, ?)", (blob, len(data), None, parsed is not None))
+            conn.execute("INSERT INTO files VALUES (?, ?, ?)",
+                         (version, file.relative_to(small_tree).as_posix(), blob))
+            for seq, s in enumerate(parsed.symbols if parsed else ()):
+                conn.execute(
+                    "INSERT INTO symbols (blob_id, seq, qualname, name, kind, start_line,"
+                    " end_line, start_byte, end_byte, signature, exact, normalized, shape)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (blob, seq, s.qualname, s.qualname.rsplit(".", 1)[-1], s.kind.value,
+                     s.start_line, s.end_line, s.start_byte, s.end_byte, s.signature,
+                     s.exact, s.normalized, s.shape),
+                )
+                symbols += 1
+        conn.execute("UPDATE versions SET symbol_count = ?", (symbols,))
+
+
+def test_old_database_is_backed_up_then_migrated_with_its_data(small_tree: Path) -> None:
+    db = Path("old.db").resolve()
+    _v1_database(db, small_tree)
+    old_dump = dump(db)
+    result = run("--db", str(db), "symbols", "vllm@v0.1.0", "--format", "jsonl")
+    backup = db.with_name("old.db.v1.bak")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"migrating {db} from schema 1; backup at {backup}\n"
+    assert dump(backup) == old_dump  # the backup is the old database, row for row
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        symbols = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
+    assert len(result.stdout.splitlines()) == symbols > 0  # the indexed data survived
+    assert [line for line in dump(db) if line.startswith('INSERT INTO "symbols"')] == [
+        line for line in old_dump if line.startswith('INSERT INTO "symbols"')
+    ]
+
+
+def test_a_failing_migration_changes_nothing(
+    small_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migrations run in one transaction: a statement failing half-way (here, an extra
+    one appended to the last migration) leaves the old database exactly as it was."""
+    from db import database as database_module
+
+    db = Path("old.db").resolve()
+    _v1_database(db, small_tree)
+    old_dump = dump(db)
+    broken = (*MIGRATIONS[:-1], MIGRATIONS[-1] + "\nINSERT INTO no_such_table VALUES (1);\n")
+    monkeypatch.setattr(database_module, "MIGRATIONS", broken)
+    result = run("--db", str(db), "versions")
+    notice, error = result.stderr.splitlines()
+    assert notice.startswith(f"migrating {db} from schema 1; backup at ")
+    assert result.exit_code == 2
+    assert error.startswith("Error: the index database failed: no such table: no_such_table")
+    assert dump(db) == old_dump
+    monkeypatch.undo()
+    assert run("--db", str(db), "versions").exit_code == 0  # and the real migration works
+
+
+def _damage_a_page(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    for offset in range(page * 2, min(len(data), page * 6)):
+        data[offset] = 0x5A
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(("versions",), id="versions"),
+    pytest.param(("symbols", "vllm@v0.1.0"), id="symbols"),
+    pytest.param(("index", "vllm@v0.2.0", "--from", "."), id="index"),
+    pytest.param(("check",), id="check"),
+])
+def test_damaged_database_is_one_error_and_left_alone(
+    indexed_db: Path, command: tuple[str, ...]
+) -> None:
+    with contextlib.closing(sqlite3.connect(indexed_db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    _damage_a_page(indexed_db)
+    damaged = indexed_db.read_bytes()
+    result = run(*command)
+    one_error_line(result, "malformed", "rebuild it")
+    assert indexed_db.read_bytes() == damaged
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(("versions",), id="versions"),
+    pytest.param(("link",), id="link"),
+    pytest.param(("check",), id="check"),
+    pytest.param(("index", "vllm@v0.1.0", "--from", "."), id="index"),
+])
+def test_file_that_is_not_a_database_is_refused_by_every_command(
+    command: tuple[str, ...]
+) -> None:
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    db = Path(".annotate/index.db")
+    db.parent.mkdir()
+    junk = b"SQLite format 2\0" + os.urandom(8000)
+    db.write_bytes(junk)
+    result = run(*command)
+    one_error_line(result, "is not an annotate database", "pass another --db PATH")
+    assert db.read_bytes() == junk
+    assert sorted(p.name for p in db.parent.iterdir()) == ["index.db"]
+
+
+def test_newer_database_is_refused_by_index_and_check(indexed_db: Path) -> None:
+    with contextlib.closing(sqlite3.connect(indexed_db)) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = dump(indexed_db)
+    for command in (("index", "vllm@v0.2.0", "--from", "."), ("check",), ("link",)):
+        result = run(*command)
+        one_error_line(result, f"has schema version {SCHEMA_VERSION + 1}, newer than",
+                       "upgrade vllm-annotate")
+    assert dump(indexed_db) == before

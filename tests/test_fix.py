@@ -1,0 +1,420 @@
+"""``annotate fix``: rewrite moved refs and permalinks, bump pins, byte for byte elsewhere.
+
+One index of two purpose-built trees (``vllm@v1``, ``vllm@v2``; v2 is the target) is built
+per module and copied into each test's directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import fakevllm
+import pytest
+from click.testing import CliRunner, Result
+
+from annotate_cli import cli
+from annotations.loader import link_claim_id
+
+DB = Path(".annotate/index.db")
+GH = "https://github.com/vllm-project/vllm/blob"
+CONFIG = '[repos.vllm]\nversions = ["v1", "v2"]\n'
+
+POOL = '''
+
+def capture_graph_pool(sizes: list[int]) -> dict:
+    """One memory pool shared by every captured graph."""
+    pool = torch.cuda.graph_pool_handle()
+    return {size: pool for size in sizes}
+'''
+KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float* out) {\n" \
+         "  out[0] = 1.0f;\n}\n"
+ENGINE = "vllm/worker/cache_engine.py::CacheEngine"
+NEW_ENGINE = "vllm@v2:vllm/v1/worker/cache_engine.py::CacheEngine"
+GRAPH = "vllm/compilation/cuda_graph.py::capture_graph"
+NEW_GRAPH = "vllm@v2:vllm/compilation/cuda_graph.py::capture_cudagraph"
+SPLIT = "vllm/model_executor/models/deepseek_v4.py::DeepseekV4ForCausalLM"
+DS = "vllm/model_executor/models"
+
+MERGE = '''\
+def merge_blocks(blocks, block_size):
+    """Merge adjacent free blocks into runs."""
+    runs = []
+    for block in sorted(blocks):
+        if runs and runs[-1][1] == block:
+            runs[-1][1] = block + block_size
+        else:
+            runs.append([block, block + block_size])
+    return runs
+'''
+V1 = {
+    "vllm/block_utils.py": MERGE,
+    "vllm/worker/cache_engine.py": fakevllm.CACHE_ENGINE_OLD,  # CacheEngine: lines 8-27
+    "vllm/compilation/cuda_graph.py": fakevllm.CUDA_GRAPH_V1 + POOL,
+    f"{DS}/deepseek_v4.py": fakevllm.DEEPSEEK_V4,
+    "vllm/utils.py": fakevllm.UTILS_V1,
+    "csrc/kernel.cu": KERNEL,
+}
+V2 = {
+    "vllm/core/block_utils.py": MERGE.replace("    runs = []\n",
+                                              "    assert block_size > 0\n    runs = []\n"),
+    # One more import line: CacheEngine is on lines 9-28.
+    "vllm/v1/worker/cache_engine.py": fakevllm.CACHE_ENGINE_NEW.replace(
+        "import torch\n", "import torch\nimport torch.nn\n"),
+    "vllm/compilation/cuda_graph.py": fakevllm.CUDA_GRAPH_V2 + POOL,
+    f"{DS}/deepseek_v4_amd.py": fakevllm.DEEPSEEK_V4_AMD,
+    f"{DS}/deepseek_v4_nvidia.py": fakevllm.DEEPSEEK_V4_NVIDIA,
+    f"{DS}/deepseek_v4_xpu.py": fakevllm.DEEPSEEK_V4_XPU,
+    "vllm/utils.py": fakevllm.UTILS_V2,
+    "csrc/kernel.cu": "// v2\n// two lines more\n" + KERNEL,
+}
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def write(path: str | Path, data: str | bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fix-index")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith(("GIT_", "PIP_")):
+                patch.delenv(name)
+        patch.setenv("XDG_CACHE_HOME", str(root / "xdg-cache"))
+        patch.chdir(root)
+        write("annotate.toml", CONFIG)
+        for version, files in (("v1", V1), ("v2", V2)):
+            for rel, text in files.items():
+                write(Path("src", version, rel), text)
+            done = run("index", f"vllm@{version}", "--from", f"src/{version}")
+            assert done.exit_code == 0, done.output
+    return root
+
+
+@pytest.fixture(autouse=True)
+def project(indexed: Path) -> Path:
+    root = Path.cwd()
+    shutil.copyfile(indexed / "annotate.toml", root / "annotate.toml")
+    (root / DB).parent.mkdir()
+    shutil.copyfile(indexed / DB, root / DB)
+    return root
+
+
+def fix(*args: str) -> Result:
+    result = run("fix", *args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def statuses() -> dict[tuple[str, str], str]:
+    report = json.loads(run("check", "--format", "json", "--exit-zero").stdout)
+    return {(r["claim"], r["ref"]): r["status"] for r in report["results"]}
+
+
+# --- moved refs in annotation files, byte for byte ----------------------------------------
+
+# Comments, key order, three quoting styles, Chinese text, trailing white space; CRLF below.
+ANNOTATION = f"""\
+# 注释：缓存引擎的几条论断
+article: blog/engine.md\x20\x20\x20
+title: '缓存引擎'
+at: "vllm@v1"
+claims:
+  - id: engine   # the engine itself
+    refs:
+      - '{ENGINE}'
+      - ref: "{GRAPH}"
+        quote: "torch.cuda.synchronize()"
+    text: "CacheEngine 管理 KV cache，按块分配"\x20\x20
+  - id: pool
+    text: 池
+    refs: [{GRAPH}_pool, {GRAPH}]
+  - id: split
+    text: "DeepSeek-V4 按平台拆分"
+    refs: [{SPLIT}]
+  - id: ceil
+    text: "cdiv 向上取整"
+    at: vllm@v1   # pinned when written
+    refs: [vllm/utils.py::cdiv]
+"""
+FIXED = (
+    ANNOTATION.replace(f"'{ENGINE}'", f"'{NEW_ENGINE}'")
+    .replace(f'"{GRAPH}"', f'"{NEW_GRAPH}"')
+    .replace(f"{GRAPH}_pool, {GRAPH}]", f"{GRAPH}_pool, {NEW_GRAPH}]")
+)
+
+
+def crlf(text: str) -> bytes:
+    return text.replace("\n", "\r\n").encode("utf-8")
+
+
+@pytest.mark.parametrize("ending", ["lf", "crlf"])
+def test_moved_refs_are_rewritten_and_nothing_else(ending: str) -> None:
+    encode = crlf if ending == "crlf" else str.encode
+    path = write("annotations/engine.yml", encode(ANNOTATION))
+    result = fix()
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == encode(FIXED)
+    assert result.stdout == "3 edits in 1 files: annotations/engine.yml\n"
+    assert result.stderr == (
+        f"Note: annotations/engine.yml:17: left {SPLIT} as it is: the move is ambiguous "
+        f"(vllm@v2:{DS}/deepseek_v4_nvidia.py::DeepseekV4ForCausalLM, "
+        f"vllm@v2:{DS}/deepseek_v4_xpu.py::DeepseekV4ForCausalLM)\n"
+    )
+    after = statuses()
+    assert after[("engine", NEW_ENGINE)] == "fresh"
+    assert after[("engine", NEW_GRAPH)] == "fresh"
+    assert after[("pool", NEW_GRAPH)] == "fresh"
+    assert after[("pool", f"{GRAPH}_pool")] == "fresh"
+    assert after[("split", SPLIT)] == "moved"
+    assert after[("ceil", "vllm/utils.py::cdiv")] == "changed"
+    second = fix()
+    assert second.stdout == "0 edits in 0 files\n"
+    assert path.read_bytes() == encode(FIXED)
+
+
+def test_a_rewritten_file_keeps_its_mode() -> None:
+    path = write("annotations/engine.yml", ANNOTATION)
+    path.chmod(0o640)
+    assert fix().exit_code == 0
+    assert path.read_text(encoding="utf-8") == FIXED
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in path.parent.iterdir()) == ["engine.yml"]
+
+
+def test_dry_run_prints_the_diff_and_changes_nothing() -> None:
+    path = write("annotations/engine.yml", ANNOTATION)
+    result = fix("--dry-run")
+    assert result.exit_code == 0
+    assert path.read_text(encoding="utf-8") == ANNOTATION
+    assert result.stdout == (
+        "--- a/annotations/engine.yml\n"
+        "+++ b/annotations/engine.yml\n"
+        "@@ -5,13 +5,13 @@\n"
+        " claims:\n"
+        "   - id: engine   # the engine itself\n"
+        "     refs:\n"
+        f"-      - '{ENGINE}'\n"
+        f"-      - ref: \"{GRAPH}\"\n"
+        f"+      - '{NEW_ENGINE}'\n"
+        f"+      - ref: \"{NEW_GRAPH}\"\n"
+        "         quote: \"torch.cuda.synchronize()\"\n"
+        "     text: \"CacheEngine 管理 KV cache，按块分配\"  \n"
+        "   - id: pool\n"
+        "     text: 池\n"
+        f"-    refs: [{GRAPH}_pool, {GRAPH}]\n"
+        f"+    refs: [{GRAPH}_pool, {NEW_GRAPH}]\n"
+        "   - id: split\n"
+        "     text: \"DeepSeek-V4 按平台拆分\"\n"
+        f"     refs: [{SPLIT}]\n"
+    )
+    assert result.stderr.startswith("Note: annotations/engine.yml:17: left ")
+    assert fix("--dry-run").stdout == result.stdout  # nothing was written
+
+
+def test_a_ref_written_twice_on_its_line_is_rewritten_where_it_stands_alone() -> None:
+    text = (f"article: blog/x.md\nat: vllm@v1\nclaims:\n  - id: twice\n    text: x\n"
+            f"    refs: [\"{GRAPH}_pool\", \"{GRAPH}\"]\n")
+    path = write("annotations/x.yml", text)
+    assert fix().exit_code == 0
+    assert path.read_text(encoding="utf-8") == text.replace(f'"{GRAPH}"', f'"{NEW_GRAPH}"')
+
+
+def test_moved_line_ranges_are_rewritten() -> None:
+    text = ("article: blog/k.md\nat: vllm@v1\nclaims:\n  - id: kernel\n    text: k\n"
+            "    refs: [csrc/kernel.cu#L4-L6, \"csrc/kernel.cu#L4\"]\n")
+    path = write("annotations/k.yml", text)
+    assert fix().stdout == "2 edits in 1 files: annotations/k.yml\n"
+    assert path.read_text(encoding="utf-8") == text.replace(
+        "[csrc/kernel.cu#L4-L6, \"csrc/kernel.cu#L4\"]",
+        "[vllm@v2:csrc/kernel.cu#L6-L8, \"vllm@v2:csrc/kernel.cu#L6\"]",
+    )
+    assert set(statuses().values()) == {"fresh"}
+
+
+# --- permalinks in Markdown articles ------------------------------------------------------
+
+ENGINE_URL = f"{GH}/v1/vllm/worker/cache_engine.py#L8-L27"
+NEW_ENGINE_URL = f"{GH}/v2/vllm/v1/worker/cache_engine.py#L9-L28"
+KERNEL_URL = f"{GH}/v1/csrc/kernel.cu#L4-L6"
+NEW_KERNEL_URL = f"{GH}/v2/csrc/kernel.cu#L6-L8"
+SPLIT_URL = f"{GH}/v1/{DS}/deepseek_v4.py#L10-L25"
+UTILS_URL = f"{GH}/v1/vllm/utils.py#L10-L12"
+ARTICLE = f"""\
+---
+title: 缓存引擎
+at: vllm@v1
+claims:
+  - id: front
+    text: "引擎"
+    refs: [{ENGINE}]
+---
+# 缓存引擎
+
+CacheEngine 定义在 {ENGINE_URL} ，\x20\x20
+内核见 <{KERNEL_URL}>。
+
+- 拆分：[DeepSeek-V4]({SPLIT_URL})
+- 向上取整：{UTILS_URL}.
+"""
+
+
+def test_permalinks_get_their_new_url_at_the_target() -> None:
+    path = write("articles/engine.md", ARTICLE)
+    result = fix()
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") == (
+        ARTICLE.replace(ENGINE_URL, NEW_ENGINE_URL).replace(KERNEL_URL, NEW_KERNEL_URL)
+        .replace(f"refs: [{ENGINE}]", f"refs: [{NEW_ENGINE}]")
+    )
+    assert result.stdout == "3 edits in 1 files: articles/engine.md\n"
+    assert result.stderr.startswith(f"Note: articles/engine.md:14: left {SPLIT_URL} as it is: "
+                                    "the move is ambiguous (")
+    after = statuses()
+    assert after[(link_claim_id("articles/engine.md", NEW_ENGINE_URL), NEW_ENGINE_URL)] == "fresh"
+    assert after[(link_claim_id("articles/engine.md", NEW_KERNEL_URL), NEW_KERNEL_URL)] == "fresh"
+    assert after[(link_claim_id("articles/engine.md", UTILS_URL), UTILS_URL)] == "changed"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    pytest.param(f"{GH}/v1/vllm/worker/cache_engine.py#L10-L11",
+                 f"{GH}/v2/vllm/v1/worker/cache_engine.py#L11-L12", id="lines-in-a-class"),
+    pytest.param(f"{GH}/v1/vllm/worker/cache_engine.py#L17",
+                 f"{GH}/v2/vllm/v1/worker/cache_engine.py#L18", id="one-line-in-a-method"),
+    pytest.param(f"{GH}/v1/vllm/block_utils.py#L5-L6",
+                 f"{GH}/v2/vllm/core/block_utils.py#L1-L10", id="symbol-changed-length"),
+])
+def test_a_permalink_inside_a_symbol_keeps_its_lines(old: str, new: str) -> None:
+    def article(url: str) -> str:
+        return f"# 行\n\n见 {url}. 又见 [此处]({url})。\n"
+
+    path = write("articles/inside.md", article(old))
+    result = fix()
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    assert path.read_text(encoding="utf-8") == article(new)
+
+
+def test_permalink_lines_agree_with_the_loader_across_unusual_line_breaks() -> None:
+    # U+2028 and a lone CR end lines for the loader (and YAML) too: the fix edits the
+    # line the check reported, nothing else.
+    text = f"# 引擎\u2028说明\r\n旧行\r{ENGINE_URL}\n"
+    path = write("articles/odd.md", text)
+    result = fix()
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert path.read_bytes() == text.replace(ENGINE_URL, NEW_ENGINE_URL).encode("utf-8")
+
+
+# --- --bump ---------------------------------------------------------------------------------
+
+BUMP = """\
+article: blog/bump.md
+at: vllm@v1
+claims:
+  - id: no-pin
+    text: "x"
+    refs: [vllm/utils.py::cdiv]
+  - id: own-pin
+    text: "y"
+    at: 'vllm@v1'   # pinned when written\x20\x20
+    refs:
+      - vllm/utils.py::get_distributed_init_method
+"""
+
+
+@pytest.mark.parametrize(("claim", "old", "new"), [
+    pytest.param("no-pin", "  - id: no-pin\n", "  - id: no-pin\n    at: vllm@v2\n", id="insert"),
+    pytest.param("own-pin", "    at: 'vllm@v1'   # pinned when written  \n",
+                 "    at: 'vllm@v2'   # pinned when written  \n", id="replace"),
+    pytest.param("blog/bump.md#no-pin", "  - id: no-pin\n", "  - id: no-pin\n    at: vllm@v2\n",
+                 id="article-and-id"),
+])
+@pytest.mark.parametrize("ending", ["lf", "crlf"])
+def test_bump_moves_the_claims_pin(claim: str, old: str, new: str, ending: str) -> None:
+    text = BUMP
+    encode = crlf if ending == "crlf" else str.encode
+    path = write("annotations/bump.yml", encode(text))
+    result = fix("--bump", claim)
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == encode(text.replace(old, new))
+    assert result.stdout == "1 edits in 1 files: annotations/bump.yml\n"
+    claim_id = claim.rpartition("#")[2]
+    bumped = [status for (cid, _), status in statuses().items() if cid == claim_id]
+    assert bumped == ["fresh"]
+
+
+def test_bump_of_a_front_matter_claim() -> None:
+    path = write("articles/engine.md", ARTICLE)
+    result = fix("--bump", "front", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "+    at: vllm@v2\n" in result.stdout
+    assert path.read_text(encoding="utf-8") == ARTICLE
+    assert fix("--bump", "front").exit_code == 0
+    assert "  - id: front\n    at: vllm@v2\n    text:" in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    pytest.param(("--bump", "nope"),
+                 "Error: no claim 'nope' (hint: write ARTICLE#ID or the claim's id)",
+                 id="unknown-claim"),
+    pytest.param(("--bump", "blog/other.md#no-pin"),
+                 "Error: no claim 'blog/other.md#no-pin' (hint: write ARTICLE#ID or the claim's "
+                 "id)", id="unknown-article"),
+    pytest.param(("--bump", "shared"),
+                 "Error: claim id 'shared' is in several articles: blog/a.md, blog/bump.md "
+                 "(hint: write ARTICLE#shared)", id="ambiguous-claim-id"),
+    pytest.param(("--bump", link_claim_id("articles/engine.md", UTILS_URL)),
+                 f"Error: claim '{link_claim_id('articles/engine.md', UTILS_URL)}' comes from a "
+                 "Markdown permalink (hint: bump it by editing the permalink's version)",
+                 id="permalink-claim"),
+    pytest.param(("--against", "vllm"),
+                 "Error: Invalid value: 'vllm' is not REPO@VERSION (for example vllm@v0.20.0)",
+                 id="bad-against"),
+])
+def test_fix_errors_are_one_line_and_change_nothing(args: tuple[str, ...], error: str) -> None:
+    shared = "  - id: shared\n    text: s\n    refs: [vllm/utils.py::cdiv]\n"
+    files = {
+        "annotations/bump.yml": BUMP + shared,
+        "annotations/a.yml": f"article: blog/a.md\nat: vllm@v1\nclaims:\n{shared}"
+                             f"  - id: moved\n    text: m\n    refs: [{ENGINE}]\n",
+        "articles/engine.md": ARTICLE,
+    }
+    for rel, text in files.items():
+        write(rel, text)
+    result = fix(*args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == error
+    if not error.startswith("Error: Invalid value"):
+        assert result.stderr == error + "\n"
+    for rel, text in files.items():
+        assert Path(rel).read_text(encoding="utf-8") == text
+
+
+def test_bump_with_the_article_resolves_an_ambiguous_id() -> None:
+    shared = "  - id: shared\n    text: s\n    refs: [vllm/utils.py::cdiv]\n"
+    a = write("annotations/a.yml", f"article: blog/a.md\nat: vllm@v1\nclaims:\n{shared}")
+    b = write("annotations/b.yml", f"article: blog/b.md\nat: vllm@v1\nclaims:\n{shared}")
+    assert fix("--bump", "blog/b.md#shared").exit_code == 0
+    assert a.read_text(encoding="utf-8").count("at: vllm@v2") == 0
+    assert b.read_text(encoding="utf-8").count("    at: vllm@v2\n") == 1
+
+
+def test_fix_refuses_to_edit_when_an_annotation_file_is_invalid() -> None:
+    good = write("annotations/engine.yml", ANNOTATION)
+    bad = write("annotations/bad.yml", "claims: [\n")
+    result = fix()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0].startswith("Error: annotations/bad.yml:2: invalid YAML")
+    assert good.read_text(encoding="utf-8") == ANNOTATION
+    assert bad.read_text(encoding="utf-8") == "claims: [\n"

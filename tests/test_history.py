@@ -1,0 +1,204 @@
+"""``annotate history``: one symbol's timeline across the indexed versions of the fake vLLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fakevllm
+import pytest
+from click.testing import CliRunner, Result
+
+from annotate_cli import cli
+from db.database import open_database
+from indexer.config import load_config
+from indexer.pipeline import index_version
+
+# v0.3.0 is indexed first and not configured: the order is v0.1.0, v0.2.0 (as configured),
+# then v0.3.0 (indexed order).
+CONFIG = """\
+[repos.vllm]
+versions = ["v0.1.0", "v0.2.0"]
+"""
+INDEX_ORDER = ("v0.3.0", "v0.1.0", "v0.2.0")
+GH = "https://github.com/vllm-project/vllm/blob"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("history-project")
+    (root / "annotate.toml").write_text(CONFIG, encoding="utf-8")
+    config = load_config(root)
+    with open_database(config.db) as database:
+        for tag in INDEX_ORDER:
+            source = root / "src" / tag
+            fakevllm.write_snapshot(source, fakevllm.VERSIONS[tag])
+            index_version(database, config, "vllm", tag, from_path=source, workers=1)
+    return root
+
+
+def run(project: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--config", str(project / "annotate.toml"), *args])
+
+
+def timeline(project: Path, ref: str) -> dict:
+    result = run(project, "history", ref, "--format", "json")
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    return json.loads(result.stdout)
+
+
+def events(data: dict) -> list[tuple[str, str, str | None]]:
+    return [(step["version"], step["event"], step["ref"]) for step in data["steps"]]
+
+
+def fails(project: Path, *args: str) -> str:
+    result = run(project, *args)
+    assert (result.exit_code, result.stdout) == (2, ""), result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    return result.stderr
+
+
+def test_moved(project: Path) -> None:
+    new = "vllm/v1/worker/cache_engine.py::CacheEngine"
+    old = "vllm/worker/cache_engine.py::CacheEngine"
+    data = timeline(project, f"vllm@v0.3.0:{new}")
+    assert events(data) == [
+        ("v0.1.0", "introduced", old), ("v0.2.0", "unchanged", old), ("v0.3.0", "moved", new),
+    ]
+    moved = data["steps"][-1]
+    assert (moved["moved_from"], moved["content"], moved["kinds"]) == (old, "unchanged", [])
+
+
+def test_renamed(project: Path) -> None:
+    old = "vllm/compilation/cuda_graph.py::capture_graph"
+    new = "vllm/compilation/cuda_graph.py::capture_cudagraph"
+    data = timeline(project, f"vllm@v0.1.0:{old}")
+    assert events(data) == [
+        ("v0.1.0", "introduced", old), ("v0.2.0", "moved", new), ("v0.3.0", "unchanged", new),
+    ]
+    assert data["steps"][1]["moved_from"] == old
+
+
+def test_moved_and_changed(project: Path) -> None:
+    data = timeline(project, "vllm@v0.2.0:vllm/core/scheduler.py::Scheduler")
+    assert [step["event"] for step in data["steps"]] == ["introduced", "unchanged", "moved"]
+    moved = data["steps"][-1]
+    assert moved["ref"] == "vllm/v1/core/sched/scheduler.py::Scheduler"
+    assert (moved["content"], moved["kinds"]) == ("changed", ["members", "body"])
+    assert moved["changes"] == ["members changed: changed __init__", "body changed"]
+
+
+@pytest.mark.parametrize("ref", [
+    "vllm@v0.2.0:vllm/utils.py::cdiv",
+    "vllm@v0.1.0:vllm.utils.cdiv",
+    f"{GH}/v0.1.0/vllm/utils.py#L10-L12",
+    "vllm/utils.py::cdiv",  # unpinned: at the target version (v0.2.0, the last configured)
+], ids=["symbol", "dotted", "permalink", "unpinned"])
+def test_changed(project: Path, ref: str) -> None:
+    data = timeline(project, ref)
+    cdiv = "vllm/utils.py::cdiv"
+    assert events(data) == [
+        ("v0.1.0", "introduced", cdiv), ("v0.2.0", "changed", cdiv),
+        ("v0.3.0", "unchanged", cdiv),
+    ]
+    assert data["steps"][1]["kinds"] == ["body"]
+
+
+def test_signature_change_explained(project: Path) -> None:
+    data = timeline(project, "vllm@v0.1.0:vllm/utils.py::get_distributed_init_method")
+    assert data["steps"][1]["changes"] == [
+        "signature changed: def get_distributed_init_method(ip: str, port: int) -> str -> "
+        "def get_distributed_init_method(ip: str, port: int = 29500) -> str"
+    ]
+
+
+def test_removed(project: Path) -> None:
+    data = timeline(project, "vllm@v0.1.0:vllm/utils.py::is_neuron")
+    assert events(data) == [
+        ("v0.1.0", "introduced", "vllm/utils.py::is_neuron"), ("v0.2.0", "removed", None),
+    ]
+    removed = data["steps"][-1]
+    assert (removed["path"], removed["url"], removed["start_line"]) == (None, None, None)
+
+
+def test_cosmetic(project: Path) -> None:
+    data = timeline(project, "vllm@v0.3.0:vllm/engine/llm_engine.py::LLMEngine.add_request")
+    assert [step["event"] for step in data["steps"]] == ["introduced", "cosmetic", "unchanged"]
+
+
+def test_added_later_is_introduced_there(project: Path) -> None:
+    data = timeline(project, "vllm@v0.3.0:vllm/sampling_params.py::SamplingParams.clone")
+    assert [(s["version"], s["event"]) for s in data["steps"]] == [
+        ("v0.2.0", "introduced"), ("v0.3.0", "unchanged"),
+    ]
+
+
+def test_ambiguous_move_lists_the_other_candidates(project: Path) -> None:
+    models = "vllm/model_executor/models"
+    data = timeline(project, f"vllm@v0.2.0:{models}/deepseek_v4.py::DeepseekV4ForCausalLM")
+    moved = data["steps"][-1]
+    assert moved["event"] == "moved"
+    assert {moved["ref"], *moved["candidates"]} == {
+        f"{models}/deepseek_v4_{kind}.py::DeepseekV4ForCausalLM"
+        for kind in ("amd", "nvidia", "xpu")
+    }
+
+
+def test_json_shape(project: Path) -> None:
+    data = timeline(project, "vllm@v0.2.0:vllm/utils.py::cdiv")
+    assert list(data) == ["repo", "ref", "versions", "steps"]
+    assert data["repo"] == "vllm" and data["ref"] == "vllm@v0.2.0:vllm/utils.py::cdiv"
+    assert data["versions"] == ["v0.1.0", "v0.2.0", "v0.3.0"]
+    first = data["steps"][0]
+    assert list(first) == ["version", "event", "ref", "path", "qualname", "kind", "start_line",
+                           "end_line", "url", "kinds", "changes", "content", "moved_from",
+                           "candidates"]
+    assert first["url"] == f"{GH}/v0.1.0/vllm/utils.py#L10-L12"
+    assert first["content"] is None  # introduced: nothing to compare with
+
+
+def test_text_table(project: Path) -> None:
+    result = run(project, "history", "vllm@v0.2.0:vllm/core/scheduler.py::Scheduler")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "vllm@v0.2.0:vllm/core/scheduler.py::Scheduler"
+    assert lines[1].split() == ["version", "event", "symbol", "lines", "details"]
+    assert lines[2].split()[:3] == ["v0.1.0", "introduced", "vllm/core/scheduler.py::Scheduler"]
+    assert lines[4].split()[:3] == ["v0.3.0", "moved",
+                                    "vllm/v1/core/sched/scheduler.py::Scheduler"]
+    assert lines[4].endswith("from vllm/core/scheduler.py::Scheduler; changed; members, body")
+    assert len(lines) == 5
+
+
+def test_removed_in_the_table(project: Path) -> None:
+    result = run(project, "history", "vllm@v0.1.0:vllm/utils.py::is_neuron")
+    assert result.stdout.splitlines()[-1].split() == ["v0.2.0", "removed", "-"]
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+def test_unindexed_version(project: Path) -> None:
+    assert fails(project, "history", "vllm@v9:vllm/utils.py::cdiv") == (
+        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n"
+    )
+
+
+def test_lines_are_not_a_symbol(project: Path) -> None:
+    error = fails(project, "history", "vllm@v0.1.0:vllm/utils.py#L1-L3")
+    assert "names lines, not a symbol" in error and error.startswith("Error: ")
+
+
+def test_unknown_symbol(project: Path) -> None:
+    error = fails(project, "history", "vllm@v0.1.0:vllm/utils.py::nope")
+    assert error.startswith("Error: no symbol 'nope' in vllm/utils.py at vllm@v0.1.0")
+
+
+@pytest.mark.parametrize("ref", ["vllm@:vllm/utils.py::cdiv", "vllm@v0.1.0:../x.py::f", ""])
+def test_bad_refs(project: Path, ref: str) -> None:
+    assert fails(project, "history", ref).startswith("Error: ")
+
+
+def test_missing_argument_is_a_usage_error(project: Path) -> None:
+    result = run(project, "history")
+    assert result.exit_code == 2 and "Missing argument 'REF'" in result.stderr
