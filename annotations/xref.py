@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from db import queries
 from db import references as store
 from db.database import Database
-from indexer.fingerprints import code_spans
+from indexer.fingerprints import literal_ranges
 
 MAX_REEXPORT_DEPTH = 8
 
@@ -148,7 +149,27 @@ class _FileScanner:
         self.imports = imports
         self.modules = modules
         self.unique = unique
-        self.line_starts = [0] + [m.end() for m in re.finditer(rb"\n", content)]
+        self._scanned_to = -1
+        self._literal_starts: list[int] = []
+        self._literal_ends: list[int] = []
+
+    @cached_property
+    def line_starts(self) -> list[int]:
+        return [0] + [match.end() for match in re.finditer(rb"\n", self.content)]
+
+    def _literals(self, until: int) -> tuple[list[int], list[int]]:
+        """Literal ranges up to ``until``, scanned once and extended when asked for more."""
+        if until > self._scanned_to:
+            ranges = literal_ranges(self.content, until)
+            self._literal_starts = [start for start, _ in ranges]
+            self._literal_ends = [end for _, end in ranges]
+            self._scanned_to = until
+        return self._literal_starts, self._literal_ends
+
+    def _in_code(self, position: int) -> bool:
+        starts, ends = self._literals(position)
+        index = bisect_right(starts, position) - 1
+        return index < 0 or position >= ends[index]
 
     def occurrences(self, name: str) -> list[Occurrence]:
         """Where ``name`` occurs in code, and where the aliases it is imported as do."""
@@ -157,12 +178,15 @@ class _FileScanner:
             pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(spelled.encode()) +
                                  rb"(?![A-Za-z0-9_])")
             binding = self._binding(spelled)
-            for offset, code in code_spans(self.content):
-                for match in pattern.finditer(code):
-                    position = offset + match.start()
-                    context = self._context(position)
-                    if context != "definition":
-                        found.append(self._occurrence(spelled, position, context, binding))
+            positions = [match.start() for match in pattern.finditer(self.content)]
+            if positions:
+                self._literals(positions[-1])
+            for position in positions:
+                if not self._in_code(position):
+                    continue
+                context = self._context(position)
+                if context != "definition":
+                    found.append(self._occurrence(spelled, position, context, binding))
         return sorted(found, key=lambda occurrence: (occurrence.line, occurrence.column))
 
     def _aliases(self, name: str) -> list[str]:
@@ -172,8 +196,8 @@ class _FileScanner:
     def _occurrence(
         self, name: str, position: int, context: str, binding: str | None
     ) -> Occurrence:
-        line = bisect_right(self.line_starts, position)
-        column = position - self.line_starts[line - 1] + 1
+        line = self.content.count(b"\n", 0, position) + 1
+        column = position - self.content.rfind(b"\n", 0, position)
         resolution, target = self._resolve(name, context, binding)
         return Occurrence(self.path, line, column, context, self._enclosing(line),
                           resolution, target)

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import tomllib
 
@@ -41,7 +42,8 @@ class RepoConfig:
     def permalink(self, version: str, path: str, start: int, end: int) -> str | None:
         if not self.github:
             return None
-        return f"https://github.com/{self.github}/blob/{version}/{path}#L{start}-L{end}"
+        where = quote(path, safe="/")  # a path may hold '#', '?', '%', spaces or quotes
+        return f"https://github.com/{self.github}/blob/{version}/{where}#L{start}-L{end}"
 
 
 BUILTIN_REPOS = {

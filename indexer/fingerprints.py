@@ -112,3 +112,14 @@ def code_spans(source: bytes) -> list[tuple[int, bytes]]:
             spans.append((offset, part))
         offset += len(part)
     return spans
+
+
+def literal_ranges(source: bytes, until: int | None = None) -> list[tuple[int, int]]:
+    """The (start, end) byte ranges of ``source``'s string literals and comments, those
+    that start before ``until`` when it is given."""
+    ranges = []
+    for match in _LITERAL.finditer(source):
+        if until is not None and match.start() > until:
+            break
+        ranges.append(match.span())
+    return ranges

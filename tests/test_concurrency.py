@@ -64,8 +64,9 @@ def finish(process: subprocess.Popen, timeout: float = 120) -> tuple[int, str, s
     try:
         out, err = process.communicate(timeout=timeout)
     finally:
-        if process.poll() is None:
-            process.kill()
+        if process.poll() is None:  # timed out: it, and any parser workers it started
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
     assert "Traceback" not in err, err
     return process.returncode, out, err

@@ -16,11 +16,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import unicodedata
 import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import fakevllm as fv
 import jsonschema
@@ -170,8 +172,8 @@ def test_oversized_and_bomb_files_are_refused_and_the_others_still_reported(
 
 # ------------------------------------------------------------------------------ refs are data
 
-SENTINEL = "/tmp/annotate-hostile-sentinel"
-HOSTILE_VERSIONS = [
+SENTINEL = str(Path(tempfile.gettempdir()) / f"annotate-hostile-{os.getpid()}")
+HOSTILE_VERSIONS = [  # in the order of VERSION_IDS
     f"--upload-pack=touch {SENTINEL}",
     f"-oProxyCommand=touch {SENTINEL}",
     f"v1 --upload-pack=touch {SENTINEL}",
@@ -184,6 +186,8 @@ HOSTILE_VERSIONS = [
     "v1\x00--upload-pack=x",
     "v1\n--upload-pack=x",
 ]
+VERSION_IDS = ["upload-pack", "ssh-option", "space-option", "semicolon", "dollar-paren",
+               "backticks", "slash-dotdot", "dotdot", "leading-dot", "nul", "newline"]
 HOSTILE_PATHS = [
     "../../etc/passwd",
     "/etc/passwd",
@@ -231,7 +235,7 @@ def test_hostile_refs_and_pins_are_rejected_before_any_process_starts(
     assert not cache().exists()
 
 
-@pytest.mark.parametrize("version", HOSTILE_VERSIONS)
+@pytest.mark.parametrize("version", HOSTILE_VERSIONS, ids=VERSION_IDS)
 def test_hostile_version_on_the_command_line_never_reaches_git_or_pip(
     empty_index: Path, spy: list[list[str]], version: str
 ) -> None:
@@ -255,7 +259,7 @@ def test_the_process_spy_sees_git_and_pip(
     assert result.exit_code == 2
     fetch = next(call for call in spy if "fetch" in call)
     assert fetch[fetch.index("--") + 1:] == [
-        f"{tmp_path}/x" if False else Path(f"{tmp_path}/x").resolve().as_uri(),
+        Path(f"{tmp_path}/x").resolve().as_uri(),
         "+refs/tags/v0.9.9:refs/tags/v0.9.9",
     ]
     pip = next(call for call in spy if call[1:4] == ["-m", "pip", "download"])
@@ -295,7 +299,7 @@ def test_annotations_cannot_name_a_new_repo_or_url(
 
 # ------------------------------------------------------------------------------ reports
 
-EVIL_DIR = "pkg/h|<img src=x onerror=alert(1)>&%0A,*_[a](b)~'\"$ x"
+EVIL_DIR = "pkg/h|<img src=x onerror=alert(1)>&%0A,*_[a](b)~'\" onmouseover=\"alert(2)\" y=\"$ x"
 EVIL_PATH = f"{EVIL_DIR}/mod.py"
 REF = f"vllm@v1:{EVIL_PATH}::Evil.run"
 ARTICLE = "<script>x</script>|%0A::warning::a,b"
@@ -367,6 +371,8 @@ def test_json_report_round_trips_every_hostile_value(hostile_report_project: Non
         ARTICLE, HOSTILE_TEXT, ANNOTATION_FILE, REF
     )
     assert f"-{_payload(1).splitlines()[0]}" in result["diff"]
+    assert _is_permalink_to_the_evil_file(result["old_url"])  # '%0A', '#', ' ' encoded
+    assert _is_permalink_to_the_evil_file(result["new_url"])
 
 
 def parse_workflow_command(line: str) -> tuple[str, dict[str, str], str]:
@@ -434,6 +440,61 @@ def test_markdown_report_renders_hostile_text_literally(hostile_report_project: 
     row = next(line for line in prose if "<kbd>changed</kbd>" in line)
     assert len(re.findall(r"(?<!\\)\|", row)) == 7  # six cells, however many '|' they hold
     assert html.unescape(re.sub(r"\\(.)", r"\1", row)).count("<script>alert(1)</script>") == 1
+
+
+DANGEROUS_TAGS = {"script", "iframe", "frame", "object", "embed", "img", "svg", "math",
+                  "link", "base", "form", "input", "button", "audio", "video", "source"}
+
+
+class _Page(HTMLParser):
+    """Elements, attributes and text of an HTML page, as a browser's parser sees them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attributes: list[tuple[str, str, str]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attributes += [(tag, name, value or "") for name, value in attrs]
+
+    handle_startendtag = handle_starttag
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _is_permalink_to_the_evil_file(url: str) -> bool:
+    parts = urlsplit(url)
+    return (f"{parts.scheme}://{parts.netloc}" == "https://github.com"
+            and unquote(parts.path).endswith(f"/{EVIL_PATH}")
+            and re.fullmatch(r"L\d+-L\d+", parts.fragment) is not None)
+
+
+def test_html_diff_page_escapes_hostile_paths_claims_and_code(
+    hostile_report_project: None
+) -> None:
+    assert run("link").exit_code == 0
+    result = run("diff", "vllm@v1", "vllm@v2", "--annotated", "--format", "html")
+    assert result.exit_code == 0, result.output
+    page = _Page()
+    page.feed(result.stdout)
+    page.close()
+    assert not set(page.tags) & DANGEROUS_TAGS
+    links = 0
+    for _, name, value in page.attributes:
+        assert not name.startswith("on") and name not in ("src", "srcdoc"), name
+        assert not (name == "http-equiv" and value.lower() == "refresh")
+        assert not (name == "style" and ("alert" in value or "url(" in value))
+        if name == "href" and not value.startswith("#"):
+            assert _is_permalink_to_the_evil_file(value), value  # the path is percent-encoded
+            links += 1
+    assert links >= 2  # the pinned and the target version
+    text = "".join(page.text)
+    assert "::error file=evil.py,line=1::pwned 1" in text  # the code, as text
+    assert "</code></details><script>alert(1)</script>" in text
+    assert EVIL_PATH in text and "100% <script>alert(1)</script> | cell" in text
 
 
 # ------------------------------------------------------------------------------ code is data

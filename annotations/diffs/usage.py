@@ -10,8 +10,7 @@ and Python keywords do not count. ``started`` = names its code uses at B but not
 
 Built for whole-version diffs: each blob is decompressed once by the caller, each stretch
 of a blob is tokenized once (a class and its methods share their text), and the defined
-names of both versions come in one piece (``Matcher.defined_names`` reads them from the
-rows the matcher loaded anyway).
+names of both versions come from the rows the matcher loaded anyway.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from annotations.diffs.model import Usage
-from db.database import Database
 from db.match_queries import MATCH_COLUMNS
 
 MAX_NAMES = 20
@@ -64,16 +62,6 @@ class Spanned(Protocol):
     def end_byte(self) -> int: ...
 
 
-def defined_names(database: Database, version_key: int) -> frozenset[str]:
-    """The names of every symbol of a version (one query)."""
-    rows = database.conn.execute(
-        "SELECT DISTINCT s.name FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
-        " WHERE f.version_id = ?",
-        (version_key,),
-    )
-    return frozenset(row[0] for row in rows)
-
-
 def usage_changes(
     pairs: Sequence[tuple[Spanned, Spanned]],
     contents: Mapping[str, bytes],
@@ -82,9 +70,9 @@ def usage_changes(
     limit: int = MAX_NAMES,
 ) -> list[Usage]:
     """The `Usage` of each (old, new) pair. ``contents`` maps blob ids to their bytes;
-    ``defined`` gives the defined names of A and of B (called once, if any pair: for
-    example ``Matcher.defined_names``, or `defined_names` of each version); ``rows`` a
-    blob's symbol rows (``match_queries.MATCH_COLUMNS``: ``SourceStore.blob_rows``)."""
+    ``defined`` gives the names of every symbol of A and of B (called once, if any pair:
+    ``Matcher.defined_names``); ``rows`` a blob's symbol rows (``MATCH_COLUMNS`` tuples:
+    ``SourceStore.blob_rows``)."""
     if not pairs:
         return []
     tokens = _tokenize(pairs, contents, rows)
