@@ -16,13 +16,16 @@ import contextlib
 import gc
 from collections.abc import Iterator
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from annotations.diffs.model import DiffReport
-from annotations.diffs.timeline import Timeline
 from annotations.errors import AnnotationError
-from annotations.refs import Ref
-from db.database import Database
-from indexer.config import ProjectConfig
+
+if TYPE_CHECKING:  # each command imports only what it runs
+    from annotations.diffs.model import DiffReport
+    from annotations.diffs.timeline import Timeline
+    from annotations.refs import Ref
+    from db.database import Database
+    from indexer.config import ProjectConfig
 
 DIFF_FORMATS: tuple[str, ...] = ("markdown", "json", "html")
 """Accepted formats of `render_diff`, the default first."""

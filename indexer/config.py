@@ -162,8 +162,9 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
         db=root / table.get("db", ".annotate/index.db"),
         cache_dir=root / cache_dir if cache_dir else default_cache_dir(),
         repos=repos,
-        annotations=_string_list(table, "annotations", where) or ProjectConfig.annotations,
-        articles=_string_list(table, "articles", where) or ProjectConfig.articles,
+        annotations=_or_default(_string_list(table, "annotations", where),
+                                ProjectConfig.annotations),
+        articles=_or_default(_string_list(table, "articles", where), ProjectConfig.articles),
         fail_on=fail_on if fail_on is not None else DEFAULT_FAIL_ON,
         source_file=source_file,
     )
@@ -200,6 +201,11 @@ def _repo(
     if repo.target is not None:
         check_version_name(repo.target)
     return repo
+
+
+def _or_default(value: tuple[str, ...] | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The configured list, even an empty one (``articles = []``: none), else the default."""
+    return default if value is None else value
 
 
 def _github_from_url(url: str | None) -> str | None:

@@ -502,3 +502,11 @@ def test_concurrent_index_runs(project: Path, versions: tuple[str, str]) -> None
         assert file_count == files == len(fv.regular_files(fv.VERSIONS[version]))
         assert symbol_count == symbols > 0
     assert duplicates == 0
+
+
+def test_an_empty_glob_list_means_none(tmp_path: Path) -> None:
+    from indexer.config import load_config
+
+    (tmp_path / "annotate.toml").write_text('articles = []\nannotations = ["notes/*.yml"]\n')
+    config = load_config(tmp_path)
+    assert (config.articles, config.annotations) == ((), ("notes/*.yml",))
