@@ -467,27 +467,9 @@ def check(
     today: Any,
 ) -> None:
     """Check every claim against the target versions; exit 1 when any is stale."""
-    import datetime
-
-    from annotations.check import CheckOptions, check_all
     from annotations.reports import render
 
-    pins = dict(split_version(text) for text in against)
-    for repo in pins:
-        context.config.repo(repo)
-    options = CheckOptions(
-        against=pins,
-        today=today.date() if today else datetime.date.today(),
-        fail_on=context.config.fail_on,
-    )
-    from annotations.links import link_if_changed
-
-    with context.database() as database:
-        outcome = link_if_changed(database, context.config)
-        report = check_all(database, context.config, options)
-    input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
-    for error in input_errors:
-        click.echo(f"Error: {error}", err=True)
+    report, input_errors = _checked(context, against, today.date() if today else None)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     text = render(report, output_format, color=color)
     if output is not None:
@@ -495,9 +477,7 @@ def check(
     else:
         click.echo(text, nl=not text.endswith("\n"))
     if input_errors:
-        files = len({error.file for error in input_errors})
-        raise UserError(f"{files} annotation file{'s' if files != 1 else ''} could not be read "
-                        "(see above)")
+        raise UserError(f"{_unreadable_files(input_errors)} (see above)")
     if report.failing and not exit_zero:
         sys.exit(1)
 
@@ -528,6 +508,19 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
 
 
 def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) -> Any:
+    """The check report, refused when an annotation file does not load: such a file keeps
+    its old links, whose lines may no longer be its lines."""
+    report, input_errors = _checked(context, against, relink=relink)
+    if input_errors:
+        raise UserError(f"{_unreadable_files(input_errors)} (see above); nothing was changed")
+    return report
+
+
+def _checked(
+    context: Context, against: tuple[str, ...], today: Any = None, relink: bool = True
+) -> tuple[Any, list[Exception]]:
+    """Link (unless ``relink`` is false) and check; print, and return, the annotation
+    files' errors beside the report."""
     import datetime
 
     from annotations.check import CheckOptions, check_all
@@ -536,19 +529,19 @@ def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) 
     pins = dict(split_version(text) for text in against)
     for repo in pins:
         context.config.repo(repo)
-    options = CheckOptions(pins, datetime.date.today(), context.config.fail_on)
+    options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on)
     with context.database() as database:
         outcome = link_if_changed(database, context.config) if relink else None
         report = check_all(database, context.config, options)
-    # A file that does not load keeps its old links, whose lines may no longer be its lines.
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
     for error in input_errors:
         click.echo(f"Error: {error}", err=True)
-    if input_errors:
-        files = len({error.file for error in input_errors})
-        raise UserError(f"{files} annotation file{'s' if files != 1 else ''} could not be read "
-                        "(see above); nothing was changed")
-    return report
+    return report, input_errors
+
+
+def _unreadable_files(errors: list[Exception]) -> str:
+    files = len({getattr(error, "file", None) for error in errors})
+    return f"{files} annotation file{'s' if files != 1 else ''} could not be read"
 
 
 def _is_file_error(error: Exception) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from annotations.resolve import Resolved, Resolver
 from annotations.results import Status
 from db import queries
+from db.match_queries import version_label
 from indexer.fingerprints import digest
 
 if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cache
@@ -114,10 +115,8 @@ def _moved_lines(
 
 
 def _target_pin(resolver: Resolver, target_key: int) -> str:
-    row = resolver.database.conn.execute(
-        "SELECT repo, version FROM versions WHERE id = ?", (target_key,)
-    ).fetchone()
-    return f"{row[0]}@{row[1]}"
+    repo, version = version_label(resolver.database, target_key) or ("", "")
+    return f"{repo}@{version}"
 
 
 class SymbolComparer:
