@@ -10,6 +10,9 @@ import pytest
 from fakeproject import run_annotate, write_fakes_config
 from fakevllm import FakeRepo, build_fake_lmcache, build_fake_vllm, build_fake_wheels
 
+from db.database import Database, open_database
+from indexer.config import ProjectConfig, load_config
+
 # Variables from the user's shell that would leak config into git or pip.
 _LEAKY_PREFIXES = ("GIT_", "PIP_")
 
@@ -63,3 +66,19 @@ def indexed_fakes(
     done = run_annotate(root, "index")
     assert done.returncode == 0, done.stderr
     return root
+
+
+@pytest.fixture
+def config(fake_vllm: FakeRepo) -> ProjectConfig:
+    """The fake vLLM repo as the git source, from annotate.toml in the test's directory."""
+    Path("annotate.toml").write_text(
+        f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
+    )
+    return load_config()
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    """A fresh index database."""
+    with open_database(tmp_path / "index.db") as opened:
+        yield opened

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from fakevllm import FakeRepo
 
+from db.database import Database
+
 FAKES_CONFIG = """\
 [repos.vllm]
 git = "{vllm}"
@@ -33,3 +35,14 @@ def run_annotate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def write_fakes_config(root: Path, fake_vllm: FakeRepo, fake_lmcache: FakeRepo) -> None:
     config = FAKES_CONFIG.format(vllm=fake_vllm.url, lmcache=fake_lmcache.url)
     (root / "annotate.toml").write_text(config, encoding="utf-8")
+
+
+INDEX_TABLES = ("repos", "versions", "blobs", "files", "symbols")
+
+
+def table_counts(database: Database) -> dict[str, int]:
+    """Row counts of the symbol index's tables."""
+    return {
+        table: database.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in INDEX_TABLES
+    }

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
+from fakeproject import INDEX_TABLES, table_counts
 from fakevllm import FakeRepo
 
 from db import database as database_module
@@ -17,31 +17,8 @@ from db import queries
 from db.database import Database, _statements, open_database
 from db.errors import DatabaseBusy, MissingIndex, NotADatabase, SchemaTooNew
 from db.schema import MIGRATIONS, SCHEMA_VERSION
-from indexer.config import ProjectConfig, load_config
+from indexer.config import ProjectConfig
 from indexer.pipeline import index_version
-
-TABLES = ("repos", "versions", "blobs", "files", "symbols")
-
-
-@pytest.fixture
-def config(fake_vllm: FakeRepo) -> ProjectConfig:
-    Path("annotate.toml").write_text(
-        f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
-    )
-    return load_config()
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Database]:
-    with open_database(tmp_path / "index.db") as opened:
-        yield opened
-
-
-def _counts(database: Database) -> dict[str, int]:
-    return {
-        table: database.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        for table in TABLES
-    }
 
 
 def _schema(path: Path) -> set[tuple[str, str]]:
@@ -64,7 +41,7 @@ def test_fresh_database_has_the_current_schema_in_wal_mode(tmp_path: Path) -> No
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     names = {name for _, name in _schema(path)}
-    assert {*TABLES, "version_files", "version_symbols", "version_summary"} <= names
+    assert {*INDEX_TABLES, "version_files", "version_symbols", "version_summary"} <= names
     with sqlite3.connect(path) as conn:  # WAL is a property of the file, not the connection
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -244,11 +221,11 @@ def test_failure_before_the_version_row_leaves_nothing(
     monkeypatch.setattr(queries, "_count_symbols", explode)
     with pytest.raises(RuntimeError, match="injected"):
         index_version(database, config, "vllm", "v0.1.0")
-    assert _counts(database) == dict.fromkeys(TABLES, 0)
+    assert table_counts(database) == dict.fromkeys(INDEX_TABLES, 0)
     assert not database.conn.in_transaction
     monkeypatch.undo()
     outcome = index_version(database, config, "vllm", "v0.1.0")  # and it can be done again
-    assert outcome.parsed == _counts(database)["blobs"] - len(fv.NON_PYTHON_FILES)
+    assert outcome.parsed == table_counts(database)["blobs"] - len(fv.NON_PYTHON_FILES)
 
 
 def test_constraint_violation_in_a_blob_row_leaves_nothing(database: Database) -> None:
@@ -262,7 +239,7 @@ def test_constraint_violation_in_a_blob_row_leaves_nothing(database: Database) -
             database, {"name": "vllm", "git": None, "pypi": None, "github": None}, version,
             [("a.py", "a" * 40), ("b.py", "b" * 40)], blobs,
         )
-    assert _counts(database) == dict.fromkeys(TABLES, 0)
+    assert table_counts(database) == dict.fromkeys(INDEX_TABLES, 0)
 
 
 def test_file_pointing_at_an_unknown_blob_leaves_nothing(database: Database) -> None:
@@ -272,7 +249,7 @@ def test_file_pointing_at_an_unknown_blob_leaves_nothing(database: Database) -> 
             database, {"name": "vllm", "git": None, "pypi": None, "github": None}, version,
             [("a.py", "c" * 40)], [],
         )
-    assert _counts(database) == dict.fromkeys(TABLES, 0)
+    assert table_counts(database) == dict.fromkeys(INDEX_TABLES, 0)
 
 
 def test_write_version_twice_is_refused_the_second_time(database: Database) -> None:
@@ -280,9 +257,9 @@ def test_write_version_twice_is_refused_the_second_time(database: Database) -> N
     repo = {"name": "vllm", "git": None, "pypi": None, "github": None}
     blob = queries.BlobRow("a" * 40, 1, b"")
     assert queries.write_version(database, repo, version, [("a.py", "a" * 40)], [blob])
-    before = _counts(database)
+    before = table_counts(database)
     assert not queries.write_version(database, repo, version, [("a.py", "a" * 40)], [blob])
-    assert _counts(database) == before
+    assert table_counts(database) == before
 
 
 def test_writer_waits_for_another_and_says_so(tmp_path: Path) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
+from fakeproject import INDEX_TABLES
 from fakevllm import FakeRepo
 
 from db import queries
@@ -19,22 +19,6 @@ from indexer.pipeline import index_version, parse_batch
 from indexer.sources import blob_id
 from indexer.symbols import parse_blob
 
-TABLES = ("repos", "versions", "blobs", "files", "symbols")
-
-
-@pytest.fixture
-def config(fake_vllm: FakeRepo) -> ProjectConfig:
-    Path("annotate.toml").write_text(
-        f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
-    )
-    return load_config()
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Database]:
-    with open_database(tmp_path / "index.db") as opened:
-        yield opened
-
 
 def _blobs(tag: str) -> set[str]:
     return {blob_id(data) for data in fv.regular_files(fv.VERSIONS[tag]).values()}
@@ -42,13 +26,6 @@ def _blobs(tag: str) -> set[str]:
 
 def _python_blobs(tag: str) -> set[str]:
     return {blob_id(data) for data in fv.python_files(tag).values()}
-
-
-def _counts(database: Database) -> dict[str, int]:
-    return {
-        table: database.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        for table in TABLES
-    }
 
 
 def _rows(database: Database, table: str) -> list[tuple]:
@@ -135,10 +112,10 @@ def test_each_blob_is_parsed_once_ever(database: Database, config: ProjectConfig
 
 def test_reindexing_is_a_no_op(database: Database, config: ProjectConfig) -> None:
     index_version(database, config, "vllm", "v0.1.0")
-    before = {table: _rows(database, table) for table in TABLES}
+    before = {table: _rows(database, table) for table in INDEX_TABLES}
     outcome = index_version(database, config, "vllm", "v0.1.0")
     assert outcome == pipeline.IndexOutcome("vllm", "v0.1.0", already=True)
-    assert {table: _rows(database, table) for table in TABLES} == before
+    assert {table: _rows(database, table) for table in INDEX_TABLES} == before
 
 
 def test_reindexing_does_not_touch_the_source(
