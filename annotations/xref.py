@@ -13,10 +13,8 @@ per version, in this order:
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from db import queries
 from db import references as store
@@ -113,11 +111,22 @@ def xref(database: Database, repo: str, version: str, name: str) -> XrefResult:
         scanner = _FileScanner(path, content, definitions.get(blob_id, []),
                                imports.get(blob_id, []), modules, unique)
         result.references.extend(scanner.occurrences(short))
-    result.importers = [
-        dict(zip(("path", "line", "module", "name", "alias", "level"), row, strict=True))
-        for row in store.importers(database, version_key, short)
-    ]
+    result.importers = _importers(candidates, imports, short)
     return result
+
+
+def _importers(
+    candidates: list[tuple[str, str]], imports: dict[str, list[tuple]], name: str
+) -> list[dict]:
+    """The imports that bind ``name``: ``from m import name``, ``... as name``,
+    ``import a.name``. Such a file mentions ``name`` in its code, so it is a candidate."""
+    found = []
+    for path, blob_id in candidates:
+        for line, module, imported, alias, level in imports.get(blob_id, ()):
+            if name in (imported, alias, module) or (module or "").endswith("." + name):
+                found.append({"path": path, "line": line, "module": module,
+                              "name": imported, "alias": alias, "level": level})
+    return found
 
 
 def _files(database: Database, version_key: int) -> list[tuple[str, str]]:
@@ -125,6 +134,24 @@ def _files(database: Database, version_key: int) -> list[tuple[str, str]]:
         "SELECT path, blob_id FROM files WHERE version_id = ?", (version_key,)
     )
     return list(rows)
+
+
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _word_positions(content: bytes, word: bytes) -> list[int]:
+    """Offsets where ``word`` occurs as a whole identifier."""
+    positions = []
+    after = len(word)
+    start = content.find(word)
+    while start >= 0:
+        end = start + after
+        if (start == 0 or content[start - 1] not in _WORD_BYTES) and (
+            end == len(content) or content[end] not in _WORD_BYTES
+        ):
+            positions.append(start)
+        start = content.find(word, start + 1)
+    return positions
 
 
 def _unique_target(definitions: list[dict]) -> str | None:
@@ -153,10 +180,6 @@ class _FileScanner:
         self._literal_starts: list[int] = []
         self._literal_ends: list[int] = []
 
-    @cached_property
-    def line_starts(self) -> list[int]:
-        return [0] + [match.end() for match in re.finditer(rb"\n", self.content)]
-
     def _literals(self, until: int) -> tuple[list[int], list[int]]:
         """Literal ranges up to ``until``, scanned once and extended when asked for more."""
         if until > self._scanned_to:
@@ -175,10 +198,8 @@ class _FileScanner:
         """Where ``name`` occurs in code, and where the aliases it is imported as do."""
         found = []
         for spelled in (name, *self._aliases(name)):
-            pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(spelled.encode()) +
-                                 rb"(?![A-Za-z0-9_])")
             binding = self._binding(spelled)
-            positions = [match.start() for match in pattern.finditer(self.content)]
+            positions = _word_positions(self.content, spelled.encode())
             if positions:
                 self._literals(positions[-1])
             for position in positions:
@@ -241,13 +262,13 @@ class _FileScanner:
 
     def _in_import(self, position: int) -> bool:
         """Inside a parenthesized ``from m import (...)`` spanning several lines."""
-        line = bisect_right(self.line_starts, position)
-        for import_line, *_ in self.imports:
-            if import_line < line:
-                between = self.content[self.line_starts[import_line - 1]:position]
-                if b"(" in between and b")" not in between:
-                    return True
-        return False
+        if not self.imports:
+            return False
+        opened = self.content.rfind(b"(", 0, position)
+        if opened < 0 or self.content.rfind(b")", 0, position) > opened:
+            return False
+        line_start = self.content.rfind(b"\n", 0, opened) + 1
+        return self.content[line_start:opened].lstrip().startswith(b"from ")
 
     def _enclosing(self, line: int) -> str | None:
         covering = [row for row in self.definitions if row[2] <= line <= row[3]]

@@ -49,23 +49,6 @@ def _per_blob(
     return found
 
 
-def importers(database: Database, version_key: int, name: str) -> list[tuple]:
-    """(path, line, module, name, alias, level) of the version's imports that bind
-    ``name``: ``from m import name``, ``... as name``, ``import a.name``."""
-    rows = database.conn.execute(
-        "SELECT f.path, i.line, i.module, i.name, i.alias, i.level FROM imports i"
-        " JOIN files f ON f.blob_id = i.blob_id WHERE f.version_id = :version"
-        " AND (i.name = :name OR i.alias = :name OR i.module = :name"
-        " OR i.module LIKE :suffix ESCAPE '\\') ORDER BY f.path, i.line",
-        {"version": version_key, "name": name, "suffix": "%." + _like_escape(name)},
-    )
-    return list(rows)
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _chunks(items: list[str], size: int = 500) -> Iterable[list[str]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]

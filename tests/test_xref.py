@@ -58,6 +58,14 @@ TREE = {
         "\n"
         "LAYER = ReplicatedLinear\n"
     ),
+    "vllm/models/subclass.py": (
+        "from vllm.layers.linear import ReplicatedLinear\n"
+        "from vllm.replicatedlinear import helper\n"
+        "\n"
+        "\n"
+        "class Mine(ReplicatedLinear):\n"
+        "    pass\n"
+    ),
     "vllm/models/text_only.py": (
         '"""ReplicatedLinear is only named in this docstring."""\n'
         "# ReplicatedLinear in a comment\n"
@@ -114,6 +122,8 @@ TARGET = "vllm/layers/linear.py::ReplicatedLinear"
                      id="attribute-of-module-two-definitions"),
         pytest.param(("vllm/layers/linear.py", 6), ("base", "local", TARGET),
                      id="base-class-same-module"),
+        pytest.param(("vllm/models/subclass.py", 5), ("base", "import", TARGET),
+                     id="base-class-after-imports"),
     ],
 )
 def test_reference_resolution(indexed: Path, where: tuple[str, int], expected: tuple) -> None:
@@ -177,7 +187,7 @@ def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None
     assert {r["path"] for r in data["references"]} == {
         "vllm/layers/__init__.py", "vllm/layers/linear.py", "vllm/layers/mla.py",
         "vllm/models/alias.py", "vllm/models/reexport.py", "vllm/models/shadow.py",
-        "vllm/models/uses_module.py",
+        "vllm/models/subclass.py", "vllm/models/uses_module.py",
     }
     imports = runner.invoke(cli, ["--db", str(indexed), "xref", "ReplicatedLinear", "vllm@v1",
                                   "--imports"])
@@ -187,6 +197,7 @@ def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None
         "vllm/layers/mla.py:1  from .linear import ReplicatedLinear",
         "vllm/models/alias.py:1  from vllm.layers.linear import ReplicatedLinear",
         "vllm/models/reexport.py:1  from vllm.layers import ReplicatedLinear",
+        "vllm/models/subclass.py:1  from vllm.layers.linear import ReplicatedLinear",
     ]
 
 
