@@ -207,14 +207,14 @@ def describe(old: Comparable, new: Comparable) -> tuple[Change, ...]:
 
 
 def _function_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
-    if old.name == new.name and _same_code(old.signature, new.signature):
+    if old.name == new.name and _same_header(old, new):
         return (BodyChange(),)
     old_header, new_header = parse_header(old.signature), parse_header(new.signature)
     signature = _signature_change(old_header, new_header, ("decorators", "parameters",
                                                             "returns", "keyword"))
     if signature is None:
         return (BodyChange(),)
-    if canonical(_body_text(old)) != canonical(_body_text(new)):
+    if not _same_body(old, new):
         return signature, BodyChange()
     return (signature,)
 
@@ -293,7 +293,7 @@ def _class_body_changed(old: Comparable, new: Comparable) -> bool:
         for before, after in zip(old_members[name], new_members[name], strict=False):
             if before.normalized != after.normalized and _inner_changed(before, after):
                 return True
-    return _residual(old) != _residual(new)
+    return not _same_body(old, new)
 
 
 def _inner_changed(old: Comparable, new: Comparable) -> bool:
@@ -302,9 +302,9 @@ def _inner_changed(old: Comparable, new: Comparable) -> bool:
         return False  # reported as a member change
     if group is KindGroup.CLASS:
         return _class_body_changed(old, new)
-    if _same_code(old.signature, new.signature):
+    if _same_header(old, new):
         return True
-    return canonical(_body_text(old)) != canonical(_body_text(new))
+    return not _same_body(old, new)
 
 
 def _residual(symbol: Comparable) -> bytes:
@@ -410,6 +410,8 @@ def parse_header(text: str) -> Header:
 
 def _masked(text: str) -> tuple[str, str]:
     """``text`` without comments, and the same with string contents blanked out."""
+    if "#" not in text and "'" not in text and '"' not in text:
+        return text, text
     code = _STRING_OR_COMMENT.sub(lambda m: m.group(1) or "", text)
     masked = _STRING_OR_COMMENT.sub(lambda m: "s" * len(m.group()), code)
     return code, masked
@@ -429,6 +431,34 @@ def _logical_lines(code: str, masked: str) -> list[str]:
             start = index + 1
     lines.append(code[start:])
     return [line.strip() for line in lines if line.strip()]
+
+
+def _same_header(old: Comparable, new: Comparable) -> bool:
+    """Whether two def/class headers are the same but for comments and layout."""
+    keys = _stored_keys(old, new, "header_key")
+    if keys is not None:
+        return keys[0] == keys[1]
+    return _same_code(old.signature, new.signature)
+
+
+def _same_body(old: Comparable, new: Comparable) -> bool:
+    """Whether the code after two headers (a class's outside its members) is the same but
+    for comments, docstrings and layout."""
+    keys = _stored_keys(old, new, "body_key")
+    if keys is not None:
+        return keys[0] == keys[1]
+    if kind_group(old.kind) is KindGroup.CLASS:
+        return _residual(old) == _residual(new)
+    return canonical(_body_text(old)) == canonical(_body_text(new))
+
+
+def _stored_keys(old: Comparable, new: Comparable, column: str) -> tuple[str, str] | None:
+    """The two symbols' comparison keys stored at index time, if both have one (rows
+    indexed before schema 4, attributes and symbols built from source have none)."""
+    old_key, new_key = getattr(old, column, None), getattr(new, column, None)
+    if old_key is None or new_key is None:
+        return None
+    return old_key, new_key
 
 
 def _same_code(old: str, new: str) -> bool:

@@ -153,6 +153,8 @@ class SymbolSnapshot:
     end_byte: int
     occurrence: int = 0
     _store: SourceStore | None = field(default=None, repr=False, compare=False)
+    header_key: str | None = field(default=None, repr=False)
+    body_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_row(
@@ -208,10 +210,11 @@ def _snapshot(
     values: tuple, repo: str, version: str, store: SourceStore | None, occurrence: int
 ) -> SymbolSnapshot:
     (path, _id, blob_id, _seq, qualname, _name, kind, start_line, end_line, start_byte,
-     end_byte, signature, exact, normalized, shape) = values
+     end_byte, signature, exact, normalized, shape, header_key, body_key) = values
     return SymbolSnapshot(
         repo, version, path, qualname, kind, start_line, end_line, signature, exact,
-        normalized, shape, blob_id, start_byte, end_byte, occurrence, store,
+        normalized, shape, blob_id, start_byte, end_byte, occurrence, store, header_key,
+        body_key,
     )
 
 
@@ -612,8 +615,8 @@ class _Scorer:
         new_tokens, new_total = self._tokens_of(new)
         if not old_total and not new_total:
             return 1.0
-        small, large = sorted((old_tokens, new_tokens), key=len)
-        shared = sum(min(count, large.get(token, 0)) for token, count in small.items())
+        shared = sum(min(old_tokens[token], new_tokens[token])
+                     for token in old_tokens.keys() & new_tokens.keys())
         return shared / (old_total + new_total - shared)
 
     def token_count(self, symbol: SymbolSnapshot) -> int:

@@ -13,7 +13,8 @@ from db.errors import DatabaseBusy, MissingIndex
 
 SYMBOL_COLUMNS = (
     "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
-    "start_byte", "end_byte", "signature", "exact", "normalized", "shape",
+    "start_byte", "end_byte", "signature", "exact", "normalized", "shape", "header_key",
+    "body_key",
 )
 
 

@@ -173,5 +173,14 @@ CREATE TABLE match_cache (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# Comparison keys of a definition, so that a diff need not re-normalize its source:
+# header_key, the normalized header's digest; body_key, the normalized code after the
+# header (a class's without its members). NULL for attributes, and for rows indexed
+# before this migration (the matcher then computes them from the source).
+_V4 = """
+ALTER TABLE symbols ADD COLUMN header_key TEXT;
+ALTER TABLE symbols ADD COLUMN body_key TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -31,6 +31,8 @@ class Symbol:
     exact: str
     normalized: str
     shape: str | None = None
+    header_key: str | None = None
+    body_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -284,6 +284,7 @@ def _symbol(source: bytes, definition: _Definition, normalized: NormalizedFile) 
             ),
         )
     start, end = definition.start, definition.end
+    is_attribute = definition.kind is SymbolKind.ATTRIBUTE
     return Symbol(
         qualname=definition.qualname,
         kind=definition.kind,
@@ -295,4 +296,17 @@ def _symbol(source: bytes, definition: _Definition, normalized: NormalizedFile) 
         exact=digest(source[start:end]),
         normalized=digest(normalized.slice(start, end)),
         shape=shape,
+        header_key=None if is_attribute else digest(definition.normalized_header),
+        body_key=None if is_attribute else digest(_normalized_body(definition, normalized)),
     )
+
+
+def _normalized_body(definition: _Definition, normalized: NormalizedFile) -> bytes:
+    """The normalized code after the header; for a class, without its members' spans."""
+    position, pieces = definition.header_end, []
+    for member in sorted(definition.members or (), key=lambda member: member.start):
+        if member.start > position:
+            pieces.append(normalized.slice(position, member.start))
+        position = max(position, member.end)
+    pieces.append(normalized.slice(position, definition.end))
+    return b"".join(pieces)
