@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable
@@ -658,12 +659,14 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
               help="Write the report to this file instead of standard output.")
 @click.option("--max-diffs", type=click.IntRange(min=0), default=100, show_default=True,
               help="HTML: how many side-by-side diffs to show (cited symbols first).")
+@click.option("--workers", type=click.IntRange(1, 64),
+              help="Processes that match symbols (default: cores, at most 4).")
 @db_option
 @pass_context
 @reports_errors
 def diff(
     context: Context, version_a: str, version_b: str, annotated: bool, output_format: str,
-    output: Path | None, max_diffs: int,
+    output: Path | None, max_diffs: int, workers: int | None,
 ) -> None:
     """Every symbol change between two indexed versions of one repo."""
     from annotations.diff_report import diff_report, render_diff
@@ -671,7 +674,8 @@ def diff(
     pins = split_version(version_a), split_version(version_b)
     with context.database() as database:
         report = diff_report(database, context.config, *pins, annotated=annotated,
-                             diff_limit=max_diffs if output_format == "html" else 0)
+                             diff_limit=max_diffs if output_format == "html" else 0,
+                             workers=workers or min(os.cpu_count() or 1, 4))
     text = render_diff(report, output_format)
     if output is not None:
         _write_report(output, text)

@@ -39,11 +39,13 @@ class DiffError(AnnotationError):
 def diff_report(
     database: Database, config: ProjectConfig, version_a: tuple[str, str],
     version_b: tuple[str, str], *, annotated: bool = False, diff_limit: int = 0,
+    workers: int = 1,
 ) -> DiffReport:
     """Every symbol change from ``version_a`` to ``version_b``, each a (repo, version).
 
     ``annotated`` keeps only the symbols claims cite; ``diff_limit`` symbols carry their
-    sources for side-by-side diffs (the HTML format shows them).
+    sources for side-by-side diffs (the HTML format shows them); ``workers`` processes
+    match the symbols (forked; the results do not depend on their number).
     """
     from annotations.diffs.build import build_report
 
@@ -56,7 +58,7 @@ def diff_report(
     config.repo(repo)
     with _few_collections():
         return build_report(database, config, repo, old, new, annotated=annotated,
-                            diff_limit=diff_limit)
+                            diff_limit=diff_limit, workers=workers)
 
 
 def render_diff(report: DiffReport, fmt: str) -> str:

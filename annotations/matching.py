@@ -77,6 +77,7 @@ from annotations.changes import (
     classify,
     kind_group,
 )
+from annotations.forking import fork_map
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
@@ -84,13 +85,16 @@ from db.queries import require_version
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
-    "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "RENAME_MOVE_THRESHOLD", "UNIQUE_NAME_BONUS",
+    "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "PARALLEL_MIN_SYMBOLS", "RENAME_MOVE_THRESHOLD",
+    "UNIQUE_NAME_BONUS",
     "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE",
     "HistoryEvent", "HistoryStep", "Match", "Matcher", "SourceStore", "SymbolSnapshot",
     "Verdict", "VersionDiff", "diff_versions", "find_symbol", "history", "match_symbol",
     "package_of",
 ]
 
+PARALLEL_MIN_SYMBOLS = 2000
+"""Fewer symbols to match than this: a diff does not fork (not worth a process)."""
 MOVE_THRESHOLD = 0.6
 """Lowest score of a similarity match to call a symbol moved rather than removed."""
 AMBIGUITY_MARGIN = 0.05
@@ -232,6 +236,15 @@ class SourceStore:
         self._rows: dict[str, list[tuple]] = {}
         self._children: dict[str, dict[str, list[tuple]]] = {}
         self._members: dict[tuple, dict[str, tuple[SymbolSnapshot, ...]]] = {}
+
+    def clear(self) -> None:
+        """Forget every cached blob, row and member. Member snapshots point back at the
+        store: clearing breaks that cycle, so a finished diff is freed at once instead of
+        by a garbage collection of every object it made."""
+        self._contents.clear()
+        self._rows.clear()
+        self._children.clear()
+        self._members.clear()
 
     def content(self, blob_id: str) -> bytes:
         found = self._contents.get(blob_id)
@@ -880,22 +893,22 @@ class Matcher:
             frozenset(shared.union(row[name] for row in self.b.rows().values())),
         )
 
-    def diff(self) -> VersionDiff:
-        """Every symbol of A against B (see ``diff_versions``)."""
+    def diff(self, workers: int = 1) -> VersionDiff:
+        """Every symbol of A against B (see ``diff_versions``), matched by up to
+        ``workers`` processes when there are at least ``PARALLEL_MIN_SYMBOLS`` to match."""
         pool = self.pool()
         packages: dict[str, Counter[str]] = defaultdict(Counter)
         for row in self._a_same:
             packages[package_of(row[_PATH])][Verdict.UNCHANGED.value] += 1
         matches, targets = [], set()
-        old_rows, new_rows = self.a.rows(), self.b.rows()
+        found = self._match_all(self._to_match(), workers)
         for path, keys in self.a.files():
             package = packages[package_of(path)]
             for key in keys:
-                new_row = new_rows.get(key)
-                if new_row is not None and new_row[_EXACT] == old_rows[key][_EXACT]:
+                match = found.get(key)
+                if match is None:  # the same exact fingerprint at the same place
                     package[Verdict.UNCHANGED.value] += 1
                     continue
-                match = self.match(self.a.symbol(key))
                 package[match.verdict.value] += 1
                 if match.verdict is not Verdict.UNCHANGED:
                     matches.append(match)
@@ -908,6 +921,75 @@ class Matcher:
             self.a.repo, self.a.version, self.b.version, tuple(matches), added,
             {name: dict(counts) for name, counts in sorted(packages.items())},
         )
+
+
+    def _to_match(self) -> list[list[_Key]]:
+        """Per file of A, the keys of the symbols whose exact fingerprint is not the same
+        at the same place in B."""
+        old_rows, new_rows = self.a.rows(), self.b.rows()
+        per_file = []
+        for _path, keys in self.a.files():
+            changed = []
+            for key in keys:
+                new_row = new_rows.get(key)
+                if new_row is None or new_row[_EXACT] != old_rows[key][_EXACT]:
+                    changed.append(key)
+            if changed:
+                per_file.append(changed)
+        return per_file
+
+    def _match_all(self, per_file: list[list[_Key]], workers: int) -> dict[_Key, Match]:
+        """The match of each key. A member's parent is in its file, so a file's keys stay
+        in one process; every match depends only on the two versions, so the split does
+        not change any result."""
+        total = sum(len(keys) for keys in per_file)
+        parts = workers if total >= PARALLEL_MIN_SYMBOLS else 1
+        results = fork_map(self._match_part, _balanced(per_file, parts),
+                           in_child=self.database.reconnect_in_child)
+        return {
+            key: self._expand(key, result)
+            for part in results for key, result in part
+        }
+
+    def _match_part(self, keys: list[_Key]) -> list[tuple[_Key, tuple]]:
+        """Matches as plain tuples (snapshots by key): what a child can send back."""
+        return [(key, _compact(self.match(self.a.symbol(key)))) for key in keys]
+
+    def _expand(self, key: _Key, compact: tuple) -> Match:
+        verdict, new_key, changes, content, candidate_keys, score, via = compact
+        old = self.a.symbol(key)
+        assert old is not None
+        if new_key is None:
+            new = None
+        elif via == "blob":
+            new = old.at_version(self.b.version)
+        else:
+            new = self.b.lookup(*new_key)
+        candidates = tuple(
+            symbol for symbol in (self.b.lookup(*item) for item in candidate_keys)
+            if symbol is not None
+        )
+        return Match(old, verdict, new, changes, content, candidates, score, via)
+
+
+def _compact(match: Match) -> tuple:
+    new = match.new
+    return (
+        match.verdict, None if new is None else _key_of(new), match.changes, match.content,
+        tuple(_key_of(symbol) for symbol in match.candidates), match.score, match.via,
+    )
+
+
+def _key_of(symbol: SymbolSnapshot) -> _Key:
+    return (symbol.path, symbol.qualname, symbol.occurrence)
+
+
+def _balanced(per_file: list[list[_Key]], parts: int) -> list[list[_Key]]:
+    """The files' keys in ``parts`` lists of about the same length (largest file first)."""
+    buckets: list[list[_Key]] = [[] for _ in range(max(1, parts))]
+    for keys in sorted(per_file, key=len, reverse=True):
+        min(buckets, key=len).extend(keys)
+    return [bucket for bucket in buckets if bucket] or [[]]
 
 
 def _occurrence(view: _VersionView, row: tuple) -> int:
@@ -936,9 +1018,9 @@ def match_symbol(database: Database, old: SymbolSnapshot, new_version_key: int) 
     return Matcher(database, old_key, new_version_key, old._store).match(old)
 
 
-def diff_versions(database: Database, a_key: int, b_key: int) -> VersionDiff:
+def diff_versions(database: Database, a_key: int, b_key: int, workers: int = 1) -> VersionDiff:
     """Every symbol of version ``a_key`` matched at ``b_key``, and what B added."""
-    return Matcher(database, a_key, b_key).diff()
+    return Matcher(database, a_key, b_key).diff(workers)
 
 
 def history(

@@ -90,6 +90,12 @@ class Database:
         for row in cursor:
             yield dict(zip(names, row, strict=True))
 
+    def reconnect_in_child(self) -> None:
+        """A new connection for a forked child. SQLite forbids using a connection across
+        ``fork``: the inherited one is left to the parent, never used or closed here."""
+        self.conn = sqlite3.connect(str(self.path), timeout=WAIT_SECONDS)
+        self.conn.execute("PRAGMA busy_timeout = 2000")
+
     def close(self) -> None:
         self.conn.close()
 

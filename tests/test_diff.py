@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html.parser
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -17,7 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotate_cli import cli
+from annotations import matching
+from annotations.diffs import build
 from annotations.diffs.usage import code_identifiers
+from annotations.forking import can_fork
 from annotations.links import link_if_changed
 from annotations.reports.markdown import code
 from db.database import open_database
@@ -226,6 +230,35 @@ def test_every_case_in_its_markdown_section(project: Path, name: str) -> None:
     assert [title for title, body in sections.items() if cell in body] == [TITLES[section]]
     if section == "moved":
         assert code(_ref(case.new[0])) in sections[TITLES[section]]
+
+
+@pytest.mark.skipif(not can_fork(), reason="needs os.fork")
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_forked_workers_write_the_same_report(
+    project: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    tags = fakevllm.TAGS
+    for a, b in zip(tags, tags[1:], strict=False):
+        args = ("diff", f"vllm@{a}", f"vllm@{b}", "--format", fmt)
+        alone = ok(project, *args, "--workers", "1")
+        assert not forks  # below the thresholds nothing forks
+        monkeypatch.setattr(matching, "PARALLEL_MIN_SYMBOLS", 0)
+        monkeypatch.setattr(build, "PARALLEL_MIN_PAIRS", 0)
+        assert ok(project, *args, "--workers", "3") == alone
+        assert forks, "the diff did not fork"
+        monkeypatch.undo()
+        monkeypatch.setattr(os, "fork", counting_fork)
+        forks.clear()
 
 
 def test_markdown_lists_sections_counts_and_packages(project: Path) -> None:

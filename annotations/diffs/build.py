@@ -14,11 +14,14 @@ from annotations.changes import Verdict
 from annotations.diffs.citations import cite, cited_refs, impacts
 from annotations.diffs.model import Citation, DiffReport, Location, Section, SymbolChange, Usage
 from annotations.diffs.usage import usage_changes
+from annotations.forking import fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
 from db.database import Database
 from db.queries import require_version
 from indexer.config import ProjectConfig, RepoConfig
 
+PARALLEL_MIN_PAIRS = 500
+"""Fewer changed symbols than this: their usage is computed without forking."""
 DEFAULT_DIFF_LIMIT = 100
 """How many side-by-side diffs an HTML report shows by default (cited symbols first)."""
 
@@ -67,17 +70,18 @@ class _Item:
 
 def build_report(
     database: Database, config: ProjectConfig, repo: str, version_a: str, version_b: str,
-    *, annotated: bool = False, diff_limit: int = 0,
+    *, annotated: bool = False, diff_limit: int = 0, workers: int = 1,
 ) -> DiffReport:
     """Every symbol change from ``repo``@``version_a`` to ``version_b``.
 
     ``annotated`` keeps only the symbols claims cite; ``diff_limit`` symbols (cited ones
-    first) carry their source at both versions, for side-by-side diffs.
+    first) carry their source at both versions, for side-by-side diffs; ``workers``
+    processes match the symbols.
     """
     repo_config = config.repo(repo)
     keys = (require_version(database, repo, version_a), require_version(database, repo, version_b))
     matcher = Matcher(database, *keys)
-    diff = matcher.diff()
+    diff = matcher.diff(workers)
     items = _items(diff.matches, diff.added, repo_config)
     found = cite(cited_refs(database, repo), [(item.old, item.new) for item in items],
                  version_a, version_b)
@@ -86,8 +90,9 @@ def build_report(
     if annotated:
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
-    _add_usage_and_sources(matcher, items, diff_limit)
+    _add_usage_and_sources(matcher, items, diff_limit, workers)
     changes = tuple(_change(item, repo_config) for item in items)
+    matcher.store.clear()
     return DiffReport(
         repo, version_a, version_b, annotated, diff.counts, diff.packages, changes,
         impacts(changes), diff_limit, sum(item.sources is not None for item in items),
@@ -151,19 +156,54 @@ def _how(match: Match) -> str:
 # --- usage and sources ----------------------------------------------------------------
 
 
-def _add_usage_and_sources(matcher: Matcher, items: list[_Item], diff_limit: int) -> None:
+def _add_usage_and_sources(
+    matcher: Matcher, items: list[_Item], diff_limit: int, workers: int
+) -> None:
     used = [item for item in items if item.content_changed]
     shown = _diff_choice(items, diff_limit)
     contents = matcher.store.contents(
         symbol.blob_id for item in (*used, *shown) for symbol in _pair(item)
     )
-    usages = usage_changes([_pair(item) for item in used], contents, matcher.defined_names,
-                           matcher.store.blob_rows)
+    usages = _usages(matcher, [_pair(item) for item in used], contents, workers)
     for item, usage in zip(used, usages, strict=True):
         item.usage = usage
     for item in shown:
         old, new = _pair(item)
         item.sources = (_lines_of(old, contents), _lines_of(new, contents))
+
+
+def _usages(
+    matcher: Matcher, pairs: list[tuple[SymbolSnapshot, SymbolSnapshot]],
+    contents: dict[str, bytes], workers: int,
+) -> list[Usage]:
+    """`usage_changes` of the pairs, split by file over up to ``workers`` processes."""
+    if not pairs:
+        return []
+    defined = matcher.defined_names()
+    parts = _by_file(pairs, workers if len(pairs) >= PARALLEL_MIN_PAIRS else 1)
+
+    def usages_of(part: list[int]) -> list[Usage]:
+        return usage_changes([pairs[index] for index in part], contents, lambda: defined,
+                             matcher.store.blob_rows)
+
+    found: dict[int, Usage] = {}
+    for part, usages in zip(parts, fork_map(usages_of, parts,
+                                            in_child=matcher.database.reconnect_in_child),
+                            strict=True):
+        found.update(zip(part, usages, strict=True))
+    return [found[index] for index in range(len(pairs))]
+
+
+def _by_file(pairs: list[tuple[SymbolSnapshot, SymbolSnapshot]], parts: int) -> list[list[int]]:
+    """The pairs' indexes in ``parts`` lists of about the same length, a file's together
+    (its stretches of code are then tokenized once)."""
+    per_file: dict[str, list[int]] = {}
+    for index, (old, _new) in enumerate(pairs):
+        per_file.setdefault(old.path, []).append(index)
+    buckets: list[list[int]] = [[] for _ in range(max(1, parts))]
+    for indexes in sorted(per_file.values(), key=len, reverse=True):
+        min(buckets, key=len).extend(indexes)
+    return [bucket for bucket in buckets if bucket]
 
 
 def _pair(item: _Item) -> tuple[SymbolSnapshot, SymbolSnapshot]:
