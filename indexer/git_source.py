@@ -7,6 +7,7 @@ and read through one long-lived ``cat-file --batch`` (GitPython).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,11 @@ from indexer.models import FileEntry, SnapshotInfo
 from indexer.sources import CACHE_HINT, DISK_PROBLEMS, Snapshot, cache_error
 
 GIT_TIMEOUT_SECONDS = 600
+"""The longest a fetch may take in all (a huge first fetch on a slow link)."""
+GIT_STALL_SECONDS = 30
+"""An http(s) fetch moving under 1 KB/s for this long gives up (git has no such limit by
+default, so a server that accepts and never answers would hold it until the timeout).
+The user's own ``GIT_HTTP_LOW_SPEED_LIMIT``/``_TIME`` win."""
 _SHA = re.compile(r"[0-9a-f]{40}")
 _GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
@@ -102,7 +108,7 @@ class GitMirror:
         try:
             handle.git.fetch(
                 "--depth", "1", "--no-tags", "--quiet", "--", self.url, refspec,
-                env=_GIT_ENV, kill_after_timeout=GIT_TIMEOUT_SECONDS,
+                env=_fetch_env(), kill_after_timeout=GIT_TIMEOUT_SECONDS,
             )
         except git.GitCommandError as error:
             reason = _git_reason(error)
@@ -159,6 +165,12 @@ def _git_url(url: str) -> str:
     if "://" in url or url.startswith("git@"):
         return url
     return Path(url).expanduser().resolve().as_uri()
+
+
+def _fetch_env() -> dict[str, str]:
+    stall = {"GIT_HTTP_LOW_SPEED_LIMIT": "1000", "GIT_HTTP_LOW_SPEED_TIME": str(GIT_STALL_SECONDS)}
+    return {**_GIT_ENV, **{name: value for name, value in stall.items()
+                           if name not in os.environ}}
 
 
 def _git_reason(error: git.GitError) -> str:

@@ -33,7 +33,7 @@ from click.testing import CliRunner, Result
 
 from annotate_cli import cli
 from db.schema import MIGRATIONS, SCHEMA_VERSION
-from indexer import sources
+from indexer import git_source, sources
 from indexer.symbols import parse_blob
 
 FILES = 2000
@@ -268,6 +268,26 @@ def test_unreachable_git_remote(indexed_db: Path) -> None:
     assert time.monotonic() - started < 30
     one_error_line(result, f"vllm@v0.2.0 was not found (git: {url}: ", "Failed to connect",
                    "--from PATH")
+    assert dump(indexed_db) == before
+
+
+def test_git_remote_that_never_answers(
+    indexed_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(git_source, "GIT_STALL_SECONDS", 2)
+    monkeypatch.delenv("GIT_HTTP_LOW_SPEED_TIME", raising=False)
+    monkeypatch.delenv("GIT_HTTP_LOW_SPEED_LIMIT", raising=False)
+    before = dump(indexed_db)
+    with silent_server() as url:
+        Path("annotate.toml").write_text(
+            f'[repos.vllm]\nsources = ["git"]\ngit = "{url}/vllm.git"\n'
+        )
+        started = time.monotonic()
+        result = run("index", "vllm@v0.2.0")
+        elapsed = time.monotonic() - started
+    assert elapsed < 20  # the stall limit, not the 600 s timeout
+    one_error_line(result, f"vllm@v0.2.0 was not found (git: {url}/vllm.git: ",
+                   "Operation too slow", "--from PATH")
     assert dump(indexed_db) == before
 
 
