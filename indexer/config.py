@@ -150,7 +150,7 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
     if not isinstance(repo_tables, dict):
         raise ConfigError(f"{where}: 'repos' must be a table of [repos.NAME] tables")
     for name, repo_table in repo_tables.items():
-        repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where)
+        repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where, root)
     cache_dir = table.get("cache_dir")
     fail_on = _string_list(table, "fail_on", where)
     for status in fail_on or ():
@@ -176,6 +176,7 @@ def _repo(
     base: RepoConfig | None,
     default_sources: tuple[str, ...],
     where: str,
+    root: Path,
 ) -> RepoConfig:
     if not REPO_NAME.fullmatch(name):
         raise ConfigError(f"{where}: invalid repo name '{name}'", "use letters, digits, _ . -")
@@ -191,7 +192,7 @@ def _repo(
         _string(table, key, f"{where} [repos.{name}]")
     repo = replace(
         repo,
-        git=table.get("git", repo.git),
+        git=_git_location(table["git"], root) if "git" in table else repo.git,
         pypi=table.get("pypi", repo.pypi),
         github=table.get("github", repo.github or _github_from_url(table.get("git"))),
         versions=versions if versions is not None else repo.versions,
@@ -201,6 +202,20 @@ def _repo(
     if repo.target is not None:
         check_version_name(repo.target)
     return repo
+
+
+def is_remote_git(location: str) -> bool:
+    """Whether a ``git`` value is a URL (``https://``, ``file://``, ``git@host:``) rather
+    than a local path."""
+    return "://" in location or location.startswith("git@")
+
+
+def _git_location(location: str, root: Path) -> str:
+    """A relative local path is relative to the config file's folder, like ``db``."""
+    if is_remote_git(location):
+        return location
+    path = Path(location).expanduser()
+    return location if path.is_absolute() else str(root / path)
 
 
 def _or_default(value: tuple[str, ...] | None, default: tuple[str, ...]) -> tuple[str, ...]:

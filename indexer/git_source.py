@@ -14,7 +14,7 @@ from pathlib import Path
 
 import git
 
-from indexer.config import RepoConfig
+from indexer.config import RepoConfig, is_remote_git
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
 from indexer.sources import CACHE_HINT, DISK_PROBLEMS, Snapshot, cache_error
@@ -162,7 +162,7 @@ def _ls_tree(handle: git.Repo, commit: str) -> tuple[FileEntry, ...]:
 
 
 def _git_url(url: str) -> str:
-    if "://" in url or url.startswith("git@"):
+    if is_remote_git(url):
         return url
     return Path(url).expanduser().resolve().as_uri()
 

@@ -211,6 +211,21 @@ def test_relative_path_git_url_is_a_local_repo(fake_vllm: FakeRepo, tmp_path: Pa
         assert snapshot.info.commit_sha == fake_vllm.commits["v0.3.0"]
 
 
+@pytest.mark.parametrize("written", ["mirror/checkout", "./mirror/checkout"])
+def test_relative_git_path_in_config_is_relative_to_the_config_file(
+    fake_vllm: FakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, written: str
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(fake_vllm.path, project / "mirror" / "checkout", symlinks=True)
+    (project / "annotate.toml").write_text(f'[repos.vllm]\ngit = "{written}"\n')
+    (project / "sub").mkdir()
+    monkeypatch.chdir(project / "sub")  # not where the config file is
+    repo = load_config(project).repo("vllm")
+    assert repo.git == str(project / written)
+    with open_snapshot(repo, "v0.3.0", _cache()) as snapshot:
+        assert snapshot.info.commit_sha == fake_vllm.commits["v0.3.0"]
+
+
 def test_commit_sha_version_is_fetched_by_id(fake_vllm: FakeRepo) -> None:
     sha = fake_vllm.commits["v0.1.0"]
     with open_snapshot(_repo(fake_vllm.url), sha, _cache()) as snapshot:
