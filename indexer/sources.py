@@ -184,10 +184,12 @@ def open_wheel(
     repo: RepoConfig, version: str, wheel: Path, *, cached: bool = False
 ) -> WheelSnapshot:
     """Open a wheel's ``.py`` members; an unreadable wheel is removed only from the cache,
-    never when it is the user's own file."""
+    never when it is the user's own file. A cached wheel came from ``pypi``; the user's own
+    (``--from``) is recorded as ``local``, with its sha256 either way."""
     try:
         archive = zipfile.ZipFile(wheel)
-        return WheelSnapshot(repo.name, version, archive, wheel_sha256(wheel, cached=cached))
+        return WheelSnapshot(repo.name, version, archive, wheel_sha256(wheel, cached=cached),
+                             "pypi" if cached else "local")
     except (OSError, zipfile.BadZipFile, _CorruptMember) as error:
         if not cached:
             raise SourceError(f"the wheel {wheel} is unreadable ({error})",
@@ -226,7 +228,9 @@ class _CorruptMember(Exception):
 class WheelSnapshot(Snapshot):
     """The ``.py`` members of a wheel, at their repository paths."""
 
-    def __init__(self, repo: str, version: str, archive: zipfile.ZipFile, sha256: str) -> None:
+    def __init__(
+        self, repo: str, version: str, archive: zipfile.ZipFile, sha256: str, source: str
+    ) -> None:
         self._archive = archive
         self._contents: dict[str, bytes] = {}
         entries = []
@@ -239,7 +243,8 @@ class WheelSnapshot(Snapshot):
             data = self._read_member(member)
             self._contents[member.filename] = data
             entries.append(FileEntry(member.filename, blob_id(data), len(data)))
-        self.info = SnapshotInfo(repo, version, "pypi", wheel_sha256=sha256, files=tuple(entries))
+        self.info = SnapshotInfo(repo, version, source, wheel_sha256=sha256,
+                                 files=tuple(entries))
 
     def _read_member(self, member: zipfile.ZipInfo) -> bytes:
         try:

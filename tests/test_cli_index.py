@@ -137,10 +137,12 @@ def test_index_from_a_wheel(project: Path, fake_wheels: Path) -> None:
     assert result.exit_code == 0, result.stderr
     files = fv.python_files("v0.2.0")
     assert re.fullmatch(
-        _summary("vllm", "v0.2.0", files, set(), f"pypi {digest[:12]}"), result.stdout.strip()
+        _summary("vllm", "v0.2.0", files, set(), f"local {digest[:12]}"), result.stdout.strip()
     )
     with _db() as conn:
-        assert conn.execute("SELECT wheel_sha256 FROM versions").fetchone() == (digest,)
+        assert conn.execute("SELECT source, wheel_sha256 FROM versions").fetchone() == (
+            "local", digest
+        )
 
 
 def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
