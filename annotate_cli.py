@@ -383,10 +383,13 @@ def _links_to_symbol(database: Any, symbol: str) -> list[dict]:
     from annotations.refs import RefForm, parse_ref
     from db import claims as claim_store
 
-    if "::" in symbol or symbol.startswith("https://"):
+    if "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
         ref = parse_ref(symbol)
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to(database, ref.qualname or "", ref.path)
+        if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:
+            return claim_store.links_in_lines(database, ref.path, ref.start_line,
+                                              ref.end_line, ref.version, ref.repo)
     return claim_store.links_to(database, symbol.rsplit(":", 1)[-1])
 
 
@@ -402,13 +405,19 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
                ([r["line"], r["claim_id"], r["version"], r["state"], r.get("status") or "-",
                  r["resolved"] or r["written"]] for r in rows))
         return
-    symbols = sorted({(r["path"], r["qualname"]) for r in rows})
-    for path, qualname in symbols:
-        click.echo(f"{path}::{qualname}")
+    targets = sorted({_link_target(r) for r in rows})
+    for target in targets:
+        click.echo(target)
         for row in rows:
-            if (row["path"], row["qualname"]) == (path, qualname):
+            if _link_target(row) == target:
                 click.echo(f"  {row['article']}#{row['claim_id']} @{row['version']}: "
                            f"{row['text']}")
+
+
+def _link_target(row: dict) -> str:
+    if row["qualname"]:
+        return f"{row['path']}::{row['qualname']}"
+    return f"{row['path']}#L{row['start_line']}-L{row['end_line']}"
 
 
 def _link_json(row: dict) -> dict:

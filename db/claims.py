@@ -125,6 +125,23 @@ def index_state(database: Database) -> str:
     return ";".join(f"{key}:{repo}@{version}" for key, repo, version in rows)
 
 
+def links_in_lines(
+    database: Database, path: str, start: int | None, end: int | None,
+    version: str | None = None, repo: str | None = None,
+) -> list[dict]:
+    """Stored refs into ``path`` whose lines overlap ``start``-``end`` (the whole file when
+    ``start`` is None), at ``version`` and in ``repo`` when they are given."""
+    rows = database.query(
+        "SELECT * FROM claim_links WHERE path = :path"
+        " AND (:version IS NULL OR version = :version) AND (:repo IS NULL OR repo = :repo)"
+        " AND (:start IS NULL OR (start_line <= :end AND end_line >= :start))"
+        " ORDER BY start_line, qualname, article, claim_id",
+        {"path": path, "version": version, "repo": repo, "start": start,
+         "end": end if end is not None else start},
+    )
+    return list(rows)
+
+
 def links_to(database: Database, qualname: str, path: str | None = None) -> list[dict]:
     """Stored refs whose qualname is ``qualname`` or ends with ``.qualname``, or whose
     dotted name (module, then qualname) is ``qualname``."""

@@ -137,6 +137,41 @@ def test_links_to_a_symbol(symbol: str) -> None:
     assert ok("links", symbol) == UTIL_LINKS
 
 
+def test_links_by_permalink_are_those_at_its_version_into_its_lines() -> None:
+    assert ok("links", URL) == (
+        f"{UTIL}\n"
+        f"  articles/post.md#{POST_CLAIM} @v0.2.0: {POST_TEXT}\n"
+        f"  blog/mla-tp.md#util-raised @v0.2.0: {TEXTS['util-raised']}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        pytest.param("vllm@v0.1.0:vllm/config/cache.py#L1-L200",
+                     ["util-default", "verify"], id="file-at-the-pin"),
+        pytest.param("vllm@v0.2.0:vllm/config/cache.py#L1-L200",
+                     [POST_CLAIM, "util-raised"], id="file-at-another-version"),
+        pytest.param("vllm@v0.1.0:vllm/config/cache.py#L1-L2", [], id="lines-no-claim-covers"),
+    ],
+)
+def test_links_by_lines_are_the_refs_overlapping_them(query: str, expected: list[str]) -> None:
+    found = json.loads(ok("links", "--format", "json", query))
+    assert sorted(link["claim"] for link in found) == sorted(expected)
+
+
+def test_links_of_a_lines_ref_name_its_lines() -> None:
+    Path("annotations").mkdir()
+    Path("annotations/lines.yml").write_text(
+        "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
+        "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n", encoding="utf-8"
+    )
+    ok("link")
+    expected = "vllm/config/cache.py#L1-L2\n  blog/lines.md#head @v0.1.0: 文件开头\n"
+    assert ok("links", "vllm@v0.1.0:vllm/config/cache.py#L2") == expected
+    assert ok("links", "vllm@v0.1.0:vllm/config/cache.py#L3-L9") == "No claims cite it.\n"
+
+
 def test_links_to_a_short_name_of_several_symbols_lists_them_grouped() -> None:
     assert ok("links", "forward") == (
         "vllm/model_executor/layers/layernorm.py::RMSNorm.forward\n"
