@@ -1,8 +1,9 @@
 """What a blob refers to, recorded in the same parse as its symbols.
 
 * ``names``: every distinct identifier that occurs in code (not in strings or comments),
-  space-separated; the database indexes them (FTS5) to find the files that may refer to
-  a name. Where in the file and how is worked out per query (`annotations.xref`).
+  sorted, space-separated and padded; a query finds the files that may refer to a name
+  with one ``instr`` per file. Where in the file and how is worked out per query
+  (`annotations.xref`).
 * ``imports``: every import statement, as (line, module, name, alias, level) rows:
   ``import a.b as c`` -> (n, "a.b", None, "c", 0); ``from ..x import Y as Z`` ->
   (n, "x", "Y", "Z", 2); ``from m import *`` -> (n, "m", "*", None, 0).
@@ -25,9 +26,7 @@ _KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwl
 def names_in(code_parts: Iterable[bytes]) -> str:
     """The distinct identifiers of the code parts, sorted, space-separated and padded
     with a space at both ends (so `` name `` finds a whole name)."""
-    found: set[bytes] = set()
-    for part in code_parts:
-        found.update(IDENTIFIER.findall(part))
+    found = set(IDENTIFIER.findall(b" ".join(code_parts)))  # a space ends any identifier
     found -= _KEYWORDS
     return " " + b" ".join(sorted(found)).decode("ascii") + " "
 
