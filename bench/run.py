@@ -451,15 +451,18 @@ def output_problem(log: Path, json_stdout: bool) -> str | None:
 
 
 def bench_later(setup: Setup, results: Results, rep: int) -> None:
-    """(7) check of the bench claims against v0.25.0, (8) diff v0.20.0..v0.25.0."""
+    """(7) check of the bench claims against v0.25.0, (8) diff v0.20.0..v0.25.0, with its
+    default workers and (8b) in one process."""
     wd, logs, annotate = setup.workdir, setup.workdir / "logs", setup.annotate
+    diff = [*annotate, "--db", "warm.db", "diff", f"{REPO}@{OLD}", f"{REPO}@{NEW}",
+            "--format", "json"]
     commands = {
         "check": [*annotate, "--db", "warm.db", "check", "--format", "json", "--exit-zero"],
-        "diff": [*annotate, "--db", "warm.db", "diff", f"{REPO}@{OLD}", f"{REPO}@{NEW}",
-                 "--format", "json"],
+        "diff": diff,
+        "diff_serial": [*diff, "--workers", "1"],
     }
     for name, command in commands.items():
-        if not getattr(setup, f"has_{name}"):
+        if not getattr(setup, f"has_{name}", setup.has_diff):
             continue
         log = logs / f"{name}-{rep}"
         keep_stdout = name == "check"  # its JSON report is validated; diff goes to /dev/null
@@ -488,6 +491,7 @@ LABELS = {
     "griffe": "5d. griffe static load (allow_inspection=False)",
     "check": f"7. `annotate check` against {NEW} (warm db)",
     "diff": f"8. `annotate diff {OLD} {NEW} --format json`",
+    "diff_serial": "8b. the same diff with `--workers 1` (no forked matching)",
     "xref": f"9. `annotate xref {XREF_NAME} {REPO}@{OLD} --format json` (warm db)",
 }
 
@@ -544,6 +548,7 @@ def ratio_rows(results: Results) -> dict[str, float | None]:
         "incremental / cold": ratio(results, "incremental", "cold"),
         "cold with references / without": ratio(results, "cold", "cold_bare"),
         "no-op / cold": ratio(results, "noop", "cold"),
+        "diff / diff with one worker": ratio(results, "diff", "diff_serial"),
     }
 
 
