@@ -21,6 +21,15 @@ Result = TypeVar("Result")
 _FAILED = b"!"
 
 
+def balanced(groups: Sequence[Sequence[Part]], parts: int) -> list[list[Part]]:
+    """The groups' items in at most ``parts`` lists of about the same length, each group
+    kept whole (largest first, each into the shortest list so far)."""
+    lists: list[list[Part]] = [[] for _ in range(max(1, parts))]
+    for group in sorted(groups, key=len, reverse=True):
+        min(lists, key=len).extend(group)
+    return [items for items in lists if items]
+
+
 def can_fork() -> bool:
     return hasattr(os, "fork")
 

@@ -77,7 +77,7 @@ from annotations.changes import (
     classify,
     kind_group,
 )
-from annotations.forking import fork_map
+from annotations.forking import balanced, fork_map
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
@@ -922,7 +922,6 @@ class Matcher:
             {name: dict(counts) for name, counts in sorted(packages.items())},
         )
 
-
     def _to_match(self) -> list[list[_Key]]:
         """Per file of A, the keys of the symbols whose exact fingerprint is not the same
         at the same place in B."""
@@ -944,7 +943,7 @@ class Matcher:
         not change any result."""
         total = sum(len(keys) for keys in per_file)
         parts = workers if total >= PARALLEL_MIN_SYMBOLS else 1
-        results = fork_map(self._match_part, _balanced(per_file, parts),
+        results = fork_map(self._match_part, balanced(per_file, parts),
                            in_child=self.database.reconnect_in_child)
         return {
             key: self._expand(key, result)
@@ -982,14 +981,6 @@ def _compact(match: Match) -> tuple:
 
 def _key_of(symbol: SymbolSnapshot) -> _Key:
     return (symbol.path, symbol.qualname, symbol.occurrence)
-
-
-def _balanced(per_file: list[list[_Key]], parts: int) -> list[list[_Key]]:
-    """The files' keys in ``parts`` lists of about the same length (largest file first)."""
-    buckets: list[list[_Key]] = [[] for _ in range(max(1, parts))]
-    for keys in sorted(per_file, key=len, reverse=True):
-        min(buckets, key=len).extend(keys)
-    return [bucket for bucket in buckets if bucket] or [[]]
 
 
 def _occurrence(view: _VersionView, row: tuple) -> int:

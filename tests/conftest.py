@@ -82,3 +82,20 @@ def database(tmp_path: Path) -> Iterator[Database]:
     """A fresh index database."""
     with open_database(tmp_path / "index.db") as opened:
         yield opened
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children that ``os.fork`` starts during the test, as the parent
+    sees them."""
+    pids: list[int] = []
+    real_fork = os.fork
+
+    def recording_fork() -> int:
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", recording_fork)
+    return pids

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html.parser
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -235,30 +234,17 @@ def test_every_case_in_its_markdown_section(project: Path, name: str) -> None:
 @pytest.mark.skipif(not can_fork(), reason="needs os.fork")
 @pytest.mark.parametrize("fmt", ["json", "markdown"])
 def test_forked_workers_write_the_same_report(
-    project: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+    project: Path, fmt: str, forks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting_fork)
     tags = fakevllm.TAGS
-    for a, b in zip(tags, tags[1:], strict=False):
-        args = ("diff", f"vllm@{a}", f"vllm@{b}", "--format", fmt)
-        alone = ok(project, *args, "--workers", "1")
-        assert not forks  # below the thresholds nothing forks
-        monkeypatch.setattr(matching, "PARALLEL_MIN_SYMBOLS", 0)
-        monkeypatch.setattr(build, "PARALLEL_MIN_PAIRS", 0)
-        assert ok(project, *args, "--workers", "3") == alone
-        assert forks, "the diff did not fork"
-        monkeypatch.undo()
-        monkeypatch.setattr(os, "fork", counting_fork)
-        forks.clear()
+    diffs = [("diff", f"vllm@{a}", f"vllm@{b}", "--format", fmt)
+             for a, b in zip(tags, tags[1:], strict=False)]
+    alone = [ok(project, *args, "--workers", "3") for args in diffs]
+    assert not forks  # a small diff does not fork
+    monkeypatch.setattr(matching, "PARALLEL_MIN_SYMBOLS", 0)
+    monkeypatch.setattr(build, "PARALLEL_MIN_PAIRS", 0)
+    assert [ok(project, *args, "--workers", "3") for args in diffs] == alone
+    assert forks, "the diff did not fork"
 
 
 def test_markdown_lists_sections_counts_and_packages(project: Path) -> None:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from annotations.forking import can_fork, fork_map
+from annotations.forking import balanced, can_fork, fork_map
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs os.fork")
 
@@ -53,27 +53,17 @@ def test_a_failed_child_part_is_redone_by_the_caller(function) -> None:
 
 
 def test_an_error_in_the_callers_part_propagates_and_children_are_reaped(
-    monkeypatch: pytest.MonkeyPatch,
+    forks: list[int],
 ) -> None:
-    forked: list[int] = []
-    real_fork = os.fork
-
-    def recording_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forked.append(pid)
-        return pid
-
     def fails_here(part: int) -> int:
         if os.getpid() == PARENT:
             raise ValueError(f"part {part}")
         return part
 
-    monkeypatch.setattr(os, "fork", recording_fork)
     with pytest.raises(ValueError, match="part 1"):
         fork_map(fails_here, [1, 2, 3])
-    assert len(forked) == 2
-    for pid in forked:  # no child left behind
+    assert len(forks) == 2
+    for pid in forks:  # no child left behind
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
 
@@ -86,3 +76,16 @@ def test_large_results_do_not_block_the_pipe() -> None:
 def test_one_part_forks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
     assert fork_map(where, [5]) == [(25, PARENT)]
+
+
+@pytest.mark.parametrize(
+    ("groups", "parts", "expected"),
+    [
+        pytest.param([[1, 2, 3], [4], [5, 6]], 2, [[1, 2, 3], [5, 6, 4]], id="largest-first"),
+        pytest.param([[1], [2]], 4, [[1], [2]], id="fewer-groups-than-parts"),
+        pytest.param([[1, 2]], 1, [[1, 2]], id="one-part"),
+        pytest.param([], 2, [], id="nothing"),
+    ],
+)
+def test_balanced_keeps_groups_whole(groups: list, parts: int, expected: list) -> None:
+    assert balanced(groups, parts) == expected

@@ -14,7 +14,7 @@ from annotations.changes import Verdict
 from annotations.diffs.citations import cite, cited_refs, impacts
 from annotations.diffs.model import Citation, DiffReport, Location, Section, SymbolChange, Usage
 from annotations.diffs.usage import usage_changes
-from annotations.forking import fork_map
+from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
 from db.database import Database
 from db.queries import require_version
@@ -180,7 +180,11 @@ def _usages(
     if not pairs:
         return []
     defined = matcher.defined_names()
-    parts = _by_file(pairs, workers if len(pairs) >= PARALLEL_MIN_PAIRS else 1)
+    per_file: dict[str, list[int]] = {}  # a file's pairs together: its code is tokenized once
+    for index, (old, _new) in enumerate(pairs):
+        per_file.setdefault(old.path, []).append(index)
+    parts = balanced(list(per_file.values()),
+                     workers if len(pairs) >= PARALLEL_MIN_PAIRS else 1)
 
     def usages_of(part: list[int]) -> list[Usage]:
         return usage_changes([pairs[index] for index in part], contents, lambda: defined,
@@ -192,18 +196,6 @@ def _usages(
                             strict=True):
         found.update(zip(part, usages, strict=True))
     return [found[index] for index in range(len(pairs))]
-
-
-def _by_file(pairs: list[tuple[SymbolSnapshot, SymbolSnapshot]], parts: int) -> list[list[int]]:
-    """The pairs' indexes in ``parts`` lists of about the same length, a file's together
-    (its stretches of code are then tokenized once)."""
-    per_file: dict[str, list[int]] = {}
-    for index, (old, _new) in enumerate(pairs):
-        per_file.setdefault(old.path, []).append(index)
-    buckets: list[list[int]] = [[] for _ in range(max(1, parts))]
-    for indexes in sorted(per_file.values(), key=len, reverse=True):
-        min(buckets, key=len).extend(indexes)
-    return [bucket for bucket in buckets if bucket]
 
 
 def _pair(item: _Item) -> tuple[SymbolSnapshot, SymbolSnapshot]:
