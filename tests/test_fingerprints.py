@@ -8,10 +8,12 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from fakevllm import FakeRepo
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from db.database import Database, open_database
 from indexer.config import load_config
-from indexer.fingerprints import normalize
+from indexer.fingerprints import _NOISE, denoise, normalize
 from indexer.models import Symbol
 from indexer.pipeline import index_version
 from indexer.symbols import parse_blob
@@ -288,3 +290,10 @@ def test_ambiguous_move_copies_share_shape_only_with_each_other(indexed: Path) -
         copies = [_stored(database, change.new_tag, *ref) for ref in change.new]
     assert all(copy[0] != old[0] and copy[1] != old[1] for copy in copies)
     assert len({copy[1] for copy in copies}) == 3
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([b",", b"\\", b"\r", b"\n", b" ", b"\t", b"\x0b", b"\x0c",
+                                 b")", b"]", b"}", b"a", b"#", b"'"]), max_size=40).map(b"".join))
+def test_denoise_is_the_noise_pattern_removed(code: bytes) -> None:
+    assert denoise(code) == _NOISE.sub(b"", code)

@@ -322,6 +322,26 @@ def test_snippet_matches_the_ast_reference(source: str) -> None:
     assert _symbols(source) == sorted(reference_symbols(source.removeprefix("\ufeff")))
 
 
+@pytest.mark.parametrize(
+    ("source", "qualnames", "imports"),
+    [
+        pytest.param(b"def f(): pass\rclass C:\r    def m(self): pass\r", {"f", "C"}, set(),
+                     id="cr-only"),
+        pytest.param(b"x = 1\r\ndef f(): pass\rclass C:\n    y = 2\r\n", {"x", "f", "C", "C.y"},
+                     set(), id="mixed"),
+        pytest.param(b"import os\rfrom a import b\rdef g():\r    pass\r", {"g"}, {"os", "a"},
+                     id="cr-imports"),
+    ],
+)
+def test_a_lone_carriage_return_still_starts_a_line(
+    source: bytes, qualnames: set[str], imports: set[str]
+) -> None:
+    # tree-sitter flags these files, but what follows a lone CR is still found
+    parsed = parse_blob("x", source)
+    assert qualnames <= {symbol.qualname for symbol in parsed.symbols}
+    assert {row[1] for row in parsed.imports} == imports
+
+
 @pytest.mark.parametrize("tag", TAG_PARAMS)
 def test_fixture_files_match_the_reference_through_parse_blob(tag: str) -> None:
     for path, data in fv.python_files(tag).items():
