@@ -118,6 +118,11 @@ def _inside(offset: int, ranges: list[tuple[int, int]]) -> bool:
     return index >= 0 and ranges[index][0] <= offset < ranges[index][1]
 
 
+def blank_literals(code: bytes) -> bytes:
+    """``code`` with each string literal and comment replaced by a space."""
+    return _LITERAL.sub(b" ", code)
+
+
 def code_spans(source: bytes) -> list[tuple[int, bytes]]:
     """The (offset, text) pieces of ``source`` outside string literals and comments."""
     spans = []

@@ -21,12 +21,28 @@ IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 ImportRow = tuple[int, str, str | None, str | None, int]
 _KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwlist)
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_SEPARATE = bytes(byte if byte in _WORD_BYTES else 0x20 for byte in range(256))
+_DIGITS = b"0123456789"
+_FIRST_LETTER = ord("A")  # word bytes below it are digits
+
+
+def identifiers(code: bytes) -> set[bytes]:
+    """``set(IDENTIFIER.findall(code))`` in C-speed steps: non-word bytes blanked, split,
+    then the leading digits of a number cut off ("1e5" holds the identifier "e5")."""
+    words = set(code.translate(_SEPARATE).split())
+    numbers = [word for word in words if word[0] < _FIRST_LETTER]
+    if numbers:
+        words.difference_update(numbers)
+        words.update(number.lstrip(_DIGITS) for number in numbers)
+        words.discard(b"")
+    return words
 
 
 def names_in(code_parts: Iterable[bytes]) -> str:
     """The distinct identifiers of the code parts, sorted, space-separated and padded
     with a space at both ends (so `` name `` finds a whole name)."""
-    found = set(IDENTIFIER.findall(b" ".join(code_parts)))  # a space ends any identifier
+    found = identifiers(b" ".join(code_parts))  # a space ends any identifier
     found -= _KEYWORDS
     return " " + b" ".join(sorted(found)).decode("ascii") + " "
 

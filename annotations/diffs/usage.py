@@ -16,7 +16,6 @@ names of both versions come from the rows the matcher loaded anyway.
 from __future__ import annotations
 
 import keyword
-import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,27 +23,13 @@ from typing import Protocol
 
 from annotations.diffs.model import Usage
 from db.match_queries import MATCH_COLUMNS
+from indexer.fingerprints import blank_literals
+from indexer.references import identifiers
 
 MAX_NAMES = 20
 """How many started or stopped names a symbol lists (the totals count them all)."""
 
 _KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwlist)
-# The literals `indexer.fingerprints.code_spans` splits off (strings, then comments, tried
-# in the same order), each string written as an "unrolled loop" so that the regex engine
-# runs over plain characters in one step: several times faster, the same matches (tested).
-_LITERAL = re.compile(
-    rb"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
-    rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
-    rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
-    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
-    rb"|#[^\n]*",
-    re.DOTALL,
-)
-# Every byte that cannot be part of an identifier becomes a space.
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_SEPARATE = bytes(byte if byte in _WORD_BYTES else 0x20 for byte in range(256))
-_DIGITS = b"0123456789"
-_FIRST_LETTER = ord("A")  # word bytes below it are digits
 Span = tuple[int, int]
 _START_BYTE, _NAME = (MATCH_COLUMNS.index(column) for column in ("start_byte", "name"))
 
@@ -148,15 +133,8 @@ class _BlobNames:
 
 def code_identifiers(code: bytes) -> set[bytes]:
     """The identifiers in ``code`` outside strings and comments: the same set as
-    ``IDENTIFIER.findall`` over the pieces of ``code_spans(code)``, found with C-speed
-    steps (literals blanked, non-word bytes blanked, split)."""
-    words = set(_LITERAL.sub(b" ", code).translate(_SEPARATE).split())
-    numbers = [word for word in words if word[0] < _FIRST_LETTER]  # starts with a digit
-    if numbers:
-        words.difference_update(numbers)  # "1e5" holds the identifier "e5", as in IDENTIFIER
-        words.update(number.lstrip(_DIGITS) for number in numbers)
-        words.discard(b"")
-    return words
+    ``IDENTIFIER.findall`` over the pieces of ``code_spans(code)``."""
+    return identifiers(blank_literals(code))
 
 
 def _merged(spans: list[Span]) -> list[Span]:
