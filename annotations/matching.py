@@ -213,8 +213,8 @@ class SymbolSnapshot:
 def _snapshot(
     values: tuple, repo: str, version: str, store: SourceStore | None, occurrence: int
 ) -> SymbolSnapshot:
-    (path, _id, blob_id, _seq, qualname, _name, kind, start_line, end_line, start_byte,
-     end_byte, signature, exact, normalized, shape, header_key, body_key) = values
+    (path, blob_id, qualname, _name, kind, start_line, end_line, start_byte, end_byte,
+     signature, exact, normalized, shape, header_key, body_key) = values
     return SymbolSnapshot(
         repo, version, path, qualname, kind, start_line, end_line, signature, exact,
         normalized, shape, blob_id, start_byte, end_byte, occurrence, store, header_key,

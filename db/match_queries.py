@@ -12,13 +12,12 @@ from collections.abc import Iterable
 from db.database import Database
 
 MATCH_COLUMNS = (
-    "path", "id", "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
-    "start_byte", "end_byte", "signature", "exact", "normalized", "shape", "header_key",
-    "body_key",
+    "path", "blob_id", "qualname", "name", "kind", "start_line", "end_line", "start_byte",
+    "end_byte", "signature", "exact", "normalized", "shape", "header_key", "body_key",
 )
 _SELECT = (
-    "SELECT f.path, s.id, s.blob_id, s.seq, s.qualname, s.name, s.kind, s.start_line,"
-    " s.end_line, s.start_byte, s.end_byte, s.signature, s.exact, s.normalized, s.shape,"
+    "SELECT f.path, s.blob_id, s.qualname, s.name, s.kind, s.start_line, s.end_line,"
+    " s.start_byte, s.end_byte, s.signature, s.exact, s.normalized, s.shape,"
     " s.header_key, s.body_key FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
 )
 FINGERPRINT_COLUMNS = ("exact", "normalized")
@@ -64,8 +63,8 @@ def file_symbol_rows(database: Database, version_key: int, path: str) -> list[tu
 def blob_symbol_rows(database: Database, blob_id: str) -> list[tuple]:
     """The symbol rows of one blob (``path`` left empty), in source order."""
     return database.conn.execute(
-        "SELECT '', s.id, s.blob_id, s.seq, s.qualname, s.name, s.kind, s.start_line,"
-        " s.end_line, s.start_byte, s.end_byte, s.signature, s.exact, s.normalized, s.shape,"
+        "SELECT '', s.blob_id, s.qualname, s.name, s.kind, s.start_line, s.end_line,"
+        " s.start_byte, s.end_byte, s.signature, s.exact, s.normalized, s.shape,"
         " s.header_key, s.body_key FROM symbols s WHERE s.blob_id = ? ORDER BY s.seq",
         (blob_id,),
     ).fetchall()

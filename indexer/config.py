@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -42,8 +43,15 @@ class RepoConfig:
     def permalink(self, version: str, path: str, start: int, end: int) -> str | None:
         if not self.github:
             return None
-        where = quote(path, safe="/")  # a path may hold '#', '?', '%', spaces or quotes
+        where = _url_path(path)  # a path may hold '#', '?', '%', spaces or quotes
         return f"https://github.com/{self.github}/blob/{version}/{where}#L{start}-L{end}"
+
+
+@lru_cache(maxsize=8192)
+def _url_path(path: str) -> str:
+    """``path`` percent-encoded for a URL (a diff builds tens of thousands of permalinks
+    into a few thousand files)."""
+    return quote(path, safe="/")
 
 
 BUILTIN_REPOS = {
