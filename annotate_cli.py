@@ -601,9 +601,9 @@ def xref(
 
 
 def _xref_target(context: Context, name: str, version_ref: str | None) -> tuple[str, str, str]:
-    from annotations.refs import RefForm, parse_ref
-
     if "@" in name or "::" in name:
+        from annotations.refs import RefForm, parse_ref
+
         ref = parse_ref(name)
         symbol = ref.qualname if ref.form is RefForm.SYMBOL else ref.dotted
         if ref.repo and ref.version:

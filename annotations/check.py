@@ -18,7 +18,7 @@ from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig
-from indexer.fingerprints import code_spans
+from indexer.literals import code_spans
 from indexer.references import IDENTIFIER
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from db import queries
 from db import references as store
 from db.database import Database
-from indexer.fingerprints import literal_ranges
+from indexer.literals import literal_ranges
 
 MAX_REEXPORT_DEPTH = 8
 

@@ -289,10 +289,29 @@ def unpack_sources(wheel: Path, target: Path) -> tuple[int, int]:
     return len(members), sum(m.file_size for m in members)
 
 
+BYTE_COMPILE = """
+import compileall, importlib.util, pathlib
+for name in ("annotate_cli", "annotations", "db", "indexer"):
+    origin = pathlib.Path(importlib.util.find_spec(name).origin)
+    if origin.name == "__init__.py":
+        compileall.compile_dir(origin.parent, quiet=1)
+    else:
+        compileall.compile_file(origin, quiet=1)
+"""
+
+
+def byte_compile(workdir: Path) -> None:
+    """Compile annotate's modules to bytecode once, as ``pip install`` does. An editable
+    install under ``PYTHONDONTWRITEBYTECODE=1`` (as on the machine this was written on)
+    would otherwise compile them again in every measured process, about 40 ms each."""
+    subprocess.run([sys.executable, "-c", BYTE_COMPILE], cwd=workdir, check=True)
+
+
 def prepare(args: argparse.Namespace) -> Setup:
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "annotate.toml").write_text(CONFIG)
+    byte_compile(workdir)
     annotate = annotate_command()
     wheel = warm_cache(workdir, annotate, args.wheels)
     sources = workdir / "src" / OLD

@@ -25,7 +25,7 @@ from annotations.links import link_if_changed
 from annotations.reports.markdown import code
 from db.database import open_database
 from indexer.config import load_config
-from indexer.fingerprints import code_spans
+from indexer.literals import code_spans
 from indexer.pipeline import index_version
 from indexer.references import IDENTIFIER
 

@@ -1,7 +1,7 @@
 """What a changed symbol started or stopped using.
 
 A symbol *uses* a name when the name occurs in its code (strings and comments excluded,
-as `indexer.fingerprints.code_spans` splits them; identifiers as
+as `indexer.literals.code_spans` splits them; identifiers as
 `indexer.references.IDENTIFIER` finds them: `code_identifiers` does both, faster) and
 names a definition of the version: at least one symbol of that name exists there. Names
 the symbol defines itself (its own name, its members, its local functions and classes)
@@ -23,7 +23,7 @@ from typing import Protocol
 
 from annotations.diffs.model import Usage
 from db.match_queries import MATCH_COLUMNS
-from indexer.fingerprints import blank_literals
+from indexer.literals import blank_literals
 from indexer.references import identifiers
 
 MAX_NAMES = 20

