@@ -81,7 +81,7 @@ from annotations.forking import balanced, fork_map
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
-from db.queries import require_version
+from db.queries import file_blob, require_version
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
@@ -446,7 +446,7 @@ class _VersionView:
         if self._blobs is not None:
             return self._blobs.get(path)
         if path not in self._blob_cache:
-            self._blob_cache[path] = mq.file_blob_id(self.database, self.key, path)
+            self._blob_cache[path] = file_blob(self.database, self.key, path)
         return self._blob_cache[path]
 
     def has(self, path: str, qualname: str, occurrence: int = 0) -> bool:

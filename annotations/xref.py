@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from db import queries
 from db import references as store
 from db.database import Database
+from db.match_queries import file_blobs
 from indexer.literals import literal_ranges
 
 MAX_REEXPORT_DEPTH = 8
@@ -50,7 +51,7 @@ class VersionModules:
     def __init__(self, database: Database, version_key: int) -> None:
         self.database = database
         self.version_key = version_key
-        self.paths = {path: blob for path, blob in _files(database, version_key)}
+        self.paths = file_blobs(database, version_key)
         self._definitions: dict[str, set[str]] = {}
         self._imports: dict[str, list[tuple]] = {}
 
@@ -127,13 +128,6 @@ def _importers(
                 found.append({"path": path, "line": line, "module": module,
                               "name": imported, "alias": alias, "level": level})
     return found
-
-
-def _files(database: Database, version_key: int) -> list[tuple[str, str]]:
-    rows = database.conn.execute(
-        "SELECT path, blob_id FROM files WHERE version_id = ?", (version_key,)
-    )
-    return list(rows)
 
 
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")

@@ -39,13 +39,6 @@ def file_blobs(database: Database, version_key: int) -> dict[str, str]:
     return dict(rows)
 
 
-def file_blob_id(database: Database, version_key: int, path: str) -> str | None:
-    row = database.conn.execute(
-        "SELECT blob_id FROM files WHERE version_id = ? AND path = ?", (version_key, path)
-    ).fetchone()
-    return row[0] if row else None
-
-
 def all_symbol_rows(database: Database, version_key: int) -> list[tuple]:
     """Every symbol row of a version, in one query, by path then position."""
     return database.conn.execute(

@@ -21,17 +21,18 @@ from collections.abc import Iterable
 
 from indexer.literals import LITERAL
 
-_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n|\s+")
-"""What normalization drops from code: white space, line continuations, and a trailing
-comma that a line break separates from its closing bracket (`denoise` does it faster)."""
 _RARE_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n")
 _WHITE_SPACE = b" \t\n\r\x0b\x0c"  # what \s matches in a bytes pattern
 
 
 def denoise(code: bytes) -> bytes:
-    """``_NOISE.sub(b"", code)``, about 3x faster: every white space byte goes, whichever
-    alternative matched it, so only the commas and continuations need the regex (whose
-    lookahead reads the text before anything is removed, as in one pass)."""
+    r"""``code`` without what normalization drops: white space, line continuations, and a
+    trailing comma that a line break separates from its closing bracket.
+
+    The same as one pass of ``,(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n|\s+`` (tested), about 3x
+    faster: every white space byte goes whichever alternative matched it, so only the
+    commas and continuations need the regex, whose lookahead reads the text before
+    anything is removed."""
     return _RARE_NOISE.sub(b"", code).translate(None, _WHITE_SPACE)
 
 

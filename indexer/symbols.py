@@ -54,15 +54,11 @@ def _parser() -> tree_sitter.Parser:
 # A line that may start a definition or an import. Each hit is checked against the tree
 # (a hit inside a string lands on a string node and is dropped): twice as fast on vLLM
 # as a tree-sitter query, which visits every node of the tree.
-_OUTLINE_LINE = re.compile(
-    rb"^(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?(def|class|import|from)[ \t\\(.]", re.M
-)
+_LINE_START = rb"(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?(def|class|import|from)[ \t\\(.]"
+_OUTLINE_LINE = re.compile(rb"^" + _LINE_START, re.M)
 # A lone CR also ends a line, which ``^`` does not know; the lookbehind costs twice the
 # time on every file, so only files with a lone CR pay for it.
-_OUTLINE_LINE_CR = re.compile(
-    rb"(?:^|(?<=\r))(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?(def|class|import|from)[ \t\\(.]",
-    re.M,
-)
+_OUTLINE_LINE_CR = re.compile(rb"(?:^|(?<=\r))" + _LINE_START, re.M)
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _IMPORTS = frozenset({"import_statement", "import_from_statement"})
 
