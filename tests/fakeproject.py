@@ -7,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from click.testing import CliRunner, Result
 from fakevllm import FakeRepo
 
+from annotate_cli import cli
 from db.database import Database
 
 FAKES_CONFIG = """\
@@ -46,3 +48,38 @@ def table_counts(database: Database) -> dict[str, int]:
         table: database.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         for table in INDEX_TABLES
     }
+
+
+def stored_fingerprints(database: Database, version: str, path: str, qualname: str) -> tuple:
+    """(exact, normalized, shape) of a fake vLLM symbol as the index stored it."""
+    return database.conn.execute(
+        "SELECT exact, normalized, shape FROM version_symbols"
+        " WHERE repo = 'vllm' AND version = ? AND path = ? AND qualname = ?",
+        (version, path, qualname),
+    ).fetchone()
+
+
+def write_file(path: str | Path, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8, byte for byte) to ``path``, making its folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Each (relative path, text) of ``files`` written under ``root``."""
+    for relative, text in files.items():
+        write_file(root / relative, text)
+    return root
+
+
+def invoke(*args: str) -> Result:
+    """``annotate ARGS`` through click's runner, failing the test on a traceback or an
+    exception other than the command's own exit."""
+    result = CliRunner().invoke(cli, list(args), prog_name="annotate")
+    assert "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    return result

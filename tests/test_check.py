@@ -21,6 +21,8 @@ import fakevllm
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import write_file as write
+from fakeproject import write_tree
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
@@ -55,21 +57,6 @@ def by_claim(report: dict) -> dict[str, list[dict]]:
     for result in report["results"]:
         found.setdefault(result["claim"], []).append(result)
     return found
-
-
-def write(path: Path, text: str | bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        write(root / rel, text)
-    return root
 
 
 def copy_project(source: Path) -> Path:

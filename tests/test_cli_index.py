@@ -15,10 +15,9 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from click.testing import CliRunner, Result
+from fakeproject import invoke as run
 from fakevllm import FakeRepo
 
-from annotate_cli import cli
 from db.database import open_database
 from indexer.sources import blob_id
 from indexer.symbols import parse_blob
@@ -44,13 +43,6 @@ def wheels(fake_wheels: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(fake_wheels))
     return fake_wheels
-
-
-def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args), prog_name="annotate")
-    assert "Traceback" not in result.stderr
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def _summary(repo: str, tag: str, files: dict[str, bytes], known: set[str], source: str) -> str:

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from fakeproject import invoke as run
 
-from annotate_cli import cli
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer import git_source, sources
 from indexer.symbols import parse_blob
@@ -48,15 +48,6 @@ INTERRUPTED = "Interrupted; nothing half-written was kept."
 def _annotate() -> list[str]:
     script = Path(sys.executable).with_name("annotate")
     return [str(script)] if script.exists() else [shutil.which("annotate") or "annotate"]
-
-
-def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args), prog_name="annotate")
-    assert "Traceback" not in result.output, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    return result
 
 
 def dump(path: Path) -> list[str]:

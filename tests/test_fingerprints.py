@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakevllm import FakeRepo
+from fakeproject import stored_fingerprints
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from db.database import Database, open_database
-from indexer.config import load_config
+from db.database import open_database
 from indexer.fingerprints import denoise, normalize
 from indexer.models import Symbol
-from indexer.pipeline import index_version
 from indexer.symbols import parse_blob
 
 
@@ -225,28 +222,9 @@ def test_normalize(code: bytes, expected: bytes) -> None:
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("fingerprints")
-    (root / "annotate.toml").write_text(
-        f'db = "index.db"\ncache_dir = "cache"\nsources = ["git"]\n'
-        f'[repos.vllm]\ngit = "{fake_vllm.url}"\n'
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        config = load_config(root)
-        with open_database(config.db) as database:
-            for tag in fv.TAGS:
-                index_version(database, config, "vllm", tag)
-    yield root / "index.db"
-
-
-def _stored(database: Database, tag: str, path: str, qualname: str) -> tuple:
-    return database.conn.execute(
-        "SELECT exact, normalized, shape FROM version_symbols"
-        " WHERE version = ? AND path = ? AND qualname = ?",
-        (tag, path, qualname),
-    ).fetchone()
+def indexed(indexed_fakes: Path) -> Path:
+    """The shared database of every fake tag, fetched from git (read it, never write)."""
+    return indexed_fakes / ".annotate" / "index.db"
 
 
 # (case, same_exact, same_normalized, same_shape)
@@ -271,8 +249,8 @@ def test_fixture_change_cases(
     change = fv.CASES[case]
     assert change.old is not None
     with open_database(indexed, create=False) as database:
-        old = _stored(database, change.old_tag, *change.old)
-        new = _stored(database, change.new_tag, *change.new[0])
+        old = stored_fingerprints(database, change.old_tag, *change.old)
+        new = stored_fingerprints(database, change.new_tag, *change.new[0])
     assert (old[0] == new[0], old[1] == new[1]) == (same_exact, same_normalized)
     assert (None if old[2] is None else old[2] == new[2]) == same_shape
 
@@ -280,15 +258,15 @@ def test_fixture_change_cases(
 def test_unchanged_symbols_keep_every_fingerprint(indexed: Path) -> None:
     ref = fv.FEATURES["class_in_function"]
     with open_database(indexed, create=False) as database:
-        rows = {_stored(database, tag, *ref) for tag in fv.TAGS}
+        rows = {stored_fingerprints(database, tag, *ref) for tag in fv.TAGS}
     assert len(rows) == 1
 
 
 def test_ambiguous_move_copies_share_shape_only_with_each_other(indexed: Path) -> None:
     change = fv.CASES["ambiguous_move"]
     with open_database(indexed, create=False) as database:
-        old = _stored(database, change.old_tag, *change.old)
-        copies = [_stored(database, change.new_tag, *ref) for ref in change.new]
+        old = stored_fingerprints(database, change.old_tag, *change.old)
+        copies = [stored_fingerprints(database, change.new_tag, *ref) for ref in change.new]
     assert all(copy[0] != old[0] and copy[1] != old[1] for copy in copies)
     assert len({copy[1] for copy in copies}) == 3
 

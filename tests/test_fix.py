@@ -14,6 +14,7 @@ from pathlib import Path
 import fakevllm
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import write_file as write
 
 from annotate_cli import cli
 from annotations.loader import link_claim_id
@@ -74,13 +75,6 @@ V2 = {
 
 def run(*args: str) -> Result:
     return CliRunner().invoke(cli, list(args))
-
-
-def write(path: str | Path, data: str | bytes) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import fakevllm as fv
 import pytest
 import yaml
 from click.testing import CliRunner, Result
+from fakeproject import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,11 +56,7 @@ def project(built: Path) -> Path:
 
 
 def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args), prog_name="annotate")
-    assert "Traceback" not in result.output, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
+    result = invoke(*args)
     assert result.exit_code in (0, 1, 2), result.exit_code
     if result.exit_code == 2:
         assert result.stderr.splitlines()[-1].startswith("Error: "), result.stderr

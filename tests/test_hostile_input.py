@@ -27,32 +27,13 @@ from urllib.parse import unquote, urlsplit
 import fakevllm as fv
 import jsonschema
 import pytest
-from click.testing import CliRunner, Result
+from fakeproject import invoke as run
+from fakeproject import write_file as write
 
-from annotate_cli import cli
 from annotations.loader import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 from db.database import open_database
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
-
-
-def run(*args: str) -> Result:
-    result = CliRunner().invoke(cli, list(args), prog_name="annotate")
-    assert "Traceback" not in result.output, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    return result
-
-
-def write(relative: str, text: str | bytes) -> Path:
-    path = Path(relative)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
 
 
 def claim_file(*refs: str, at: str | None = None, article: str = "notes") -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import write_file as write
 
 from annotate_cli import cli
 from annotations.links import link_all, load_claims
@@ -35,13 +36,6 @@ def project(indexed: Path) -> Path:
     (root / DB).parent.mkdir()
     shutil.copyfile(indexed / DB, root / DB)
     return root
-
-
-def write(relative: str, text: str) -> Path:
-    path = Path(relative)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def link() -> Result:

@@ -8,7 +8,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner
-from fakeproject import run_annotate
+from fakeproject import run_annotate, stored_fingerprints
 
 from annotate_cli import cli
 from annotations.refs import parse_ref
@@ -20,7 +20,7 @@ from annotations.resolve import (
     quote_stands,
     split_lines,
 )
-from db.database import Database, open_database
+from db.database import open_database
 from indexer.config import load_config
 from indexer.fingerprints import digest
 
@@ -41,14 +41,6 @@ def resolver(indexed: Path) -> Iterator[Resolver]:
         yield Resolver(database, load_config(indexed))
     finally:
         database.close()
-
-
-def _symbol_fingerprints(database: Database, version: str, path: str, qualname: str) -> tuple:
-    return database.conn.execute(
-        "SELECT exact, normalized, shape FROM version_symbols"
-        " WHERE repo = 'vllm' AND version = ? AND path = ? AND qualname = ?",
-        (version, path, qualname),
-    ).fetchone()
 
 
 # -- every ref form resolves ---------------------------------------------------------------------
@@ -157,10 +149,10 @@ def test_unpinned_ref_takes_the_pin_given_to_it(resolver: Resolver) -> None:
 def test_symbol_carries_its_fingerprints_at_the_pin(resolver: Resolver) -> None:
     old = resolver.resolve(parse_ref("vllm@v0.1.0:vllm/utils.py::cdiv"))
     new = resolver.resolve(parse_ref("vllm@v0.2.0:vllm/utils.py::cdiv"))
-    assert (old.exact, old.normalized, old.shape) == _symbol_fingerprints(
+    assert (old.exact, old.normalized, old.shape) == stored_fingerprints(
         resolver.database, "v0.1.0", "vllm/utils.py", "cdiv"
     )
-    assert (new.exact, new.normalized, new.shape) == _symbol_fingerprints(
+    assert (new.exact, new.normalized, new.shape) == stored_fingerprints(
         resolver.database, "v0.2.0", "vllm/utils.py", "cdiv"
     )
     assert old.exact != new.exact  # the body changed between the two pins

@@ -15,8 +15,6 @@ from fakevllm import FakeRepo
 
 from db.database import Database, open_database
 from indexer import symbols as symbols_module
-from indexer.config import load_config
-from indexer.pipeline import index_version
 from indexer.symbols import parse_blob
 
 TAG_PARAMS = [pytest.param(tag, id=tag) for tag in fv.TAGS]
@@ -26,21 +24,9 @@ TAG_PARAMS = [pytest.param(tag, id=tag) for tag in fv.TAGS]
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory, fake_vllm: FakeRepo) -> Iterator[Path]:
-    """A database holding every fake vLLM tag, fetched from git (read it, never write)."""
-    root = tmp_path_factory.mktemp("indexed")
-    (root / "annotate.toml").write_text(
-        f'db = "index.db"\ncache_dir = "cache"\nsources = ["git"]\n'
-        f'[repos.vllm]\ngit = "{fake_vllm.url}"\n'
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        config = load_config(root)
-        with open_database(config.db) as database:
-            for tag in fv.TAGS:
-                index_version(database, config, "vllm", tag)
-    yield root / "index.db"
+def indexed(indexed_fakes: Path) -> Path:
+    """The shared database of every fake tag, fetched from git (read it, never write)."""
+    return indexed_fakes / ".annotate" / "index.db"
 
 
 @pytest.fixture

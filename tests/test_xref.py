@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fakeproject import write_tree
 
 from annotate_cli import cli
 from annotations.xref import xref
@@ -77,14 +78,6 @@ TREE = {
         "LAYER = linear.ReplicatedLinear\n"
     ),
 }
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    for path, text in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    return root
 
 
 @pytest.fixture
