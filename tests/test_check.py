@@ -152,23 +152,7 @@ PARAMS_CLONE = PARAMS + '''
         return copy.deepcopy(self)
 '''
 CONFIG = "class CacheConfig:\n    block_size: int = 16\n    utilization: float = {util}\n"
-ENGINE = '''\
-class CacheEngine:
-    """Manages the KV cache."""
-
-    def __init__(self, config, num_layers: int) -> None:
-        self.config = config
-        self.num_layers = num_layers
-        self.gpu_cache = self._allocate("cuda")
-
-    def _allocate(self, device: str) -> list:
-        shape = (2, self.config.block_size, 8, 128)
-        return [torch.empty(shape, device=device) for _ in range(self.num_layers)]
-
-    def swap_in(self, src_to_dst) -> None:
-        for i in range(self.num_layers):
-            self.gpu_cache[i].index_copy_(0, src_to_dst, self.cpu_cache[i])
-'''
+ENGINE = fakevllm.CACHE_ENGINE_CLASS
 SWAP_ENGINE = ENGINE.replace("CacheEngine", "SwapEngine").replace(
     "Manages the KV cache.", "Swaps blocks between the GPU and the CPU.")
 CAPTURE = '''\
@@ -180,20 +164,7 @@ def {name}(model, input_ids, positions):
     torch.cuda.synchronize()
     return graph, hidden_states
 '''
-NEURON = '''\
-def is_neuron() -> bool:
-    try:
-        import transformers_neuronx
-    except ImportError:
-        transformers_neuronx = None
-    return transformers_neuronx is not None
-
-
-def get_open_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-'''
+NEURON = fakevllm.UTILS_V1[fakevllm.UTILS_V1.index("def is_neuron"):]
 PREFIX = '''\
 def longest_common_prefix(words):
     if not words:
