@@ -51,14 +51,13 @@ def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(_language())
 
 
-# A line that may start a definition or an import. Each hit is checked against the tree
-# (a hit inside a string lands on a string node and is dropped): twice as fast on vLLM
-# as a tree-sitter query, which visits every node of the tree.
-_LINE_START = rb"(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?(def|class|import|from)[ \t\\(.]"
-_OUTLINE_LINE = re.compile(rb"^" + _LINE_START, re.M)
-# A lone CR also ends a line, which ``^`` does not know; the lookbehind costs twice the
-# time on every file, so only files with a lone CR pay for it.
-_OUTLINE_LINE_CR = re.compile(rb"(?:^|(?<=\r))" + _LINE_START, re.M)
+# A keyword that may start a definition or an import, when only indentation (or
+# ``async``) comes before it on its line. Each hit is checked against the tree (a hit
+# inside a string lands on a string node and is dropped): faster on vLLM than a tree-sitter
+# query, which visits every node of the tree. The keyword is searched first because a
+# pattern that starts with ``^`` is tried at every byte of the file (twice the time).
+_KEYWORD = re.compile(rb"(?:def|class|import|from)[ \t\\(.]")
+_BEFORE_KEYWORD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?")
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _IMPORTS = frozenset({"import_statement", "import_from_statement"})
 
@@ -68,17 +67,28 @@ def _outline(
 ) -> tuple[list[tree_sitter.Node], list[tree_sitter.Node]]:
     """The definition and import statement nodes, in source order."""
     definitions, imports = [], []
-    lone_cr = b"\r" in source and source.count(b"\r") != source.count(b"\r\n")
-    for match in (_OUTLINE_LINE_CR if lone_cr else _OUTLINE_LINE).finditer(source):
-        keyword = match.start(1)
-        statement = root.descendant_for_byte_range(keyword, keyword + 1).parent
-        if statement is None or statement.start_byte > keyword:
+    for keyword in _line_keywords(source):
+        # the keyword token is unnamed: the smallest named node around it is its statement
+        statement = root.named_descendant_for_byte_range(keyword, keyword + 1)
+        if statement.start_byte > keyword:
             continue
         if statement.type in _DEFINITIONS:
             definitions.append(statement)
         elif statement.type in _IMPORTS and statement.start_byte == keyword:
             imports.append(statement)
     return definitions, imports
+
+
+def _line_keywords(source: bytes) -> Iterator[int]:
+    """Offsets of the keywords that ``_KEYWORD`` finds at the start of a line."""
+    lone_cr = b"\r" in source and source.count(b"\r") != source.count(b"\r\n")
+    for match in _KEYWORD.finditer(source):
+        keyword = match.start()
+        line_start = source.rfind(b"\n", 0, keyword) + 1
+        if lone_cr:  # a lone CR ends a line too
+            line_start = max(line_start, source.rfind(b"\r", 0, keyword) + 1)
+        if _BEFORE_KEYWORD.fullmatch(source, line_start, keyword):
+            yield keyword
 
 
 @dataclass(slots=True)
@@ -161,7 +171,9 @@ class _Finder:
         else:
             joint = "." if in_class else ".<locals>."
             qualname = parent.qualname + joint + name.text.decode("utf-8", "replace")
-        outer = node.parent if node.parent.type == "decorated_definition" else node
+        outer = node.parent  # finding a parent walks down from the root: once only
+        if outer.type != "decorated_definition":
+            outer = node
         end_node = _content_end(node, self._source)
         self._note_docstring(body)
         is_class = node.type == "class_definition"
