@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import re
 import subprocess
 import zlib
 from collections.abc import Iterator
@@ -12,6 +13,8 @@ import fakevllm as fv
 import pytest
 from ast_reference import reference_for_tree, reference_symbols
 from fakevllm import FakeRepo
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from db.database import Database, open_database
 from indexer import symbols as symbols_module
@@ -326,6 +329,24 @@ def test_a_lone_carriage_return_still_starts_a_line(
     parsed = parse_blob("x", source)
     assert qualnames <= {symbol.qualname for symbol in parsed.symbols}
     assert {row[1] for row in parsed.imports} == imports
+
+
+# What a line that starts a definition or an import looks like, as one ``^``-anchored
+# regex (a lone CR starts a line too): the definition that the indexer's faster search
+# (keyword first, then what precedes it on its line) is checked against.
+_LINE_START_REFERENCE = re.compile(
+    rb"(?:^|(?<=\r))(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?(def|class|import|from)[ \t\\(.]",
+    re.M,
+)
+_LINE_PIECES = [b"def", b"class", b"import", b"from", b"async", b"un", b"x", b"(", b".",
+                b"\\", b" ", b"\t", b"\f", b"\n", b"\r", b"\r\n", b"\xef\xbb\xbf", b"#", b"'"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_LINE_PIECES), max_size=30).map(b"".join))
+def test_line_keywords_are_those_the_anchored_regex_finds(source: bytes) -> None:
+    expected = [match.start(1) for match in _LINE_START_REFERENCE.finditer(source)]
+    assert list(symbols_module._line_keywords(source)) == expected
 
 
 @pytest.mark.parametrize("tag", TAG_PARAMS)
