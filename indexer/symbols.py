@@ -52,7 +52,8 @@ def _parser() -> tree_sitter.Parser:
 
 
 # A keyword that may start a definition or an import, when only indentation (or
-# ``async``) comes before it on its line. Each hit is checked against the tree (a hit
+# ``async``) comes before it on its line, or after the ``;`` or ``:`` that ends a statement
+# or a clause on it (``try: import x``). Each hit is checked against the tree (a hit
 # inside a string lands on a string node and is dropped): faster on vLLM than a tree-sitter
 # query, which visits every node of the tree. The keyword is searched first because a
 # pattern that starts with ``^`` is tried at every byte of the file (twice the time).
@@ -67,7 +68,7 @@ def _outline(
 ) -> tuple[list[tree_sitter.Node], list[tree_sitter.Node]]:
     """The definition and import statement nodes, in source order."""
     definitions, imports = [], []
-    for keyword in _line_keywords(source):
+    for keyword in _statement_keywords(source):
         # the keyword token is unnamed: the smallest named node around it is its statement
         statement = root.named_descendant_for_byte_range(keyword, keyword + 1)
         if statement.start_byte > keyword:
@@ -79,8 +80,9 @@ def _outline(
     return definitions, imports
 
 
-def _line_keywords(source: bytes) -> Iterator[int]:
-    """Offsets of the keywords that ``_KEYWORD`` finds at the start of a line."""
+def _statement_keywords(source: bytes) -> Iterator[int]:
+    """Offsets of the keywords that ``_KEYWORD`` finds where a statement may start: at the
+    start of a line, or after the last ``;`` or ``:`` before them on their line."""
     lone_cr = b"\r" in source and source.count(b"\r") != source.count(b"\r\n")
     for match in _KEYWORD.finditer(source):
         keyword = match.start()
@@ -88,6 +90,11 @@ def _line_keywords(source: bytes) -> Iterator[int]:
         if lone_cr:  # a lone CR ends a line too
             line_start = max(line_start, source.rfind(b"\r", 0, keyword) + 1)
         if _BEFORE_KEYWORD.fullmatch(source, line_start, keyword):
+            yield keyword
+            continue
+        separator = max(source.rfind(b";", line_start, keyword),
+                        source.rfind(b":", line_start, keyword))
+        if separator >= 0 and _BEFORE_KEYWORD.fullmatch(source, separator + 1, keyword):
             yield keyword
 
 

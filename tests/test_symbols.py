@@ -331,22 +331,45 @@ def test_a_lone_carriage_return_still_starts_a_line(
     assert {row[1] for row in parsed.imports} == imports
 
 
-# What a line that starts a definition or an import looks like, as one ``^``-anchored
-# regex (a lone CR starts a line too): the definition that the indexer's faster search
-# (keyword first, then what precedes it on its line) is checked against.
-_LINE_START_REFERENCE = re.compile(
-    rb"(?:^|(?<=\r))(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?(def|class|import|from)[ \t\\(.]",
+# Where a definition or an import may start, as one regex: at the start of a line (a lone
+# CR starts one too) or after a ``;`` or ``:``. The indexer's faster search (keyword
+# first, then what precedes it on its line) is checked against it.
+_STATEMENT_START_REFERENCE = re.compile(
+    rb"(?:^|(?<=\r)|(?<=[;:]))(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?"
+    rb"(def|class|import|from)[ \t\\(.]",
     re.M,
 )
 _LINE_PIECES = [b"def", b"class", b"import", b"from", b"async", b"un", b"x", b"(", b".",
-                b"\\", b" ", b"\t", b"\f", b"\n", b"\r", b"\r\n", b"\xef\xbb\xbf", b"#", b"'"]
+                b"\\", b" ", b"\t", b"\f", b"\n", b"\r", b"\r\n", b"\xef\xbb\xbf", b"#", b"'",
+                b";", b":"]
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_LINE_PIECES), max_size=30).map(b"".join))
-def test_line_keywords_are_those_the_anchored_regex_finds(source: bytes) -> None:
-    expected = [match.start(1) for match in _LINE_START_REFERENCE.finditer(source)]
-    assert list(symbols_module._line_keywords(source)) == expected
+def test_statement_keywords_are_those_the_reference_regex_finds(source: bytes) -> None:
+    expected = [match.start(1) for match in _STATEMENT_START_REFERENCE.finditer(source)]
+    assert list(symbols_module._statement_keywords(source)) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "imports"),
+    [
+        pytest.param(b"x = 1; import os\n", [(1, "os", None, None, 0)], id="after-semicolon"),
+        pytest.param(b"try: import yaml\nexcept ImportError: yaml = None\n",
+                     [(1, "yaml", None, None, 0)], id="after-try-colon"),
+        pytest.param(b"if TYPE_CHECKING: from a.b import C as D\n",
+                     [(1, "a.b", "C", "D", 0)], id="after-if-colon"),
+        pytest.param(b"if x:\n    pass\nelse: from . import y\n", [(3, "", "y", None, 1)],
+                     id="after-else-colon"),
+        pytest.param(b"s = 'a: import b'; t = {1: 2}  # c: import d\n", [], id="in-literals"),
+    ],
+)
+def test_an_import_after_a_semicolon_or_colon_is_recorded(
+    source: bytes, imports: list[tuple]
+) -> None:
+    parsed = parse_blob("x", source)
+    assert not parsed.has_errors
+    assert list(parsed.imports) == imports
 
 
 @pytest.mark.parametrize("tag", TAG_PARAMS)
