@@ -18,8 +18,7 @@ from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig
-from indexer.literals import code_spans
-from indexer.references import IDENTIFIER
+from indexer.references import code_identifiers
 
 
 @dataclass(frozen=True)
@@ -148,8 +147,7 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
     uses = claim_store.uses_of(resolver.database, row["id"])
     if not uses:
         return []
-    code = b" ".join(part for _, part in code_spans(resolver.text_of(new).encode()))
-    names = set(IDENTIFIER.findall(code))
+    names = code_identifiers(resolver.text_of(new).encode())
     return [
         use["resolved"] or use["written"]
         for use in uses

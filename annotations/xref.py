@@ -20,7 +20,7 @@ from db import queries
 from db import references as store
 from db.database import Database
 from db.match_queries import file_blobs
-from indexer.literals import literal_ranges
+from indexer.literals import WORD_BYTES, literal_ranges
 
 MAX_REEXPORT_DEPTH = 8
 
@@ -130,9 +130,6 @@ def _importers(
     return found
 
 
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
 def _word_positions(content: bytes, word: bytes) -> list[int]:
     """Offsets where ``word`` occurs as a whole identifier."""
     positions = []
@@ -140,8 +137,8 @@ def _word_positions(content: bytes, word: bytes) -> list[int]:
     start = content.find(word)
     while start >= 0:
         end = start + after
-        if (start == 0 or content[start - 1] not in _WORD_BYTES) and (
-            end == len(content) or content[end] not in _WORD_BYTES
+        if (start == 0 or content[start - 1] not in WORD_BYTES) and (
+            end == len(content) or content[end] not in WORD_BYTES
         ):
             positions.append(start)
         start = content.find(word, start + 1)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+"""The bytes an identifier is made of (ASCII: the index's names are ASCII)."""
 # A string prefix (r, b, f...) stays with the code around it: it is kept either way.
 # Unrolled loops ("normal* (special normal*)*"): the same language as one alternation per
 # character, about 1.2x faster on vLLM (checked identical on 4,463 real files).
@@ -28,17 +30,6 @@ comment)."""
 def blank_literals(code: bytes) -> bytes:
     """``code`` with each string literal and comment replaced by a space."""
     return LITERAL.sub(b" ", code)
-
-
-def code_spans(source: bytes) -> list[tuple[int, bytes]]:
-    """The (offset, text) pieces of ``source`` outside string literals and comments."""
-    spans = []
-    offset = 0
-    for index, part in enumerate(LITERAL.split(source)):
-        if index % 2 == 0 and part:
-            spans.append((offset, part))
-        offset += len(part)
-    return spans
 
 
 def literal_ranges(source: bytes, until: int | None = None) -> list[tuple[int, int]]:

@@ -12,24 +12,25 @@
 from __future__ import annotations
 
 import keyword
-import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import tree_sitter
+from indexer.literals import WORD_BYTES, blank_literals
 
-IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+if TYPE_CHECKING:
+    import tree_sitter
 
 ImportRow = tuple[int, str, str | None, str | None, int]
-_KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwlist)
-_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_SEPARATE = bytes(byte if byte in _WORD_BYTES else 0x20 for byte in range(256))
+KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwlist)
+_SEPARATE = bytes(byte if byte in WORD_BYTES else 0x20 for byte in range(256))
 _DIGITS = b"0123456789"
 _FIRST_LETTER = ord("A")  # word bytes below it are digits
 
 
 def identifiers(code: bytes) -> set[bytes]:
-    """``set(IDENTIFIER.findall(code))`` in C-speed steps: non-word bytes blanked, split,
-    then the leading digits of a number cut off ("1e5" holds the identifier "e5")."""
+    """``set(re.findall(rb"[A-Za-z_][A-Za-z0-9_]*", code))`` in C-speed steps: non-word
+    bytes blanked, split, then the leading digits of a number cut off ("1e5" holds the
+    identifier "e5")."""
     words = set(code.translate(_SEPARATE).split())
     numbers = [word for word in words if word[0] < _FIRST_LETTER]
     if numbers:
@@ -43,8 +44,13 @@ def names_in(code_parts: Iterable[bytes]) -> str:
     """The distinct identifiers of the code parts, sorted, space-separated and padded
     with a space at both ends (so `` name `` finds a whole name)."""
     found = identifiers(b" ".join(code_parts))  # a space ends any identifier
-    found -= _KEYWORDS
+    found -= KEYWORDS
     return " " + b" ".join(sorted(found)).decode("ascii") + " "
+
+
+def code_identifiers(code: bytes) -> set[bytes]:
+    """The identifiers in ``code`` outside string literals and comments."""
+    return identifiers(blank_literals(code))
 
 
 def imports_in(nodes: Iterable[tree_sitter.Node]) -> tuple[ImportRow, ...]:

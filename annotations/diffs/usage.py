@@ -1,12 +1,11 @@
 """What a changed symbol started or stopped using.
 
-A symbol *uses* a name when the name occurs in its code (strings and comments excluded,
-as `indexer.literals.code_spans` splits them; identifiers as
-`indexer.references.IDENTIFIER` finds them: `code_identifiers` does both, faster) and
-names a definition of the version: at least one symbol of that name exists there. Names
-the symbol defines itself (its own name, its members, its local functions and classes)
-and Python keywords do not count. ``started`` = names its code uses at B but not at A
-(definitions of B); ``stopped`` = the reverse (definitions of A).
+A symbol *uses* a name when the name occurs in its code (strings and comments excluded:
+`indexer.references.code_identifiers`) and names a definition of the version: at least
+one symbol of that name exists there. Names the symbol defines itself (its own name, its
+members, its local functions and classes) and Python keywords do not count. ``started``
+= names its code uses at B but not at A (definitions of B); ``stopped`` = the reverse
+(definitions of A).
 
 Built for whole-version diffs: each blob is decompressed once by the caller, each stretch
 of a blob is tokenized once (a class and its methods share their text), and the defined
@@ -15,7 +14,6 @@ names of both versions come from the rows the matcher loaded anyway.
 
 from __future__ import annotations
 
-import keyword
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,13 +21,11 @@ from typing import Protocol
 
 from annotations.diffs.model import Usage
 from db.match_queries import MATCH_COLUMNS
-from indexer.literals import blank_literals
-from indexer.references import identifiers
+from indexer.references import KEYWORDS, code_identifiers
 
 MAX_NAMES = 20
 """How many started or stopped names a symbol lists (the totals count them all)."""
 
-_KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwlist)
 Span = tuple[int, int]
 _START_BYTE, _NAME = (MATCH_COLUMNS.index(column) for column in ("start_byte", "name"))
 
@@ -74,7 +70,7 @@ def usage_changes(
 
 
 def _encoded(names: frozenset[str]) -> frozenset[bytes]:
-    return frozenset(name.encode() for name in names) - _KEYWORDS
+    return frozenset(name.encode() for name in names) - KEYWORDS
 
 
 def _tokenize(
@@ -129,12 +125,6 @@ class _BlobNames:
         last = bisect_left(self._definition_starts, end)
         names.difference_update(self._definition_names[first:last])
         return names
-
-
-def code_identifiers(code: bytes) -> set[bytes]:
-    """The identifiers in ``code`` outside strings and comments: the same set as
-    ``IDENTIFIER.findall`` over the pieces of ``code_spans(code)``."""
-    return identifiers(blank_literals(code))
 
 
 def _merged(spans: list[Span]) -> list[Span]:
