@@ -482,10 +482,7 @@ def check(
     report, input_errors = _checked(context, against, today.date() if today else None)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     text = render(report, output_format, color=color)
-    if output is not None:
-        _write_report(output, text)
-    else:
-        click.echo(text, nl=not text.endswith("\n"))
+    _write_report(output, text)
     if input_errors:
         raise UserError(f"{_unreadable_files(input_errors)} (see above)")
     if report.failing and not exit_zero:
@@ -560,7 +557,11 @@ def _is_file_error(error: Exception) -> bool:
     return not isinstance(error, ResolveError)
 
 
-def _write_report(path: Path, text: str) -> None:
+def _write_report(path: Path | None, text: str) -> None:
+    """``text`` into the file at ``path``, or to standard output when there is none."""
+    if path is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as error:
@@ -685,11 +686,7 @@ def diff(
         report = diff_report(database, context.config, *pins, annotated=annotated,
                              diff_limit=max_diffs if output_format == "html" else 0,
                              workers=workers or min(os.cpu_count() or 1, 4))
-    text = render_diff(report, output_format)
-    if output is not None:
-        _write_report(output, text)
-    else:
-        click.echo(text, nl=not text.endswith("\n"))
+    _write_report(output, render_diff(report, output_format))
 
 
 @cli.command()

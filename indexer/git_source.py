@@ -17,7 +17,7 @@ import git
 from indexer.config import RepoConfig, is_remote_git
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
-from indexer.sources import CACHE_HINT, DISK_PROBLEMS, Snapshot, cache_error
+from indexer.sources import CACHE_HINT, Snapshot, cache_error, is_disk_problem
 
 GIT_TIMEOUT_SECONDS = 600
 """The longest a fetch may take in all (a huge first fetch on a slow link)."""
@@ -112,7 +112,7 @@ class GitMirror:
             )
         except git.GitCommandError as error:
             reason = _git_reason(error)
-            if any(problem in reason for problem in DISK_PROBLEMS):
+            if is_disk_problem(reason):
                 raise SourceError(f"{self.url}: {reason}", CACHE_HINT) from None
             raise VersionNotFound(f"{self.url}: {reason}") from None
         commit = self._resolve(handle, version) if not is_sha else version
@@ -179,7 +179,7 @@ def _git_reason(error: git.GitError) -> str:
     fallback = lines[-1] if lines else ""
     reason = next((line for line in reversed(lines) if "fatal:" in line), fallback)
     reason = next(  # "fatal: unpack-objects failed" follows the line that says why
-        (line for line in reversed(lines) if any(p in line for p in DISK_PROBLEMS)), reason
+        (line for line in reversed(lines) if is_disk_problem(line)), reason
     )
     cleaned = reason.replace("stderr:", "").replace("fatal:", "")
     return cleaned.strip(" '\"") or "git failed"

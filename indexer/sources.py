@@ -144,7 +144,7 @@ def _pip_download(requirement: str, destination: Path) -> Path:
         wheels = sorted(destination.glob("*.whl"))
         if done.returncode != 0 or not wheels:
             reason = _pip_reason(done.stderr, log.read_text(errors="replace"))
-            if any(problem in reason for problem in DISK_PROBLEMS):
+            if is_disk_problem(reason):
                 raise SourceError(f"pip: {requirement}: {reason}", CACHE_HINT)
             raise VersionNotFound(f"pip: {requirement}: {reason}")
         return wheels[0]
@@ -157,6 +157,11 @@ def _pip_download(requirement: str, destination: Path) -> Path:
 
 
 DISK_PROBLEMS = ("No space left on device", "Read-only file system", "Disk quota exceeded")
+
+
+def is_disk_problem(message: str) -> bool:
+    """Whether a tool's error message blames the disk (then the cache is at fault)."""
+    return any(problem in message for problem in DISK_PROBLEMS)
 _FETCH_FAILED = re.compile(r"Could not fetch URL (\S+?): (.+?) - skipping")
 _NETWORK_FAILURES = (
     "Read timed out", "Connection refused", "Connection reset", "timed out",

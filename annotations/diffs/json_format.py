@@ -49,11 +49,9 @@ def change_to_dict(change: SymbolChange) -> dict[str, Any]:
       and when the content changed, what a changed symbol has;
     * removed: ``candidates`` (the closest symbols at B) and ``score`` (the best one's).
     """
-    old, new = change.old, change.new
     data: dict[str, Any] = {
         "ref": change.ref, "kind": change.kind, "package": change.package,
-        "old": old._asdict() if old is not None else None,
-        "new": new._asdict() if new is not None else None,
+        "old": _location(change.old), "new": _location(change.new),
         "claims": [_citation(citation) for citation in change.citations],
     }
     section = change.section
