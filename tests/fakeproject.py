@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -12,6 +15,9 @@ from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from db.database import Database
+
+DB = Path(".annotate/index.db")
+"""A project's index, where annotate.toml puts it by default."""
 
 FAKES_CONFIG = """\
 [repos.vllm]
@@ -72,6 +78,29 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     for relative, text in files.items():
         write_file(root / relative, text)
     return root
+
+
+def copy_project(source: Path) -> Path:
+    """The annotate.toml and index of ``source``, copied into the current directory."""
+    root = Path.cwd()
+    shutil.copyfile(source / "annotate.toml", root / "annotate.toml")
+    (root / DB).parent.mkdir(exist_ok=True)
+    shutil.copyfile(source / DB, root / DB)
+    return root
+
+
+def wait_until_writing(process: subprocess.Popen, db: Path) -> None:
+    """Return once ``process`` is inside its write transaction to ``db`` (pages spill
+    into the WAL); fail if it exits first or never gets there within a minute."""
+    wal = db.with_name(db.name + "-wal")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the process finished before it started writing"
+        with contextlib.suppress(FileNotFoundError):
+            if wal.stat().st_size > 256 * 1024:
+                return
+        time.sleep(0.005)
+    raise AssertionError("the process never started writing")
 
 
 def invoke(*args: str) -> Result:

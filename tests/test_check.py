@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,8 @@ import fakevllm
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import DB, copy_project, write_tree
 from fakeproject import write_file as write
-from fakeproject import write_tree
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
@@ -33,7 +32,6 @@ from annotations.results import Status
 from db.database import open_database
 from indexer.config import load_config
 
-DB = Path(".annotate/index.db")
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 RESULT_KEYS = {"article", "claim", "line", "ref", "resolved", "target", "status", "changes",
                "new_ref", "candidates", "message"}
@@ -57,15 +55,6 @@ def by_claim(report: dict) -> dict[str, list[dict]]:
     for result in report["results"]:
         found.setdefault(result["claim"], []).append(result)
     return found
-
-
-def copy_project(source: Path) -> Path:
-    """The annotate.toml and index of ``source``, copied into the current directory."""
-    root = Path.cwd()
-    shutil.copyfile(source / "annotate.toml", root / "annotate.toml")
-    (root / DB).parent.mkdir(exist_ok=True)
-    shutil.copyfile(source / DB, root / DB)
-    return root
 
 
 def claim_yaml(claim_id: str, refs: list[str], text: str = "x") -> str:
@@ -175,19 +164,8 @@ def longest_common_prefix(words):
             return first[:i]
     return first
 '''
-LOAD = '''\
-def load_weights(model, path):
-    state = torch.load(path)
-    for name, tensor in state.items():
-        model.get_parameter(name).copy_(tensor)
-    return model
-'''
-FETCH = '''\
-def load_weights(model, url, retries=3):
-    with urlopen(url) as response:
-        payload = response.read()
-    return model.from_bytes(payload, retries)
-'''
+LOAD = fakevllm.LOAD_WEIGHTS_FROM_FILE
+FETCH = fakevllm.LOAD_WEIGHTS_FROM_URL
 MODEL = fakevllm.DEEPSEEK_V4_TEMPLATE
 MLA = "class MLA:\n    def __init__(self):\n        self.proj = Helper()\n        self.dim = 576\n"
 HELPER = "class Helper:\n    def run(self):\n        return 42\n"
@@ -412,9 +390,8 @@ def test_table_covers_every_status_and_kind() -> None:
     assert kinds == {"signature", "bases", "members", "body", "value"}
 
 
-def test_changed_diff_is_a_short_unified_diff(table_report: dict) -> None:
-    [result] = by_claim(table_report)["changed-signature"]
-    assert result["diff"] == (
+@pytest.mark.parametrize(("claim", "expected"), [
+    pytest.param("changed-signature", (
         "--- vllm@v1:c/changed-signature/m.py::connect\n"
         "+++ vllm@v2:c/changed-signature/m.py::connect\n"
         "@@ -1,3 +1,3 @@\n"
@@ -422,12 +399,8 @@ def test_changed_diff_is_a_short_unified_diff(table_report: dict) -> None:
         "+def connect(host, port=29500):\n"
         "     sock = open_socket(host, port)\n"
         "     return sock\n"
-    )
-
-
-def test_changed_lines_have_a_diff_of_the_same_lines(table_report: dict) -> None:
-    [result] = by_claim(table_report)["lines-changed"]
-    assert result["diff"] == (
+    ), id="symbol"),
+    pytest.param("lines-changed", (
         "--- vllm@v1:c/lines-changed/kernel.cu#L4-L6\n"
         "+++ vllm@v2:c/lines-changed/kernel.cu#L4-L6\n"
         "@@ -1,3 +1,3 @@\n"
@@ -435,7 +408,13 @@ def test_changed_lines_have_a_diff_of_the_same_lines(table_report: dict) -> None
         "-  out[0] = 1.0f;\n"
         "+  out[0] = 2.0f;\n"
         " }\n"
-    )
+    ), id="lines"),
+])
+def test_a_change_comes_with_a_short_unified_diff_of_the_same_span(
+    table_report: dict, claim: str, expected: str
+) -> None:
+    [result] = by_claim(table_report)[claim]
+    assert result["diff"] == expected
 
 
 def test_ambiguous_move_names_the_other_copies(table_report: dict) -> None:

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import run_annotate, write_fakes_config
+from fakeproject import copy_project, run_annotate, write_fakes_config
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from annotations.loader import link_claim_id
 
 GH = "https://github.com/vllm-project/vllm/blob"
-DB = Path(".annotate/index.db")
 UTIL = "vllm/config/cache.py::CacheConfig.gpu_memory_utilization"
 
 TEXTS = {
@@ -86,11 +84,7 @@ def linked(
 @pytest.fixture(autouse=True)
 def project(linked: Path) -> Path:
     """The current directory, with the config and a copy of the linked index."""
-    root = Path.cwd()
-    shutil.copyfile(linked / "annotate.toml", root / "annotate.toml")
-    (root / DB).parent.mkdir()
-    shutil.copyfile(linked / DB, root / DB)
-    return root
+    return copy_project(linked)
 
 
 def run(*args: str) -> Result:

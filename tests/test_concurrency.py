@@ -21,6 +21,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
+from fakeproject import wait_until_writing
 
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer.symbols import parse_blob
@@ -97,19 +98,6 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int]:
             edition = 1 if name == "b" and number < CHANGED else 0
             path.write_text(module_text(number, edition))
     return base / "a", base / "b", len(parse_blob("x", module_text(0).encode()).symbols)
-
-
-def wait_until_writing(process: subprocess.Popen, db: Path) -> None:
-    """Return once ``process`` is inside its write transaction (pages spill into the WAL)."""
-    wal = db.with_name(db.name + "-wal")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the writer finished before the test could overlap it"
-        with contextlib.suppress(FileNotFoundError):
-            if wal.stat().st_size > 256 * 1024:
-                return
-        time.sleep(0.005)
-    raise AssertionError("the writer never started writing")
 
 
 def test_second_index_waits_for_the_first_and_both_are_complete(

@@ -31,6 +31,7 @@ import fakevllm as fv
 import pytest
 from click.testing import Result
 from fakeproject import invoke as run
+from fakeproject import wait_until_writing
 
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer import git_source, sources
@@ -122,17 +123,6 @@ def indexed_db(small_tree: Path) -> Path:
 # ------------------------------------------------------------------------------ interrupts
 
 
-def _wait_for_the_write(process: subprocess.Popen, wal: Path, deadline: float) -> None:
-    """Return once the run's write transaction has spilled pages into the WAL."""
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the run finished before it could be interrupted"
-        with contextlib.suppress(FileNotFoundError):
-            if wal.stat().st_size > 256 * 1024:
-                return
-        time.sleep(0.005)
-    raise AssertionError("the run never started writing")
-
-
 @pytest.mark.parametrize("signum", [
     pytest.param(signal.SIGINT, id="SIGINT-to-the-process-group"),
     pytest.param(signal.SIGTERM, id="SIGTERM-to-the-process-group"),
@@ -152,7 +142,7 @@ def test_interrupted_index_keeps_nothing_half_written(
         start_new_session=True,  # its own process group, like a job on a terminal
     )
     try:
-        _wait_for_the_write(process, db.with_name("index.db-wal"), time.monotonic() + 60)
+        wait_until_writing(process, db)
         if signum == signal.SIGKILL:
             process.kill()  # the main process only; its parser workers are left to notice
         else:  # what Ctrl-C, or a CI runner cancelling a job, sends: to the workers too

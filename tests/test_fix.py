@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import fakevllm
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import copy_project
 from fakeproject import write_file as write
 
 from annotate_cli import cli
 from annotations.loader import link_claim_id
 
-DB = Path(".annotate/index.db")
 GH = "https://github.com/vllm-project/vllm/blob"
 CONFIG = '[repos.vllm]\nversions = ["v1", "v2"]\n'
 
@@ -97,11 +96,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def project(indexed: Path) -> Path:
-    root = Path.cwd()
-    shutil.copyfile(indexed / "annotate.toml", root / "annotate.toml")
-    (root / DB).parent.mkdir()
-    shutil.copyfile(indexed / DB, root / DB)
-    return root
+    return copy_project(indexed)
 
 
 def fix(*args: str) -> Result:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import datetime
 import json
-import shutil
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from fakeproject import invoke
+from fakeproject import copy_project, invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +26,6 @@ from annotations.loader import CLAIM_KEYS, REF_KEYS, TOP_KEYS, WAIVER_KEYS
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
-DB = Path(".annotate/index.db")
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +45,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def project(built: Path) -> Path:
-    shutil.copyfile(built / "annotate.toml", "annotate.toml")
-    DB.parent.mkdir()
-    shutil.copyfile(built / DB, DB)
+    root = copy_project(built)
     Path("annotations").mkdir()
     Path("articles").mkdir()
-    return Path.cwd()
+    return root
 
 
 def run(*args: str) -> Result:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import DB, copy_project
 from fakeproject import write_file as write
 
 from annotate_cli import cli
@@ -19,7 +19,6 @@ from indexer.config import load_config
 from indexer.fingerprints import digest
 
 GH = "https://github.com/vllm-project/vllm/blob"
-DB = Path(".annotate/index.db")
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +30,7 @@ def indexed(indexed_fakes: Path) -> Path:
 @pytest.fixture
 def project(indexed: Path) -> Path:
     """The current directory, with the config and a fresh copy of the index."""
-    root = Path.cwd()
-    shutil.copyfile(indexed / "annotate.toml", root / "annotate.toml")
-    (root / DB).parent.mkdir()
-    shutil.copyfile(indexed / DB, root / DB)
-    return root
+    return copy_project(indexed)
 
 
 def link() -> Result:

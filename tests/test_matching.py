@@ -466,21 +466,8 @@ def test_ambiguous_move_lists_the_other_copies(tmp_path: Path, reexport: bool) -
 
 
 def test_removed_with_closest_candidates(tmp_path: Path) -> None:
-    old = '''\
-        def load_weights(model, path):
-            state = torch.load(path)
-            for name, tensor in state.items():
-                model.get_parameter(name).copy_(tensor)
-            return model
-        '''
-    new = '''\
-        def load_weights(model, url, retries=3):
-            with urlopen(url) as response:
-                payload = response.read()
-            return model.from_bytes(payload, retries)
-        '''
-    index = build_index(tmp_path, {"v1": {"a/loader.py": old},
-                                   "v2": {"b/fetch.py": new}})
+    index = build_index(tmp_path, {"v1": {"a/loader.py": fakevllm.LOAD_WEIGHTS_FROM_FILE},
+                                   "v2": {"b/fetch.py": fakevllm.LOAD_WEIGHTS_FROM_URL}})
     match = index.match("v1", "v2", "a/loader.py", "load_weights")
     assert match.verdict is Verdict.REMOVED and match.new is None
     assert refs(match.candidates) == {"b/fetch.py::load_weights"}
