@@ -89,12 +89,9 @@ def _statement_keywords(source: bytes) -> Iterator[int]:
         line_start = source.rfind(b"\n", 0, keyword) + 1
         if lone_cr:  # a lone CR ends a line too
             line_start = max(line_start, source.rfind(b"\r", 0, keyword) + 1)
-        if _BEFORE_KEYWORD.fullmatch(source, line_start, keyword):
-            yield keyword
-            continue
-        separator = max(source.rfind(b";", line_start, keyword),
-                        source.rfind(b":", line_start, keyword))
-        if separator >= 0 and _BEFORE_KEYWORD.fullmatch(source, separator + 1, keyword):
+        statement_start = max(line_start, source.rfind(b";", line_start, keyword) + 1,
+                              source.rfind(b":", line_start, keyword) + 1)
+        if _BEFORE_KEYWORD.fullmatch(source, statement_start, keyword):
             yield keyword
 
 
