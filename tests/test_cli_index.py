@@ -15,6 +15,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
+from fakeproject import DB
 from fakeproject import invoke as run
 from fakevllm import FakeRepo
 
@@ -57,7 +58,7 @@ def _summary(repo: str, tag: str, files: dict[str, bytes], known: set[str], sour
 
 
 def _db() -> sqlite3.Connection:
-    return sqlite3.connect(Path(".annotate/index.db"))
+    return sqlite3.connect(DB)
 
 
 # ------------------------------------------------------------------------------ index

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import wait_until_writing
+from fakeproject import DB, wait_until_writing
 
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer.symbols import parse_blob
@@ -105,7 +105,7 @@ def test_second_index_waits_for_the_first_and_both_are_complete(
 ) -> None:
     tree_a, tree_b, per_file = trees
     Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
-    db = Path(".annotate/index.db").resolve()
+    db = DB.resolve()
     first = start("index", "vllm@v9.0.0", "--from", str(tree_a))
     wait_until_writing(first, db)
     with paused(first):  # the first holds the write lock for as long as it is stopped
@@ -162,7 +162,7 @@ def test_check_reads_and_link_waits_while_an_index_runs(
     )
     Path("annotations").mkdir()
     Path("annotations/notes.yml").write_text(CLAIMS)
-    db = Path(".annotate/index.db").resolve()
+    db = DB.resolve()
     assert annotate("index")[0] == 0
     link_code, link_out, _ = annotate("link")
     check_code, check_out, check_err = annotate("check")

@@ -30,8 +30,8 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import Result
+from fakeproject import DB, wait_until_writing
 from fakeproject import invoke as run
-from fakeproject import wait_until_writing
 
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer import git_source, sources
@@ -117,7 +117,7 @@ def indexed_db(small_tree: Path) -> Path:
     Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
     result = run("index", "vllm@v0.1.0", "--from", str(small_tree))
     assert result.exit_code == 0, result.output
-    return Path(".annotate/index.db").resolve()
+    return DB.resolve()
 
 
 # ------------------------------------------------------------------------------ interrupts
@@ -134,7 +134,7 @@ def test_interrupted_index_keeps_nothing_half_written(
     tree, symbols = big_tree
     Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
     assert run("index", "vllm@v0.1.0", "--from", str(small_tree)).exit_code == 0
-    db = Path(".annotate/index.db")
+    db = DB
     before = dump(db)
     process = subprocess.Popen(
         [*_annotate(), "index", "vllm@v9.0.0", "--from", str(tree)],
@@ -604,7 +604,7 @@ def test_file_that_is_not_a_database_is_refused_by_every_command(
     command: tuple[str, ...]
 ) -> None:
     Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
-    db = Path(".annotate/index.db")
+    db = DB
     db.parent.mkdir()
     junk = b"SQLite format 2\0" + os.urandom(8000)
     db.write_bytes(junk)

@@ -27,6 +27,7 @@ from urllib.parse import unquote, urlsplit
 import fakevllm as fv
 import jsonschema
 import pytest
+from fakeproject import DB
 from fakeproject import invoke as run
 from fakeproject import write_file as write
 
@@ -71,7 +72,7 @@ def empty_index() -> Path:
     """annotate.toml with vllm (git only, at a local path) and an empty index."""
     Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git", "pypi"]\n'
                                      'git = "nowhere"\nversions = ["v0.1.0"]\n')
-    db = Path(".annotate/index.db")
+    db = DB
     open_database(db).close()
     return db
 
