@@ -345,6 +345,16 @@ def {name}(model, input_ids: torch.Tensor, positions: torch.Tensor):
     torch.cuda.synchronize()
     return graph, hidden_states
 '''
+# The capture function alone, with plainer parameters: a ``str.format`` template.
+CAPTURE_TEMPLATE = '''\
+def {name}(model, input_ids, positions):
+    """Capture a CUDA graph for one forward pass."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        hidden_states = model(input_ids, positions)
+    torch.cuda.synchronize()
+    return graph, hidden_states
+'''
 CUDA_GRAPH_V1 = CUDA_GRAPH_TEMPLATE.replace("{name}", "capture_graph")
 CUDA_GRAPH_V2 = CUDA_GRAPH_TEMPLATE.replace("{name}", "capture_cudagraph")
 

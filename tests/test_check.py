@@ -144,15 +144,7 @@ CONFIG = "class CacheConfig:\n    block_size: int = 16\n    utilization: float =
 ENGINE = fakevllm.CACHE_ENGINE_CLASS
 SWAP_ENGINE = ENGINE.replace("CacheEngine", "SwapEngine").replace(
     "Manages the KV cache.", "Swaps blocks between the GPU and the CPU.")
-CAPTURE = '''\
-def {name}(model, input_ids, positions):
-    """Capture a CUDA graph for one forward pass."""
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        hidden_states = model(input_ids, positions)
-    torch.cuda.synchronize()
-    return graph, hidden_states
-'''
+CAPTURE = fakevllm.CAPTURE_TEMPLATE
 NEURON = fakevllm.UTILS_V1[fakevllm.UTILS_V1.index("def is_neuron"):]
 PREFIX = '''\
 def longest_common_prefix(words):

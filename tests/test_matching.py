@@ -375,15 +375,7 @@ def test_moved_and_changed(tmp_path: Path) -> None:
     assert unchanged.verdict is Verdict.MOVED and unchanged.content is Verdict.UNCHANGED
 
 
-CAPTURE = '''\
-def {name}(model, input_ids, positions):
-    """Capture a CUDA graph for one forward pass."""
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        hidden_states = model(input_ids, positions)
-    torch.cuda.synchronize()
-    return graph, hidden_states
-'''
+CAPTURE = fakevllm.CAPTURE_TEMPLATE
 
 
 def test_renamed_function(tmp_path: Path) -> None:
