@@ -80,6 +80,24 @@ print(json.dumps({
 }))
 """
 
+# The pipeline's floor: the cold index exactly as `annotate index` runs it, except that each
+# Python blob is only parsed (tree dropped, nothing extracted). What it costs beyond the plain
+# parse is the pipeline (wheel, hashes, pool, zlib, SQLite); what the cold index costs beyond
+# it is symbol and reference extraction. The patch is inherited by the forked workers.
+FLOOR_INDEX = """\
+import sys
+import tree_sitter, tree_sitter_python
+from indexer import pipeline
+from indexer.models import ParsedBlob
+parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
+def parse_only(blob_id, source, references=True):
+    return ParsedBlob(blob_id, (), has_errors=parser.parse(source).root_node.has_error)
+pipeline.parse_blob = parse_only
+import annotate_cli
+sys.argv[0] = "annotate"
+annotate_cli.main()
+"""
+
 GRIFFE_LOAD = """\
 import sys, griffe
 griffe.load("vllm", search_paths=[sys.argv[1]], allow_inspection=False)
@@ -105,7 +123,8 @@ if pid == 0:
 _, status, usage = os.wait4(pid, 0)
 seconds = time.perf_counter() - started
 with open(report, "w") as handle:
-    handle.write(f"{seconds!r} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}")
+    cpu = usage.ru_utime + usage.ru_stime
+    handle.write(f"{seconds!r} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)} {cpu!r}")
 """
 
 
@@ -117,6 +136,7 @@ class Run:
     max_rss_kb: int  # ru_maxrss from wait4: the largest single process of the tree
     tree_rss_kb: int | None  # sampled peak of the summed RSS of the process and descendants
     returncode: int
+    cpu_seconds: float  # user + system, of the process and every child it waited for
     inner: dict[str, float] = field(default_factory=dict)
 
 
@@ -195,12 +215,12 @@ def measure(
         tree_kb = sampler.finish() if sampler is not None else None
     if process.returncode != 0 or not report.exists():
         raise RuntimeError(f"the launcher failed for {' '.join(command)} (log {log}.err)")
-    seconds, rss, code = report.read_text().split()
+    seconds, rss, code, cpu = report.read_text().split()
     if int(code) not in ok_codes:
         tail = log.with_suffix(".err").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"{' '.join(command)} exited {code} (log {log}.*):\n{tail}")
     rss_kb = int(rss) // 1024 if sys.platform == "darwin" else int(rss)
-    return Run(float(seconds), rss_kb, tree_kb or None, int(code))
+    return Run(float(seconds), rss_kb, tree_kb or None, int(code), float(cpu))
 
 
 # --- the bench -----------------------------------------------------------------------------
@@ -368,6 +388,12 @@ def bench_index(setup: Setup, results: Results, rep: int) -> None:
          f"{REPO}@{OLD}"], cwd=wd, log=log))
     results.notes["cold_bare"] = last_line(log)
     remove_db(bare_db)
+    log = logs / f"cold-floor-{rep}"
+    results.add("cold_floor", measure(
+        [sys.executable, "-c", FLOOR_INDEX, "--db", str(bare_db), "index", *setup.index_args,
+         f"{REPO}@{OLD}"], cwd=wd, log=log))
+    results.notes["cold_floor"] = last_line(log)
+    remove_db(bare_db)
     log = logs / f"xref-{rep}"
     results.add("xref", measure(
         [*annotate, "xref", XREF_NAME, f"{REPO}@{OLD}", "--format", "json"], cwd=wd, log=log))
@@ -502,6 +528,7 @@ def bench_later(setup: Setup, results: Results, rep: int) -> None:
 LABELS = {
     "cold": f"1. cold `annotate index {REPO}@{OLD}` (fresh db)",
     "cold_bare": f"1b. cold `annotate index {REPO}@{OLD} --no-references`",
+    "cold_floor": "1c. the cold index with extraction stubbed out (parse only: the floor)",
     "noop": f"2. no-op re-index of {OLD} (same db)",
     "incremental": f"3. incremental `index {REPO}@{NEW}` after {OLD}",
     "plain": "5a. plain tree-sitter parse, whole process",
@@ -531,29 +558,41 @@ def ratio(results: Results, top: str, bottom: str) -> float | None:
     return a / b if a is not None and b else None
 
 
+def median_cpu(results: Results, name: str) -> float | None:
+    values = [run.cpu_seconds for run in results.runs.get(name, [])]
+    return statistics.median(values) if values else None
+
+
+def cpu_ratio(results: Results, top: str, bottom: str) -> float | None:
+    a, b = median_cpu(results, top), median_cpu(results, bottom)
+    return a / b if a is not None and b else None
+
+
 def fmt(value: float | None, digits: int = 2, suffix: str = "") -> str:
     return "n/a" if value is None else f"{value:.{digits}f}{suffix}"
 
 
 def timing_table(results: Results) -> list[str]:
     lines = [
-        "| measurement | median s | min s | max s | peak RSS MB (largest process) "
-        "| tree RSS MB (sampled sum) | output |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| measurement | median s | min s | max s | median CPU s "
+        "| peak RSS MB (largest process) | tree RSS MB (sampled sum) | output |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, label in LABELS.items():
         values = seconds_of(results, name)
         if not values:
-            lines.append(f"| {label} | skipped | | | | | {results.notes.get(name, '')} |")
+            lines.append(f"| {label} | skipped | | | | | | {results.notes.get(name, '')} |")
             continue
         runs = results.runs.get(name, []) if name != "plain_loop" else []
+        cpu = median_cpu(results, name) if runs else None
         rss = statistics.median(r.max_rss_kb for r in runs) / 1024 if runs else None
         trees = [r.tree_rss_kb for r in runs if r.tree_rss_kb]
         tree = statistics.median(trees) / 1024 if trees else None
         note_text = results.notes.get(name, "").replace("|", "/")
         lines.append(
             f"| {label} | {fmt(statistics.median(values), 3)} | {fmt(min(values), 3)} "
-            f"| {fmt(max(values), 3)} | {fmt(rss, 0)} | {fmt(tree, 0)} | {note_text} |"
+            f"| {fmt(max(values), 3)} | {fmt(cpu, 2)} | {fmt(rss, 0)} | {fmt(tree, 0)} "
+            f"| {note_text} |"
         )
     return lines
 
@@ -566,6 +605,10 @@ def ratio_rows(results: Results) -> dict[str, float | None]:
         "cold / griffe": ratio(results, "cold", "griffe"),
         "incremental / cold": ratio(results, "incremental", "cold"),
         "cold with references / without": ratio(results, "cold", "cold_bare"),
+        "floor (1c) / plain parse (whole process)": ratio(results, "cold_floor", "plain"),
+        "cold / floor (1c): what extraction adds": ratio(results, "cold", "cold_floor"),
+        "cold CPU / plain parse CPU": cpu_ratio(results, "cold", "plain"),
+        "floor (1c) CPU / plain parse CPU": cpu_ratio(results, "cold_floor", "plain"),
         "no-op / cold": ratio(results, "noop", "cold"),
         "diff / diff with one worker": ratio(results, "diff", "diff_serial"),
     }
@@ -637,6 +680,7 @@ def raw_json(setup: Setup, results: Results, repeat: int) -> dict:
                   "index_args": setup.index_args, "repeat": repeat},
         "runs": {name: [asdict(run) for run in runs] for name, runs in results.runs.items()},
         "medians_s": {name: median(results, name) for name in LABELS},
+        "medians_cpu_s": {name: median_cpu(results, name) for name in LABELS},
         "sizes_bytes": results.sizes,
         "ratios": ratio_rows(results),
         "targets": [dict(zip(("target", "measured", "limit", "verdict"), row, strict=True))
