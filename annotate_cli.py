@@ -164,10 +164,14 @@ def _index_all(
     echo_errors: bool = True, references: bool = True,
 ) -> list[str]:
     from indexer.errors import SourceError
-    from indexer.pipeline import index_version
+    from indexer.pipeline import index_version, reextract_outdated
 
     failures: list[str] = []
     with context.database(create=True) as database:
+        if references:
+            reextracted = reextract_outdated(database, progress=_progress(), workers=workers)
+            if reextracted is not None:
+                click.echo(_reextraction_summary(*reextracted))
         for repo, version in wanted:
             try:
                 outcome = index_version(
@@ -181,6 +185,17 @@ def _index_all(
                 continue
             click.echo(_summary(outcome))
     return failures
+
+
+def _reextraction_summary(done: Any, seconds: float) -> str:
+    from indexer.symbols import extractor_id
+
+    previous = ", ".join(name or "not recorded" for name in done.previous)
+    return (
+        f"{done.blobs} blobs indexed by another extractor ({previous}) parsed again: "
+        f"{done.symbols_before} -> {done.symbols_after} symbols, {seconds:.2f}s "
+        f"({extractor_id()})"
+    )
 
 
 def _summary(outcome: Any) -> str:

@@ -79,13 +79,16 @@ def write_version(
     version: VersionRow,
     files: Sequence[tuple[str, str]],
     blobs: Iterable[BlobRow],
+    *,
+    extractor: str,
     clock: Callable[[], float] | None = None,
 ) -> bool:
     """Store one version whole, in one transaction. False if it was already there.
 
     ``blobs`` may be a generator that parses as it goes: each batch is written as it
-    arrives, inside the transaction, so writing overlaps parsing. ``clock`` (seconds
-    since the run started), read at the end, replaces ``version.seconds``.
+    arrives, inside the transaction, so writing overlaps parsing. ``extractor`` names
+    what parsed them. ``clock`` (seconds since the run started), read at the end,
+    replaces ``version.seconds``.
     """
     with database.write() as conn:
         if version_id(database, version.repo, version.version) is not None:
@@ -99,7 +102,7 @@ def write_version(
         for batch in _batched(blobs, 256):
             already = known_blobs(database, (blob.blob_id for blob in batch))
             new = [blob for blob in batch if blob.blob_id not in already]
-            _insert_blobs(conn, new)
+            _insert_blobs(conn, new, extractor)
             fresh += len(new)
         if clock is not None:
             version = replace(version, seconds=clock())
@@ -132,15 +135,21 @@ def _batched(items: Iterable[BlobRow], size: int) -> Iterator[list[BlobRow]]:
         yield batch
 
 
-def _insert_blobs(conn, blobs: Sequence[BlobRow]) -> None:
+def _insert_blobs(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
     conn.executemany(
-        "INSERT INTO blobs (id, size, content, parsed, has_errors, decode_errors, skipped)"
-        " VALUES (?,?,?,?,?,?,?)",
+        "INSERT INTO blobs (id, size, content, parsed, has_errors, decode_errors, skipped,"
+        " extractor) VALUES (?,?,?,?,?,?,?,?)",
         (
-            (b.blob_id, b.size, b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped)
+            (b.blob_id, b.size, b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped,
+             extractor)
             for b in blobs
         ),
     )
+    _insert_extraction(conn, blobs)
+
+
+def _insert_extraction(conn, blobs: Sequence[BlobRow]) -> None:
+    """The symbols, names and imports of ``blobs``."""
     marks = ",".join("?" * len(SYMBOL_COLUMNS))
     conn.executemany(
         f"INSERT INTO symbols ({', '.join(SYMBOL_COLUMNS)}) VALUES ({marks})",
@@ -163,6 +172,84 @@ def _count_symbols(conn, blob_ids: set[str]) -> int:
     return conn.execute(
         "SELECT count(*) FROM symbols WHERE blob_id IN (SELECT id FROM _count_blobs)"
     ).fetchone()[0]
+
+
+@dataclass(frozen=True)
+class Reextraction:
+    """What extracting the blobs of older extractors again did."""
+
+    previous: tuple[str, ...]
+    blobs: int
+    symbols_before: int
+    symbols_after: int
+
+
+# A Python blob is one that some version has at a .py path; binary ones (no content)
+# were never parsed and never will be. `!=` would scan the table: two index ranges do not.
+_OUTDATED = "(extractor < :extractor OR extractor > :extractor)"
+_OUTDATED_PYTHON = f"""
+    SELECT id FROM blobs WHERE {_OUTDATED} AND content IS NOT NULL
+    AND EXISTS (SELECT 1 FROM files WHERE blob_id = blobs.id AND substr(path, -3) = '.py')
+"""
+
+
+def has_outdated_blobs(database: Database, extractor: str) -> bool:
+    """Whether a blob was indexed by another extractor than ``extractor``."""
+    query = f"SELECT 1 FROM blobs WHERE {_OUTDATED} LIMIT 1"
+    return database.conn.execute(query, {"extractor": extractor}).fetchone() is not None
+
+
+def reextract(
+    database: Database,
+    extractor: str,
+    parse: Callable[[int, Iterator[tuple[str, bytes]]], Iterable[BlobRow]],
+) -> Reextraction | None:
+    """Replace what older extractors stored for each blob by what ``parse`` makes of its
+    (blob id, content), in one transaction; None if no blob needed it.
+
+    ``parse`` is given the number of Python blobs and an iterator over them. Comparison
+    results and the claims' link state were computed from the old symbols: they go too.
+    """
+    with database.write() as conn:
+        marks = {"extractor": extractor}
+        previous = tuple(row[0] for row in conn.execute(
+            f"SELECT DISTINCT extractor FROM blobs WHERE {_OUTDATED}", marks))
+        if not previous:
+            return None  # another process did it while this one waited
+        blob_ids = [row[0] for row in conn.execute(_OUTDATED_PYTHON, marks)]
+        before = _count_symbols(conn, set(blob_ids))
+        for batch in _batched(parse(len(blob_ids), _contents(conn, blob_ids)), 256):
+            _replace_extraction(conn, batch)
+        after = _count_symbols(conn, set(blob_ids))
+        conn.execute(f"UPDATE blobs SET extractor = :extractor WHERE {_OUTDATED}", marks)
+        conn.execute(
+            "UPDATE versions SET symbol_count = (SELECT count(*) FROM symbols WHERE blob_id IN"
+            " (SELECT blob_id FROM files WHERE version_id = versions.id))"
+        )
+        conn.execute("DELETE FROM match_cache")
+        conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
+    return Reextraction(previous, len(blob_ids), before, after)
+
+
+def _contents(conn, blob_ids: list[str], chunk: int = 200) -> Iterator[tuple[str, bytes]]:
+    for start in range(0, len(blob_ids), chunk):
+        wanted = blob_ids[start:start + chunk]
+        marks = ",".join("?" * len(wanted))
+        rows = conn.execute(f"SELECT id, content FROM blobs WHERE id IN ({marks})", wanted)
+        for blob_id, content in rows.fetchall():
+            yield blob_id, zlib.decompress(content)
+
+
+def _replace_extraction(conn, blobs: Sequence[BlobRow]) -> None:
+    ids = [(blob.blob_id,) for blob in blobs]
+    for table in ("symbols", "blob_names", "imports"):
+        conn.executemany(f"DELETE FROM {table} WHERE blob_id = ?", ids)
+    conn.executemany(
+        "UPDATE blobs SET parsed = ?, has_errors = ?, decode_errors = ?, skipped = ?"
+        " WHERE id = ?",
+        ((b.parsed, b.has_errors, b.decode_errors, b.skipped, b.blob_id) for b in blobs),
+    )
+    _insert_extraction(conn, blobs)
 
 
 def _now() -> str:

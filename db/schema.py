@@ -191,5 +191,13 @@ DROP INDEX symbols_normalized;
 DROP INDEX imports_name;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# What extracted each blob's symbols, names and imports (indexer.symbols.extractor_id);
+# '' for blobs indexed before it was recorded. ``annotate index`` extracts again the
+# blobs whose extractor is not the running one.
+_V6 = """
+ALTER TABLE blobs ADD COLUMN extractor TEXT NOT NULL DEFAULT '';
+CREATE INDEX blobs_extractor ON blobs(extractor);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)

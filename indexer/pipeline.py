@@ -1,7 +1,9 @@
 """Index one version: snapshot -> new blobs -> parse in a process pool -> one transaction.
 
 A blob is parsed once, ever: blobs already in the database are skipped, so a version
-that shares most files with an indexed one costs only its changed files.
+that shares most files with an indexed one costs only its changed files. Once per
+extractor, that is: `reextract_outdated` parses again the blobs that another extractor
+(an older annotate, another tree-sitter) indexed.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +25,14 @@ from db.database import Database
 from indexer.config import ProjectConfig, RepoConfig
 from indexer.models import FileEntry, ParsedBlob
 from indexer.sources import Snapshot, open_local, open_snapshot
-from indexer.symbols import parse_blob
+from indexer.symbols import extractor_id, parse_blob
 
 MAX_STORED_BYTES = 1024 * 1024
 INLINE_PARSE_LIMIT = 64
 BATCH_BYTES = 512 * 1024
+
+Batch = list[tuple[str, bool, bytes]]
+"""(blob id, whether it is Python, content) of a few blobs, parsed by one worker task."""
 
 
 class Progress(Protocol):
@@ -119,7 +124,7 @@ def _index_snapshot(
     written = queries.write_version(
         database, repo_row, version, [(e.path, e.blob_id) for e in files],
         tally.counting(_blob_rows(snapshot, new_entries, run)),
-        clock=run.seconds,
+        extractor=_extractor(run.references), clock=run.seconds,
     )
     run.progress.finish()
     return IndexOutcome(
@@ -128,6 +133,32 @@ def _index_snapshot(
         new_blobs=tally.blobs, parsed=tally.parsed, symbols=tally.symbols,
         seconds=run.seconds(),
     )
+
+
+def _extractor(references: bool) -> str:
+    """Blobs indexed without references are another extractor's: a later run with them
+    extracts those blobs again."""
+    return extractor_id() if references else extractor_id() + "; no references"
+
+
+def reextract_outdated(
+    database: Database, *, progress: Progress | None = None, workers: int | None = None
+) -> tuple[queries.Reextraction, float] | None:
+    """Parse again, in one transaction, every blob that another extractor indexed; None
+    when there is none. Returns what changed and the seconds it took."""
+    extractor = extractor_id()
+    if not queries.has_outdated_blobs(database, extractor):
+        return None
+    run = _Run(progress or _NoProgress(), workers, True, time.perf_counter())
+
+    def parse(count: int, contents: Iterator[tuple[str, bytes]]) -> Iterator[queries.BlobRow]:
+        run.progress.start("blobs of an older extractor", count)
+        batches = _content_batches((blob_id, True, data) for blob_id, data in contents)
+        yield from _parsed(batches, count, run, reparse_batch)
+        run.progress.finish()
+
+    done = queries.reextract(database, extractor, parse)
+    return None if done is None else (done, run.seconds())
 
 
 @dataclass
@@ -153,17 +184,26 @@ def _blob_rows(
     for entry in entries:
         if not (entry.path.endswith(".py") or entry.size <= MAX_STORED_BYTES):
             yield queries.BlobRow(entry.blob_id, entry.size, None, skipped="too large to store")
-    batches = _batches(snapshot, stored)
-    if len(stored) <= INLINE_PARSE_LIMIT or (run.workers or 0) == 1:
-        parse = functools.partial(parse_batch, references=run.references)
-        results: Iterator[list[queries.BlobRow]] = map(parse, batches)
-        yield from _advancing(results, run.progress)
+    batches = _content_batches(
+        (entry.blob_id, entry.path.endswith(".py"), snapshot.read(entry)) for entry in stored
+    )
+    yield from _parsed(batches, len(stored), run,
+                       functools.partial(parse_batch, references=run.references))
+
+
+def _parsed(
+    batches: Iterator[Batch], count: int, run: _Run,
+    parse: Callable[[Batch], list[queries.BlobRow]],
+) -> Iterator[queries.BlobRow]:
+    """The rows ``parse`` makes of ``count`` blobs: in a process pool, unless they are
+    few or one worker was asked for."""
+    if count <= INLINE_PARSE_LIMIT or (run.workers or 0) == 1:
+        yield from _advancing(map(parse, batches), run.progress)
         return
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    count = run.workers or min(os.cpu_count() or 1, 8)
-    with ProcessPoolExecutor(max_workers=count, mp_context=context,
+    workers = run.workers or min(os.cpu_count() or 1, 8)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
                              initializer=_exit_with_parent) as pool:
-        parse = functools.partial(parse_batch, references=run.references)
         yield from _advancing(pool.map(parse, batches), run.progress)
 
 
@@ -189,15 +229,12 @@ def _advancing(
         yield from rows
 
 
-def _batches(
-    snapshot: Snapshot, entries: Sequence[FileEntry]
-) -> Iterator[list[tuple[str, bool, bytes]]]:
-    batch: list[tuple[str, bool, bytes]] = []
+def _content_batches(blobs: Iterable[tuple[str, bool, bytes]]) -> Iterator[Batch]:
+    batch: Batch = []
     size = 0
-    for entry in entries:
-        data = snapshot.read(entry)
-        batch.append((entry.blob_id, entry.path.endswith(".py"), data))
-        size += len(data)
+    for blob in blobs:
+        batch.append(blob)
+        size += len(blob[2])
         if size >= BATCH_BYTES:
             yield batch
             batch, size = [], 0
@@ -205,13 +242,16 @@ def _batches(
         yield batch
 
 
-def parse_batch(
-    batch: list[tuple[str, bool, bytes]], references: bool = True
-) -> list[queries.BlobRow]:
+def parse_batch(batch: Batch, references: bool = True) -> list[queries.BlobRow]:
     """Worker side: parse the Python blobs of a batch and compress every blob."""
     return [
         _blob_row(blob_id, is_python, data, references) for blob_id, is_python, data in batch
     ]
+
+
+def reparse_batch(batch: Batch) -> list[queries.BlobRow]:
+    """Worker side: parse again blobs already stored (their content is not sent back)."""
+    return [_parsed_row(blob_id, data, None, references=True) for blob_id, _, data in batch]
 
 
 def _blob_row(blob_id: str, is_python: bool, data: bytes, references: bool) -> queries.BlobRow:
@@ -220,6 +260,12 @@ def _blob_row(blob_id: str, is_python: bool, data: bytes, references: bool) -> q
     if not is_python or binary:
         return queries.BlobRow(blob_id, len(data), content,
                                skipped="binary" if binary else None)
+    return _parsed_row(blob_id, data, content, references)
+
+
+def _parsed_row(
+    blob_id: str, data: bytes, content: bytes | None, references: bool
+) -> queries.BlobRow:
     parsed = parse_blob(blob_id, data, references)
     return queries.BlobRow(
         blob_id, len(data), content, parsed=parsed.skipped is None,

@@ -21,7 +21,7 @@ from fakevllm import FakeRepo
 
 from db.database import open_database
 from indexer.sources import blob_id
-from indexer.symbols import parse_blob
+from indexer.symbols import extractor_id, parse_blob
 
 SECONDS = r"\d+\.\d\ds"
 
@@ -112,6 +112,38 @@ def test_reindex_says_so_and_changes_nothing(project: Path) -> None:
     with _db() as conn:
         after = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in ("versions", "files")]
     assert after == before
+
+
+def _as_schema_5(path: Path) -> None:
+    """Make ``path`` what annotate wrote before it recorded each blob's extractor."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP INDEX blobs_extractor")
+        conn.execute("ALTER TABLE blobs DROP COLUMN extractor")
+        conn.execute("PRAGMA user_version = 5")
+
+
+def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> None:
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    with _db() as conn:
+        symbols = conn.execute("SELECT blob_id, seq, qualname, exact, normalized FROM symbols"
+                               " ORDER BY blob_id, seq").fetchall()
+    _as_schema_5(DB)
+    result = run("index", "vllm@v0.1.0")
+    assert result.exit_code == 0, result.output
+    python_blobs = {blob_id(data) for data in fv.python_files("v0.1.0").values()}
+    count = len(symbols)
+    assert re.fullmatch(
+        f"{len(python_blobs)} blobs indexed by another extractor \\(not recorded\\) parsed"
+        f" again: {count} -> {count} symbols, {SECONDS} \\({re.escape(extractor_id())}\\)\n"
+        "vllm@v0.1.0: already indexed, nothing to do\n",
+        result.stdout,
+    )
+    assert result.stderr.startswith(f"migrating {DB.resolve()} from schema 5; backup at ")
+    with _db() as conn:
+        assert conn.execute("SELECT blob_id, seq, qualname, exact, normalized FROM symbols"
+                            " ORDER BY blob_id, seq").fetchall() == symbols
+    again = run("index", "vllm@v0.1.0")
+    assert (again.stdout, again.stderr) == ("vllm@v0.1.0: already indexed, nothing to do\n", "")
 
 
 def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:

@@ -237,7 +237,7 @@ def test_constraint_violation_in_a_blob_row_leaves_nothing(database: Database) -
     with pytest.raises(sqlite3.IntegrityError, match="NOT NULL"):
         queries.write_version(
             database, {"name": "vllm", "git": None, "pypi": None, "github": None}, version,
-            [("a.py", "a" * 40), ("b.py", "b" * 40)], blobs,
+            [("a.py", "a" * 40), ("b.py", "b" * 40)], blobs, extractor="test",
         )
     assert table_counts(database) == dict.fromkeys(INDEX_TABLES, 0)
 
@@ -247,7 +247,7 @@ def test_file_pointing_at_an_unknown_blob_leaves_nothing(database: Database) -> 
     with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
         queries.write_version(
             database, {"name": "vllm", "git": None, "pypi": None, "github": None}, version,
-            [("a.py", "c" * 40)], [],
+            [("a.py", "c" * 40)], [], extractor="test",
         )
     assert table_counts(database) == dict.fromkeys(INDEX_TABLES, 0)
 
@@ -256,9 +256,10 @@ def test_write_version_twice_is_refused_the_second_time(database: Database) -> N
     version = queries.VersionRow("vllm", "v1", "local", None, None, 1, 1, 0.1)
     repo = {"name": "vllm", "git": None, "pypi": None, "github": None}
     blob = queries.BlobRow("a" * 40, 1, b"")
-    assert queries.write_version(database, repo, version, [("a.py", "a" * 40)], [blob])
+    files = [("a.py", "a" * 40)]
+    assert queries.write_version(database, repo, version, files, [blob], extractor="test")
     before = table_counts(database)
-    assert not queries.write_version(database, repo, version, [("a.py", "a" * 40)], [blob])
+    assert not queries.write_version(database, repo, version, files, [blob], extractor="test")
     assert table_counts(database) == before
 
 

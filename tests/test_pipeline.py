@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import zlib
+from importlib import metadata
 from pathlib import Path
 
 import fakevllm as fv
@@ -13,11 +14,12 @@ from fakevllm import FakeRepo
 
 from db import queries
 from db.database import Database, open_database
+from db.queries import SYMBOL_COLUMNS
 from indexer import pipeline
 from indexer.config import ProjectConfig, load_config
 from indexer.pipeline import index_version, parse_batch
 from indexer.sources import blob_id
-from indexer.symbols import parse_blob
+from indexer.symbols import EXTRACTION_VERSION, extractor_id, parse_blob
 
 
 def _blobs(tag: str) -> set[str]:
@@ -270,3 +272,144 @@ def test_git_snapshot_blob_ids_are_the_repository_ones(
     ).fetchall())
     assert stored == expected
     assert queries.known_blobs(database, expected.values()) == set(expected.values())
+
+
+# ------------------------------------------------------------------------------ re-extraction
+
+OLD_EXTRACTOR = "extraction 0; tree-sitter 0.20.0; tree-sitter-python 0.20.0"
+EXTRACTED = ("symbols", "blob_names", "imports")
+
+
+def _extraction(database: Database) -> dict[str, list[tuple]]:
+    """What extraction stored, without the symbols' row ids (new rows get new ids)."""
+    conn = database.conn
+    columns = ", ".join(SYMBOL_COLUMNS)
+    found = {"symbols": sorted(conn.execute(f"SELECT {columns} FROM symbols").fetchall())}
+    found.update({table: _rows(database, table) for table in EXTRACTED[1:]})
+    found["blobs"] = sorted(conn.execute(
+        "SELECT id, parsed, has_errors, decode_errors, skipped, extractor FROM blobs"
+    ).fetchall())
+    found["versions"] = conn.execute("SELECT version, symbol_count FROM versions").fetchall()
+    return found
+
+
+def _age(database: Database, where: str = "1") -> None:
+    """Mark blobs as indexed by an older extractor that got some of them wrong."""
+    with database.write() as conn:
+        conn.execute(f"UPDATE blobs SET extractor = ? WHERE {where}", (OLD_EXTRACTOR,))
+        conn.execute("DELETE FROM symbols WHERE id IN (SELECT id FROM symbols LIMIT 3)")
+        conn.execute("UPDATE symbols SET normalized = 'stale', shape = NULL")
+        conn.execute("DELETE FROM imports WHERE rowid IN (SELECT rowid FROM imports LIMIT 2)")
+        conn.execute("UPDATE blob_names SET names = ' stale '")
+        conn.execute("UPDATE blobs SET has_errors = 1 - has_errors WHERE parsed = 1")
+        conn.execute("UPDATE versions SET symbol_count = 0")
+        conn.execute("INSERT INTO match_cache VALUES (1, 2, 'a.py', 'f', 'x', 1, 'e', '{}')")
+        conn.execute("INSERT INTO meta VALUES ('link_signature', 'before')")
+
+
+def _index_tags(database: Database, config: ProjectConfig) -> dict[str, list[tuple]]:
+    for tag in fv.TAGS:
+        index_version(database, config, "vllm", tag)
+    return _extraction(database)
+
+
+def test_blobs_of_another_extractor_are_parsed_again(
+    database: Database, config: ProjectConfig
+) -> None:
+    fresh = _index_tags(database, config)
+    python_blobs = _python_blobs("v0.1.0") | _python_blobs("v0.2.0") | _python_blobs("v0.3.0")
+    symbols = len(fresh["symbols"])
+    _age(database)
+    done, seconds = pipeline.reextract_outdated(database)
+    assert done == queries.Reextraction((OLD_EXTRACTOR,), len(python_blobs), symbols - 3, symbols)
+    assert seconds > 0
+    assert _extraction(database) == fresh
+    conn = database.conn
+    assert conn.execute("SELECT count(*) FROM match_cache").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM meta WHERE key = 'link_signature'").fetchone()[0] == 0
+    assert pipeline.reextract_outdated(database) is None
+
+
+def test_only_the_outdated_blobs_are_parsed_again(
+    database: Database, config: ProjectConfig
+) -> None:
+    fresh = _index_tags(database, config)
+    one_blob = blob_id(fv.python_files("v0.1.0")["vllm/config/cache.py"])
+    _age(database, f"id = '{one_blob}'")
+    done, _ = pipeline.reextract_outdated(database)
+    assert (done.previous, done.blobs) == ((OLD_EXTRACTOR,), 1)
+    repaired = _extraction(database)
+    assert repaired["blobs"] != fresh["blobs"]  # the others keep what _age did to them
+    assert [row for row in repaired["symbols"] if row[0] == one_blob] == [
+        row for row in fresh["symbols"] if row[0] == one_blob
+    ]
+
+
+def test_an_outdated_non_python_blob_is_stamped_without_parsing(
+    database: Database, config: ProjectConfig
+) -> None:
+    fresh = _index_tags(database, config)
+    _age(database, "parsed = 0 AND skipped IS NULL")
+    before = _extraction(database)
+    assert before["blobs"] != [row[:-1] + (OLD_EXTRACTOR,) for row in fresh["blobs"]]
+    done, _ = pipeline.reextract_outdated(database)
+    assert (done.blobs, done.symbols_before, done.symbols_after) == (0, 0, 0)
+    after = _extraction(database)
+    assert after["blobs"] == [row[:-1] + (extractor_id(),) for row in before["blobs"]]
+    assert after["symbols"] == before["symbols"] != fresh["symbols"]
+
+
+def test_interrupted_reextraction_changes_nothing(
+    database: Database, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _index_tags(database, config)
+    _age(database)
+    aged = _extraction(database)
+    calls = iter(range(1000))
+
+    def parse_then_fail(*args: object, **kwargs: object) -> object:
+        if next(calls) == 5:
+            raise KeyboardInterrupt
+        return parse_blob(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "parse_blob", parse_then_fail)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.reextract_outdated(database)
+    assert _extraction(database) == aged
+    monkeypatch.undo()
+    assert pipeline.reextract_outdated(database) is not None
+
+
+def test_reextraction_in_the_worker_pool_gives_the_same_rows(
+    tmp_path: Path, config: ProjectConfig, forks: list[int]
+) -> None:
+    tree = _tree(tmp_path / "tree", pipeline.INLINE_PARSE_LIMIT + 20)
+    results = {}
+    for workers in (1, 2):
+        with open_database(tmp_path / f"w{workers}.db") as database:
+            index_version(database, config, "vllm", "v1", from_path=tree, workers=1)
+            fresh = _extraction(database)
+            _age(database)
+            forks.clear()
+            pipeline.reextract_outdated(database, workers=workers)
+            results[workers] = (_extraction(database), len(forks))
+            assert results[workers][0] == fresh
+    assert (results[1][1], results[2][1]) == (0, 2)
+
+
+def test_blobs_indexed_without_references_get_them_at_the_next_run(
+    tmp_path: Path, database: Database, config: ProjectConfig
+) -> None:
+    tree = _tree(tmp_path / "tree", 3)
+    index_version(database, config, "vllm", "v1", from_path=tree, references=False)
+    assert _rows(database, "blob_names") == []
+    done, _ = pipeline.reextract_outdated(database)
+    assert done.blobs == 3
+    assert len(_rows(database, "blob_names")) == 3
+    assert pipeline.reextract_outdated(database) is None
+
+
+def test_extractor_names_the_extraction_and_parser_versions() -> None:
+    name = extractor_id()
+    assert name.startswith(f"extraction {EXTRACTION_VERSION}; tree-sitter ")
+    assert f"tree-sitter-python {metadata.version('tree-sitter-python')}" in name
