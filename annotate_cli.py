@@ -73,7 +73,21 @@ class Context:
     def database(self, create: bool = False):  # noqa: ANN201 - db.database.Database
         from db.database import open_database
 
-        return open_database(self.db_path, create=create, notify=_note)
+        database = open_database(self.db_path, create=create, notify=_note)
+        if not create:  # `annotate index` (the one command that creates) parses them again
+            _note_outdated_blobs(database)
+        return database
+
+
+def _note_outdated_blobs(database: Any) -> None:
+    from db import queries
+    from indexer.symbols import extractor_id
+
+    if queries.has_outdated_blobs(database, extractor_id()):
+        _note(
+            "Note: some blobs were indexed by another extractor (an older annotate or "
+            "tree-sitter); run 'annotate index' to parse them again"
+        )
 
 
 def _note(message: str) -> None:

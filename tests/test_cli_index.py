@@ -128,6 +128,12 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
         symbols = conn.execute("SELECT blob_id, seq, qualname, exact, normalized FROM symbols"
                                " ORDER BY blob_id, seq").fetchall()
     _as_schema_5(DB)
+    listed = run("versions")
+    assert listed.exit_code == 0
+    assert listed.stderr.splitlines()[1:] == [
+        "Note: some blobs were indexed by another extractor (an older annotate or tree-sitter);"
+        " run 'annotate index' to parse them again"
+    ]
     result = run("index", "vllm@v0.1.0")
     assert result.exit_code == 0, result.output
     python_blobs = {blob_id(data) for data in fv.python_files("v0.1.0").values()}
@@ -138,12 +144,14 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
         "vllm@v0.1.0: already indexed, nothing to do\n",
         result.stdout,
     )
-    assert result.stderr.startswith(f"migrating {DB.resolve()} from schema 5; backup at ")
+    assert listed.stderr.startswith(f"migrating {DB.resolve()} from schema 5; backup at ")
+    assert result.stderr == ""
     with _db() as conn:
         assert conn.execute("SELECT blob_id, seq, qualname, exact, normalized FROM symbols"
                             " ORDER BY blob_id, seq").fetchall() == symbols
     again = run("index", "vllm@v0.1.0")
     assert (again.stdout, again.stderr) == ("vllm@v0.1.0: already indexed, nothing to do\n", "")
+    assert run("versions").stderr == ""
 
 
 def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
