@@ -10,6 +10,7 @@ import zlib
 from collections.abc import Iterable
 
 from db.database import Database
+from db.queries import PYTHON_FILE
 
 MATCH_COLUMNS = (
     "path", "blob_id", "qualname", "name", "kind", "start_line", "end_line", "start_byte",
@@ -19,6 +20,7 @@ _SELECT = (
     "SELECT f.path, s.blob_id, s.qualname, s.name, s.kind, s.start_line, s.end_line,"
     " s.start_byte, s.end_byte, s.signature, s.exact, s.normalized, s.shape,"
     " s.header_key, s.body_key FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
+    f" AND {PYTHON_FILE}"
 )
 FINGERPRINT_COLUMNS = ("exact", "normalized")
 

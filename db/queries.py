@@ -32,6 +32,7 @@ class BlobRow:
     symbols: Sequence[tuple] = ()
     names: str = ""
     imports: Sequence[tuple] = ()
+    python: bool = False  # read at a .py path: parsed, unless binary or too large
 
 
 @dataclass(frozen=True)
@@ -62,15 +63,37 @@ def require_version(database: Database, repo: str, version: str) -> int:
     return found
 
 
+PYTHON_FILE = "substr(f.path, -3) = '.py'"
+"""SQL: file ``f`` is Python. A blob's symbols are its .py paths' only: the same content
+at another path (a copy kept as .txt) defines nothing there."""
+
+NOT_STORED = "too large to store"
+"""Why a blob that is not Python and larger than the storage limit has no content."""
+
+# Stored, yet never parsed: every path it was seen at so far was not a .py one.
+_NEVER_PARSED = f"parsed = 0 AND (skipped IS NULL OR skipped = '{NOT_STORED}')"
+
+
 def known_blobs(database: Database, ids: Iterable[str]) -> set[str]:
+    return _blobs_among(database, ids, "1")
+
+
+def never_parsed_blobs(database: Database, ids: Iterable[str]) -> set[str]:
+    """Those of ``ids`` that are stored but were never parsed, having been seen only at
+    paths that are not Python: a version with one at a .py path must parse it."""
+    return _blobs_among(database, ids, _NEVER_PARSED)
+
+
+def _blobs_among(database: Database, ids: Iterable[str], condition: str) -> set[str]:
     wanted = list(dict.fromkeys(ids))
-    known: set[str] = set()
+    found: set[str] = set()
     for start in range(0, len(wanted), 500):
         chunk = wanted[start:start + 500]
         marks = ",".join("?" * len(chunk))
-        rows = database.conn.execute(f"SELECT id FROM blobs WHERE id IN ({marks})", chunk)
-        known.update(row[0] for row in rows)
-    return known
+        rows = database.conn.execute(
+            f"SELECT id FROM blobs WHERE id IN ({marks}) AND {condition}", chunk)
+        found.update(row[0] for row in rows)
+    return found
 
 
 def write_version(
@@ -104,9 +127,13 @@ def write_version(
             new = [blob for blob in batch if blob.blob_id not in already]
             _insert_blobs(conn, new, extractor)
             fresh += len(new)
+            now_python = never_parsed_blobs(
+                database, (b.blob_id for b in batch if b.python and b.blob_id in already))
+            _parse_stored(conn, [b for b in batch if b.blob_id in now_python], extractor)
         if clock is not None:
             version = replace(version, seconds=clock())
-        symbol_count = _count_symbols(conn, {blob_id for _, blob_id in files})
+        symbol_count = _count_symbols(
+            conn, {blob_id for path, blob_id in files if path.endswith(".py")})
         cursor = conn.execute(
             "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
             " file_count, symbol_count, new_blobs, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -142,6 +169,20 @@ def _insert_blobs(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
         (
             (b.blob_id, b.size, b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped,
              extractor)
+            for b in blobs
+        ),
+    )
+    _insert_extraction(conn, blobs)
+
+
+def _parse_stored(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
+    """Blobs stored unparsed (not Python where first seen) that are now seen at .py paths."""
+    conn.executemany(
+        "UPDATE blobs SET content = coalesce(content, ?), parsed = ?, has_errors = ?,"
+        " decode_errors = ?, skipped = ?, extractor = ? WHERE id = ?",
+        (
+            (b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped, extractor,
+             b.blob_id)
             for b in blobs
         ),
     )
@@ -224,7 +265,8 @@ def reextract(
         conn.execute(f"UPDATE blobs SET extractor = :extractor WHERE {_OUTDATED}", marks)
         conn.execute(
             "UPDATE versions SET symbol_count = (SELECT count(*) FROM symbols WHERE blob_id IN"
-            " (SELECT blob_id FROM files WHERE version_id = versions.id))"
+            " (SELECT blob_id FROM files f WHERE version_id = versions.id AND"
+            f" {PYTHON_FILE}))"
         )
         conn.execute("DELETE FROM match_cache")
         conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
@@ -274,7 +316,7 @@ def version_symbols(
     """Every symbol of a version, by path then position."""
     sql = (
         "SELECT f.path, s.* FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
-        " WHERE f.version_id = ?"
+        f" AND {PYTHON_FILE} WHERE f.version_id = ?"
     )
     params: list = [version_key]
     if kind:
@@ -304,7 +346,7 @@ def symbols_in_file(database: Database, version_key: int, path: str) -> list[dic
     return list(
         database.query(
             "SELECT f.path, s.* FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
-            " WHERE f.version_id = ? AND f.path = ? ORDER BY s.seq",
+            f" AND {PYTHON_FILE} WHERE f.version_id = ? AND f.path = ? ORDER BY s.seq",
             (version_key, path),
         )
     )
@@ -315,7 +357,7 @@ def symbols_named(database: Database, version_key: int, qualname: str) -> list[d
     last = qualname.rsplit(".", 1)[-1]
     rows = database.query(
         "SELECT f.path, s.* FROM symbols s JOIN files f ON f.blob_id = s.blob_id"
-        " WHERE s.name = ? AND f.version_id = ? ORDER BY f.path, s.seq",
+        f" AND {PYTHON_FILE} WHERE s.name = ? AND f.version_id = ? ORDER BY f.path, s.seq",
         (last, version_key),
     )
     return [

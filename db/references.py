@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from db.database import Database
+from db.queries import PYTHON_FILE
 
 
 def files_mentioning(database: Database, version_key: int, name: str) -> list[tuple[str, str]]:
@@ -15,7 +16,7 @@ def files_mentioning(database: Database, version_key: int, name: str) -> list[tu
     """
     rows = database.conn.execute(
         "SELECT f.path, f.blob_id FROM files f JOIN blob_names n ON n.blob_id = f.blob_id"
-        " WHERE f.version_id = ? AND instr(n.names, ?) > 0 ORDER BY f.path",
+        f" AND {PYTHON_FILE} WHERE f.version_id = ? AND instr(n.names, ?) > 0 ORDER BY f.path",
         (version_key, f" {name} "),
     )
     return [(path, blob_id) for path, blob_id in rows]

@@ -199,5 +199,16 @@ ALTER TABLE blobs ADD COLUMN extractor TEXT NOT NULL DEFAULT '';
 CREATE INDEX blobs_extractor ON blobs(extractor);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# A blob's symbols are listed at its .py paths only: the same content kept at another
+# path (a .txt copy, a template) defines nothing there.
+_V7 = """
+DROP VIEW version_symbols;
+CREATE VIEW version_symbols AS
+    SELECT v.repo, v.version, f.path, s.qualname, s.kind, s.start_line, s.end_line,
+           s.signature, s.exact, s.normalized, s.shape, s.blob_id, s.id AS symbol_id
+    FROM symbols s JOIN files f ON f.blob_id = s.blob_id AND substr(f.path, -3) = '.py'
+    JOIN versions v ON v.id = f.version_id;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,8 +111,7 @@ def _index_snapshot(
 ) -> IndexOutcome:
     info = snapshot.info
     files = info.files
-    known = queries.known_blobs(database, (entry.blob_id for entry in files))
-    new_entries = list({e.blob_id: e for e in files if e.blob_id not in known}.values())
+    new_entries = _entries_to_store(database, files)
     run.progress.start(f"{info.repo}@{info.version}", len(new_entries))
     tally = _Tally()
     version = queries.VersionRow(
@@ -133,6 +132,27 @@ def _index_snapshot(
         new_blobs=tally.blobs, parsed=tally.parsed, symbols=tally.symbols,
         seconds=run.seconds(),
     )
+
+
+def _entries_to_store(database: Database, files: Sequence[FileEntry]) -> list[FileEntry]:
+    """One entry per blob to store: the new ones, and those stored unparsed that this
+    version has at a .py path. A .py path is chosen when the blob has one."""
+    known = queries.known_blobs(database, (entry.blob_id for entry in files))
+    python = {entry.blob_id for entry in files if _is_python(entry.path)}
+    now_python = queries.never_parsed_blobs(database, python & known)
+    chosen: dict[str, FileEntry] = {}
+    for entry in files:
+        if entry.blob_id in known and entry.blob_id not in now_python:
+            continue
+        if entry.blob_id not in chosen or (
+            _is_python(entry.path) and not _is_python(chosen[entry.blob_id].path)
+        ):
+            chosen[entry.blob_id] = entry
+    return list(chosen.values())
+
+
+def _is_python(path: str) -> bool:
+    return path.endswith(".py")
 
 
 def _extractor(references: bool) -> str:
@@ -180,12 +200,12 @@ class _Tally:
 def _blob_rows(
     snapshot: Snapshot, entries: list[FileEntry], run: _Run
 ) -> Iterator[queries.BlobRow]:
-    stored = [e for e in entries if e.path.endswith(".py") or e.size <= MAX_STORED_BYTES]
+    stored = [e for e in entries if _is_python(e.path) or e.size <= MAX_STORED_BYTES]
     for entry in entries:
-        if not (entry.path.endswith(".py") or entry.size <= MAX_STORED_BYTES):
-            yield queries.BlobRow(entry.blob_id, entry.size, None, skipped="too large to store")
+        if not (_is_python(entry.path) or entry.size <= MAX_STORED_BYTES):
+            yield queries.BlobRow(entry.blob_id, entry.size, None, skipped=queries.NOT_STORED)
     batches = _content_batches(
-        (entry.blob_id, entry.path.endswith(".py"), snapshot.read(entry)) for entry in stored
+        (entry.blob_id, _is_python(entry.path), snapshot.read(entry)) for entry in stored
     )
     yield from _parsed(batches, len(stored), run,
                        functools.partial(parse_batch, references=run.references))
@@ -259,7 +279,7 @@ def _blob_row(blob_id: str, is_python: bool, data: bytes, references: bool) -> q
     content = None if binary else zlib.compress(data, 1)
     if not is_python or binary:
         return queries.BlobRow(blob_id, len(data), content,
-                               skipped="binary" if binary else None)
+                               skipped="binary" if binary else None, python=is_python)
     return _parsed_row(blob_id, data, content, references)
 
 
@@ -271,7 +291,7 @@ def _parsed_row(
         blob_id, len(data), content, parsed=parsed.skipped is None,
         has_errors=parsed.has_errors, decode_errors=parsed.decode_errors,
         skipped=parsed.skipped, symbols=symbol_rows(parsed), names=parsed.names,
-        imports=parsed.imports,
+        imports=parsed.imports, python=True,
     )
 
 

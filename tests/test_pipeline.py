@@ -255,6 +255,75 @@ def test_large_non_python_files_are_listed_but_not_stored(
     ]
 
 
+# ------------------------------------------------------------ same content, other paths
+
+SOURCE = "class Copied:\n    limit = 1\n\n    def run(self):\n        return self.limit\n"
+
+
+def _write_tree(root: Path, paths: tuple[str, ...]) -> Path:
+    root.mkdir()
+    for path in paths:
+        (root / path).write_text(SOURCE)
+    return root
+
+
+def _listed(database: Database, version: str) -> tuple[list[tuple], int]:
+    """(path, qualname) of a version's symbols, by the query and the view; its count."""
+    key = queries.require_version(database, "vllm", version)
+    listed = [(row["path"], row["qualname"]) for row in queries.version_symbols(database, key)]
+    viewed = database.conn.execute(
+        "SELECT path, qualname FROM version_symbols WHERE version = ? ORDER BY path, symbol_id",
+        (version,),
+    ).fetchall()
+    assert listed == viewed
+    count = database.conn.execute(
+        "SELECT symbol_count FROM versions WHERE id = ?", (key,)).fetchone()[0]
+    return listed, count
+
+
+@pytest.mark.parametrize("paths", [
+    pytest.param(("mod.py", "mod.py.txt"), id="python-path-sorted-first"),
+    pytest.param(("a.txt", "b.py"), id="python-path-sorted-last"),
+])
+def test_a_blob_at_python_and_other_paths_is_parsed_and_listed_at_the_python_one(
+    tmp_path: Path, database: Database, config: ProjectConfig, paths: tuple[str, ...]
+) -> None:
+    tree = _write_tree(tmp_path / "tree", paths)
+    outcome = index_version(database, config, "vllm", "v1", from_path=tree)
+    python_path = next(path for path in paths if path.endswith(".py"))
+    expected = [(python_path, q) for q in ("Copied", "Copied.limit", "Copied.run")]
+    assert (outcome.new_blobs, outcome.parsed, outcome.symbols) == (1, 1, 3)
+    assert _listed(database, "v1") == (expected, 3)
+
+
+ACROSS_VERSIONS = [
+    pytest.param(("notes.txt",), ("notes.txt", "real.py"), 1024, id="text-then-python"),
+    pytest.param(("notes.txt",), ("real.py",), 100, id="unstored-text-then-python"),
+    pytest.param(("real.py",), ("notes.txt",), 1024, id="python-then-text"),
+]
+
+
+@pytest.mark.parametrize(("first", "second", "store_limit"), ACROSS_VERSIONS)
+def test_what_a_version_lists_does_not_depend_on_the_versions_indexed_before(
+    tmp_path: Path, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch,
+    first: tuple[str, ...], second: tuple[str, ...], store_limit: int,
+) -> None:
+    monkeypatch.setattr(pipeline, "MAX_STORED_BYTES", store_limit)
+    trees = {"v1": _write_tree(tmp_path / "v1", first), "v2": _write_tree(tmp_path / "v2", second)}
+    alone = {}
+    for version, tree in trees.items():
+        with open_database(tmp_path / f"{version}.db") as database:
+            index_version(database, config, "vllm", version, from_path=tree)
+            alone[version] = _listed(database, version)
+    with open_database(tmp_path / "both.db") as database:
+        for version, tree in trees.items():
+            index_version(database, config, "vllm", version, from_path=tree)
+        assert {version: _listed(database, version) for version in trees} == alone
+        content = database.conn.execute("SELECT content FROM blobs").fetchone()[0]
+    assert zlib.decompress(content) == SOURCE.encode()
+    assert {count for _, count in alone.values()} == {0, 3}
+
+
 def test_git_snapshot_blob_ids_are_the_repository_ones(
     database: Database, config: ProjectConfig, fake_vllm: FakeRepo
 ) -> None:
