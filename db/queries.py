@@ -230,7 +230,7 @@ class Reextraction:
 _OUTDATED = "(extractor < :extractor OR extractor > :extractor)"
 _OUTDATED_PYTHON = f"""
     SELECT id FROM blobs WHERE {_OUTDATED} AND content IS NOT NULL
-    AND EXISTS (SELECT 1 FROM files WHERE blob_id = blobs.id AND substr(path, -3) = '.py')
+    AND EXISTS (SELECT 1 FROM files f WHERE f.blob_id = blobs.id AND {PYTHON_FILE})
 """
 
 

@@ -200,7 +200,9 @@ CREATE INDEX blobs_extractor ON blobs(extractor);
 """
 
 # A blob's symbols are listed at its .py paths only: the same content kept at another
-# path (a .txt copy, a template) defines nothing there.
+# path (a .txt copy, a template) defines nothing there. A blob stored unparsed (seen
+# first at such a path) that some version has at a .py path is marked for the next
+# `annotate index` to parse.
 _V7 = """
 DROP VIEW version_symbols;
 CREATE VIEW version_symbols AS
@@ -208,6 +210,8 @@ CREATE VIEW version_symbols AS
            s.signature, s.exact, s.normalized, s.shape, s.blob_id, s.id AS symbol_id
     FROM symbols s JOIN files f ON f.blob_id = s.blob_id AND substr(f.path, -3) = '.py'
     JOIN versions v ON v.id = f.version_id;
+UPDATE blobs SET extractor = '' WHERE parsed = 0 AND skipped IS NULL
+    AND EXISTS (SELECT 1 FROM files f WHERE f.blob_id = blobs.id AND substr(f.path, -3) = '.py');
 """
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)

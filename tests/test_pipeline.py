@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import subprocess
 import zlib
 from importlib import metadata
@@ -322,6 +324,27 @@ def test_what_a_version_lists_does_not_depend_on_the_versions_indexed_before(
         content = database.conn.execute("SELECT content FROM blobs").fetchone()[0]
     assert zlib.decompress(content) == SOURCE.encode()
     assert {count for _, count in alone.values()} == {0, 3}
+
+
+def test_unparsed_python_blobs_of_a_schema_6_database_are_parsed_by_the_next_index(
+    tmp_path: Path, config: ProjectConfig
+) -> None:
+    path = tmp_path / "index.db"
+    with open_database(path) as database:
+        index_version(database, config, "vllm", "v1",
+                      from_path=_write_tree(tmp_path / "v1", ("notes.txt", "real.py")))
+        expected = _listed(database, "v1")
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        for table in EXTRACTED:  # as indexers before schema 7 could leave it
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute("UPDATE blobs SET parsed = 0")
+        conn.execute("UPDATE versions SET symbol_count = 0")
+        conn.execute("PRAGMA user_version = 6")
+    with open_database(path) as database:
+        done, _ = pipeline.reextract_outdated(database)
+        assert (done.previous, done.blobs, done.symbols_before, done.symbols_after) == (
+            ("",), 1, 0, 3)
+        assert _listed(database, "v1") == expected
 
 
 def test_git_snapshot_blob_ids_are_the_repository_ones(
