@@ -81,7 +81,7 @@ class Context:
 
 def _note_outdated_blobs(database: Any) -> None:
     from db import queries
-    from indexer.symbols import extractor_id
+    from indexer.extractor import extractor_id
 
     if queries.has_outdated_blobs(database, extractor_id()):
         _note(
@@ -202,7 +202,7 @@ def _index_all(
 
 
 def _reextraction_summary(done: Any, seconds: float) -> str:
-    from indexer.symbols import extractor_id
+    from indexer.extractor import extractor_id
 
     previous = ", ".join(name or "not recorded" for name in done.previous)
     return (

@@ -67,6 +67,13 @@ PYTHON_FILE = "substr(f.path, -3) = '.py'"
 """SQL: file ``f`` is Python. A blob's symbols are its .py paths' only: the same content
 at another path (a copy kept as .txt) defines nothing there."""
 
+
+
+def is_python_path(path: str) -> bool:
+    """`PYTHON_FILE` for a path in hand: whether its blob is parsed and listed there."""
+    return path.endswith(".py")
+
+
 NOT_STORED = "too large to store"
 """Why a blob that is not Python and larger than the storage limit has no content."""
 
@@ -129,11 +136,11 @@ def write_version(
             fresh += len(new)
             now_python = never_parsed_blobs(
                 database, (b.blob_id for b in batch if b.python and b.blob_id in already))
-            _parse_stored(conn, [b for b in batch if b.blob_id in now_python], extractor)
+            _replace_extraction(conn, [b for b in batch if b.blob_id in now_python], extractor)
         if clock is not None:
             version = replace(version, seconds=clock())
         symbol_count = _count_symbols(
-            conn, {blob_id for path, blob_id in files if path.endswith(".py")})
+            conn, {blob_id for path, blob_id in files if is_python_path(path)})
         cursor = conn.execute(
             "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
             " file_count, symbol_count, new_blobs, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -169,20 +176,6 @@ def _insert_blobs(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
         (
             (b.blob_id, b.size, b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped,
              extractor)
-            for b in blobs
-        ),
-    )
-    _insert_extraction(conn, blobs)
-
-
-def _parse_stored(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
-    """Blobs stored unparsed (not Python where first seen) that are now seen at .py paths."""
-    conn.executemany(
-        "UPDATE blobs SET content = coalesce(content, ?), parsed = ?, has_errors = ?,"
-        " decode_errors = ?, skipped = ?, extractor = ? WHERE id = ?",
-        (
-            (b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped, extractor,
-             b.blob_id)
             for b in blobs
         ),
     )
@@ -260,7 +253,7 @@ def reextract(
         blob_ids = [row[0] for row in conn.execute(_OUTDATED_PYTHON, marks)]
         before = _count_symbols(conn, set(blob_ids))
         for batch in _batched(parse(len(blob_ids), _contents(conn, blob_ids)), 256):
-            _replace_extraction(conn, batch)
+            _replace_extraction(conn, batch, extractor)
         after = _count_symbols(conn, set(blob_ids))
         conn.execute(f"UPDATE blobs SET extractor = :extractor WHERE {_OUTDATED}", marks)
         conn.execute(
@@ -282,14 +275,21 @@ def _contents(conn, blob_ids: list[str], chunk: int = 200) -> Iterator[tuple[str
             yield blob_id, zlib.decompress(content)
 
 
-def _replace_extraction(conn, blobs: Sequence[BlobRow]) -> None:
+def _replace_extraction(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
+    """Replace the stored extraction of blobs parsed again, or parsed at last (stored
+    unparsed where first seen, not at a .py path): flags, symbols, names and imports, and
+    the content when none was stored."""
     ids = [(blob.blob_id,) for blob in blobs]
     for table in ("symbols", "blob_names", "imports"):
         conn.executemany(f"DELETE FROM {table} WHERE blob_id = ?", ids)
     conn.executemany(
-        "UPDATE blobs SET parsed = ?, has_errors = ?, decode_errors = ?, skipped = ?"
-        " WHERE id = ?",
-        ((b.parsed, b.has_errors, b.decode_errors, b.skipped, b.blob_id) for b in blobs),
+        "UPDATE blobs SET content = coalesce(content, ?), parsed = ?, has_errors = ?,"
+        " decode_errors = ?, skipped = ?, extractor = ? WHERE id = ?",
+        (
+            (b.content, b.parsed, b.has_errors, b.decode_errors, b.skipped, extractor,
+             b.blob_id)
+            for b in blobs
+        ),
     )
     _insert_extraction(conn, blobs)
 

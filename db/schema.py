@@ -191,7 +191,7 @@ DROP INDEX symbols_normalized;
 DROP INDEX imports_name;
 """
 
-# What extracted each blob's symbols, names and imports (indexer.symbols.extractor_id);
+# What extracted each blob's symbols, names and imports (indexer.extractor.extractor_id);
 # '' for blobs indexed before it was recorded. ``annotate index`` extracts again the
 # blobs whose extractor is not the running one.
 _V6 = """

@@ -22,10 +22,12 @@ from typing import Protocol
 
 from db import queries
 from db.database import Database
+from db.queries import is_python_path
 from indexer.config import ProjectConfig, RepoConfig
+from indexer.extractor import extractor_id
 from indexer.models import FileEntry, ParsedBlob
 from indexer.sources import Snapshot, open_local, open_snapshot
-from indexer.symbols import extractor_id, parse_blob
+from indexer.symbols import parse_blob
 
 MAX_STORED_BYTES = 1024 * 1024
 INLINE_PARSE_LIMIT = 64
@@ -138,21 +140,11 @@ def _entries_to_store(database: Database, files: Sequence[FileEntry]) -> list[Fi
     """One entry per blob to store: the new ones, and those stored unparsed that this
     version has at a .py path. A .py path is chosen when the blob has one."""
     known = queries.known_blobs(database, (entry.blob_id for entry in files))
-    python = {entry.blob_id for entry in files if _is_python(entry.path)}
+    python = {entry.blob_id for entry in files if is_python_path(entry.path)}
     now_python = queries.never_parsed_blobs(database, python & known)
-    chosen: dict[str, FileEntry] = {}
-    for entry in files:
-        if entry.blob_id in known and entry.blob_id not in now_python:
-            continue
-        if entry.blob_id not in chosen or (
-            _is_python(entry.path) and not _is_python(chosen[entry.blob_id].path)
-        ):
-            chosen[entry.blob_id] = entry
-    return list(chosen.values())
-
-
-def _is_python(path: str) -> bool:
-    return path.endswith(".py")
+    to_store = [e for e in files if e.blob_id not in known or e.blob_id in now_python]
+    python_last = sorted(to_store, key=lambda entry: is_python_path(entry.path))
+    return list({entry.blob_id: entry for entry in python_last}.values())  # last one wins
 
 
 def _extractor(references: bool) -> str:
@@ -200,12 +192,12 @@ class _Tally:
 def _blob_rows(
     snapshot: Snapshot, entries: list[FileEntry], run: _Run
 ) -> Iterator[queries.BlobRow]:
-    stored = [e for e in entries if _is_python(e.path) or e.size <= MAX_STORED_BYTES]
+    stored = [e for e in entries if is_python_path(e.path) or e.size <= MAX_STORED_BYTES]
     for entry in entries:
-        if not (_is_python(entry.path) or entry.size <= MAX_STORED_BYTES):
+        if not (is_python_path(entry.path) or entry.size <= MAX_STORED_BYTES):
             yield queries.BlobRow(entry.blob_id, entry.size, None, skipped=queries.NOT_STORED)
     batches = _content_batches(
-        (entry.blob_id, _is_python(entry.path), snapshot.read(entry)) for entry in stored
+        (entry.blob_id, is_python_path(entry.path), snapshot.read(entry)) for entry in stored
     )
     yield from _parsed(batches, len(stored), run,
                        functools.partial(parse_batch, references=run.references))

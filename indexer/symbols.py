@@ -15,9 +15,9 @@ the tree); their nesting comes from byte ranges, so Python walks only module and
 bodies (for attributes), never function bodies.
 
 What this module extracts from a blob is stored once, so a change to what it extracts
-from some input must bump ``EXTRACTION_VERSION``: `extractor_id` names it, with the
-parser's versions, and ``annotate index`` extracts again every blob that an older
-extractor indexed.
+from some input must bump ``indexer.extractor.EXTRACTION_VERSION``: `extractor_id`
+names it, with the parser's versions, and ``annotate index`` extracts again every blob
+that an older extractor indexed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import metadata
 
 import tree_sitter
 import tree_sitter_python
@@ -36,8 +35,6 @@ from indexer.models import ParsedBlob, Symbol, SymbolKind
 from indexer.references import imports_in, names_in
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
-EXTRACTION_VERSION = 1
-"""Bumped whenever `parse_blob` returns something else for some input."""
 
 _TRANSPARENT = frozenset(
     {
@@ -48,15 +45,6 @@ _TRANSPARENT = frozenset(
 )
 _STRING_TYPES = frozenset({"string", "concatenated_string"})
 _TRAILING = frozenset({"comment", "line_continuation"})  # not the end of a definition
-
-
-@lru_cache(maxsize=1)
-def extractor_id() -> str:
-    """What extracted a blob's symbols, names and imports: this module's extraction
-    version and the parser's (a new grammar may parse some code differently)."""
-    packages = ("tree-sitter", "tree-sitter-python")
-    parsers = "; ".join(f"{package} {metadata.version(package)}" for package in packages)
-    return f"extraction {EXTRACTION_VERSION}; {parsers}"
 
 
 @lru_cache(maxsize=1)

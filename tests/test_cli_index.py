@@ -20,8 +20,9 @@ from fakeproject import invoke as run
 from fakevllm import FakeRepo
 
 from db.database import open_database
+from indexer.extractor import extractor_id
 from indexer.sources import blob_id
-from indexer.symbols import extractor_id, parse_blob
+from indexer.symbols import parse_blob
 
 SECONDS = r"\d+\.\d\ds"
 

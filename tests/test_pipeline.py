@@ -19,9 +19,10 @@ from db.database import Database, open_database
 from db.queries import SYMBOL_COLUMNS
 from indexer import pipeline
 from indexer.config import ProjectConfig, load_config
+from indexer.extractor import EXTRACTION_VERSION, extractor_id
 from indexer.pipeline import index_version, parse_batch
 from indexer.sources import blob_id
-from indexer.symbols import EXTRACTION_VERSION, extractor_id, parse_blob
+from indexer.symbols import parse_blob
 
 
 def _blobs(tag: str) -> set[str]:
