@@ -139,15 +139,13 @@ def write_version(
             _replace_extraction(conn, [b for b in batch if b.blob_id in now_python], extractor)
         if clock is not None:
             version = replace(version, seconds=clock())
-        symbol_count = _count_symbols(
-            conn, {blob_id for path, blob_id in files if is_python_path(path)})
         cursor = conn.execute(
             "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
             " file_count, symbol_count, new_blobs, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (
                 version.repo, version.version, version.source, version.commit_sha,
-                version.wheel_sha256, _now(), version.file_count, symbol_count,
-                fresh, round(version.seconds, 3),
+                version.wheel_sha256, _now(), version.file_count, 0, fresh,
+                round(version.seconds, 3),
             ),
         )
         new_id = cursor.lastrowid
@@ -155,6 +153,7 @@ def write_version(
             "INSERT INTO files (version_id, path, blob_id) VALUES (?, ?, ?)",
             ((new_id, path, blob_id) for path, blob_id in files),
         )
+        conn.execute(f"{_RECOUNT_SYMBOLS} WHERE id = ?", (new_id,))
     return True
 
 
@@ -199,7 +198,14 @@ def _insert_extraction(conn, blobs: Sequence[BlobRow]) -> None:
     )
 
 
+_RECOUNT_SYMBOLS = f"""
+    UPDATE versions SET symbol_count = (SELECT count(*) FROM symbols WHERE blob_id IN
+        (SELECT blob_id FROM files f WHERE f.version_id = versions.id AND {PYTHON_FILE}))
+"""
+
+
 def _count_symbols(conn, blob_ids: set[str]) -> int:
+    """The symbols of ``blob_ids`` (a version's count is `_RECOUNT_SYMBOLS`)."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _count_blobs (id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM _count_blobs")
     conn.executemany("INSERT OR IGNORE INTO _count_blobs VALUES (?)", ((b,) for b in blob_ids))
@@ -256,11 +262,7 @@ def reextract(
             _replace_extraction(conn, batch, extractor)
         after = _count_symbols(conn, set(blob_ids))
         conn.execute(f"UPDATE blobs SET extractor = :extractor WHERE {_OUTDATED}", marks)
-        conn.execute(
-            "UPDATE versions SET symbol_count = (SELECT count(*) FROM symbols WHERE blob_id IN"
-            " (SELECT blob_id FROM files f WHERE version_id = versions.id AND"
-            f" {PYTHON_FILE}))"
-        )
+        conn.execute(_RECOUNT_SYMBOLS)
         conn.execute("DELETE FROM match_cache")
         conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
     return Reextraction(previous, len(blob_ids), before, after)

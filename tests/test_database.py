@@ -214,11 +214,11 @@ def test_missing_database_is_not_created_when_only_reading(tmp_path: Path) -> No
 def test_failure_before_the_version_row_leaves_nothing(
     database: Database, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def explode(conn: sqlite3.Connection, blob_ids: set[str]) -> int:
-        assert conn.execute("SELECT count(*) FROM blobs").fetchone()[0] > 0  # blobs went in
+    def explode() -> str:  # the version row's timestamp
+        assert database.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] > 0
         raise RuntimeError("injected between the blobs and the version")
 
-    monkeypatch.setattr(queries, "_count_symbols", explode)
+    monkeypatch.setattr(queries, "_now", explode)
     with pytest.raises(RuntimeError, match="injected"):
         index_version(database, config, "vllm", "v0.1.0")
     assert table_counts(database) == dict.fromkeys(INDEX_TABLES, 0)
