@@ -68,7 +68,6 @@ PYTHON_FILE = "substr(f.path, -3) = '.py'"
 at another path (a copy kept as .txt) defines nothing there."""
 
 
-
 def is_python_path(path: str) -> bool:
     """`PYTHON_FILE` for a path in hand: whether its blob is parsed and listed there."""
     return path.endswith(".py")
