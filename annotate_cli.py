@@ -5,6 +5,7 @@ Every error a user can cause is one line on stderr (``Error: ...``) and exit cod
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from db.errors import DatabaseError
-from indexer.config import ProjectConfig, load_config
+from indexer.config import ProjectConfig, check_version_name, load_config
 from indexer.errors import IndexerError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,8 +54,27 @@ def reports_errors(command: F) -> F:
         except KeyboardInterrupt:
             click.echo("Interrupted; nothing half-written was kept.", err=True)
             sys.exit(130)
+        except OSError as error:
+            if error.errno not in _OUTPUT_ERRNOS:
+                raise
+            _drop_standard_output()
+            raise UserError(f"cannot write the output: {error.strerror}; free some space, "
+                            "or send the output elsewhere") from None
 
     return wrapper  # type: ignore[return-value]
+
+
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""What writing standard output can fail with (click handles a closed pipe itself); every
+other file the commands write turns its errors into named ones."""
+
+
+def _drop_standard_output() -> None:
+    """Point standard output at the null device, so that the flush at exit of what could
+    not be written does not fail again with a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 class Context:
@@ -108,14 +128,15 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 
 def split_version(text: str) -> tuple[str, str]:
+    from annotations.errors import one_line  # a line break in it would split the error
+
     repo, at, version = text.partition("@")
     if not at or not repo or not version:
-        from annotations.errors import one_line  # a line break in it would split the error
-
         raise click.BadParameter(
             f"'{one_line(text)}' is not REPO@VERSION (for example vllm@v0.20.0)"
         )
-    return repo, version
+    # a hint to run 'annotate index' for a version that can never be indexed would mislead
+    return repo, check_version_name(one_line(version))
 
 
 def db_option(command: F) -> F:
@@ -561,12 +582,15 @@ def _checked(
 
     from annotations.check import CheckOptions, check_all
     from annotations.links import link_if_changed
+    from db import queries
 
     pins = dict(split_version(text) for text in against)
     for repo in pins:
         context.config.repo(repo)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on)
     with context.database() as database:
+        for repo, version in pins.items():
+            queries.require_version(database, repo, version)
         outcome = link_if_changed(database, context.config) if relink else None
         report = check_all(database, context.config, options)
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []

@@ -123,22 +123,36 @@ def load_config(start: Path | None = None, config_file: Path | None = None) -> P
     table: dict[str, Any] = {}
     if config_file is None and (root / CONFIG_FILE).is_file():
         config_file = root / CONFIG_FILE
-    if config_file is not None:
-        table = _read_toml(config_file)
-        root = config_file.resolve().parent
-    elif (root / "pyproject.toml").is_file():
-        pyproject = _read_toml(root / "pyproject.toml")
-        table = pyproject.get("tool", {}).get("annotate", {})
+    if config_file is None and (root / "pyproject.toml").is_file():
+        table = _tool_table(root / "pyproject.toml")
         config_file = root / "pyproject.toml" if table else None
+    elif config_file is not None:
+        is_pyproject = config_file.name == "pyproject.toml"
+        table = _tool_table(config_file) if is_pyproject else _read_toml(config_file)
+        root = config_file.resolve().parent
     return _build(table, root, config_file)
+
+
+def _tool_table(pyproject: Path) -> dict[str, Any]:
+    """The ``[tool.annotate]`` table of a pyproject.toml, empty when it has none."""
+    table: Any = _read_toml(pyproject)
+    for key in ("tool", "annotate"):
+        table = table.get(key, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{pyproject}: '{key}' must be a table",
+                              "write the settings under [tool.annotate]")
+    return table
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        text = path.read_bytes().decode("utf-8-sig")  # tomllib refuses a byte order mark
+        return tomllib.loads(text)
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {error.start + 1})",
+                          "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}", "fix the file's syntax") from None
 
@@ -167,8 +181,8 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
                               f"choose from {', '.join(CHECK_STATUSES)}")
     return ProjectConfig(
         root=root,
-        db=root / table.get("db", ".annotate/index.db"),
-        cache_dir=root / cache_dir if cache_dir else default_cache_dir(),
+        db=root / Path(table.get("db", ".annotate/index.db")).expanduser(),
+        cache_dir=root / Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
         repos=repos,
         annotations=_or_default(_string_list(table, "annotations", where),
                                 ProjectConfig.annotations),

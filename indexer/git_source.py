@@ -17,7 +17,7 @@ import git
 from indexer.config import RepoConfig, is_remote_git
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
-from indexer.sources import CACHE_HINT, Snapshot, cache_error, is_disk_problem
+from indexer.sources import CACHE_HINT, Snapshot, cache_error, is_disk_problem, path_text
 
 GIT_TIMEOUT_SECONDS = 600
 """The longest a fetch may take in all (a huge first fetch on a slow link)."""
@@ -157,7 +157,7 @@ def _ls_tree(handle: git.Repo, commit: str) -> tuple[FileEntry, ...]:
         mode, kind, sha, size = meta.split()
         if kind != b"blob" or mode == b"120000":
             continue  # symlinks and submodules are not files of the version
-        entries.append(FileEntry(path.decode("utf-8", "surrogateescape"), sha.decode(), int(size)))
+        entries.append(FileEntry(path_text(path), sha.decode(), int(size)))
     return tuple(entries)
 
 

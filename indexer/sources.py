@@ -272,7 +272,7 @@ class DirectorySnapshot(Snapshot):
     """Files of a checkout on disk (symlinks and .git are skipped)."""
 
     def __init__(self, repo: str, version: str, root: Path) -> None:
-        self._root = root
+        self._files: dict[str, Path] = {}
         entries = []
         for folder, subfolders, names in os.walk(root):
             subfolders[:] = sorted(d for d in subfolders if d != ".git")
@@ -280,13 +280,20 @@ class DirectorySnapshot(Snapshot):
                 full = Path(folder, name)
                 if full.is_symlink() or not full.is_file():
                     continue
-                relative = full.relative_to(root).as_posix()
+                relative = path_text(os.fsencode(full.relative_to(root).as_posix()))
                 data = full.read_bytes()
+                self._files[relative] = full
                 entries.append(FileEntry(relative, blob_id(data), len(data)))
         self.info = SnapshotInfo(repo, version, "local", files=tuple(entries))
 
     def read(self, entry: FileEntry) -> bytes:
-        return (self._root / entry.path).read_bytes()
+        return self._files[entry.path].read_bytes()
+
+
+def path_text(raw: bytes) -> str:
+    """A file name as the index stores it: a byte that is not UTF-8 written as ``\\xNN``
+    (SQLite text cannot hold the lone surrogates that ``os.fsdecode`` would make of it)."""
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def _safe_path(path: str) -> bool:

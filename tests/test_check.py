@@ -443,14 +443,14 @@ def test_claim_status_is_its_worst_refs(table_index: Path) -> None:
     assert set(statuses) == {("blog/worst.md", claim) for claim in refs}
 
 
-@pytest.mark.parametrize("configured", [False, True], ids=["against", "configured-target"])
-def test_unindexed_target_says_which_index_to_run(table_index: Path, configured: bool) -> None:
+def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) -> None:
+    """An explicit ``--against`` that is not indexed is an error (test_bad_against_*): a typo in CI
+    must not pass as "nothing stale"."""
     copy_project(table_index)
-    if configured:
-        Path("annotate.toml").write_text('[repos.vllm]\nversions = ["v1", "v2", "v3"]\n')
+    Path("annotate.toml").write_text('[repos.vllm]\nversions = ["v1", "v2", "v3"]\n')
     claims = claim_yaml("one", ["c/changed-body/m.py::cdiv"])
     write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
-    code, report = check_json() if configured else check_json("--against", "vllm@v3")
+    code, report = check_json()
     [result] = report["results"]
     assert code == 0
     assert (result["status"], result["target"]) == ("unindexed", "vllm@v3")
@@ -522,6 +522,10 @@ def test_nothing_stale_exits_zero(table_index: Path) -> None:
 @pytest.mark.parametrize(("against", "error"), [
     pytest.param("vllm", "Error: Invalid value: 'vllm' is not REPO@VERSION", id="not-repo-at"),
     pytest.param("nope@v1", "Error: unknown repo 'nope'", id="unknown-repo"),
+    pytest.param("vllm@v9", "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'",
+                 id="not-indexed"),
+    pytest.param("vllm@v3:vllm/utils.py::cdiv", "Error: invalid version 'v3:vllm/utils.py::cdiv'",
+                 id="a-ref-not-a-version"),
 ])
 def test_bad_against_is_a_usage_error(table_index: Path, against: str, error: str) -> None:
     copy_project(table_index)

@@ -355,6 +355,18 @@ ERRORS = [
         id="invalid-version-name",
     ),
     pytest.param(
+        ("symbols", "vllm@v1:vllm/utils.py"),
+        "Error: invalid version 'v1:vllm/utils.py'; a version is a tag or commit such as "
+        "v0.20.0 and starts with a letter or digit",
+        id="symbols-of-a-ref",
+    ),
+    pytest.param(
+        ("symbols", "vllm@v1\n"),
+        "Error: invalid version 'v1\\n'; a version is a tag or commit such as v0.20.0 and "
+        "starts with a letter or digit",
+        id="version-with-a-line-break",
+    ),
+    pytest.param(
         ("--db", "empty.db", "symbols", "vllm@v9"),
         "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'",
         id="version-not-indexed",
@@ -480,6 +492,34 @@ def test_invalid_config_is_one_line_with_exit_2(
     assert not Path(".annotate").exists()
 
 
+PYPROJECTS = [
+    pytest.param(b"tool = 1\n", "{path}: 'tool' must be a table", id="tool-not-a-table"),
+    pytest.param(b"[tool]\nannotate = 5\n", "{path}: 'annotate' must be a table",
+                 id="annotate-not-a-table"),
+]
+
+
+@pytest.mark.parametrize(("toml", "message"), PYPROJECTS)
+def test_invalid_pyproject_is_one_line_with_exit_2(toml: bytes, message: str) -> None:
+    Path("pyproject.toml").write_bytes(toml)
+    result = run("versions")
+    path = Path("pyproject.toml").resolve()
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: {message.format(path=path)}; write the settings under [tool.annotate]\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["annotate.toml", "pyproject.toml"])
+def test_config_that_is_not_utf8_is_one_line_with_exit_2(name: str) -> None:
+    Path(name).write_bytes(b'[tool.annotate]\ndb = "\xff"\n')
+    result = run("versions")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: {Path(name).resolve()}: not valid UTF-8 (byte 23); save the file as UTF-8\n"
+    )
+
+
 # ------------------------------------------------------------------------------ processes
 
 
@@ -495,6 +535,23 @@ def test_console_script_reports_errors_without_traceback(project: Path) -> None:
     )
     assert (done.returncode, done.stdout, done.stderr) == (
         2, "", "Error: no index at nowhere.db; run 'annotate index' first, or pass --db PATH\n",
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [
+    pytest.param(("versions",), id="versions"),
+    pytest.param(("symbols", "vllm@v0.1.0", "--format", "jsonl"), id="symbols-jsonl"),
+])
+def test_a_full_disk_under_standard_output_is_one_line(project: Path, command: tuple[str, ...]
+                                                       ) -> None:
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*_annotate(), *command], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env=dict(os.environ), timeout=60)
+    assert (done.returncode, done.stderr) == (
+        2, "Error: cannot write the output: No space left on device; free some space, or "
+        "send the output elsewhere\n",
     )
 
 
@@ -546,3 +603,28 @@ def test_an_empty_glob_list_means_none(tmp_path: Path) -> None:
     (tmp_path / "annotate.toml").write_text('articles = []\nannotations = ["notes/*.yml"]\n')
     config = load_config(tmp_path)
     assert (config.articles, config.annotations) == ((), ("notes/*.yml",))
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    pytest.param("annotate.toml", '\ufeffdb = "x.db"\n', id="byte-order-mark"),
+    pytest.param("pyproject.toml", '[project]\nname = "p"\n[tool.annotate]\ndb = "x.db"\n',
+                 id="config-option-on-pyproject"),
+])
+def test_config_files_a_user_may_hand_over(tmp_path: Path, name: str, text: str) -> None:
+    from indexer.config import load_config
+
+    (tmp_path / "conf").mkdir()
+    path = tmp_path / "conf" / name
+    path.write_text(text, encoding="utf-8")
+    assert load_config(tmp_path, config_file=path).db == tmp_path / "conf" / "x.db"
+
+
+def test_config_paths_expand_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from indexer.config import load_config
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "annotate.toml").write_text('db = "~/x.db"\ncache_dir = "~/cache"\n')
+    config = load_config(tmp_path)
+    assert (config.db, config.cache_dir) == (tmp_path / "home/x.db", tmp_path / "home/cache")

@@ -434,3 +434,23 @@ def test_cached_wheel_sha256_is_remembered_and_checked_by_size(tmp_path: Path) -
 
 def test_git_mirror_path_is_per_repo(tmp_path: Path) -> None:
     assert GitMirror(_repo("x", name="lmcache"), tmp_path).path == tmp_path / "git/lmcache.git"
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS file names must be UTF-8")
+@pytest.mark.parametrize("source", ["git", "local"])
+def test_a_file_name_that_is_not_utf8_is_stored_escaped(tmp_path: Path, source: str) -> None:
+    checkout = tmp_path / "odd"
+    (checkout / "pkg").mkdir(parents=True)
+    (checkout / os.fsdecode(b"pkg/caf\xe9.py")).write_bytes(b"def brewed():\n    pass\n")
+    fv.git(checkout, "init", "-q")
+    fv.git(checkout, "add", "-A")
+    fv.git(checkout, "commit", "-q", "-m", "odd")
+    fv.git(checkout, "tag", "v1")
+    _write_config(f'[repos.odd]\ngit = "{checkout}"\nsources = ["git"]\n')
+    with open_database(Path("index.db")) as database:
+        index_version(database, load_config(), "odd", "v1",
+                      from_path=checkout if source == "local" else None)
+        rows = database.conn.execute(
+            "SELECT path, qualname FROM version_symbols WHERE repo = 'odd'"
+        ).fetchall()
+    assert rows == [("pkg/caf\\xe9.py", "brewed")]
