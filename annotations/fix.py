@@ -3,11 +3,18 @@
 Edits touch only the text they replace: every other byte of a file (comments, order,
 quoting, line endings) stays as it was.
 
-* A ``moved`` ref whose match is unambiguous (no other candidates) is rewritten to the
-  symbol's new place at the target version: a ref as ``REPO@TARGET:PATH::QUALNAME`` in
-  annotation files, a permalink as the new permalink in Markdown articles.
-* ``--bump CLAIM`` sets the claim's ``at:`` to the target version, after its author
-  re-checked it (``CLAIM`` is ``ARTICLE#ID`` or just ``ID`` when that is unique).
+* A ``moved`` ref whose match is unambiguous (no other candidates) and whose content did
+  not change (or only cosmetically) is rewritten to the symbol's new place at the target
+  version: a ref as ``REPO@TARGET:PATH::QUALNAME`` in annotation files, a permalink as
+  the new permalink in Markdown articles. A symbol that moved *and* changed is left as it
+  is, with a note: pinning the ref at the target would call the changed code fresh before
+  anyone read it.
+* ``--bump CLAIM`` moves the claim to the target version after its author re-checked it
+  (``CLAIM`` is ``ARTICLE#ID`` or just ``ID`` when that is unique): its ``at:`` becomes
+  the target, its moved refs (changed or not) their new places, and its refs written
+  with their own pin that pin's target. A claim with a ref that would not hold at the
+  target (removed, broken, an ambiguous move, a quote or ``uses:`` that no longer stands,
+  an unindexed version) is refused, naming that ref.
 """
 
 from __future__ import annotations
@@ -120,11 +127,13 @@ class FixPlan:
 
 def plan_fixes(root: Path, report: CheckReport, bump: Iterable[str] = ()) -> FixPlan:
     plan = FixPlan(root)
+    bumps = {wanted: _claim_results(report, wanted) for wanted in bump}
+    bumped = {result for results in bumps.values() for result in results}
     for result in report.results:
-        if result.status is Status.MOVED:
+        if result.status is Status.MOVED and result not in bumped:
             _fix_move(plan, result)
-    for claim in bump:
-        _bump(plan, report, claim)
+    for wanted, results in bumps.items():
+        _bump(plan, wanted, results)
     return plan
 
 
@@ -134,6 +143,24 @@ def _fix_move(plan: FixPlan, result: RefResult) -> None:
         plan.notes.append(f"{where}: left {result.ref} as it is: the move is ambiguous "
                           f"({', '.join(result.candidates)})")
         return
+    if result.changes:
+        plan.notes.append(f"{where}: left {result.ref} as it is: {_moved_and_changed(result)}")
+        return
+    _rewrite_move(plan, result)
+
+
+def _moved_and_changed(result: RefResult) -> str:
+    changes = ", ".join(result.changes)
+    if result.ref.startswith("https://"):
+        return (f"it moved to {result.new_url} and changed ({changes}); re-read the text "
+                "that links it, then write the new permalink")
+    return (f"it moved to {result.new_ref} and changed ({changes}); re-read claim "
+            f"'{result.claim}', then 'annotate fix --bump {result.article}#{result.claim}' "
+            "moves it")
+
+
+def _rewrite_move(plan: FixPlan, result: RefResult) -> None:
+    where = f"{result.file}:{result.line}"
     replacement = _new_permalink(result) if result.ref.startswith("https://") else result.new_ref
     if not replacement:
         plan.notes.append(f"{where}: left {result.ref} as it is: no new ref to write")
@@ -173,21 +200,51 @@ _ID_LINE = re.compile(
 )
 
 
-def _bump(plan: FixPlan, report: CheckReport, wanted: str) -> None:
-    results = _claim_results(report, wanted)
-    target = next((r.target for r in results if r.target), None)
-    if target is None:
-        raise FixError(f"claim '{wanted}' has no indexed target version to bump to",
-                       hint="run 'annotate index' for the target version first")
+_BUMP_BLOCKERS = {
+    Status.REMOVED: "edit or drop that ref first",
+    Status.BROKEN: "mend that ref first",
+    Status.QUOTE_MISSING: "update its quote first",
+    Status.RELATION_MISSING: "update its uses: first",
+    Status.UNINDEXED: "index that version first",
+}
+
+
+def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
     first = results[0]
     if first.file.endswith(".md") and first.ref.startswith("https://") and (
         first.claim.startswith("link-")
     ):
         raise FixError(f"claim '{wanted}' comes from a Markdown permalink",
                        hint="bump it by editing the permalink's version")
+    target = next((result.target for result in results if result.target), "its target")
+    for result in results:
+        _refuse_unless_it_holds_at_the_target(wanted, target, result)
+    for result in results:
+        if result.status is Status.MOVED:
+            _rewrite_move(plan, result)
+        else:
+            _repin_written_version(plan, result)
     file_plan = plan.file(first.file)
     start = _claim_start(file_plan, first.claim)
     _set_claim_pin(file_plan, start, target)
+
+
+def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefResult) -> None:
+    hint = _BUMP_BLOCKERS.get(result.status)
+    if result.status is Status.MOVED and result.candidates:
+        hint = "choose one of its candidates and write it first"
+    if hint is not None:
+        raise FixError(f"claim '{wanted}' cannot move to {target}: "
+                       f"{result.ref} is {result.status.value} ({result.message})", hint=hint)
+
+
+def _repin_written_version(plan: FixPlan, result: RefResult) -> None:
+    """A ref written with its own pin (``vllm@v1:PATH::QUALNAME``) gets its target's."""
+    repo, _, version = (result.resolved or "").partition(":")[0].partition("@")
+    pin = f"{repo}@{version}:"
+    if version and result.ref.startswith(pin) and result.target:
+        new = result.target + ":" + result.ref[len(pin):]
+        plan.file(result.file).replace_on_line(result.line, result.ref, new)
 
 
 def _claim_results(report: CheckReport, wanted: str) -> list[RefResult]:

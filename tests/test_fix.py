@@ -49,8 +49,10 @@ def merge_blocks(blocks, block_size):
             runs.append([block, block + block_size])
     return runs
 '''
+TOP_K = "def top_k(logits, k):\n    values = sorted(logits)\n    return values[-k:]\n"
 V1 = {
     "vllm/block_utils.py": MERGE,
+    "vllm/sampling.py": TOP_K,
     "vllm/worker/cache_engine.py": fakevllm.CACHE_ENGINE_OLD,  # CacheEngine: lines 8-27
     "vllm/compilation/cuda_graph.py": fakevllm.CUDA_GRAPH_V1 + POOL,
     f"{DS}/deepseek_v4.py": fakevllm.DEEPSEEK_V4,
@@ -60,6 +62,7 @@ V1 = {
 V2 = {
     "vllm/core/block_utils.py": MERGE.replace("    runs = []\n",
                                               "    assert block_size > 0\n    runs = []\n"),
+    "vllm/sample/sampling.py": TOP_K.replace("    values", "    # the largest last\n    values"),
     # One more import line: CacheEngine is on lines 9-28.
     "vllm/v1/worker/cache_engine.py": fakevllm.CACHE_ENGINE_NEW.replace(
         "import torch\n", "import torch\nimport torch.nn\n"),
@@ -280,17 +283,31 @@ def test_permalinks_get_their_new_url_at_the_target() -> None:
                  f"{GH}/v2/vllm/v1/worker/cache_engine.py#L11-L12", id="lines-in-a-class"),
     pytest.param(f"{GH}/v1/vllm/worker/cache_engine.py#L17",
                  f"{GH}/v2/vllm/v1/worker/cache_engine.py#L18", id="one-line-in-a-method"),
-    pytest.param(f"{GH}/v1/vllm/block_utils.py#L5-L6",
-                 f"{GH}/v2/vllm/core/block_utils.py#L1-L10", id="symbol-changed-length"),
+    pytest.param(f"{GH}/v1/vllm/sampling.py#L2-L3",
+                 f"{GH}/v2/vllm/sample/sampling.py#L1-L4", id="symbol-changed-length"),
 ])
 def test_a_permalink_inside_a_symbol_keeps_its_lines(old: str, new: str) -> None:
-    def article(url: str) -> str:
-        return f"# 行\n\n见 {url}. 又见 [此处]({url})。\n"
-
-    path = write("articles/inside.md", article(old))
+    path = write("articles/inside.md", _linking_article(old))
     result = fix()
     assert (result.exit_code, result.stderr) == (0, ""), result.output
-    assert path.read_text(encoding="utf-8") == article(new)
+    assert path.read_text(encoding="utf-8") == _linking_article(new)
+
+
+def _linking_article(url: str) -> str:
+    return f"# 行\n\n见 {url}. 又见 [此处]({url})。\n"
+
+
+def test_a_symbol_that_moved_and_changed_keeps_its_permalink_with_a_note() -> None:
+    old = f"{GH}/v1/vllm/block_utils.py#L5-L6"
+    path = write("articles/inside.md", _linking_article(old))
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "0 edits in 0 files\n")
+    assert path.read_text(encoding="utf-8") == _linking_article(old)
+    assert result.stderr.splitlines()[0] == (
+        f"Note: articles/inside.md:3: left {old} as it is: it moved to "
+        f"{GH}/v2/vllm/core/block_utils.py#L1-L10 and changed (body); re-read the text "
+        "that links it, then write the new permalink"
+    )
 
 
 def test_permalink_lines_agree_with_the_loader_across_unusual_line_breaks() -> None:
@@ -340,6 +357,66 @@ def test_bump_moves_the_claims_pin(claim: str, old: str, new: str, ending: str) 
     claim_id = claim.rpartition("#")[2]
     bumped = [status for (cid, _), status in statuses().items() if cid == claim_id]
     assert bumped == ["fresh"]
+
+
+MERGE_REF = "vllm/block_utils.py::merge_blocks"
+MOVED_AND_CHANGED = f"""\
+article: blog/merge.md
+at: vllm@v1
+claims:
+  - id: merge
+    text: "合并相邻空闲块"
+    refs: [{MERGE_REF}, vllm@v1:vllm/utils.py::cdiv]
+"""
+
+
+def test_a_ref_that_moved_and_changed_is_left_with_a_note() -> None:
+    path = write("annotations/merge.yml", MOVED_AND_CHANGED)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "0 edits in 0 files\n")
+    assert result.stderr == (
+        f"Note: annotations/merge.yml:6: left {MERGE_REF} as it is: it moved to "
+        "vllm@v2:vllm/core/block_utils.py::merge_blocks and changed (body); re-read claim "
+        "'merge', then 'annotate fix --bump blog/merge.md#merge' moves it\n"
+    )
+    assert path.read_text(encoding="utf-8") == MOVED_AND_CHANGED
+    assert statuses()[("merge", MERGE_REF)] == "moved"
+
+
+def test_bump_moves_the_claims_refs_with_its_pin() -> None:
+    path = write("annotations/merge.yml", MOVED_AND_CHANGED)
+    result = fix("--bump", "merge")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert path.read_text(encoding="utf-8") == MOVED_AND_CHANGED.replace(
+        "  - id: merge\n", "  - id: merge\n    at: vllm@v2\n"
+    ).replace(f"[{MERGE_REF}, vllm@v1:",
+              "[vllm@v2:vllm/core/block_utils.py::merge_blocks, vllm@v2:")
+    assert set(statuses().values()) == {"fresh"}
+
+
+@pytest.mark.parametrize(("ref", "status", "hint"), [
+    pytest.param("vllm/utils.py::is_neuron", "removed", "edit or drop that ref first",
+                 id="removed"),
+    pytest.param(SPLIT, "moved", "choose one of its candidates and write it first",
+                 id="ambiguous-move"),
+    pytest.param("{ref: vllm/utils.py::cdiv, quote: 'return -(a // -b)'}", "quote-missing",
+                 "update its quote first", id="quote-missing"),
+    pytest.param("vllm/utils.py::nope", "broken", "mend that ref first", id="broken"),
+    pytest.param("vllm@v0:vllm/utils.py::cdiv", "unindexed", "index that version first",
+                 id="unindexed"),
+])
+def test_bump_refuses_a_claim_that_would_not_hold_at_the_target(
+    ref: str, status: str, hint: str
+) -> None:
+    text = MOVED_AND_CHANGED.replace("vllm@v1:vllm/utils.py::cdiv", ref)
+    path = write("annotations/merge.yml", text)
+    result = fix("--bump", "merge")
+    assert (result.exit_code, result.stdout) == (2, "")
+    written = ref.removeprefix("{ref: ").partition(",")[0]
+    assert result.stderr.startswith(
+        f"Error: claim 'merge' cannot move to vllm@v2: {written} is {status} (")
+    assert result.stderr.endswith(f" (hint: {hint})\n")
+    assert path.read_text(encoding="utf-8") == text
 
 
 def test_bump_of_a_front_matter_claim() -> None:
