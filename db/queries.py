@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fnmatch
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from db.database import Database
@@ -241,7 +242,7 @@ def has_outdated_blobs(database: Database, extractor: str) -> bool:
 def reextract(
     database: Database,
     extractor: str,
-    parse: Callable[[int, Iterator[tuple[str, bytes]]], Iterable[BlobRow]],
+    parse: Callable[[int, Iterator[tuple[str, bytes]]], Generator[BlobRow, None, None]],
 ) -> Reextraction | None:
     """Replace what older extractors stored for each blob by what ``parse`` makes of its
     (blob id, content), in one transaction; None if no blob needed it.
@@ -257,8 +258,10 @@ def reextract(
             return None  # another process did it while this one waited
         blob_ids = [row[0] for row in conn.execute(_OUTDATED_PYTHON, marks)]
         before = _count_symbols(conn, set(blob_ids))
-        for batch in _batched(parse(len(blob_ids), _contents(conn, blob_ids)), 256):
-            _replace_extraction(conn, batch, extractor)
+        # closed on failure too: parsing stops now, not when the traceback is freed
+        with contextlib.closing(parse(len(blob_ids), _contents(conn, blob_ids))) as rows:
+            for batch in _batched(rows, 256):
+                _replace_extraction(conn, batch, extractor)
         after = _count_symbols(conn, set(blob_ids))
         conn.execute(f"UPDATE blobs SET extractor = :extractor WHERE {_OUTDATED}", marks)
         conn.execute(_RECOUNT_SYMBOLS)

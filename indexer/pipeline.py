@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import signal
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,11 +123,14 @@ def _index_snapshot(
         file_count=len(files), new_blobs=len(new_entries), seconds=0.0,
     )
     repo_row = {"name": repo.name, "git": repo.git, "pypi": repo.pypi, "github": repo.github}
-    written = queries.write_version(
-        database, repo_row, version, [(e.path, e.blob_id) for e in files],
-        tally.counting(_blob_rows(snapshot, new_entries, run)),
-        extractor=_extractor(run.references), clock=run.seconds,
-    )
+    rows = tally.counting(_blob_rows(snapshot, new_entries, run))
+    try:
+        written = queries.write_version(
+            database, repo_row, version, [(e.path, e.blob_id) for e in files], rows,
+            extractor=_extractor(run.references), clock=run.seconds,
+        )
+    finally:  # a failed write stops the parser pool now, not when the traceback is freed
+        rows.close()
     run.progress.finish()
     return IndexOutcome(
         repo=info.repo, version=info.version, already=not written, source=info.source_kind,
@@ -163,7 +167,9 @@ def reextract_outdated(
         return None
     run = _Run(progress or _NoProgress(), workers, True, time.perf_counter())
 
-    def parse(count: int, contents: Iterator[tuple[str, bytes]]) -> Iterator[queries.BlobRow]:
+    def parse(
+        count: int, contents: Iterator[tuple[str, bytes]]
+    ) -> Generator[queries.BlobRow, None, None]:
         run.progress.start("blobs of an older extractor", count)
         batches = _content_batches((blob_id, True, data) for blob_id, data in contents)
         yield from _parsed(batches, count, run, reparse_batch)
@@ -214,15 +220,37 @@ def _parsed(
         return
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     workers = run.workers or min(os.cpu_count() or 1, 8)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                             initializer=_exit_with_parent) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                               initializer=_start_worker)
+    try:
         yield from _advancing(pool.map(parse, batches), run.progress)
+    finally:
+        _shut_down(pool)
 
 
-def _exit_with_parent() -> None:
-    """Parser worker initializer: exit once the main process is gone. A SIGKILL leaves no
-    one to shut the pool down, and a worker waiting for tasks would otherwise wait forever
-    (holding its memory and the parent's stdout/stderr pipes)."""
+def _shut_down(pool: ProcessPoolExecutor) -> None:
+    """Cancel the tasks not started and wait for the workers to finish theirs (a moment:
+    one batch each). A second Ctrl-C (``timeout -s INT`` signals the process and then its
+    group) must not cut this short: a pool left half shut down can hang the exit."""
+    while True:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
+def _start_worker() -> None:
+    """Parser worker initializer.
+
+    * Ctrl-C is the main process's to handle: it stops taking results and shuts the pool
+      down, and the workers finish the batch in hand. A worker that died of it instead
+      would break the pool while the shutdown cancels its tasks, which Python 3.11 does
+      not survive (the pool's thread fails, and the exit waits forever on a full pipe).
+    * A worker exits once the main process is gone. A SIGKILL leaves no one to shut the
+      pool down, and a worker waiting for tasks would otherwise wait forever (holding its
+      memory and the parent's stdout/stderr pipes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
 
     def watch() -> None:

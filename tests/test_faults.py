@@ -125,6 +125,7 @@ def indexed_db(small_tree: Path) -> Path:
 
 @pytest.mark.parametrize("signum", [
     pytest.param(signal.SIGINT, id="SIGINT-to-the-process-group"),
+    pytest.param(-signal.SIGINT, id="SIGINT-to-the-process-then-its-group"),  # timeout -s INT
     pytest.param(signal.SIGTERM, id="SIGTERM-to-the-process-group"),
     pytest.param(signal.SIGKILL, id="SIGKILL-to-the-main-process"),
 ])
@@ -145,13 +146,16 @@ def test_interrupted_index_keeps_nothing_half_written(
         wait_until_writing(process, db)
         if signum == signal.SIGKILL:
             process.kill()  # the main process only; its parser workers are left to notice
+        elif signum < 0:  # what `timeout -s INT` does: the main process gets it twice
+            process.send_signal(-signum)
+            os.killpg(process.pid, -signum)
         else:  # what Ctrl-C, or a CI runner cancelling a job, sends: to the workers too
             os.killpg(process.pid, signum)
         out, err = process.communicate(timeout=30)  # EOF: the workers are gone too
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-    if signum == signal.SIGINT:
+    if abs(signum) == signal.SIGINT:
         assert (process.returncode, out, err) == (130, "", INTERRUPTED + "\n")
     else:
         assert process.returncode == -signum
