@@ -13,12 +13,17 @@ from dataclasses import dataclass, replace
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines
 from annotations.refs import parse_ref
-from annotations.resolve import Resolved, Resolver, UnindexedVersion, quote_stands
+from annotations.resolve import (
+    Resolved,
+    Resolver,
+    UnindexedVersion,
+    quote_stands,
+    unnamed_uses,
+)
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig
-from indexer.references import code_identifiers
 
 
 @dataclass(frozen=True)
@@ -147,13 +152,7 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
     uses = claim_store.uses_of(resolver.database, row["id"])
     if not uses:
         return []
-    names = code_identifiers(resolver.text_of(new).encode())
-    return [
-        use["resolved"] or use["written"]
-        for use in uses
-        if (use["qualname"] or use["written"]).rsplit(".", 1)[-1].rsplit(":", 1)[-1].encode()
-        not in names
-    ]
+    return unnamed_uses(resolver.text_of(new), uses)
 
 
 def _apply_waivers(result: RefResult, waivers: Iterable[dict], options: CheckOptions) -> RefResult:

@@ -14,7 +14,14 @@ from pathlib import Path
 from annotations.errors import AnnotationError, AnnotationFileError
 from annotations.model import Article, Claim, LoadResult, RefEntry
 from annotations.refs import parse_ref
-from annotations.resolve import Resolved, ResolveError, Resolver, UnindexedVersion, quote_stands
+from annotations.resolve import (
+    Resolved,
+    ResolveError,
+    Resolver,
+    UnindexedVersion,
+    quote_stands,
+    unnamed_uses,
+)
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig
@@ -166,6 +173,14 @@ def _ref_row(
         return _state(row, "broken", located, outcome)
     row.update(_resolved_columns(resolved))
     row["uses"] = [_use_row(resolver, claim, entry, text, outcome) for text in entry.uses]
+    unnamed = unnamed_uses(resolver.text_of(resolved), row["uses"]) if entry.uses else []
+    if unnamed:
+        error = ResolveError(
+            f"{resolved.canonical} does not refer to {', '.join(unnamed)} at its own pin",
+            hint="the relation is wrong from the start: fix the uses: entry or the ref",
+        ).located(claim.source_file, entry.line)
+        outcome.errors.append(error)
+        return _state(row, "broken", error, outcome)
     return _state(row, "linked", None, outcome)
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from annotations.errors import AnnotationError
 from annotations.refs import Ref, RefForm
@@ -13,6 +15,7 @@ from db.database import Database
 from indexer.config import ProjectConfig
 from indexer.errors import ConfigError
 from indexer.fingerprints import digest
+from indexer.references import code_identifiers
 
 
 class ResolveError(AnnotationError):
@@ -229,6 +232,18 @@ def split_lines(text: str) -> list[str]:
 def quote_stands(quote: str, text: str) -> bool:
     """Whether ``quote`` occurs in ``text``, white space runs counting as one space."""
     return " ".join(quote.split()) in " ".join(text.split())
+
+
+def unnamed_uses(code: str, uses: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The ``uses:`` targets (rows with ``written``, and ``resolved`` and ``qualname`` once
+    resolved) whose name does not occur in ``code`` outside strings and comments."""
+    names = code_identifiers(code.encode())
+    return [
+        use.get("resolved") or use["written"]
+        for use in uses
+        if (use.get("qualname") or use["written"]).rsplit(".", 1)[-1].rsplit(":", 1)[-1]
+        .encode() not in names
+    ]
 
 
 def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:

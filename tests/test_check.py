@@ -268,6 +268,12 @@ CASES: dict[str, Case] = {
     ),
     "broken": Case(TOTAL, TOTAL, "m.py::no_such_function", "broken",
                    message="no symbol 'no_such_function'"),
+    "relation-false-at-pin": Case(
+        MLA.replace("Helper()", "None"), MLA.replace("Helper()", "None"), "m.py::MLA.__init__",
+        "broken", both={"helper.py": HELPER}, uses=("helper.py::Helper",),
+        message="vllm@v1:c/relation-false-at-pin/m.py::MLA.__init__ does not refer to "
+                "vllm@v1:c/relation-false-at-pin/helper.py::Helper at its own pin",
+    ),
     "unindexed-pin": Case(TOTAL, TOTAL, "vllm@v0:m.py::total", "unindexed",
                           message="vllm@v0 is not indexed (run 'annotate index vllm@v0')"),
     "lines-file-unchanged": Case(KERNEL, KERNEL, "kernel.cu#L4-L6", "fresh",
