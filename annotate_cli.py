@@ -114,6 +114,17 @@ def _note(message: str) -> None:
     click.echo(message, err=True)
 
 
+def _note_outdated_links(context: Context, database: Any) -> None:
+    """Commands that read the stored links say so when the annotation files (or the
+    index) changed since the last link, instead of linking again themselves: run from
+    another folder, that would replace the links with that folder's claims."""
+    from annotations.links import links_outdated
+
+    if links_outdated(database, context.config):
+        _note("Note: the annotation files or the index changed since the last link; run "
+              "'annotate link' (or 'annotate check') to bring the claims shown here up to date")
+
+
 pass_context = click.make_pass_decorator(Context)
 
 
@@ -409,6 +420,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     if (symbol is None) == (article is None):
         raise click.UsageError("give either SYMBOL or --article PATH")
     with context.database() as database:
+        _note_outdated_links(context, database)
         if article is not None:
             rows = claim_store.links_of_article(database, article)
             if not rows:
@@ -492,6 +504,7 @@ def search(context: Context, text: str, output_format: str) -> None:
     if not text.strip():
         raise click.BadParameter("the search text is empty", param_hint="TEXT")
     with context.database() as database:
+        _note_outdated_links(context, database)
         rows = claim_store.search(database, text)
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -736,6 +749,7 @@ def diff(
 
     pins = split_version(version_a), split_version(version_b)
     with context.database() as database:
+        _note_outdated_links(context, database)
         report = diff_report(database, context.config, *pins, annotated=annotated,
                              diff_limit=max_diffs if output_format == "html" else 0,
                              workers=workers or min(os.cpu_count() or 1, 4))

@@ -92,6 +92,19 @@ def link_if_changed(
     return link_all(database, config, loaded, signature)
 
 
+def links_outdated(database: Database, config: ProjectConfig) -> bool:
+    """Whether the stored links may not be what the config's annotation files say: the
+    files, the config or the index changed since the last clean link (or it was not
+    clean). False where the config finds no annotation files: nothing to compare with."""
+    files = annotation_files(config)
+    if not (files[0] or files[1]):
+        return False
+    try:
+        return claim_store.link_signature(database) != _signature(database, config, files)
+    except OSError:
+        return True
+
+
 def _signature(database: Database, config: ProjectConfig, files: tuple[list[Path], ...]) -> str:
     digest = hashlib.sha256(repr(sorted(config.repos.items())).encode())
     digest.update(claim_store.index_state(database).encode())

@@ -411,3 +411,27 @@ SHOW_ERRORS = [
 @pytest.mark.parametrize(("ref", "message"), SHOW_ERRORS)
 def test_show_errors(ref: str, message: str) -> None:
     assert fails("show", ref) == f"Error: {message}\n"
+
+
+OUTDATED_LINKS = (
+    "Note: the annotation files or the index changed since the last link; run 'annotate "
+    "link' (or 'annotate check') to bring the claims shown here up to date\n"
+)
+
+
+@pytest.mark.parametrize("query", [
+    pytest.param(("links", "CacheConfig.gpu_memory_utilization"), id="links"),
+    pytest.param(("search", "显存利用率"), id="search"),
+    pytest.param(("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated"), id="diff"),
+])
+def test_queries_say_when_the_files_changed_since_the_last_link(query: tuple[str, ...]) -> None:
+    Path("annotations").mkdir()
+    edited = MLA.replace("显存利用率默认是 0.9", "显存利用率默认是九成")
+    Path("annotations/mla.yml").write_text(edited, encoding="utf-8")
+    before = run(*query)
+    assert (before.exit_code, before.stderr) == (0, OUTDATED_LINKS)
+    assert "九成" not in before.stdout  # what the last link stored
+    assert run("link").exit_code == 0
+    after = run(*query)
+    assert (after.exit_code, after.stderr) == (0, "")
+    assert "九成" in after.stdout
