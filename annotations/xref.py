@@ -7,12 +7,17 @@ per version, in this order:
    version and defines it (re-exports are followed: ``from .linear import X`` in an
    ``__init__`` that the file imports from);
 2. ``local``: the file itself defines the name;
-3. ``guess``: exactly one definition of that name exists in the version;
+3. ``guess``: exactly one definition of that (short) name exists in the version;
 4. ``unresolved``: none of these; kept by name.
+
+An attribute ``owner.name`` is resolved through its owner instead: a class or module the
+file imports as ``owner`` (``import``), a class the file defines (``local``), the class
+around it for ``self``/``cls`` (``local``); then ``guess`` and ``unresolved`` as above.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -23,6 +28,7 @@ from db.match_queries import file_blobs
 from indexer.literals import WORD_BYTES, literal_ranges
 
 MAX_REEXPORT_DEPTH = 8
+_OWNER = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*\Z")  # ``owner.`` before a name
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,9 @@ def xref(database: Database, repo: str, version: str, name: str) -> XrefResult:
     result = XrefResult(name=name, version=f"{repo}@{version}")
     result.definitions = queries.symbols_named(database, version_key, name)
     modules = VersionModules(database, version_key)
-    unique = _unique_target(result.definitions)
+    same_name = result.definitions if short == name else queries.symbols_named(
+        database, version_key, short)
+    unique = _unique_target(same_name)
     candidates = store.files_mentioning(database, version_key, short)
     definitions = store.definitions_in(database, (blob for _, blob in candidates))
     imports = store.imports_of(database, (blob for _, blob in candidates))
@@ -197,9 +205,23 @@ class _FileScanner:
                 if not self._in_code(position):
                     continue
                 context = self._context(position)
+                if context == "name" and self._defines_attribute(spelled, position):
+                    context = "definition"
                 if context != "definition":
                     found.append(self._occurrence(spelled, position, context, binding))
         return sorted(found, key=lambda occurrence: (occurrence.line, occurrence.column))
+
+    def _defines_attribute(self, name: str, position: int) -> bool:
+        """``name`` opens a line where an attribute of that name is defined (``x: int``)."""
+        line_start = self.content.rfind(b"\n", 0, position) + 1
+        if self.content[line_start:position].strip():
+            return False
+        line = self.content.count(b"\n", 0, position) + 1
+        return any(
+            kind == "attribute" and start == line
+            and (qualname == name or qualname.endswith("." + name))
+            for qualname, kind, start, _end in self.definitions
+        )
 
     def _aliases(self, name: str) -> list[str]:
         return [alias for _line, _module, imported, alias, _level in self.imports
@@ -210,7 +232,10 @@ class _FileScanner:
     ) -> Occurrence:
         line = self.content.count(b"\n", 0, position) + 1
         column = position - self.content.rfind(b"\n", 0, position)
-        resolution, target = self._resolve(name, context, binding)
+        if context == "attribute":
+            resolution, target = self._resolve_attribute(name, position)
+        else:
+            resolution, target = self._resolve(name, binding)
         return Occurrence(self.path, line, column, context, self._enclosing(line),
                           resolution, target)
 
@@ -222,16 +247,62 @@ class _FileScanner:
                 return self.modules.follow(source, imported) if source else None
         return None
 
-    def _resolve(self, name: str, context: str, binding: str | None) -> tuple[str, str | None]:
-        if binding is not None and context != "attribute":
+    def _resolve(self, name: str, binding: str | None) -> tuple[str, str | None]:
+        if binding is not None:
             return "import", binding
+        local = self._local(name)
+        if local is not None:
+            return "local", local
+        return self._fallback()
+
+    def _resolve_attribute(self, name: str, position: int) -> tuple[str, str | None]:
+        line_start = self.content.rfind(b"\n", 0, position) + 1
+        found = _OWNER.search(self.content, line_start, position)
+        owner = found.group(1).decode() if found else None
+        if owner is None:
+            return self._fallback()
+        member = self._member_import(owner, name)
+        if member is not None:
+            return "import", member
+        local = self._local(name) if owner in ("self", "cls") else self._local_member(
+            owner, name)
+        return ("local", local) if local is not None else self._fallback()
+
+    def _fallback(self) -> tuple[str, str | None]:
+        return ("guess", self.unique) if self.unique is not None else ("unresolved", None)
+
+    def _local(self, name: str) -> str | None:
         local = next((row[0] for row in self.definitions
                       if row[0] == name or row[0].endswith("." + name)), None)
-        if local is not None:
-            return "local", f"{self.path}::{local}"
-        if self.unique is not None:
-            return "guess", self.unique
-        return "unresolved", None
+        return None if local is None else f"{self.path}::{local}"
+
+    def _local_member(self, owner: str, name: str) -> str | None:
+        qualname = f"{owner}.{name}"
+        found = any(row[0] == qualname for row in self.definitions)
+        return f"{self.path}::{qualname}" if found else None
+
+    def _member_import(self, owner: str, name: str) -> str | None:
+        """``owner.name`` where the file imports ``owner``: a member of the class it
+        imports, or a name the module it imports defines."""
+        binding = self._binding(owner)
+        if binding is not None:
+            path, _, qualname = binding.partition("::")
+            if f"{qualname}.{name}" in self.modules.defines(path):
+                return f"{path}::{qualname}.{name}"
+            return None
+        module = self._module_bound_to(owner)
+        return self.modules.follow(module, name) if module is not None else None
+
+    def _module_bound_to(self, owner: str) -> str | None:
+        """The file of the module that ``import m as owner``, ``import owner`` or
+        ``from package import owner`` (a submodule) binds to ``owner``."""
+        for _line, module, imported, alias, level in self.imports:
+            if imported is None and (alias or module) == owner:
+                return self.modules.module_path(module, level, self.path)
+            if imported and imported != "*" and (alias or imported) == owner:
+                submodule = f"{module}.{imported}" if module else imported
+                return self.modules.module_path(submodule, level, self.path)
+        return None
 
     def _context(self, position: int) -> str:
         line_start = self.content.rfind(b"\n", 0, position) + 1

@@ -77,6 +77,20 @@ TREE = {
         "\n"
         "LAYER = linear.ReplicatedLinear\n"
     ),
+    "vllm/config/__init__.py": "from .cache import CacheConfig\n",
+    "vllm/config/cache.py": "class CacheConfig:\n    block_size: int = 16\n",
+    "vllm/engine/args.py": (
+        "from vllm.config import CacheConfig\n"
+        "\n"
+        "\n"
+        "class EngineArgs:\n"
+        "    block_size: int = CacheConfig.block_size\n"
+        "\n"
+        "    def size(self, other):\n"
+        "        mine = self.block_size\n"
+        "        return mine + other.block_size\n"
+    ),
+    "vllm/kernels.py": "def launch(block_size):\n    return block_size\n",
 }
 
 
@@ -111,8 +125,8 @@ TARGET = "vllm/layers/linear.py::ReplicatedLinear"
         pytest.param(("vllm/models/shadow.py", 4), ("name", "local",
                                                     "vllm/models/shadow.py::ReplicatedLinear"),
                      id="shadowed-by-local-definition"),
-        pytest.param(("vllm/models/uses_module.py", 3), ("attribute", "unresolved", None),
-                     id="attribute-of-module-two-definitions"),
+        pytest.param(("vllm/models/uses_module.py", 3), ("attribute", "import", TARGET),
+                     id="attribute-of-an-imported-module"),
         pytest.param(("vllm/layers/linear.py", 6), ("base", "local", TARGET),
                      id="base-class-same-module"),
         pytest.param(("vllm/models/subclass.py", 5), ("base", "import", TARGET),
@@ -123,11 +137,33 @@ def test_reference_resolution(indexed: Path, where: tuple[str, int], expected: t
     assert references(indexed, "ReplicatedLinear")[where] == expected
 
 
+BLOCK_SIZE = "vllm/config/cache.py::CacheConfig.block_size"
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    pytest.param(("vllm/engine/args.py", 5), ("attribute", "import", BLOCK_SIZE),
+                 id="member-of-an-imported-class-not-the-local-namesake"),
+    pytest.param(("vllm/engine/args.py", 8),
+                 ("attribute", "local", "vllm/engine/args.py::EngineArgs.block_size"),
+                 id="self-member"),
+    pytest.param(("vllm/engine/args.py", 9), ("attribute", "unresolved", None),
+                 id="member-of-an-unknown-owner-two-definitions"),
+    pytest.param(("vllm/kernels.py", 2), ("name", "unresolved", None),
+                 id="parameter-no-guess-from-the-qualifier"),
+])
+def test_qualified_member_resolution(indexed: Path, where: tuple[str, int], expected: tuple
+                                     ) -> None:
+    assert references(indexed, "CacheConfig.block_size")[where] == expected
+
+
 def test_strings_comments_and_definitions_are_not_references(indexed: Path) -> None:
     found = references(indexed, "ReplicatedLinear")
     assert not [key for key in found if key[0] == "vllm/models/text_only.py"]
     assert ("vllm/layers/linear.py", 1) not in found  # the class statement itself
     assert ("vllm/models/shadow.py", 1) not in found
+    attributes = references(indexed, "block_size")
+    assert ("vllm/config/cache.py", 2) not in attributes  # block_size: int = 16
+    assert attributes[("vllm/engine/args.py", 5)][0] == "attribute"  # = CacheConfig.block_size
 
 
 def test_alias_resolves_to_the_imported_definition(indexed: Path) -> None:
