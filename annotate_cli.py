@@ -543,6 +543,8 @@ def check(
     from annotations.reports import render
 
     report, input_errors = _checked(context, against, today.date() if today else None)
+    if not report.results:
+        _note_no_annotation_files(context.config)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     text = render(report, output_format, color=color)
     _write_report(output, text)
@@ -610,6 +612,16 @@ def _checked(
     for error in input_errors:
         click.echo(f"Error: {error}", err=True)
     return report, input_errors
+
+
+def _note_no_annotation_files(config: ProjectConfig) -> None:
+    """A check of nothing passes: say so when that is because no file matched."""
+    from annotations.links import annotation_files
+
+    if not any(annotation_files(config)):
+        patterns = ", ".join(config.annotations + config.articles) or "(none)"
+        _note(f"Note: no annotation file under {config.root} matches {patterns}; set "
+              "'annotations' and 'articles' in annotate.toml")
 
 
 def _unreadable_files(errors: list[Exception]) -> str:

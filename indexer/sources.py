@@ -79,7 +79,11 @@ def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
     """A version read from a directory (a checkout) or a wheel file."""
     check_version_name(version)
     if path.is_dir():
-        return DirectorySnapshot(repo.name, version, path)
+        snapshot = DirectorySnapshot(repo.name, version, path)
+        if not snapshot.info.files:
+            raise SourceError(f"{path} has no files to index (symlinks and .git are skipped)",
+                              "pass the checkout's top folder")
+        return snapshot
     if path.is_file() and path.suffix == ".whl":
         return open_wheel(repo, version, path)
     raise SourceError(f"{path} is neither a directory nor a .whl file", "pass a checkout or wheel")

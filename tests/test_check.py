@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -447,6 +448,20 @@ def test_claim_status_is_its_worst_refs(table_index: Path) -> None:
         "removed-and-broken": "broken",
     }
     assert set(statuses) == {("blog/worst.md", claim) for claim in refs}
+
+
+def test_check_of_no_annotation_files_says_so(table_index: Path) -> None:
+    copy_project(table_index)
+    for folder in ("annotations", "articles"):
+        shutil.rmtree(folder, ignore_errors=True)
+    config = load_config()
+    result = run("check")
+    assert result.exit_code == 0
+    patterns = ", ".join(config.annotations + config.articles)
+    assert result.stderr == (
+        f"Note: no annotation file under {config.root} matches {patterns}; set 'annotations' "
+        "and 'articles' in annotate.toml\n"
+    )
 
 
 def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) -> None:

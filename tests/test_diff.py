@@ -49,6 +49,10 @@ claims:
   - id: util
     text: "显存利用率默认是 0.9"
     refs: [vllm/config/cache.py::CacheConfig.gpu_memory_utilization]
+  - id: util-at-new
+    at: vllm@v0.2.0
+    text: "written against v0.2.0's default"
+    refs: [vllm/config/cache.py::CacheConfig.gpu_memory_utilization]
   - id: sched
     at: vllm@v0.2.0
     text: "the scheduler"
@@ -271,6 +275,7 @@ def test_annotated_keeps_cited_symbols_and_names_articles_first(project: Path) -
     assert report["annotated"] is True
     assert report["counts"]["changed"] == 8  # the whole diff is still counted
     assert report["listed"]["changed"] == 2
+    # util-at-new cites a changed symbol too, but was written against v0.2.0's code
     assert [(a["article"], [c["claim"] for c in a["claims"]]) for a in report["articles"]] == [
         ("blog/<b>evil</b>.md", ["cdiv", "util"]), ("notes/engine.md", ["add-request"]),
     ]

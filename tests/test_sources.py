@@ -381,6 +381,13 @@ def test_local_wheel(fake_wheels: Path) -> None:
         assert {e.path for e in snapshot.info.files} == set(fv.python_files("v0.2.0"))
 
 
+def test_local_directory_without_files_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty" / ".git").mkdir(parents=True)
+    (tmp_path / "empty" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    with pytest.raises(SourceError, match="has no files to index"):
+        open_local(_repo(None), "v1", tmp_path / "empty")
+
+
 def test_local_path_must_be_a_directory_or_wheel(tmp_path: Path) -> None:
     other = tmp_path / "vllm.tar.gz"
     other.write_bytes(b"x")

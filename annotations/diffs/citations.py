@@ -1,11 +1,13 @@
 """Which claims cite the symbols of a version diff.
 
-A stored, resolved claim ref of the diff's repo cites a listed symbol when
+A stored, resolved claim ref of the diff's repo that is not pinned at B (a claim written
+against B's code is not made stale by the changes that led to B) cites a listed symbol
+when
 
 * it names a symbol (``path::qualname``) that is the listed symbol's location at A or
-  at B, whatever version the ref is pinned at; or
-* it names lines pinned at A (or B) of the symbol's file at A (or B) that overlap the
-  symbol; of nested symbols (a class and its method) only the innermost are cited.
+  at B, whatever other version the ref is pinned at; or
+* it names lines pinned at A of the symbol's file at A that overlap the symbol; of
+  nested symbols (a class and its method) only the innermost are cited.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def cite(
     by_symbol: dict[tuple[str, str], list[dict]] = defaultdict(list)
     by_lines: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
+        if row["version"] == version_b:
+            continue
         if row["qualname"] is not None:
             by_symbol[(row["path"], row["qualname"])].append(row)
         else:
@@ -47,7 +51,7 @@ def cite(
         [row for location in _locations(change) for row in by_symbol.get(location, ())]
         for change in changes
     ]
-    for index, row in _innermost(_line_hits(by_lines, changes, version_a, version_b)):
+    for index, row in _innermost(_line_hits(by_lines, changes, version_a)):
         found[index].append(row)
     return [_citations(rows_found) for rows_found in found]
 
@@ -59,22 +63,18 @@ def _locations(change: Pair) -> list[tuple[str, str]]:
 
 
 def _line_hits(
-    by_lines: dict[tuple[str, str], list[dict]], changes: Sequence[Pair],
-    version_a: str, version_b: str,
+    by_lines: dict[tuple[str, str], list[dict]], changes: Sequence[Pair], version_a: str
 ) -> list[tuple[int, dict, Location]]:
-    """(change index, row, the location it overlaps) of every line ref overlap."""
+    """(change index, row, the symbol at A it overlaps) of every line ref overlap."""
     if not by_lines:
         return []
     hits = []
-    for index, (old, new) in enumerate(changes):
-        for version, location in ((version_a, old), (version_b, new)):
-            if location is None:
-                continue
-            for row in by_lines.get((version, location.path), ()):
-                if row["start_line"] <= location.end_line and location.start_line <= row[
-                    "end_line"
-                ]:
-                    hits.append((index, row, location))
+    for index, (old, _new) in enumerate(changes):
+        if old is None:
+            continue
+        for row in by_lines.get((version_a, old.path), ()):
+            if row["start_line"] <= old.end_line and old.start_line <= row["end_line"]:
+                hits.append((index, row, old))
     return hits
 
 
