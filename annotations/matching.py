@@ -349,6 +349,19 @@ class Match:
     def ambiguous(self) -> bool:
         return self.verdict is Verdict.MOVED and bool(self.candidates)
 
+    def towards(self, new: SymbolSnapshot) -> Match:
+        """This match, led to ``new`` instead (the copy a history follows when a symbol
+        was split in several close copies): the others become the candidates."""
+        if new == self.new:
+            return self
+        others = tuple(c for c in (self.new, *self.candidates) if c is not None and c != new)
+        content, changes = classify(self.old, new)
+        moved = (new.path, new.qualname) != (self.old.path, self.old.qualname)
+        return dataclasses.replace(
+            self, verdict=Verdict.MOVED if moved else content, new=new, changes=changes,
+            content=content, candidates=others if moved else (),
+        )
+
     def explain(self) -> tuple[str, ...]:
         return tuple(change.explain() for change in self.changes)
 
@@ -1027,11 +1040,15 @@ def history(
     if symbol.version not in names or symbol.repo != repo:
         raise ValueError(f"{repo}@{symbol.version} is not among the listed versions")
     store = symbol._store or SourceStore(database)
-    start, first = _earliest(database, symbol, versions, names.index(symbol.version), store)
-    steps = [HistoryStep(first.version, HistoryEvent.INTRODUCED, first)]
-    current = first
-    for (_, key_a), (version_b, key_b) in zip(versions[start:], versions[start + 1:], strict=False):
+    start, back = _back_to_earliest(database, symbol, versions, names.index(symbol.version),
+                                    store)
+    steps = [HistoryStep(back[0].version, HistoryEvent.INTRODUCED, back[0])]
+    current = back[0]
+    pairs = zip(versions[start:], versions[start + 1:], strict=False)
+    for offset, ((_, key_a), (version_b, key_b)) in enumerate(pairs, start=1):
         match = Matcher(database, key_a, key_b, store).match(current)
+        if offset < len(back):  # up to the version asked about: the way back, exactly
+            match = match.towards(back[offset])
         steps.append(HistoryStep(version_b, HistoryEvent(match.verdict.value), match.new, match))
         if match.new is None:
             break
@@ -1039,16 +1056,19 @@ def history(
     return steps
 
 
-def _earliest(
+def _back_to_earliest(
     database: Database, symbol: SymbolSnapshot, versions: list[tuple[str, int]], index: int,
     store: SourceStore,
-) -> tuple[int, SymbolSnapshot]:
-    current = symbol
+) -> tuple[int, list[SymbolSnapshot]]:
+    """The index of the first version where ``symbol`` is found going back from its own
+    (``index``), and the symbol at each version from there to its own, oldest first."""
+    back = [symbol]
     while index > 0:
         match = Matcher(database, versions[index][1], versions[index - 1][1], store).match(
-            current
+            back[0]
         )
         if match.new is None:
             break
-        current, index = match.new, index - 1
-    return index, current
+        back.insert(0, match.new)
+        index -= 1
+    return index, back

@@ -144,6 +144,19 @@ def test_ambiguous_move_lists_the_other_candidates(project: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("kind", ["amd", "nvidia", "xpu"])
+def test_each_copy_of_a_split_symbol_has_its_own_history(project: Path, kind: str) -> None:
+    models = "vllm/model_executor/models"
+    copy = f"{models}/deepseek_v4_{kind}.py::DeepseekV4ForCausalLM"
+    data = timeline(project, f"vllm@v0.3.0:{copy}")
+    steps = [(s["version"], s["event"], s["ref"]) for s in data["steps"]]
+    assert steps[-1] == ("v0.3.0", "moved", copy)
+    assert steps[-2][2] == f"{models}/deepseek_v4.py::DeepseekV4ForCausalLM"
+    others = {f"{models}/deepseek_v4_{other}.py::DeepseekV4ForCausalLM"
+              for other in ("amd", "nvidia", "xpu") if other != kind}
+    assert set(data["steps"][-1]["candidates"]) == others
+
+
 def test_json_shape(project: Path) -> None:
     data = timeline(project, "vllm@v0.2.0:vllm/utils.py::cdiv")
     assert list(data) == ["repo", "ref", "versions", "steps"]
