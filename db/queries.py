@@ -327,9 +327,21 @@ def version_symbols(
         sql += " AND s.kind = ?"
         params.append(kind)
     sql += " ORDER BY f.path, s.seq"
+    matches = path_matcher(path_glob) if path_glob is not None else None
     for row in database.query(sql, params):
-        if path_glob is None or fnmatch.fnmatchcase(row["path"], path_glob):
+        if matches is None or matches(row["path"]):
             yield row
+
+
+def path_matcher(glob: str) -> Callable[[str], bool]:
+    """Whether a repository path matches ``glob``: ``fnmatch`` (as a git pathspec, ``*``
+    matches ``/`` too), where ``**/`` may also stand for no folder (``vllm/**/*.py``
+    includes ``vllm/envs.py``) and a glob without wildcards is a file or a folder."""
+    if not any(char in glob for char in "*?["):
+        folder = glob.rstrip("/") + "/"
+        return lambda path: path == glob or path.startswith(folder)
+    globs = {glob, glob.replace("**/", "")}
+    return lambda path: any(fnmatch.fnmatchcase(path, each) for each in globs)
 
 
 def file_blob(database: Database, version_key: int, path: str) -> str | None:

@@ -310,6 +310,29 @@ def test_symbols_jsonl_equals_the_database(project: Path, glob: str | None, kind
     assert (len(emitted) == 0) is (glob == "nothing/*")
 
 
+@pytest.mark.parametrize(("glob", "paths"), [
+    pytest.param("vllm/engine", {"vllm/engine/llm_engine.py", "vllm/engine/async_llm_engine.py"},
+                 id="a-folder"),
+    pytest.param("vllm/utils.py", {"vllm/utils.py"}, id="a-file"),
+    pytest.param("vllm/util", set(), id="not-a-prefix-of-a-name"),
+    pytest.param("vllm/**/*.py", None, id="double-star-includes-no-folder"),
+])
+def test_symbols_path_without_wildcards_or_with_double_star(
+    project: Path, glob: str, paths: set[str] | None
+) -> None:
+    assert run("index", "vllm@v0.2.0").exit_code == 0
+    result = run("symbols", "vllm@v0.2.0", "--format", "jsonl", "--path", glob)
+    assert (result.exit_code, result.stderr) == (0, "")
+    found = {json.loads(line)["path"] for line in result.stdout.splitlines()}
+    if paths is None:  # every file under vllm/, directly in it too
+        with _db() as conn:
+            paths = {row[0] for row in conn.execute(
+                "SELECT DISTINCT path FROM version_symbols WHERE version = 'v0.2.0'"
+                " AND path LIKE 'vllm/%'")}
+        assert "vllm/utils.py" in paths
+    assert found == paths
+
+
 def test_symbols_table(project: Path) -> None:
     assert run("index", "vllm@v0.1.0").exit_code == 0
     result = run("symbols", "vllm@v0.1.0", "--path", "vllm/utils.py", "--kind", "function")
