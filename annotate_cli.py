@@ -366,11 +366,17 @@ def show(context: Context, ref_text: str) -> None:
         resolver = Resolver(database, context.config)
         resolved = resolver.resolve(ref)
         text = resolver.text_of(resolved)
+        others = resolver.other_definitions(resolved)
     repo = context.config.repo(resolved.repo)
     click.echo(f"# {resolved.canonical}")
     url = repo.permalink(resolved.version, resolved.path, resolved.start_line, resolved.end_line)
     if url:
         click.echo(f"# {url}")
+    if others:
+        where = ", ".join(f"L{start}" if start == end else f"L{start}-L{end}"
+                          for start, end in others)
+        click.echo(f"# defined {len(others) + 1} times in its file; the others: {where} "
+                   f"(show {resolved.pin}:{resolved.path}#Lx-Ly for one)")
     width = len(str(resolved.end_line))
     for number, line in enumerate(split_lines(text), start=resolved.start_line):
         shown = line.rstrip("\r\n")

@@ -356,10 +356,19 @@ SHOWS = [
 ]
 
 
+# DEFAULT_DEVICE is assigned under if and else
+OTHER_DEFINITIONS = {
+    "vllm@v0.1.0:vllm/platforms/__init__.py::DEFAULT_DEVICE":
+        "# defined 2 times in its file; the others: L17 (show "
+        "vllm@v0.1.0:vllm/platforms/__init__.py#Lx-Ly for one)\n",
+}
+
+
 @pytest.mark.parametrize(("ref", "canonical", "where", "source", "start", "end"), SHOWS)
 def test_show(ref: str, canonical: str, where: str, source: str, start: int, end: int) -> None:
     assert ok("show", ref) == (
-        f"# {canonical}\n# {GH}/{where}#L{start}-L{end}\n" + _numbered(source, start, end)
+        f"# {canonical}\n# {GH}/{where}#L{start}-L{end}\n"
+        + OTHER_DEFINITIONS.get(canonical, "") + _numbered(source, start, end)
     )
 
 
@@ -435,3 +444,14 @@ def test_queries_say_when_the_files_changed_since_the_last_link(query: tuple[str
     after = run(*query)
     assert (after.exit_code, after.stderr) == (0, "")
     assert "九成" in after.stdout
+
+
+def test_show_names_the_other_definitions_of_its_qualname() -> None:
+    source = fv.content_bytes(fv.VERSIONS["v0.1.0"]["vllm/engine/llm_engine.py"]).decode()
+    setter = source.splitlines().index("    @log_stats.setter") + 1
+    lines = ok("show", "vllm@v0.1.0:vllm/engine/llm_engine.py::LLMEngine.log_stats").splitlines()
+    assert lines[2] == (
+        f"# defined 2 times in its file; the others: L{setter}-L{setter + 2} (show "
+        "vllm@v0.1.0:vllm/engine/llm_engine.py#Lx-Ly for one)"
+    )
+    assert lines[3].endswith("    @property")
