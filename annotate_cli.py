@@ -47,6 +47,9 @@ def reports_errors(command: F) -> F:
             if "full" in str(error):  # SQLITE_FULL: the transaction was rolled back whole
                 raise UserError(f"the index database failed: {error}; free some space on "
                                 "its disk and run the command again") from None
+            if "readonly" in str(error):
+                raise UserError(f"the index database cannot be written ({error}); make it "
+                                "and its folder writable, or pass another --db PATH") from None
             raise UserError(
                 f"the index database failed: {error}; if it is damaged, rebuild it with "
                 "'annotate index' into a fresh --db PATH"
@@ -479,7 +482,7 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
         for row in rows:
             if _link_target(row) == target:
                 click.echo(f"  {row['article']}#{row['claim_id']} @{row['version']}: "
-                           f"{row['text']}")
+                           f"{_flat(row['text'])}")
 
 
 def _link_target(row: dict) -> str:
@@ -518,7 +521,7 @@ def search(context: Context, text: str, output_format: str) -> None:
         click.echo("No claims match.")
     else:
         for row in rows:
-            click.echo(f"{row['article']}#{row['claim_id']}: {row['text']}")
+            click.echo(f"{row['article']}#{row['claim_id']}: {_flat(row['text'])}")
 
 
 # --- check ---------------------------------------------------------------------------
@@ -797,8 +800,13 @@ def history(context: Context, ref_text: str, output_format: str) -> None:
     _table(HEADERS, table_rows(timeline))
 
 
+def _flat(text: str) -> str:
+    """A claim's text on one line of a listing (YAML block scalars keep line breaks)."""
+    return " ".join(text.split())
+
+
 def _table(headers: list[str], rows: Iterable[list[Any]]) -> None:
-    materialized = [[str(cell) for cell in row] for row in rows]
+    materialized = [[_flat(str(cell)) for cell in row] for row in rows]
     widths = [
         max([len(header)] + [len(row[i]) for row in materialized])
         for i, header in enumerate(headers)

@@ -23,6 +23,12 @@ Notify = Callable[[str], None]
 
 def open_database(path: Path, *, create: bool = True, notify: Notify | None = None) -> Database:
     """Open (and when ``create``, create or migrate) the index at ``path``."""
+    if path.is_dir():
+        raise DatabaseError(f"{path} is a folder, not an index file",
+                            "pass a file path, e.g. --db .annotate/index.db")
+    if not create and path.is_file() and path.stat().st_size == 0:
+        raise MissingIndex(f"{path} is an empty file, not an index",
+                           f"run 'annotate --db {path} index' to build one there")
     if not path.exists():
         if not create:
             raise MissingIndex(

@@ -356,6 +356,8 @@ def _broken_files() -> None:
         conn.execute("PRAGMA user_version = 99")
     Path("junk.db").write_bytes(bytes(range(256)) * 16)
     open_database(Path("empty.db")).close()
+    Path("zero.db").touch()
+    Path("folder.db").mkdir()
 
 
 UNKNOWN_REPO = (
@@ -366,6 +368,15 @@ NOT_REPO_VERSION = "Error: Invalid value: '{0}' is not REPO@VERSION (for example
 
 # (args, expected last stderr line); every one exits 2.
 ERRORS = [
+    pytest.param(("--db", "zero.db", "versions"),
+                 "Error: zero.db is an empty file, not an index; run 'annotate --db zero.db "
+                 "index' to build one there", id="read-an-empty-file"),
+    pytest.param(("--db", "folder.db", "versions"),
+                 "Error: folder.db is a folder, not an index file; pass a file path, e.g. "
+                 "--db .annotate/index.db", id="db-is-a-folder"),
+    pytest.param(("--db", "folder.db", "index", "vllm@v1"),
+                 "Error: folder.db is a folder, not an index file; pass a file path, e.g. "
+                 "--db .annotate/index.db", id="index-into-a-folder"),
     pytest.param(("index", "foo@v1"), UNKNOWN_REPO, id="index-unknown-repo"),
     pytest.param(("symbols", "foo@v1"), UNKNOWN_REPO, id="symbols-unknown-repo"),
     pytest.param(("index", "vllm"), NOT_REPO_VERSION.format("vllm"), id="index-no-at"),
@@ -441,6 +452,7 @@ def test_errors_are_one_line_with_exit_2(project: Path, args: tuple[str, ...], m
     if not message.startswith(("Error: Invalid value", "Error: --from")):
         assert len(lines) == 1  # usage errors also print click's usage lines
     assert Path("junk.db").read_bytes() == junk
+    assert Path("zero.db").stat().st_size == 0
     assert not Path("nowhere.db").exists()
 
 

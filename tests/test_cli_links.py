@@ -455,3 +455,15 @@ def test_show_names_the_other_definitions_of_its_qualname() -> None:
         "vllm@v0.1.0:vllm/engine/llm_engine.py#Lx-Ly for one)"
     )
     assert lines[3].endswith("    @property")
+
+
+def test_listings_keep_a_multi_line_claim_on_one_line() -> None:
+    Path("annotations").mkdir()
+    Path("annotations/multi.yml").write_text(
+        "article: blog/multi.md\nat: vllm@v0.1.0\nclaims:\n  - id: two-lines\n    text: |\n"
+        "      第一行\n      第二行\n    refs: [vllm/utils.py::cdiv]\n", encoding="utf-8")
+    assert run("link").exit_code == 0
+    assert ok("search", "第二行") == "blog/multi.md#two-lines: 第一行 第二行\n"
+    assert ok("links", "cdiv").splitlines()[1:] == [
+        "  blog/multi.md#two-lines @v0.1.0: 第一行 第二行"
+    ]

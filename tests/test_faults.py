@@ -421,6 +421,20 @@ def test_cache_on_a_read_only_disk(
     assert dump(git_project) == before
 
 
+def test_index_into_an_immutable_database(indexed_db: Path, small_tree: Path) -> None:
+    """Root ignores permission bits; the immutable attribute stops root too."""
+    before = dump(indexed_db)
+    if subprocess.run(["chattr", "+i", str(indexed_db)], capture_output=True).returncode:
+        pytest.skip("cannot make a file immutable here")
+    try:
+        result = run("index", "vllm@v0.2.0", "--from", str(small_tree))
+    finally:
+        subprocess.run(["chattr", "-i", str(indexed_db)], capture_output=True)
+    one_error_line(result, "the index database cannot be written", "readonly database",
+                   "make it and its folder writable, or pass another --db PATH")
+    assert dump(indexed_db) == before
+
+
 def fill(disk: Path, leave: int = 0) -> None:
     """Fill the file system of ``disk`` up to ``leave`` free bytes (or to the last byte)."""
     free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
