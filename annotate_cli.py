@@ -608,7 +608,10 @@ def _checked(
     from annotations.links import link_if_changed
     from db import queries
 
-    pins = dict(split_version(text) for text in against)
+    pairs = [split_version(text) for text in against]
+    pins = dict(pairs)
+    if len(pins) < len(pairs):
+        raise click.BadParameter("give one version per repo", param_hint="--against")
     for repo in pins:
         context.config.repo(repo)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on)

@@ -11,10 +11,10 @@ quoting, line endings) stays as it was.
   anyone read it.
 * ``--bump CLAIM`` moves the claim to the target version after its author re-checked it
   (``CLAIM`` is ``ARTICLE#ID`` or just ``ID`` when that is unique): its ``at:`` becomes
-  the target, its moved refs (changed or not) their new places, and its refs written
-  with their own pin that pin's target. A claim with a ref that would not hold at the
-  target (removed, broken, an ambiguous move, a quote or ``uses:`` that no longer stands,
-  an unindexed version) is refused, naming that ref.
+  the target, its moved refs (changed or not) and its permalinks their new places, and
+  its refs written with their own pin that pin's target. A claim with a ref that would
+  not hold at the target (removed, broken, an ambiguous move, a quote or ``uses:`` that
+  no longer stands, an unindexed version) is refused, naming that ref.
 """
 
 from __future__ import annotations
@@ -220,8 +220,8 @@ def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
     for result in results:
         _refuse_unless_it_holds_at_the_target(wanted, target, result)
     for result in results:
-        if result.status is Status.MOVED:
-            _rewrite_move(plan, result)
+        if result.status is Status.MOVED or result.ref.startswith("https://"):
+            _rewrite_move(plan, result)  # a permalink pins its own version, like a move
         else:
             _repin_written_version(plan, result)
     file_plan = plan.file(first.file)

@@ -185,16 +185,30 @@ def _ref_row(
         outcome.errors.append(located)
         return _state(row, "broken", located, outcome)
     row.update(_resolved_columns(resolved))
-    row["uses"] = [_use_row(resolver, claim, entry, text, outcome) for text in entry.uses]
-    unnamed = unnamed_uses(resolver.text_of(resolved), row["uses"]) if entry.uses else []
+    row["uses"] = [_use_row(resolver, text) for text in entry.uses]
+    error = _relation_error(resolver, resolved, row["uses"])
+    if error is not None:
+        located = error.located(claim.source_file, entry.line)
+        outcome.errors.append(located)
+        return _state(row, "broken", located, outcome)
+    return _state(row, "linked", None, outcome)
+
+
+def _relation_error(
+    resolver: Resolver, resolved: Resolved, uses: list[dict]
+) -> AnnotationError | None:
+    """Why the ``uses:`` targets (`_use_row`'s rows, whose errors this takes out) do not
+    hold at the ref's own pin, or None when they do."""
+    errors = [use.pop("error") for use in uses if "error" in use]
+    if errors:
+        return errors[0]
+    unnamed = unnamed_uses(resolver.text_of(resolved), uses) if uses else []
     if unnamed:
-        error = ResolveError(
+        return ResolveError(
             f"{resolved.canonical} does not refer to {', '.join(unnamed)} at its own pin",
             hint="the relation is wrong from the start: fix the uses: entry or the ref",
-        ).located(claim.source_file, entry.line)
-        outcome.errors.append(error)
-        return _state(row, "broken", error, outcome)
-    return _state(row, "linked", None, outcome)
+        )
+    return None
 
 
 def _check_quote(resolver: Resolver, resolved: Resolved, entry: RefEntry) -> None:
@@ -205,16 +219,14 @@ def _check_quote(resolver: Resolver, resolved: Resolved, entry: RefEntry) -> Non
         )
 
 
-def _use_row(
-    resolver: Resolver, claim: Claim, entry: RefEntry, text: str, outcome: LinkOutcome
-) -> dict:
+def _use_row(resolver: Resolver, text: str) -> dict:
+    """A ``uses:`` target, resolved; with its ``error`` when it does not resolve."""
     try:
         used = resolver.resolve(parse_ref(text))
     except UnindexedVersion:
         return {"written": text}
     except AnnotationError as error:
-        outcome.errors.append(error.located(claim.source_file, entry.line))
-        return {"written": text}
+        return {"written": text, "error": error}
     return {"written": text, "resolved": used.canonical, "path": used.path,
             "qualname": used.qualname}
 

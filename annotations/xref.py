@@ -264,8 +264,10 @@ class _FileScanner:
         member = self._member_import(owner, name)
         if member is not None:
             return "import", member
-        local = self._local(name) if owner in ("self", "cls") else self._local_member(
-            owner, name)
+        if owner in ("self", "cls"):
+            local = self._member_of_enclosing_class(name, position)
+        else:
+            local = self._local_member(owner, name)
         return ("local", local) if local is not None else self._fallback()
 
     def _fallback(self) -> tuple[str, str | None]:
@@ -275,6 +277,17 @@ class _FileScanner:
         local = next((row[0] for row in self.definitions
                       if row[0] == name or row[0].endswith("." + name)), None)
         return None if local is None else f"{self.path}::{local}"
+
+    def _member_of_enclosing_class(self, name: str, position: int) -> str | None:
+        """``self.name`` in a method: ``name`` as defined by a class around it."""
+        enclosing = self._enclosing(self.content.count(b"\n", 0, position) + 1)
+        parts = enclosing.split(".") if enclosing else []
+        qualnames = {row[0] for row in self.definitions}
+        for cut in range(len(parts) - 1, 0, -1):
+            member = ".".join(parts[:cut]) + "." + name
+            if member in qualnames:
+                return f"{self.path}::{member}"
+        return None
 
     def _local_member(self, owner: str, name: str) -> str | None:
         qualname = f"{owner}.{name}"

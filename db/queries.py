@@ -337,6 +337,7 @@ def path_matcher(glob: str) -> Callable[[str], bool]:
     """Whether a repository path matches ``glob``: ``fnmatch`` (as a git pathspec, ``*``
     matches ``/`` too), where ``**/`` may also stand for no folder (``vllm/**/*.py``
     includes ``vllm/envs.py``) and a glob without wildcards is a file or a folder."""
+    glob = glob.removeprefix("./")
     if not any(char in glob for char in "*?["):
         folder = glob.rstrip("/") + "/"
         return lambda path: path == glob or path.startswith(folder)

@@ -269,6 +269,10 @@ CASES: dict[str, Case] = {
     ),
     "broken": Case(TOTAL, TOTAL, "m.py::no_such_function", "broken",
                    message="no symbol 'no_such_function'"),
+    "relation-target-missing": Case(
+        MLA, MLA, "m.py::MLA.__init__", "broken", both={"helper.py": HELPER},
+        uses=("helper.py::Nope",), message="no symbol 'Nope'",
+    ),
     "relation-false-at-pin": Case(
         MLA.replace("Helper()", "None"), MLA.replace("Helper()", "None"), "m.py::MLA.__init__",
         "broken", both={"helper.py": HELPER}, uses=("helper.py::Helper",),
@@ -547,11 +551,16 @@ def test_nothing_stale_exits_zero(table_index: Path) -> None:
                  id="not-indexed"),
     pytest.param("vllm@v3:vllm/utils.py::cdiv", "Error: invalid version 'v3:vllm/utils.py::cdiv'",
                  id="a-ref-not-a-version"),
+    pytest.param(("vllm@v2", "vllm@v3"), "Error: Invalid value for --against: give one "
+                 "version per repo", id="two-for-one-repo"),
 ])
-def test_bad_against_is_a_usage_error(table_index: Path, against: str, error: str) -> None:
+def test_bad_against_is_a_usage_error(
+    table_index: Path, against: str | tuple[str, ...], error: str
+) -> None:
     copy_project(table_index)
     _two_claims()
-    result = run("check", "--against", against)
+    versions = (against,) if isinstance(against, str) else against
+    result = run("check", *(arg for version in versions for arg in ("--against", version)))
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.splitlines()[-1].startswith(error)

@@ -314,6 +314,7 @@ def test_symbols_jsonl_equals_the_database(project: Path, glob: str | None, kind
     pytest.param("vllm/engine", {"vllm/engine/llm_engine.py", "vllm/engine/async_llm_engine.py"},
                  id="a-folder"),
     pytest.param("vllm/utils.py", {"vllm/utils.py"}, id="a-file"),
+    pytest.param("./vllm/utils.py", {"vllm/utils.py"}, id="a-file-from-here"),
     pytest.param("vllm/util", set(), id="not-a-prefix-of-a-name"),
     pytest.param("vllm/**/*.py", None, id="double-star-includes-no-folder"),
 ])

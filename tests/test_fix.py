@@ -394,6 +394,17 @@ def test_bump_moves_the_claims_refs_with_its_pin() -> None:
     assert set(statuses().values()) == {"fresh"}
 
 
+def test_bump_moves_a_permalink_ref_to_the_target() -> None:
+    text = MOVED_AND_CHANGED.replace("vllm@v1:vllm/utils.py::cdiv", UTILS_URL)
+    path = write("annotations/merge.yml", text)
+    assert statuses()[("merge", UTILS_URL)] == "changed"
+    result = fix("--bump", "merge")
+    assert (result.exit_code, result.stderr) == (0, "")
+    bumped = path.read_text(encoding="utf-8")
+    assert UTILS_URL not in bumped and f"{GH}/v2/vllm/utils.py#L" in bumped
+    assert set(statuses().values()) == {"fresh"}
+
+
 @pytest.mark.parametrize(("ref", "status", "hint"), [
     pytest.param("vllm/utils.py::is_neuron", "removed", "edit or drop that ref first",
                  id="removed"),

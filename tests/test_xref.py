@@ -91,6 +91,15 @@ TREE = {
         "        return mine + other.block_size\n"
     ),
     "vllm/kernels.py": "def launch(block_size):\n    return block_size\n",
+    "vllm/builders.py": (
+        "class Metadata:\n"
+        "    block_size: int = 16\n"
+        "\n"
+        "\n"
+        "class Builder:\n"
+        "    def build(self):\n"
+        "        return self.block_size\n"
+    ),
 }
 
 
@@ -150,6 +159,8 @@ BLOCK_SIZE = "vllm/config/cache.py::CacheConfig.block_size"
                  id="member-of-an-unknown-owner-two-definitions"),
     pytest.param(("vllm/kernels.py", 2), ("name", "unresolved", None),
                  id="parameter-no-guess-from-the-qualifier"),
+    pytest.param(("vllm/builders.py", 7), ("attribute", "unresolved", None),
+                 id="self-member-not-of-another-class-of-the-file"),
 ])
 def test_qualified_member_resolution(indexed: Path, where: tuple[str, int], expected: tuple
                                      ) -> None:
