@@ -235,7 +235,7 @@ class _FileScanner:
         if context == "attribute":
             resolution, target = self._resolve_attribute(name, position)
         else:
-            resolution, target = self._resolve(name, binding)
+            resolution, target = self._resolve(name, line, binding)
         return Occurrence(self.path, line, column, context, self._enclosing(line),
                           resolution, target)
 
@@ -247,10 +247,10 @@ class _FileScanner:
                 return self.modules.follow(source, imported) if source else None
         return None
 
-    def _resolve(self, name: str, binding: str | None) -> tuple[str, str | None]:
+    def _resolve(self, name: str, line: int, binding: str | None) -> tuple[str, str | None]:
         if binding is not None:
             return "import", binding
-        local = self._local(name)
+        local = self._local(name, line)
         if local is not None:
             return "local", local
         return self._fallback()
@@ -273,10 +273,25 @@ class _FileScanner:
     def _fallback(self) -> tuple[str, str | None]:
         return ("guess", self.unique) if self.unique is not None else ("unresolved", None)
 
-    def _local(self, name: str) -> str | None:
-        local = next((row[0] for row in self.definitions
-                      if row[0] == name or row[0].endswith("." + name)), None)
+    def _local(self, name: str, line: int) -> str | None:
+        """The file's definition a bare ``name`` on ``line`` refers to, by Python's scopes:
+        the enclosing functions' locals, the class body it stands directly in, the module
+        (a method's body does not see its class's names)."""
+        qualnames = {row[0] for row in self.definitions}
+        local = next((q for q in self._scopes(name, line) if q in qualnames), None)
         return None if local is None else f"{self.path}::{local}"
+
+    def _scopes(self, name: str, line: int) -> list[str]:
+        row = self._enclosing_row(line)
+        scope, kind = (row[0], row[1]) if row else ("", None)
+        if kind == "attribute":  # a class attribute's value is in its class's body
+            scope = scope.rpartition(".")[0]
+            kind = "class" if scope else None
+        found = [f"{scope}.{name}"] if kind == "class" else []
+        while scope:
+            found.append(f"{scope}.<locals>.{name}")
+            scope = scope.rpartition(".")[0]
+        return [*found, name]
 
     def _member_of_enclosing_class(self, name: str, position: int) -> str | None:
         """``self.name`` in a method: ``name`` as defined by a class around it."""
@@ -346,7 +361,11 @@ class _FileScanner:
         return self.content[line_start:opened].lstrip().startswith(b"from ")
 
     def _enclosing(self, line: int) -> str | None:
+        row = self._enclosing_row(line)
+        return row[0] if row else None
+
+    def _enclosing_row(self, line: int) -> tuple | None:
         covering = [row for row in self.definitions if row[2] <= line <= row[3]]
         if not covering:
             return None
-        return min(covering, key=lambda row: row[3] - row[2])[0]
+        return min(covering, key=lambda row: row[3] - row[2])

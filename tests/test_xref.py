@@ -99,6 +99,23 @@ TREE = {
         "class Builder:\n"
         "    def build(self):\n"
         "        return self.block_size\n"
+        "\n"
+        "    def sized(self, block_size):\n"
+        "        return block_size\n"
+    ),
+    "vllm/scopes.py": (
+        "def outer():\n"
+        "    def inner():\n"
+        "        return 1\n"
+        "    return inner()\n"
+        "\n"
+        "\n"
+        "class Sizes:\n"
+        "    size = 4\n"
+        "    double = size * 2\n"
+        "\n"
+        "    def twice(self):\n"
+        "        return size\n"
     ),
 }
 
@@ -161,10 +178,26 @@ BLOCK_SIZE = "vllm/config/cache.py::CacheConfig.block_size"
                  id="parameter-no-guess-from-the-qualifier"),
     pytest.param(("vllm/builders.py", 7), ("attribute", "unresolved", None),
                  id="self-member-not-of-another-class-of-the-file"),
+    pytest.param(("vllm/builders.py", 10), ("name", "unresolved", None),
+                 id="parameter-not-a-class-attribute-of-the-file"),
 ])
 def test_qualified_member_resolution(indexed: Path, where: tuple[str, int], expected: tuple
                                      ) -> None:
     assert references(indexed, "CacheConfig.block_size")[where] == expected
+
+
+@pytest.mark.parametrize(("name", "where", "expected"), [
+    pytest.param("inner", ("vllm/scopes.py", 4),
+                 ("name", "local", "vllm/scopes.py::outer.<locals>.inner"), id="nested-function"),
+    pytest.param("size", ("vllm/scopes.py", 9), ("name", "local", "vllm/scopes.py::Sizes.size"),
+                 id="class-body-sees-its-names"),
+    pytest.param("size", ("vllm/scopes.py", 12), ("name", "unresolved", None),
+                 id="method-body-does-not"),
+])
+def test_bare_names_follow_python_scopes(
+    indexed: Path, name: str, where: tuple[str, int], expected: tuple
+) -> None:
+    assert references(indexed, name)[where] == expected
 
 
 def test_strings_comments_and_definitions_are_not_references(indexed: Path) -> None:
