@@ -2,7 +2,7 @@
 
 A ref's state is ``linked`` (resolved, with the symbol's fingerprints at the pin),
 ``unindexed`` (its version is not in the index yet) or ``broken`` (it does not resolve,
-or its ``quote`` does not stand in the symbol at its own pin).
+or its ``quote`` or ``uses:`` does not hold in the symbol at its own pin).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ per version, in this order:
 1. ``import``: the file binds the name by an import of a module that exists in the
    version and defines it (re-exports are followed: ``from .linear import X`` in an
    ``__init__`` that the file imports from);
-2. ``local``: the file itself defines the name;
+2. ``local``: the file itself defines the name, in a scope the reference sees (the
+   enclosing functions, the class body it stands directly in, the module);
 3. ``guess``: exactly one definition of that (short) name exists in the version;
 4. ``unresolved``: none of these; kept by name.
 
@@ -17,6 +18,7 @@ around it for ``self``/``cls`` (``local``); then ``guess`` and ``unresolved`` as
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -277,8 +279,7 @@ class _FileScanner:
         """The file's definition a bare ``name`` on ``line`` refers to, by Python's scopes:
         the enclosing functions' locals, the class body it stands directly in, the module
         (a method's body does not see its class's names)."""
-        qualnames = {row[0] for row in self.definitions}
-        local = next((q for q in self._scopes(name, line) if q in qualnames), None)
+        local = next((q for q in self._scopes(name, line) if q in self._qualnames), None)
         return None if local is None else f"{self.path}::{local}"
 
     def _scopes(self, name: str, line: int) -> list[str]:
@@ -297,17 +298,19 @@ class _FileScanner:
         """``self.name`` in a method: ``name`` as defined by a class around it."""
         enclosing = self._enclosing(self.content.count(b"\n", 0, position) + 1)
         parts = enclosing.split(".") if enclosing else []
-        qualnames = {row[0] for row in self.definitions}
         for cut in range(len(parts) - 1, 0, -1):
             member = ".".join(parts[:cut]) + "." + name
-            if member in qualnames:
+            if member in self._qualnames:
                 return f"{self.path}::{member}"
         return None
 
     def _local_member(self, owner: str, name: str) -> str | None:
         qualname = f"{owner}.{name}"
-        found = any(row[0] == qualname for row in self.definitions)
-        return f"{self.path}::{qualname}" if found else None
+        return f"{self.path}::{qualname}" if qualname in self._qualnames else None
+
+    @functools.cached_property
+    def _qualnames(self) -> frozenset[str]:
+        return frozenset(row[0] for row in self.definitions)
 
     def _member_import(self, owner: str, name: str) -> str | None:
         """``owner.name`` where the file imports ``owner``: a member of the class it
