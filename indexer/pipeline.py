@@ -187,7 +187,9 @@ class _Tally:
     parsed: int = 0
     symbols: int = 0
 
-    def counting(self, rows: Iterator[queries.BlobRow]) -> Iterator[queries.BlobRow]:
+    def counting(
+        self, rows: Iterator[queries.BlobRow]
+    ) -> Generator[queries.BlobRow, None, None]:
         for row in rows:
             self.blobs += 1
             self.parsed += row.parsed
