@@ -146,7 +146,7 @@ def _fix_move(plan: FixPlan, result: RefResult) -> None:
     if result.changes:
         plan.notes.append(f"{where}: left {result.ref} as it is: {_moved_and_changed(result)}")
         return
-    _rewrite_move(plan, result)
+    _rewrite_at_target(plan, result)
 
 
 def _moved_and_changed(result: RefResult) -> str:
@@ -159,7 +159,9 @@ def _moved_and_changed(result: RefResult) -> str:
             "moves it")
 
 
-def _rewrite_move(plan: FixPlan, result: RefResult) -> None:
+def _rewrite_at_target(plan: FixPlan, result: RefResult) -> None:
+    """Write the ref as its symbol's place at the target: a move's new ref, or the
+    permalink at the target."""
     where = f"{result.file}:{result.line}"
     replacement = _new_permalink(result) if result.ref.startswith("https://") else result.new_ref
     if not replacement:
@@ -221,7 +223,7 @@ def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
         _refuse_unless_it_holds_at_the_target(wanted, target, result)
     for result in results:
         if result.status is Status.MOVED or result.ref.startswith("https://"):
-            _rewrite_move(plan, result)  # a permalink pins its own version, like a move
+            _rewrite_at_target(plan, result)  # a permalink pins its own version
         else:
             _repin_written_version(plan, result)
     file_plan = plan.file(first.file)

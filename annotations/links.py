@@ -80,10 +80,7 @@ def link_if_changed(
     """Link again unless the annotation files, the config and the index are exactly as
     they were at the last clean link (or ``force``); None when nothing needed doing."""
     files = annotation_files(config)
-    try:
-        signature: str | None = _signature(database, config, files)
-    except OSError:
-        signature = None  # a file vanished or is unreadable: the loader reports it
+    signature = _signature(database, config, files)
     if not force and signature is not None and claim_store.link_signature(database) == signature:
         return None
     from annotations.loader import load_all  # only when something changed
@@ -99,17 +96,22 @@ def links_outdated(database: Database, config: ProjectConfig) -> bool:
     files = annotation_files(config)
     if not (files[0] or files[1]):
         return False
-    try:
-        return claim_store.link_signature(database) != _signature(database, config, files)
-    except OSError:
-        return True
+    signature = _signature(database, config, files)
+    return signature is None or claim_store.link_signature(database) != signature
 
 
-def _signature(database: Database, config: ProjectConfig, files: tuple[list[Path], ...]) -> str:
+def _signature(
+    database: Database, config: ProjectConfig, files: tuple[list[Path], ...]
+) -> str | None:
+    """What the links depend on: the repos, the index and the files; None when a file
+    vanished or is unreadable (the loader reports it)."""
     digest = hashlib.sha256(repr(sorted(config.repos.items())).encode())
     digest.update(claim_store.index_state(database).encode())
-    for path in (*files[0], *files[1]):
-        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    try:
+        for path in (*files[0], *files[1]):
+            digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return None
     return digest.hexdigest()
 
 

@@ -206,19 +206,19 @@ class _FileScanner:
             for position in positions:
                 if not self._in_code(position):
                     continue
+                line = self.content.count(b"\n", 0, position) + 1
                 context = self._context(position)
-                if context == "name" and self._defines_attribute(spelled, position):
+                if context == "name" and self._defines_attribute(spelled, position, line):
                     context = "definition"
                 if context != "definition":
-                    found.append(self._occurrence(spelled, position, context, binding))
+                    found.append(self._occurrence(spelled, position, line, context, binding))
         return sorted(found, key=lambda occurrence: (occurrence.line, occurrence.column))
 
-    def _defines_attribute(self, name: str, position: int) -> bool:
-        """``name`` opens a line where an attribute of that name is defined (``x: int``)."""
+    def _defines_attribute(self, name: str, position: int, line: int) -> bool:
+        """``name`` opens ``line``, where an attribute of that name is defined (``x: int``)."""
         line_start = self.content.rfind(b"\n", 0, position) + 1
         if self.content[line_start:position].strip():
             return False
-        line = self.content.count(b"\n", 0, position) + 1
         return any(
             kind == "attribute" and start == line
             and (qualname == name or qualname.endswith("." + name))
@@ -230,12 +230,11 @@ class _FileScanner:
                 if imported == name and alias and alias != name]
 
     def _occurrence(
-        self, name: str, position: int, context: str, binding: str | None
+        self, name: str, position: int, line: int, context: str, binding: str | None
     ) -> Occurrence:
-        line = self.content.count(b"\n", 0, position) + 1
         column = position - self.content.rfind(b"\n", 0, position)
         if context == "attribute":
-            resolution, target = self._resolve_attribute(name, position)
+            resolution, target = self._resolve_attribute(name, position, line)
         else:
             resolution, target = self._resolve(name, line, binding)
         return Occurrence(self.path, line, column, context, self._enclosing(line),
@@ -257,7 +256,9 @@ class _FileScanner:
             return "local", local
         return self._fallback()
 
-    def _resolve_attribute(self, name: str, position: int) -> tuple[str, str | None]:
+    def _resolve_attribute(
+        self, name: str, position: int, line: int
+    ) -> tuple[str, str | None]:
         line_start = self.content.rfind(b"\n", 0, position) + 1
         found = _OWNER.search(self.content, line_start, position)
         owner = found.group(1).decode() if found else None
@@ -267,7 +268,7 @@ class _FileScanner:
         if member is not None:
             return "import", member
         if owner in ("self", "cls"):
-            local = self._member_of_enclosing_class(name, position)
+            local = self._member_of_enclosing_class(name, line)
         else:
             local = self._local_member(owner, name)
         return ("local", local) if local is not None else self._fallback()
@@ -294,9 +295,9 @@ class _FileScanner:
             scope = scope.rpartition(".")[0]
         return [*found, name]
 
-    def _member_of_enclosing_class(self, name: str, position: int) -> str | None:
+    def _member_of_enclosing_class(self, name: str, line: int) -> str | None:
         """``self.name`` in a method: ``name`` as defined by a class around it."""
-        enclosing = self._enclosing(self.content.count(b"\n", 0, position) + 1)
+        enclosing = self._enclosing(line)
         parts = enclosing.split(".") if enclosing else []
         for cut in range(len(parts) - 1, 0, -1):
             member = ".".join(parts[:cut]) + "." + name

@@ -138,55 +138,42 @@ def references(db_path: Path, name: str) -> dict[tuple[str, int], tuple[str, str
 TARGET = "vllm/layers/linear.py::ReplicatedLinear"
 
 
-@pytest.mark.parametrize(
-    ("where", "expected"),
-    [
-        pytest.param(("vllm/layers/mla.py", 5), ("name", "import", TARGET), id="relative-import"),
-        pytest.param(("vllm/layers/__init__.py", 1), ("import", "import", TARGET),
-                     id="package-reexport-line"),
-        pytest.param(("vllm/models/reexport.py", 2), ("import", "import", TARGET),
-                     id="multi-line-import-through-reexport"),
-        pytest.param(("vllm/models/reexport.py", 5), ("annotation", "import", TARGET),
-                     id="annotation-through-reexport"),
-        pytest.param(("vllm/models/shadow.py", 4), ("name", "local",
-                                                    "vllm/models/shadow.py::ReplicatedLinear"),
-                     id="shadowed-by-local-definition"),
-        pytest.param(("vllm/models/uses_module.py", 3), ("attribute", "import", TARGET),
-                     id="attribute-of-an-imported-module"),
-        pytest.param(("vllm/layers/linear.py", 6), ("base", "local", TARGET),
-                     id="base-class-same-module"),
-        pytest.param(("vllm/models/subclass.py", 5), ("base", "import", TARGET),
-                     id="base-class-after-imports"),
-    ],
-)
-def test_reference_resolution(indexed: Path, where: tuple[str, int], expected: tuple) -> None:
-    assert references(indexed, "ReplicatedLinear")[where] == expected
-
-
+RL = "ReplicatedLinear"
+BLOCK = "CacheConfig.block_size"
 BLOCK_SIZE = "vllm/config/cache.py::CacheConfig.block_size"
 
 
-@pytest.mark.parametrize(("where", "expected"), [
-    pytest.param(("vllm/engine/args.py", 5), ("attribute", "import", BLOCK_SIZE),
+@pytest.mark.parametrize(("name", "where", "expected"), [
+    pytest.param(RL, ("vllm/layers/mla.py", 5), ("name", "import", TARGET),
+                 id="relative-import"),
+    pytest.param(RL, ("vllm/layers/__init__.py", 1), ("import", "import", TARGET),
+                 id="package-reexport-line"),
+    pytest.param(RL, ("vllm/models/reexport.py", 2), ("import", "import", TARGET),
+                 id="multi-line-import-through-reexport"),
+    pytest.param(RL, ("vllm/models/reexport.py", 5), ("annotation", "import", TARGET),
+                 id="annotation-through-reexport"),
+    pytest.param(RL, ("vllm/models/shadow.py", 4),
+                 ("name", "local", "vllm/models/shadow.py::ReplicatedLinear"),
+                 id="shadowed-by-local-definition"),
+    pytest.param(RL, ("vllm/models/uses_module.py", 3), ("attribute", "import", TARGET),
+                 id="attribute-of-an-imported-module"),
+    pytest.param(RL, ("vllm/layers/linear.py", 6), ("base", "local", TARGET),
+                 id="base-class-same-module"),
+    pytest.param(RL, ("vllm/models/subclass.py", 5), ("base", "import", TARGET),
+                 id="base-class-after-imports"),
+    pytest.param(BLOCK, ("vllm/engine/args.py", 5), ("attribute", "import", BLOCK_SIZE),
                  id="member-of-an-imported-class-not-the-local-namesake"),
-    pytest.param(("vllm/engine/args.py", 8),
+    pytest.param(BLOCK, ("vllm/engine/args.py", 8),
                  ("attribute", "local", "vllm/engine/args.py::EngineArgs.block_size"),
                  id="self-member"),
-    pytest.param(("vllm/engine/args.py", 9), ("attribute", "unresolved", None),
+    pytest.param(BLOCK, ("vllm/engine/args.py", 9), ("attribute", "unresolved", None),
                  id="member-of-an-unknown-owner-two-definitions"),
-    pytest.param(("vllm/kernels.py", 2), ("name", "unresolved", None),
+    pytest.param(BLOCK, ("vllm/kernels.py", 2), ("name", "unresolved", None),
                  id="parameter-no-guess-from-the-qualifier"),
-    pytest.param(("vllm/builders.py", 7), ("attribute", "unresolved", None),
+    pytest.param(BLOCK, ("vllm/builders.py", 7), ("attribute", "unresolved", None),
                  id="self-member-not-of-another-class-of-the-file"),
-    pytest.param(("vllm/builders.py", 10), ("name", "unresolved", None),
+    pytest.param(BLOCK, ("vllm/builders.py", 10), ("name", "unresolved", None),
                  id="parameter-not-a-class-attribute-of-the-file"),
-])
-def test_qualified_member_resolution(indexed: Path, where: tuple[str, int], expected: tuple
-                                     ) -> None:
-    assert references(indexed, "CacheConfig.block_size")[where] == expected
-
-
-@pytest.mark.parametrize(("name", "where", "expected"), [
     pytest.param("inner", ("vllm/scopes.py", 4),
                  ("name", "local", "vllm/scopes.py::outer.<locals>.inner"), id="nested-function"),
     pytest.param("size", ("vllm/scopes.py", 9), ("name", "local", "vllm/scopes.py::Sizes.size"),
@@ -194,7 +181,7 @@ def test_qualified_member_resolution(indexed: Path, where: tuple[str, int], expe
     pytest.param("size", ("vllm/scopes.py", 12), ("name", "unresolved", None),
                  id="method-body-does-not"),
 ])
-def test_bare_names_follow_python_scopes(
+def test_reference_resolution(
     indexed: Path, name: str, where: tuple[str, int], expected: tuple
 ) -> None:
     assert references(indexed, name)[where] == expected
