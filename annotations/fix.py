@@ -26,7 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from annotations.errors import AnnotationError
+from annotations.loader import front_matter_yaml
 from annotations.results import CheckReport, RefResult, Status
 
 # Lines end where the loader's (and YAML's) line numbers say they do: also at a lone CR,
@@ -70,9 +73,14 @@ class FilePlan:
         start = _find_ref(current, old)
         if start < 0:
             return False
-        self.lines[line - 1] = current[:start] + new + current[start + len(old):]
-        self.edits += 1
+        self.replace_columns(line - 1, start, start + len(old), new)
         return True
+
+    def replace_columns(self, index: int, start: int, end: int, new: str) -> None:
+        """Replace characters ``start:end`` of line ``index`` (0-based) with ``new``."""
+        line = self.lines[index]
+        self.lines[index] = line[:start] + new + line[end:]
+        self.edits += 1
 
     def diff(self, display: str) -> str:
         return "".join(
@@ -195,11 +203,7 @@ def _anchor(url: str | None) -> tuple[int, int] | None:
 
 
 _ANCHOR = re.compile(r"#L([0-9]+)(?:-L?([0-9]+))?\Z")
-_AT_LINE = re.compile(r"^(?P<indent>[ \t]*)at:[ \t]*(?P<q>['\"]?)(?P<value>[^\s'\"#]+)(?P=q)")
-_ID_LINE = re.compile(
-    r"^(?P<lead>[ \t]*-[ \t]+)id:[ \t]*(?P<q>['\"]?)(?P<id>[a-z0-9][a-z0-9-]*)(?P=q)"
-    r"[ \t]*(?:#.*)?\s*$"
-)
+_ALIAS_AFTER_KEY = re.compile(r"[ \t]*:[ \t]*(\*[^\s,\[\]{}]+)")
 
 
 _BUMP_BLOCKERS = {
@@ -226,9 +230,7 @@ def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
             _rewrite_at_target(plan, result)  # a permalink pins its own version
         else:
             _repin_written_version(plan, result)
-    file_plan = plan.file(first.file)
-    start = _claim_start(file_plan, first.claim)
-    _set_claim_pin(file_plan, start, target)
+    _set_claim_pin(plan.file(first.file), first.claim, target)
 
 
 def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefResult) -> None:
@@ -264,33 +266,84 @@ def _claim_results(report: CheckReport, wanted: str) -> list[RefResult]:
     return results
 
 
-def _claim_start(file_plan: FilePlan, claim_id: str) -> int:
-    for index, line in enumerate(file_plan.lines):
-        match = _ID_LINE.match(line)
-        if match and match.group("id") == claim_id:
-            return index
-    raise FixError(f"cannot find 'id: {claim_id}' in {file_plan.path}",
+def _set_claim_pin(file_plan: FilePlan, claim_id: str, target: str) -> None:
+    """Write the claim's ``at:``: its own value replaced (quotes, comments and spaces stay),
+    or a new ``at: TARGET`` after its ``id``, in the claim's style (block or flow)."""
+    claim = _claim_node(file_plan, claim_id)
+    keys = {key.value: (key, value) for key, value in claim.value
+            if isinstance(key, yaml.ScalarNode)}
+    if "at" in keys:
+        _replace_pin(file_plan, claim_id, *keys["at"], target)
+    else:
+        _insert_pin(file_plan, claim.flow_style, *keys["id"], target)
+
+
+def _claim_node(file_plan: FilePlan, claim_id: str) -> yaml.MappingNode:
+    """The claim's mapping, composed from the file's current text: a YAML annotation file,
+    or a Markdown article's front matter (the marks keep the file's lines and columns)."""
+    text = file_plan.text
+    for source in (text, front_matter_yaml(text)):
+        for claim in _claim_nodes(source):
+            id_node = _value_of(claim, "id")
+            if isinstance(id_node, yaml.ScalarNode) and id_node.value == claim_id:
+                return claim
+    raise FixError(f"cannot find claim '{claim_id}' in {file_plan.path}",
                    hint="bump this claim by editing its 'at:' by hand")
 
 
-def _set_claim_pin(file_plan: FilePlan, start: int, target: str) -> None:
-    lines = file_plan.lines
-    lead = _ID_LINE.match(lines[start]).group("lead")
-    indent = " " * len(lead)
-    index = start + 1
-    while index < len(lines) and _inside_claim(lines[index], indent):
-        match = _AT_LINE.match(lines[index])
-        if match and match.group("indent") == indent:
-            line = lines[index]  # only the pin changes: quotes, comments and spaces stay
-            lines[index] = line[:match.start("value")] + target + line[match.end("value"):]
-            file_plan.edits += 1
+def _claim_nodes(source: str | None) -> list[yaml.MappingNode]:
+    if source is None:
+        return []
+    try:
+        root = yaml.compose(source, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):  # not this file's YAML: its front matter is
+        return []
+    claims = _value_of(root, "claims")
+    if not isinstance(claims, yaml.SequenceNode):
+        return []
+    return [item for item in claims.value if isinstance(item, yaml.MappingNode)]
+
+
+def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((value for name, value in node.value
+                 if isinstance(name, yaml.ScalarNode) and name.value == key), None)
+
+
+def _replace_pin(
+    file_plan: FilePlan, claim_id: str, key: yaml.Node, value: yaml.Node, target: str
+) -> None:
+    start, end = value.start_mark, value.end_mark
+    if start.index < key.end_mark.index:  # an alias: the node's marks are its anchor's
+        alias = _ALIAS_AFTER_KEY.match(file_plan.lines[key.end_mark.line], key.end_mark.column)
+        if alias is not None:
+            file_plan.replace_columns(key.end_mark.line, *alias.span(1), target)
             return
-        index += 1
-    found = _ENDING.search(lines[start])
+    if not isinstance(value, yaml.ScalarNode) or start.index < key.end_mark.index or (
+            start.line != end.line):
+        raise FixError(f"claim '{claim_id}' has an 'at:' that fix cannot rewrite "
+                       "(a value over several lines)",
+                       hint="bump this claim by editing its 'at:' by hand")
+    first, last = start.column, end.column
+    if value.style in ("'", '"'):
+        first, last = first + 1, last - 1
+    elif first == last:  # "at:" with no value
+        target = " " + target
+    file_plan.replace_columns(start.line, first, last, target)
+
+
+def _insert_pin(
+    file_plan: FilePlan, flow: bool, key: yaml.Node, value: yaml.Node, target: str
+) -> None:
+    end = value.end_mark
+    if flow:
+        file_plan.replace_columns(end.line, end.column, end.column, f", at: {target}")
+        return
+    lines = file_plan.lines
+    found = _ENDING.search(lines[end.line])
     ending = found.group(0) if found else "\n"
-    lines.insert(start + 1, f"{indent}at: {target}{ending}")
+    if not found:
+        lines[end.line] += ending
+    lines.insert(end.line + 1, " " * key.start_mark.column + f"at: {target}{ending}")
     file_plan.edits += 1
-
-
-def _inside_claim(line: str, indent: str) -> bool:
-    return not line.strip() or line.startswith(indent) or line.lstrip().startswith("#")

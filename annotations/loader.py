@@ -644,11 +644,29 @@ def _front_matter(lines: list[str], ctx: _Context) -> tuple[_Node | None, int]:
     """The front matter's tree (None when absent or empty) and the index of the body's line."""
     if lines[0].rstrip() != "---":
         return None, 0
-    close = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
+    close = _front_matter_close(lines)
     if close is None:
         raise ctx.fatal(1, "front matter opened on line 1 is not closed", hint="end it with '---'")
+    return _parse_tree(_front_matter_text(lines, close), ctx), close + 1
+
+
+def front_matter_yaml(text: str) -> str | None:
+    """A Markdown article's front matter as the loader reads it, with the file's line and
+    column numbers; None when it has none (or it is not closed)."""
+    lines = _LINE_BREAK_RE.split(text)
+    if lines[0].rstrip() != "---":
+        return None
+    close = _front_matter_close(lines)
+    return None if close is None else _front_matter_text(lines, close)
+
+
+def _front_matter_close(lines: list[str]) -> int | None:
+    return next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
+
+
+def _front_matter_text(lines: list[str], close: int) -> str:
     # A leading empty line keeps YAML's line numbers equal to the file's.
-    return _parse_tree("\n" + "\n".join(lines[1:close]), ctx), close + 1
+    return "\n" + "\n".join(lines[1:close])
 
 
 def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> tuple[Claim, ...]:

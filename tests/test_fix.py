@@ -359,6 +359,68 @@ def test_bump_moves_the_claims_pin(claim: str, old: str, new: str, ending: str) 
     assert bumped == ["fresh"]
 
 
+STYLE_HEAD = "article: blog/style.md\nat: vllm@v1\nclaims:\n"
+
+
+@pytest.mark.parametrize(("claim", "bumped"), [
+    pytest.param("  - text: x\n    id: c\n    refs: [vllm/utils.py::cdiv]\n",
+                 "  - text: x\n    id: c\n    at: vllm@v2\n    refs: [vllm/utils.py::cdiv]\n",
+                 id="id-not-first"),
+    pytest.param("  - at: vllm@v1\n    id: c\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 "  - at: vllm@v2\n    id: c\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 id="at-before-id"),
+    pytest.param("  - {id: c, text: x, refs: [vllm/utils.py::cdiv]}\n",
+                 "  - {id: c, at: vllm@v2, text: x, refs: [vllm/utils.py::cdiv]}\n",
+                 id="flow-without-at"),
+    pytest.param("  - {text: x, id: \"c\", at: \"vllm@v1\", refs: [vllm/utils.py::cdiv]}\n",
+                 "  - {text: x, id: \"c\", at: \"vllm@v2\", refs: [vllm/utils.py::cdiv]}\n",
+                 id="flow-quoted-at"),
+    pytest.param("  - {id: c,\n     text: x,\n     refs: [vllm/utils.py::cdiv]}\n",
+                 "  - {id: c, at: vllm@v2,\n     text: x,\n     refs: [vllm/utils.py::cdiv]}\n",
+                 id="flow-over-lines"),
+    pytest.param("  -\n    id: c  # the cdiv claim\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 "  -\n    id: c  # the cdiv claim\n    at: vllm@v2\n    text: x\n"
+                 "    refs: [vllm/utils.py::cdiv]\n", id="id-on-its-own-line"),
+    pytest.param("- id: c\n  text: x\n  at: ~\n  refs: [vllm/utils.py::cdiv]\n",
+                 "- id: c\n  text: x\n  at: vllm@v2\n  refs: [vllm/utils.py::cdiv]\n",
+                 id="null-at"),
+])
+def test_bump_writes_the_pin_in_the_claims_own_style(claim: str, bumped: str) -> None:
+    path = write("annotations/style.yml", STYLE_HEAD + claim)
+    result = fix("--bump", "c")
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") == STYLE_HEAD + bumped
+    assert statuses() == {("c", "vllm/utils.py::cdiv"): "fresh"}
+
+
+def test_bump_replaces_an_alias_pin_and_leaves_its_anchor() -> None:
+    head = STYLE_HEAD.replace("at: vllm@v1", "at: &pin vllm@v1")
+    claim = "  - id: c\n    text: x\n    at: *pin\n    refs: [vllm/utils.py::cdiv]\n"
+    path = write("annotations/style.yml", head + claim)
+    assert fix("--bump", "c").exit_code == 0
+    assert path.read_text(encoding="utf-8") == head + claim.replace("*pin", "vllm@v2")
+
+
+def test_bump_refuses_a_pin_over_several_lines() -> None:
+    text = (STYLE_HEAD + "  - id: c\n    text: x\n    at: >-\n      vllm@v1\n"
+            "    refs: [vllm/utils.py::cdiv]\n")
+    path = write("annotations/style.yml", text)
+    result = fix("--bump", "c")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: claim 'c' has an 'at:' that fix cannot rewrite (a value over several lines) "
+        "(hint: bump this claim by editing its 'at:' by hand)\n")
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_bump_of_a_flow_claim_in_front_matter() -> None:
+    article = ("---\nat: vllm@v1\nclaims:\n  - {text: x, id: c, refs: [vllm/utils.py::cdiv]}\n"
+               "---\n\n# cdiv\n\nid: c is not a claim here\n")
+    path = write("articles/flow.md", article)
+    assert fix("--bump", "c").exit_code == 0
+    assert path.read_text(encoding="utf-8") == article.replace("id: c,", "id: c, at: vllm@v2,", 1)
+
+
 MERGE_REF = "vllm/block_utils.py::merge_blocks"
 MOVED_AND_CHANGED = f"""\
 article: blog/merge.md
