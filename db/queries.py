@@ -55,6 +55,15 @@ def version_id(database: Database, repo: str, version: str) -> int | None:
     return row[0] if row else None
 
 
+def version_of_wheel(database: Database, repo: str, wheel_sha256: str) -> str | None:
+    """The version of ``repo`` indexed from PyPI's wheel ``wheel_sha256``, if any."""
+    row = database.conn.execute(
+        "SELECT version FROM versions WHERE repo = ? AND source = 'pypi' AND wheel_sha256 = ?",
+        (repo, wheel_sha256),
+    ).fetchone()
+    return row[0] if row else None
+
+
 def require_version(database: Database, repo: str, version: str) -> int:
     found = version_id(database, repo, version)
     if found is None:

@@ -26,3 +26,8 @@ class SourceError(IndexerError):
 
 class VersionNotFound(SourceError):
     """No configured source has the version."""
+
+
+class SameWheel(SourceError):
+    """PyPI gave, for a version name not configured, the wheel of a version already indexed
+    under another name (``vllm@0.20.0`` for ``vllm@v0.20.0``)."""

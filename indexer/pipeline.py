@@ -25,8 +25,9 @@ from db import queries
 from db.database import Database
 from db.queries import is_python_path
 from indexer.config import ProjectConfig, RepoConfig
+from indexer.errors import SameWheel
 from indexer.extractor import extractor_id
-from indexer.models import FileEntry, ParsedBlob
+from indexer.models import FileEntry, ParsedBlob, SnapshotInfo
 from indexer.sources import Snapshot, open_local, open_snapshot
 from indexer.symbols import parse_blob
 
@@ -93,7 +94,20 @@ def index_version(
     else:
         snapshot = open_snapshot(repo, version, config.cache_dir)
     with snapshot:
+        if version not in repo.versions:
+            _refuse_a_second_name(database, snapshot.info)
         return _index_snapshot(database, repo, snapshot, run)
+
+
+def _refuse_a_second_name(database: Database, info: SnapshotInfo) -> None:
+    """Two names of one PyPI wheel would be two versions whose permalinks disagree."""
+    if info.source_kind != "pypi" or info.wheel_sha256 is None:
+        return
+    indexed = queries.version_of_wheel(database, info.repo, info.wheel_sha256)
+    if indexed is not None:
+        raise SameWheel(f"{info.repo}@{info.version} is the PyPI wheel of "
+                        f"{info.repo}@{indexed}, which is indexed",
+                        hint=f"write {info.repo}@{indexed}")
 
 
 @dataclass(frozen=True)

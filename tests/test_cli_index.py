@@ -190,6 +190,24 @@ def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
         assert conn.execute("SELECT source, commit_sha FROM versions").fetchone() == ("pypi", None)
 
 
+def test_another_name_of_an_indexed_wheel_is_refused(wheels: Path, tmp_path: Path) -> None:
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\nversions = ["v0.2.0"]\n'
+    )
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    result = run("index", "vllm@0.1.0")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ("Error: vllm@0.1.0 is the PyPI wheel of vllm@v0.1.0, which is "
+                             "indexed; write vllm@v0.1.0\n")
+    # a configured name is indexed even when another name of its wheel came first
+    assert run("index", "vllm@0.2.0").exit_code == 0
+    configured = run("index", "vllm@v0.2.0")
+    assert configured.exit_code == 0, configured.stderr
+    with _db() as conn:
+        assert conn.execute("SELECT version FROM versions ORDER BY id").fetchall() == [
+            ("v0.1.0",), ("0.2.0",), ("v0.2.0",)]
+
+
 def test_version_in_no_source_is_one_error_line(
     project: Path, wheels: Path, fake_vllm: FakeRepo
 ) -> None:
