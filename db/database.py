@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,15 +48,20 @@ class Database:
     def __init__(self, path: Path, notify: Notify | None = None) -> None:
         self.path = path
         self._notify = notify or (lambda message: None)
+        self._target = str(path)
         connection = None
         try:
-            connection = sqlite3.connect(str(path), timeout=WAIT_SECONDS)
+            connection = self._connect()
+            try:
+                version, tables = _first_look(connection)
+            except sqlite3.OperationalError:
+                if not _unwritable_folder(path):
+                    raise
+                connection.close()
+                self._target = _immutable_uri(path)
+                connection = self._connect()
+                version, tables = _first_look(connection)
             self.conn = connection
-            connection.execute("PRAGMA busy_timeout = 2000")
-            version, tables = connection.execute(  # one statement: one consistent snapshot
-                "SELECT (SELECT user_version FROM pragma_user_version),"
-                " (SELECT count(*) FROM sqlite_master)"
-            ).fetchone()
             foreign = version == 0 and tables > 0
         except sqlite3.DatabaseError as error:
             if connection is not None:
@@ -99,8 +105,13 @@ class Database:
     def reconnect_in_child(self) -> None:
         """A new connection for a forked child. SQLite forbids using a connection across
         ``fork``: the inherited one is left to the parent, never used or closed here."""
-        self.conn = sqlite3.connect(str(self.path), timeout=WAIT_SECONDS)
-        self.conn.execute("PRAGMA busy_timeout = 2000")
+        self.conn = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self._target, timeout=WAIT_SECONDS,
+                                     uri=self._target.startswith("file:"))
+        connection.execute("PRAGMA busy_timeout = 2000")
+        return connection
 
     def close(self) -> None:
         self.conn.close()
@@ -190,6 +201,24 @@ class Database:
         finally:
             copy.close()
             source.close()
+
+
+def _first_look(connection: sqlite3.Connection) -> tuple[int, int]:
+    """The schema version and the number of schema objects, from one consistent snapshot."""
+    return connection.execute(
+        "SELECT (SELECT user_version FROM pragma_user_version),"
+        " (SELECT count(*) FROM sqlite_master)"
+    ).fetchone()
+
+
+def _unwritable_folder(path: Path) -> bool:
+    return path.is_file() and not os.access(path.parent, os.W_OK)
+
+
+def _immutable_uri(path: Path) -> str:
+    """Read-only and immutable: a WAL database can be read without its ``-shm`` file only
+    so, and in a folder nothing can be written to, nobody can be writing it either."""
+    return path.absolute().as_uri() + "?mode=ro&immutable=1"
 
 
 def _statements(script: str) -> list[str]:

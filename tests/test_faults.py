@@ -435,6 +435,31 @@ def test_index_into_an_immutable_database(indexed_db: Path, small_tree: Path) ->
     assert dump(indexed_db) == before
 
 
+def test_an_index_on_a_read_only_disk_is_read(
+    indexed_db: Path, small_tree: Path, mounted: list[Path]
+) -> None:
+    """A WAL database whose folder cannot hold its -shm file (a read-only mount, a CI cache
+    restored read-only) is opened immutable: read commands work, writes are one error."""
+    point = Path("ro").resolve()
+    _mount_tmpfs(point, "size=4m")
+    mounted.append(point)
+    shutil.copyfile(indexed_db, point / "index.db")
+    before = dump(point / "index.db")
+    done = subprocess.run(["mount", "-o", "remount,ro", str(point)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    db = ("--db", str(point / "index.db"))
+    versions = run(*db, "versions")
+    assert (versions.exit_code, versions.stderr) == (0, "")
+    assert versions.stdout.splitlines()[1].split()[:3] == ["vllm", "v0.1.0", "local"]
+    symbols = run(*db, "symbols", "vllm@v0.1.0", "--format", "jsonl")
+    assert symbols.exit_code == 0 and symbols.stdout.count("\n") > 10, symbols.output
+    result = run(*db, "index", "vllm@v0.2.0", "--from", str(small_tree))
+    one_error_line(result, "the index database cannot be written", "readonly database")
+    assert sorted(path.name for path in point.iterdir()) == ["index.db"]
+    subprocess.run(["mount", "-o", "remount,rw", str(point)], capture_output=True)
+    assert dump(point / "index.db") == before
+
+
 def fill(disk: Path, leave: int = 0) -> None:
     """Fill the file system of ``disk`` up to ``leave`` free bytes (or to the last byte)."""
     free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
