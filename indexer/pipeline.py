@@ -237,26 +237,34 @@ def _parsed(
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     workers = run.workers or min(os.cpu_count() or 1, 8)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_start_worker)
+                               initializer=start_worker)
     try:
         yield from _advancing(pool.map(parse, batches), run.progress)
     finally:
-        _shut_down(pool)
+        shut_down(pool)
 
 
-def _shut_down(pool: ProcessPoolExecutor) -> None:
+def shut_down(pool: ProcessPoolExecutor) -> None:
     """Cancel the tasks not started and wait for the workers to finish theirs (a moment:
-    one batch each). A second Ctrl-C (``timeout -s INT`` signals the process and then its
-    group) must not cut this short: a pool left half shut down can hang the exit."""
-    while True:
-        try:
-            pool.shutdown(wait=True, cancel_futures=True)
-            return
-        except KeyboardInterrupt:
-            continue
+    one batch each). A Ctrl-C meanwhile (``timeout -s INT`` signals the process and then
+    its group) is noted, not raised, until the pool is down, then raised: the run stops
+    all the same. Raised inside the wait, it would leave the pool torn down under its
+    running manager thread (Python 3.11 takes an interrupted ``Thread.join`` for a thread
+    that ended), and the exit could then hang on a full pipe."""
+    if threading.current_thread() is not threading.main_thread():
+        pool.shutdown(wait=True, cancel_futures=True)  # signals only reach the main thread
+        return
+    interrupts: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupts.append(signum))
+    try:
+        pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    if interrupts:
+        raise KeyboardInterrupt
 
 
-def _start_worker() -> None:
+def start_worker() -> None:
     """Parser worker initializer.
 
     * Ctrl-C is the main process's to handle: it stops taking results and shuts the pool

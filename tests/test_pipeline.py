@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import os
+import signal
 import sqlite3
 import subprocess
+import threading
+import time
 import zlib
+from concurrent.futures import ProcessPoolExecutor
 from importlib import metadata
 from pathlib import Path
 
@@ -506,3 +512,25 @@ def test_extractor_names_the_extraction_and_parser_versions() -> None:
     name = extractor_id()
     assert name.startswith(f"extraction {EXTRACTION_VERSION}; tree-sitter ")
     assert f"tree-sitter-python {metadata.version('tree-sitter-python')}" in name
+
+
+def test_ctrl_c_while_the_pool_shuts_down_waits_for_it_then_stops_the_run() -> None:
+    """A Ctrl-C that lands while the parser pool shuts down (the last results taken, the
+    version not yet committed) lets the shutdown finish, then still stops the run: it was
+    once swallowed there, and the version committed as if nobody had asked to stop."""
+    context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=context,
+                               initializer=pipeline.start_worker)
+    task = pool.submit(time.sleep, 0.6)
+    while not task.running():
+        time.sleep(0.01)
+    workers = list(pool._processes.values())
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pipeline.shut_down(pool)
+    finally:
+        timer.join()
+    assert task.done() and not task.cancelled() and task.exception() is None
+    assert all(worker.exitcode == 0 for worker in workers)
