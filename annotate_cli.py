@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from annotations.wording import counted
 from db.errors import DatabaseError
 from indexer.config import ProjectConfig, check_version_name, load_config
 from indexer.errors import IndexerError
@@ -253,8 +254,8 @@ def _summary(outcome: Any) -> str:
         return f"{name}: already indexed, nothing to do"
     source = " ".join(filter(None, [outcome.source, (outcome.source_id or "")[:12]]))
     return (
-        f"{name}: {outcome.files} files, {outcome.parsed} new blobs parsed, "
-        f"{outcome.symbols} new symbols, {outcome.seconds:.2f}s ({source})"
+        f"{name}: {counted(outcome.files, 'file')}, {counted(outcome.parsed, 'new blob')} "
+        f"parsed, {counted(outcome.symbols, 'new symbol')}, {outcome.seconds:.2f}s ({source})"
     )
 
 
@@ -405,13 +406,14 @@ def link(context: Context) -> None:
         click.echo(f"Warning: {warning}", err=True)
     states = outcome.states
     click.echo(
-        f"{outcome.articles} articles, {outcome.claims} claims, {outcome.refs} refs: "
+        f"{counted(outcome.articles, 'article')}, {counted(outcome.claims, 'claim')}, "
+        f"{counted(outcome.refs, 'ref')}: "
         f"{states['linked']} linked, {states['unindexed']} unindexed, "
         f"{states['broken']} broken"
     )
     if outcome.errors:
         count = len(outcome.errors)
-        raise UserError(f"{count} problem{'s' if count != 1 else ''} in the annotations "
+        raise UserError(f"{counted(count, 'problem')} in the annotations "
                         "(see above)")
 
 
@@ -584,8 +586,8 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
         return
     written = plan.write()
     edits = sum(plan.files[name].edits for name in written)
-    click.echo(f"{edits} edits in {len(written)} files" + (": " + ", ".join(written)
-                                                           if written else ""))
+    listed = ": " + ", ".join(written) if written else ""
+    click.echo(f"{counted(edits, 'edit')} in {counted(len(written), 'file')}{listed}")
 
 
 def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) -> Any:
@@ -638,7 +640,7 @@ def _note_no_annotation_files(config: ProjectConfig) -> None:
 
 def _unreadable_files(errors: list[Exception]) -> str:
     files = len({getattr(error, "file", None) for error in errors})
-    return f"{files} annotation file{'s' if files != 1 else ''} could not be read"
+    return f"{counted(files, 'annotation file')} could not be read"
 
 
 def _is_file_error(error: Exception) -> bool:
@@ -726,7 +728,7 @@ def _print_xref(result: Any) -> None:
         click.echo(f"  {ref.path}:{ref.line}  {ref.context} in {ref.enclosing or '<module>'}"
                    f"  ({ref.resolution}{target})")
     files = len({ref.path for ref in result.references})
-    click.echo(f"{len(result.references)} references in {files} files")
+    click.echo(f"{counted(len(result.references), 'reference')} in {counted(files, 'file')}")
 
 
 def _xref_json(result: Any, show_imports: bool) -> dict:

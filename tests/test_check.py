@@ -539,7 +539,7 @@ def test_nothing_stale_exits_zero(table_index: Path) -> None:
     result = run("check")
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout.splitlines()[-1] == (
-        "1 claims, 2 refs: 1 fresh, 1 cosmetic, 0 changed, 0 moved, 0 removed, "
+        "1 claim, 2 refs: 1 fresh, 1 cosmetic, 0 changed, 0 moved, 0 removed, "
         "0 quote-missing, 0 relation-missing, 0 broken, 0 unindexed; nothing stale"
     )
 

@@ -157,7 +157,7 @@ def test_moved_refs_are_rewritten_and_nothing_else(ending: str) -> None:
     result = fix()
     assert result.exit_code == 0, result.output
     assert path.read_bytes() == encode(FIXED)
-    assert result.stdout == "3 edits in 1 files: annotations/engine.yml\n"
+    assert result.stdout == "3 edits in 1 file: annotations/engine.yml\n"
     assert result.stderr == (
         f"Note: annotations/engine.yml:17: left {SPLIT} as it is: the move is ambiguous "
         f"(vllm@v2:{DS}/deepseek_v4_nvidia.py::DeepseekV4ForCausalLM, "
@@ -226,7 +226,7 @@ def test_moved_line_ranges_are_rewritten() -> None:
     text = ("article: blog/k.md\nat: vllm@v1\nclaims:\n  - id: kernel\n    text: k\n"
             "    refs: [csrc/kernel.cu#L4-L6, \"csrc/kernel.cu#L4\"]\n")
     path = write("annotations/k.yml", text)
-    assert fix().stdout == "2 edits in 1 files: annotations/k.yml\n"
+    assert fix().stdout == "2 edits in 1 file: annotations/k.yml\n"
     assert path.read_text(encoding="utf-8") == text.replace(
         "[csrc/kernel.cu#L4-L6, \"csrc/kernel.cu#L4\"]",
         "[vllm@v2:csrc/kernel.cu#L6-L8, \"vllm@v2:csrc/kernel.cu#L6\"]",
@@ -269,7 +269,7 @@ def test_permalinks_get_their_new_url_at_the_target() -> None:
         ARTICLE.replace(ENGINE_URL, NEW_ENGINE_URL).replace(KERNEL_URL, NEW_KERNEL_URL)
         .replace(f"refs: [{ENGINE}]", f"refs: [{NEW_ENGINE}]")
     )
-    assert result.stdout == "3 edits in 1 files: articles/engine.md\n"
+    assert result.stdout == "3 edits in 1 file: articles/engine.md\n"
     assert result.stderr.startswith(f"Note: articles/engine.md:14: left {SPLIT_URL} as it is: "
                                     "the move is ambiguous (")
     after = statuses()
@@ -353,7 +353,7 @@ def test_bump_moves_the_claims_pin(claim: str, old: str, new: str, ending: str) 
     result = fix("--bump", claim)
     assert result.exit_code == 0, result.output
     assert path.read_bytes() == encode(text.replace(old, new))
-    assert result.stdout == "1 edits in 1 files: annotations/bump.yml\n"
+    assert result.stdout == "1 edit in 1 file: annotations/bump.yml\n"
     claim_id = claim.rpartition("#")[2]
     bumped = [status for (cid, _), status in statuses().items() if cid == claim_id]
     assert bumped == ["fresh"]

@@ -145,10 +145,10 @@ def test_oversized_and_bomb_files_are_refused_and_the_others_still_reported(
     last = result.stderr.splitlines()[-1]
     if command == "link":
         assert last == f"Error: {len(expected)} problems in the annotations (see above)"
-        assert result.stdout == "1 articles, 1 claims, 1 refs: 0 linked, 1 unindexed, 0 broken\n"
+        assert result.stdout == "1 article, 1 claim, 1 ref: 0 linked, 1 unindexed, 0 broken\n"
     else:
         assert last == f"Error: {len(expected)} annotation files could not be read (see above)"
-        assert "good" in result.stdout and "1 claims, 1 refs" in result.stdout
+        assert "good" in result.stdout and "1 claim, 1 ref" in result.stdout
     assert not Path("SENTINEL").exists()
 
 

@@ -218,7 +218,7 @@ claims:
 """)
     result = link()
     assert (result.exit_code, result.stdout) == (
-        0, "1 articles, 2 claims, 3 refs: 3 linked, 0 unindexed, 0 broken\n"
+        0, "1 article, 2 claims, 3 refs: 3 linked, 0 unindexed, 0 broken\n"
     )
     assert rows("SELECT c.claim_id, r.resolved FROM claim_refs r JOIN claims c ON c.id = r.claim"
                 " ORDER BY c.line, r.seq") == [
@@ -385,7 +385,7 @@ def test_link_is_one_transaction(project: Path) -> None:
 
 BAD = "annotations/bad.yml"
 HEAD = "article: notes\nat: vllm@v0.1.0\nclaims:\n"
-ONE_REF = "1 articles, 1 claims, 1 refs: 0 linked, 0 unindexed, 1 broken"
+ONE_REF = "1 article, 1 claim, 1 ref: 0 linked, 0 unindexed, 1 broken"
 FORWARDS = (
     "vllm/model_executor/layers/layernorm.py::RMSNorm.forward, "
     "vllm/model_executor/layers/linear.py::ReplicatedLinear.forward, "

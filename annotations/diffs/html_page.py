@@ -26,6 +26,7 @@ from annotations.diffs.model import (
     SymbolChange,
 )
 from annotations.diffs.sidebyside import side_by_side
+from annotations.wording import counted
 
 OPEN_GROUPS_UP_TO = 60
 """A section listing at most this many symbols shows its package groups open."""
@@ -124,8 +125,8 @@ def _articles(report: DiffReport) -> str:
     if not report.articles:
         return head + '<p class="muted">No claim cites a listed symbol.</p></section>'
     count = report.claim_count
-    lead = (f'<p class="lead">{count} claim{"s" if count != 1 else ""} in '
-            f'{len(report.articles)} article{"s" if len(report.articles) != 1 else ""} cite '
+    lead = (f'<p class="lead">{counted(count, "claim")} in '
+            f'{counted(len(report.articles), "article")} {"cites" if count == 1 else "cite"} '
             "listed symbols.</p>")
     return head + lead + "".join(_article(article) for article in report.articles) + "</section>"
 

@@ -16,6 +16,7 @@ from annotations.diffs.model import (
     SymbolChange,
 )
 from annotations.reports.markdown import code, text
+from annotations.wording import counted
 
 _COLUMNS: dict[Section, tuple[str, ...]] = {
     Section.CHANGED: ("Symbol", "Kind", "Changes", "Started using", "Stopped using"),
@@ -71,9 +72,9 @@ def _articles(report: DiffReport) -> str:
     if not report.articles:
         return "## Affected articles\n\nNo claim cites a listed symbol."
     count = report.claim_count
-    head = (f"## Affected articles\n\n{count} claim{'s' if count != 1 else ''} in "
-            f"{len(report.articles)} article{'s' if len(report.articles) != 1 else ''} "
-            "cite listed symbols.")
+    head = (f"## Affected articles\n\n{counted(count, 'claim')} in "
+            f"{counted(len(report.articles), 'article')} "
+            f"{'cites' if count == 1 else 'cite'} listed symbols.")
     return "\n\n".join([head, *(_article(article) for article in report.articles)])
 
 

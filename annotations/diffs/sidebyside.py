@@ -7,6 +7,8 @@ import difflib
 import html
 import re
 
+from annotations.wording import counted
+
 CONTEXT_LINES = 3
 MAX_ROWS = 400
 """Rows shown per diff; a note says how many more there were."""
@@ -41,7 +43,7 @@ def side_by_side(old: str, new: str, old_start: int, new_start: int) -> str:
 def _fold(unchanged: int) -> str:
     if unchanged <= 0:
         return ""
-    return _note(f"⋯ {unchanged} unchanged line{'s' if unchanged != 1 else ''}")
+    return _note(f"⋯ {counted(unchanged, 'unchanged line')}")
 
 
 def _note(text: str) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from annotations.results import CheckReport, RefResult, Status
+from annotations.wording import counted
 
 Level = Literal["error", "warning", "notice"]
 
@@ -137,5 +138,5 @@ def summary_line(report: CheckReport) -> str:
     waived = summary["waived"]
     waived_text = f" ({waived} waived)" if waived else ""
     verdict = "stale" if has_unwaived_stale(report) else "nothing stale"
-    head = f"{summary['claims']} claims, {summary['refs']} refs"
+    head = f"{counted(summary['claims'], 'claim')}, {counted(summary['refs'], 'ref')}"
     return f"{head}: {parts}{waived_text}; {verdict}"

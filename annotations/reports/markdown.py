@@ -21,6 +21,7 @@ from annotations.reports._common import (
     waiver_note,
 )
 from annotations.results import CheckReport, RefResult, Status
+from annotations.wording import counted
 
 HEADING = "## annotate check"
 COLUMNS = ("Status", "Claim", "Ref", "New ref / candidates", "Changes", "Message")
@@ -66,8 +67,8 @@ def render(report: CheckReport) -> str:
 
 def _verdict(report: CheckReport) -> str:
     summary = report.summary()
-    head = f"**{summary['claims']} claims, {summary['refs']} refs** in {summary['articles']} "
-    head += "article" if summary["articles"] == 1 else "articles"
+    head = (f"**{counted(summary['claims'], 'claim')}, {counted(summary['refs'], 'ref')}** in "
+            f"{counted(summary['articles'], 'article')}")
     if report.target_versions:
         head += " against " + ", ".join(code(t) for t in report.target_versions)
     if not has_unwaived_stale(report):
@@ -146,7 +147,7 @@ def _diff_block(result: RefResult) -> str:
     shown, more = truncate_lines(result.diff or "")
     body = "\n".join(_CONTROL.sub(" ", line.expandtabs(4)) for line in shown)
     if more:
-        body += f"\n... {more} more line{'s' if more != 1 else ''}"
+        body += f"\n... {counted(more, 'more line')}"
     fence = fence_for(body)
     title = f"{code(result.claim)} {code(result.ref)} ({text(location(result))})"
     return f"{title}\n\n{fence}diff\n{body}\n{fence}"

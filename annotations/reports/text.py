@@ -15,6 +15,7 @@ from annotations.reports._common import (
     waiver_note,
 )
 from annotations.results import CheckReport, RefResult, Status
+from annotations.wording import counted
 
 RESET = "\033[0m"
 GREEN = "\033[32m"
@@ -112,7 +113,7 @@ def diff_lines(diff: str, color: bool) -> list[str]:
     shown, more = truncate_lines(diff)
     lines = [DETAIL_INDENT + _paint_diff_line(_clean(line), color) for line in shown]
     if more:
-        lines.append(f"{DETAIL_INDENT}... {more} more line{'s' if more != 1 else ''}")
+        lines.append(f"{DETAIL_INDENT}... {counted(more, 'more line')}")
     return lines
 
 
