@@ -1,7 +1,10 @@
 """``annotate fix``: rewrite refs of moved symbols, and move claims' pins forward.
 
 Edits touch only the text they replace: every other byte of a file (comments, order,
-quoting, line endings) stays as it was.
+quoting, line endings) stays as it was. A claim's values are found where its YAML says
+they stand (`annotations.yaml_edit`), never by searching lines; every edited file is
+read again as `check` reads it and must hold exactly the claims it held, but for the
+edits meant; and the files are written all or none.
 
 * A ``moved`` ref whose match is unambiguous (no other candidates) and whose content did
   not change (or only cosmetically) is rewritten to the symbol's new place at the target
@@ -14,32 +17,36 @@ quoting, line endings) stays as it was.
   the target, its moved refs (changed or not) and its permalinks their new places, and
   its refs written with their own pin that pin's target. A claim with a ref that would
   not hold at the target (removed, broken, an ambiguous move, a quote or ``uses:`` that
-  no longer stands, an unindexed version) is refused, naming that ref.
+  no longer stands, an unindexed version), or that cannot be rewritten in place, is
+  refused, naming that ref.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from annotations.errors import AnnotationError
-from annotations.loader import front_matter_yaml
+from annotations.loader import load_annotation_text, load_markdown_text
+from annotations.model import Article, Claim
 from annotations.results import CheckReport, RefResult, Status
+from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
 
 # Lines end where the loader's (and YAML's) line numbers say they do: also at a lone CR,
 # NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR.
 _LINE = re.compile("[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])"
                    "|[^\r\n\x85\u2028\u2029]+\\Z")
 _ENDING = re.compile("(?:\r\n|[\r\n\x85\u2028\u2029])\\Z")
+_FIRST_ENDING = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _URL_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*")  # as the loader finds permalinks
 _EXTENDS_BEFORE = re.compile(r"[\w./:@#<>-]")
 _EXTENDS_AFTER = re.compile(r"[\w<>#/-]|[.:][\w:<]")
+_BY_HAND = "edit it by hand"
 
 
 class FixError(AnnotationError):
@@ -64,23 +71,34 @@ class FilePlan:
     def text(self) -> str:
         return "".join(self.lines)
 
+    def claims(self) -> ClaimsYaml:
+        return ClaimsYaml.of(self.lines)
+
     def replace_on_line(self, line: int, old: str, new: str) -> bool:
         """Replace the ref ``old`` where it stands whole on ``line`` (not inside a longer
-        ref that starts or ends with it)."""
+        ref that starts or ends with it): a permalink in a Markdown article's body."""
         if not 0 < line <= len(self.lines):
             return False
-        current = self.lines[line - 1]
-        start = _find_ref(current, old)
+        start = _find_ref(self.lines[line - 1], old)
         if start < 0:
             return False
-        self.replace_columns(line - 1, start, start + len(old), new)
+        self.apply(Span(line - 1, start, start + len(old), new))
         return True
 
-    def replace_columns(self, index: int, start: int, end: int, new: str) -> None:
-        """Replace characters ``start:end`` of line ``index`` (0-based) with ``new``."""
-        line = self.lines[index]
-        self.lines[index] = line[:start] + new + line[end:]
+    def apply(self, edit: Span | NewLine) -> None:
+        if isinstance(edit, Span):
+            line = self.lines[edit.line]
+            self.lines[edit.line] = line[:edit.start] + edit.new + line[edit.end:]
+        else:
+            ending = self._ending()
+            if not _ENDING.search(self.lines[edit.after]):
+                self.lines[edit.after] += ending
+            self.lines.insert(edit.after + 1, edit.text + ending)
         self.edits += 1
+
+    def _ending(self) -> str:
+        found = _FIRST_ENDING.search(self.original)
+        return found.group(0) if found else "\n"
 
     def diff(self, display: str) -> str:
         return "".join(
@@ -109,39 +127,107 @@ def _find_ref(line: str, ref: str) -> int:
 
 @dataclass
 class FixPlan:
+    """The edits of one fix, file by file, and what each edited file must then hold."""
+
     root: Path
+    markdown: Collection[str] = ()
     files: dict[str, FilePlan] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    pins: dict[tuple[str, str], str] = field(default_factory=dict)
+    rewrites: dict[tuple[str, str, int, str], str] = field(default_factory=dict)
 
     def file(self, display: str) -> FilePlan:
         if display not in self.files:
             self.files[display] = FilePlan.read(self.root / display)
         return self.files[display]
 
+    def edited(self) -> list[tuple[str, FilePlan]]:
+        return [(name, plan) for name, plan in sorted(self.files.items()) if plan.edits]
+
     def diff(self) -> str:
-        return "".join(plan.diff(name) for name, plan in sorted(self.files.items()) if plan.edits)
+        return "".join(plan.diff(name) for name, plan in self.edited())
+
+    def verify(self) -> None:
+        """Read every edited file again: it must load, and hold what it held but for the
+        edits meant (another claim's ref or text, a shared anchor, must not change)."""
+        for name, file_plan in self.edited():
+            load = load_markdown_text if name in self.markdown else load_annotation_text
+            before = load(file_plan.original.removeprefix("\ufeff"), name)
+            try:
+                after = load(file_plan.text.removeprefix("\ufeff"), name)
+            except AnnotationError as error:
+                raise FixError(f"the edits would leave {name} unreadable ({error.message}); "
+                               "nothing was changed", hint=_BY_HAND) from None
+            unmeant = _unmeant_change(before, after, self, name)
+            if unmeant:
+                raise FixError(f"the edits to {name} would also change {unmeant}; nothing "
+                               "was changed", hint=_BY_HAND)
 
     def write(self) -> list[str]:
-        written = []
-        for name, plan in sorted(self.files.items()):
-            if plan.edits:
-                temporary = plan.path.with_name(plan.path.name + ".annotate-fix")
-                temporary.write_bytes(plan.text.encode("utf-8"))
-                shutil.copymode(plan.path, temporary)
-                temporary.replace(plan.path)
-                written.append(name)
-        return written
+        """Write every edited file, or none: each goes to a temporary file beside it first,
+        and the temporary files replace the originals once all of them are written."""
+        staged: list[tuple[Path, Path]] = []
+        for name, file_plan in self.edited():
+            temporary = file_plan.path.with_name(file_plan.path.name + ".annotate-fix")
+            try:
+                temporary.write_bytes(file_plan.text.encode("utf-8"))
+                staged.append((temporary, file_plan.path))
+                shutil.copymode(file_plan.path, temporary)
+            except OSError as error:
+                for written, _ in staged:
+                    written.unlink(missing_ok=True)
+                raise FixError(f"cannot write {name}'s new text to {temporary.name} "
+                               f"({error.strerror}); nothing was changed",
+                               hint="make its folder writable") from None
+        for temporary, path in staged:
+            os.replace(temporary, path)
+        return [name for name, _ in self.edited()]
 
 
-def plan_fixes(root: Path, report: CheckReport, bump: Iterable[str] = ()) -> FixPlan:
-    plan = FixPlan(root)
-    bumps = {wanted: _claim_results(report, wanted) for wanted in bump}
-    bumped = {result for results in bumps.values() for result in results}
+def _unmeant_change(before: Article, after: Article, plan: FixPlan, name: str) -> str | None:
+    if (before.path, before.title) != (after.path, after.title):
+        return "the article's path or title"
+    if len(before.claims) != len(after.claims):
+        return "the number of claims"
+    for old, new in zip(before.claims, after.claims, strict=True):
+        if not _as_meant(old, new, plan, name):
+            return f"claim '{old.claim_id}'"
+    return None
+
+
+def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str) -> bool:
+    expected = [plan.rewrites.get((name, old.claim_id, ref.line, ref.text), ref.text)
+                for ref in old.refs]
+    rewritten = expected != [ref.text for ref in old.refs]
+    pin = plan.pins.get((name, old.claim_id), old.at)
+    if rewritten and old.claim_id.startswith("link-") and old.refs[0].text.startswith("https://"):
+        same_claim = True  # a body permalink's claim is named and worded after its link
+    else:
+        same_claim = (old.claim_id, old.text) == (new.claim_id, new.text)
+    same_refs = [ref.text for ref in new.refs] == expected and all(
+        a.quote == b.quote and (pin != old.at or a.uses == b.uses)
+        for a, b in zip(old.refs, new.refs, strict=True)
+    )
+    return same_claim and same_refs and new.at == pin and old.waivers == new.waivers
+
+
+def plan_fixes(
+    root: Path, report: CheckReport, bump: Iterable[str] = (), markdown: Collection[str] = ()
+) -> FixPlan:
+    """The edits ``fix`` makes (``markdown``: the Markdown articles' display paths, read as
+    such when the edits are verified)."""
+    plan = FixPlan(root, frozenset(markdown))
+    bumps: dict[tuple[str, str], tuple[str, list[RefResult]]] = {}
+    for wanted in bump:
+        results = _claim_results(report, wanted)
+        bumps.setdefault((results[0].article, results[0].claim), (wanted, results))
+    bumped = {result for _, results in bumps.values() for result in results}
     for result in report.results:
         if result.status is Status.MOVED and result not in bumped:
             _fix_move(plan, result)
-    for wanted, results in bumps.items():
+    for wanted, results in bumps.values():
         _bump(plan, wanted, results)
+    plan.verify()
     return plan
 
 
@@ -169,14 +255,39 @@ def _moved_and_changed(result: RefResult) -> str:
 
 def _rewrite_at_target(plan: FixPlan, result: RefResult) -> None:
     """Write the ref as its symbol's place at the target: a move's new ref, or the
-    permalink at the target."""
-    where = f"{result.file}:{result.line}"
+    permalink at the target; a ref that cannot be is left, with a note."""
     replacement = _new_permalink(result) if result.ref.startswith("https://") else result.new_ref
-    if not replacement:
-        plan.notes.append(f"{where}: left {result.ref} as it is: no new ref to write")
-        return
-    if not plan.file(result.file).replace_on_line(result.line, result.ref, replacement):
-        plan.notes.append(f"{where}: {result.ref} is not written on that line; left as it is")
+    unwritten = _rewrite(plan, result, replacement) if replacement else "no new ref to write"
+    if unwritten:
+        plan.notes.append(f"{result.file}:{result.line}: left {result.ref} as it is: "
+                          f"{unwritten}")
+
+
+def _rewrite(plan: FixPlan, result: RefResult, new: str) -> str | None:
+    """Write ``new`` in place of the result's ref; None once done, else why it is not."""
+    file_plan = plan.file(result.file)
+    claims = file_plan.claims()
+    if claims.claim(result.claim) is None:
+        if not _is_body_permalink(plan, result):
+            return "its claim is not found in the file"
+        if not file_plan.replace_on_line(result.line, result.ref, new):
+            return "it is not written on that line"
+    else:
+        try:
+            span = claims.ref_span(result.claim, result.line, result.ref, new)
+        except Unwritable as error:
+            return error.message
+        if span is None:
+            return "it is not found among its claim's refs on that line"
+        file_plan.apply(span)
+    plan.rewrites[(result.file, result.claim, result.line, result.ref)] = new
+    return None
+
+
+def _is_body_permalink(plan: FixPlan, result: RefResult) -> bool:
+    """A claim that the loader made of a permalink in a Markdown article's text."""
+    return result.file in plan.markdown and result.ref.startswith("https://") and (
+        plan.file(result.file).claims().claim(result.claim) is None)
 
 
 def _new_permalink(result: RefResult) -> str | None:
@@ -203,7 +314,6 @@ def _anchor(url: str | None) -> tuple[int, int] | None:
 
 
 _ANCHOR = re.compile(r"#L([0-9]+)(?:-L?([0-9]+))?\Z")
-_ALIAS_AFTER_KEY = re.compile(r"[ \t]*:[ \t]*(\*[^\s,\[\]{}]+)")
 
 
 _BUMP_BLOCKERS = {
@@ -217,9 +327,7 @@ _BUMP_BLOCKERS = {
 
 def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
     first = results[0]
-    if first.file.endswith(".md") and first.ref.startswith("https://") and (
-        first.claim.startswith("link-")
-    ):
+    if _is_body_permalink(plan, first):
         raise FixError(f"claim '{wanted}' comes from a Markdown permalink",
                        hint="bump it by editing the permalink's version")
     target = next((result.target for result in results if result.target), "its target")
@@ -227,10 +335,21 @@ def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
         _refuse_unless_it_holds_at_the_target(wanted, target, result)
     for result in results:
         if result.status is Status.MOVED or result.ref.startswith("https://"):
-            _rewrite_at_target(plan, result)  # a permalink pins its own version
+            new = _new_permalink(result) if result.ref.startswith("https://") else result.new_ref
         else:
-            _repin_written_version(plan, result)
-    _set_claim_pin(plan.file(first.file), first.claim, target)
+            new = _repinned(result)
+        unwritten = _rewrite(plan, result, new) if new and new != result.ref else None
+        if unwritten:
+            raise FixError(f"claim '{wanted}' cannot move to {target}: {result.ref} cannot "
+                           f"be rewritten ({unwritten}); nothing was changed", hint=_BY_HAND)
+    try:
+        edit = plan.file(first.file).claims().pin_edit(first.claim, target)
+    except Unwritable as error:
+        raise FixError(f"claim '{wanted}' cannot move to {target}: {error.message}; nothing "
+                       "was changed", hint="bump this claim by editing its 'at:' by hand"
+                       ) from None
+    plan.file(first.file).apply(edit)
+    plan.pins[(first.file, first.claim)] = target
 
 
 def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefResult) -> None:
@@ -242,13 +361,13 @@ def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefR
                        f"{result.ref} is {result.status.value} ({result.message})", hint=hint)
 
 
-def _repin_written_version(plan: FixPlan, result: RefResult) -> None:
-    """A ref written with its own pin (``vllm@v1:PATH::QUALNAME``) gets its target's."""
+def _repinned(result: RefResult) -> str | None:
+    """A ref written with its own pin (``vllm@v1:PATH::QUALNAME``) with its target's."""
     repo, _, version = (result.resolved or "").partition(":")[0].partition("@")
     pin = f"{repo}@{version}:"
     if version and result.ref.startswith(pin) and result.target:
-        new = result.target + ":" + result.ref[len(pin):]
-        plan.file(result.file).replace_on_line(result.line, result.ref, new)
+        return result.target + ":" + result.ref[len(pin):]
+    return None
 
 
 def _claim_results(report: CheckReport, wanted: str) -> list[RefResult]:
@@ -266,84 +385,3 @@ def _claim_results(report: CheckReport, wanted: str) -> list[RefResult]:
     return results
 
 
-def _set_claim_pin(file_plan: FilePlan, claim_id: str, target: str) -> None:
-    """Write the claim's ``at:``: its own value replaced (quotes, comments and spaces stay),
-    or a new ``at: TARGET`` after its ``id``, in the claim's style (block or flow)."""
-    claim = _claim_node(file_plan, claim_id)
-    keys = {key.value: (key, value) for key, value in claim.value
-            if isinstance(key, yaml.ScalarNode)}
-    if "at" in keys:
-        _replace_pin(file_plan, claim_id, *keys["at"], target)
-    else:
-        _insert_pin(file_plan, claim.flow_style, *keys["id"], target)
-
-
-def _claim_node(file_plan: FilePlan, claim_id: str) -> yaml.MappingNode:
-    """The claim's mapping, composed from the file's current text: a YAML annotation file,
-    or a Markdown article's front matter (the marks keep the file's lines and columns)."""
-    text = file_plan.text
-    for source in (text, front_matter_yaml(text)):
-        for claim in _claim_nodes(source):
-            id_node = _value_of(claim, "id")
-            if isinstance(id_node, yaml.ScalarNode) and id_node.value == claim_id:
-                return claim
-    raise FixError(f"cannot find claim '{claim_id}' in {file_plan.path}",
-                   hint="bump this claim by editing its 'at:' by hand")
-
-
-def _claim_nodes(source: str | None) -> list[yaml.MappingNode]:
-    if source is None:
-        return []
-    try:
-        root = yaml.compose(source, Loader=yaml.SafeLoader)
-    except (yaml.YAMLError, RecursionError):  # not this file's YAML: its front matter is
-        return []
-    claims = _value_of(root, "claims")
-    if not isinstance(claims, yaml.SequenceNode):
-        return []
-    return [item for item in claims.value if isinstance(item, yaml.MappingNode)]
-
-
-def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
-    if not isinstance(node, yaml.MappingNode):
-        return None
-    return next((value for name, value in node.value
-                 if isinstance(name, yaml.ScalarNode) and name.value == key), None)
-
-
-def _replace_pin(
-    file_plan: FilePlan, claim_id: str, key: yaml.Node, value: yaml.Node, target: str
-) -> None:
-    start, end = value.start_mark, value.end_mark
-    if start.index < key.end_mark.index:  # an alias: the node's marks are its anchor's
-        alias = _ALIAS_AFTER_KEY.match(file_plan.lines[key.end_mark.line], key.end_mark.column)
-        if alias is not None:
-            file_plan.replace_columns(key.end_mark.line, *alias.span(1), target)
-            return
-    if not isinstance(value, yaml.ScalarNode) or start.index < key.end_mark.index or (
-            start.line != end.line):
-        raise FixError(f"claim '{claim_id}' has an 'at:' that fix cannot rewrite "
-                       "(a value over several lines)",
-                       hint="bump this claim by editing its 'at:' by hand")
-    first, last = start.column, end.column
-    if value.style in ("'", '"'):
-        first, last = first + 1, last - 1
-    elif first == last:  # "at:" with no value
-        target = " " + target
-    file_plan.replace_columns(start.line, first, last, target)
-
-
-def _insert_pin(
-    file_plan: FilePlan, flow: bool, key: yaml.Node, value: yaml.Node, target: str
-) -> None:
-    end = value.end_mark
-    if flow:
-        file_plan.replace_columns(end.line, end.column, end.column, f", at: {target}")
-        return
-    lines = file_plan.lines
-    found = _ENDING.search(lines[end.line])
-    ending = found.group(0) if found else "\n"
-    if not found:
-        lines[end.line] += ending
-    lines.insert(end.line + 1, " " * key.start_mark.column + f"at: {target}{ending}")
-    file_plan.edits += 1

@@ -106,7 +106,7 @@ def load_all(yaml_files: Iterable[Path], markdown_files: Iterable[Path], root: P
     jobs = [(path, _collect_yaml) for path in yaml_files]
     jobs += [(path, _collect_markdown) for path in markdown_files]
     for path, collect in jobs:
-        display = _display_path(path, root)
+        display = display_path(path, root)
         try:
             article, errors = collect(_read_text(path, display), display)
         except AnnotationError as error:
@@ -120,7 +120,7 @@ def load_all(yaml_files: Iterable[Path], markdown_files: Iterable[Path], root: P
 # -- reading ------------------------------------------------------------------------------------
 
 
-def _display_path(path: Path, root: Path) -> str:
+def display_path(path: Path, root: Path) -> str:
     for candidate, base in ((path, root), (path.resolve(), root.resolve())):
         try:
             return candidate.relative_to(base).as_posix()

@@ -17,7 +17,9 @@ from fakeproject import copy_project
 from fakeproject import write_file as write
 
 from annotate_cli import cli
+from annotations.fix import FixError, FixPlan
 from annotations.loader import link_claim_id
+from annotations.yaml_edit import Span
 
 GH = "https://github.com/vllm-project/vllm/blob"
 CONFIG = '[repos.vllm]\nversions = ["v1", "v2"]\n'
@@ -408,8 +410,9 @@ def test_bump_refuses_a_pin_over_several_lines() -> None:
     result = fix("--bump", "c")
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
-        "Error: claim 'c' has an 'at:' that fix cannot rewrite (a value over several lines) "
-        "(hint: bump this claim by editing its 'at:' by hand)\n")
+        "Error: claim 'c' cannot move to vllm@v2: its 'at:' is not written as plain text on "
+        "one line (escapes, a block scalar or a line break); nothing was changed (hint: bump "
+        "this claim by editing its 'at:' by hand)\n")
     assert path.read_text(encoding="utf-8") == text
 
 
@@ -419,6 +422,132 @@ def test_bump_of_a_flow_claim_in_front_matter() -> None:
     path = write("articles/flow.md", article)
     assert fix("--bump", "c").exit_code == 0
     assert path.read_text(encoding="utf-8") == article.replace("id: c,", "id: c, at: vllm@v2,", 1)
+
+
+NEW_MERGE = "vllm@v2:vllm/core/block_utils.py::merge_blocks"
+MERGE = "vllm/block_utils.py::merge_blocks"
+ONE_LINE = f"  - {{id: a, text: x, refs: [{MERGE}]}}\n  - {{id: b, text: y, refs: [{MERGE}]}}\n"
+
+
+@pytest.mark.parametrize(("args", "claims", "fixed"), [
+    pytest.param(("--bump", "b"),
+                 f"claims: [{{id: a, text: x, refs: [{MERGE}]}}, {{id: b, text: y, refs: "
+                 f"[{MERGE}]}}]\n",
+                 f"claims: [{{id: a, text: x, refs: [{MERGE}]}}, {{id: b, at: vllm@v2, text: y, "
+                 f"refs: [{NEW_MERGE}]}}]\n", id="bump-the-second-claim-on-a-line"),
+    pytest.param((), f"claims:\n  - {{id: c, text: \"{ENGINE} 管理缓存\", refs: [{ENGINE}]}}\n",
+                 f"claims:\n  - {{id: c, text: \"{ENGINE} 管理缓存\", refs: [{NEW_ENGINE}]}}\n",
+                 id="ref-also-in-the-text"),
+    pytest.param(("--bump", "c"), "claims:\n  - {id: c, text: x, at: &p 'vllm@v1', refs: "
+                 "[vllm/utils.py::cdiv]}\n",
+                 "claims:\n  - {id: c, text: x, at: &p 'vllm@v2', refs: "
+                 "[vllm/utils.py::cdiv]}\n", id="anchored-pin"),
+    pytest.param(("--bump", "c"), "claims:\n  - id: c\n    at: !!str \"vllm@v1\"\n    text: x\n"
+                 "    refs: [vllm/utils.py::cdiv]\n",
+                 "claims:\n  - id: c\n    at: !!str \"vllm@v2\"\n    text: x\n"
+                 "    refs: [vllm/utils.py::cdiv]\n", id="tagged-pin"),
+])
+def test_fix_edits_the_claims_own_values_where_they_stand(
+    args: tuple[str, ...], claims: str, fixed: str
+) -> None:
+    head = "article: blog/s.md\nat: vllm@v1\n"
+    path = write("annotations/s.yml", head + claims)
+    result = fix(*args)
+    assert result.exit_code == 0 and "Error" not in result.stderr, result.output
+    assert path.read_text(encoding="utf-8") == head + fixed
+    assert "fresh" in statuses().values()
+
+
+def test_bump_on_the_first_line_after_a_byte_order_mark() -> None:
+    text = "\ufeff{article: blog/s.md, at: vllm@v1, claims: [{id: c, text: x, refs: [%s]}]}\n"
+    path = write("annotations/s.yml", text % "vllm@v1:vllm/utils.py::cdiv")
+    assert fix("--bump", "c").exit_code == 0
+    assert path.read_text(encoding="utf-8") == text.replace("{id: c,", "{id: c, at: vllm@v2,") % (
+        "vllm@v2:vllm/utils.py::cdiv")
+
+
+@pytest.mark.parametrize(("edit", "error"), [
+    pytest.param(Span(4, 10, 11, "z"), "the edits to annotations/s.yml would also change claim "
+                 "'a'; nothing was changed (hint: edit it by hand)", id="another-claims-text"),
+    pytest.param(Span(2, 7, 7, "["), "the edits would leave annotations/s.yml unreadable",
+                 id="unreadable"),
+])
+def test_edits_that_change_more_than_meant_are_refused(edit: Span, error: str) -> None:
+    text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: a\n    text: x\n"
+            "    refs: [vllm/utils.py::cdiv]\n")
+    write("annotations/s.yml", text)
+    plan = FixPlan(Path.cwd())
+    plan.file("annotations/s.yml").apply(edit)
+    with pytest.raises(FixError) as raised:
+        plan.verify()
+    assert str(raised.value).startswith(error)
+
+
+@pytest.mark.parametrize(("claims", "error"), [
+    pytest.param('  - id: c\n    text: x\n    refs: ["vllm/block_utils.py::merge\\x5fblocks"]\n',
+                 "vllm/block_utils.py::merge_blocks cannot be rewritten (it is not written as "
+                 "plain text on one line (escapes, a block scalar or a line break))",
+                 id="escaped-ref"),
+    pytest.param(f"  - text: x\n    refs: [vllm/utils.py::cdiv]\n    id: >-\n      c\n"
+                 f"  - id: d\n    text: y\n    refs: [{MERGE}]\n",
+                 "its 'id:' is written in a way fix cannot add an 'at:' after", id="folded-id"),
+    pytest.param("  - text: x\n    refs: [vllm/utils.py::cdiv]\n    id: >-\n      c",
+                 "its 'id:' is written in a way fix cannot add an 'at:' after",
+                 id="folded-id-at-the-end"),
+    pytest.param("  - ? id\n    : c\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 "its 'id:' is written in a way fix cannot add an 'at:' after",
+                 id="explicit-id-key"),
+    pytest.param("  - id: c\n    text: x\n    at: &p vllm@v1\n    refs: [vllm/utils.py::cdiv]\n"
+                 "  - id: d\n    text: y\n    at: *p\n    refs: [vllm/utils.py::cdiv]\n",
+                 "its 'at:' is an anchor that other values share", id="shared-pin-anchor"),
+    pytest.param(f"  - id: c\n    text: x\n    refs: [&m {MERGE}]\n"
+                 f"  - id: d\n    text: y\n    refs: [*m]\n",
+                 f"{MERGE} cannot be rewritten (it is an alias that other refs share; write it "
+                 "out)", id="shared-ref-anchor"),
+])
+def test_bump_refuses_what_it_cannot_edit_in_place(claims: str, error: str) -> None:
+    text = "article: blog/s.md\nat: vllm@v1\nclaims:\n" + claims
+    path = write("annotations/s.yml", text)
+    result = fix("--bump", "c")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith("Error: claim 'c' cannot move to vllm@v2: " + error)
+    assert result.stderr.count("\n") == 1
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_bump_inserts_a_pin_with_the_files_line_ending() -> None:
+    text = "article: blog/s.md\r\nat: vllm@v1\r\nclaims:\r\n  - text: x\r\n" \
+           "    refs: [vllm/utils.py::cdiv]\r\n    id: c"
+    path = write("annotations/s.yml", text.encode("utf-8"))
+    assert fix("--bump", "c").exit_code == 0
+    assert path.read_bytes() == (text + "\r\n    at: vllm@v2\r\n").encode("utf-8")
+
+
+def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was() -> None:
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    first = write("annotations/a.yml", text)
+    second = write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md"))
+    Path("annotations/b.yml.annotate-fix").mkdir()
+    result = fix()
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: cannot write annotations/b.yml's new text to b.yml.annotate-fix (Is a "
+        "directory); nothing was changed (hint: make its folder writable)\n")
+    assert first.read_text(encoding="utf-8") == text
+    assert second.read_text(encoding="utf-8") == text.replace("blog/s.md", "blog/t.md")
+    assert sorted(path.name for path in Path("annotations").iterdir()) == [
+        "a.yml", "b.yml", "b.yml.annotate-fix"]
+
+
+def test_a_claim_named_like_a_permalinks_is_bumped() -> None:
+    article = f"---\nat: vllm@v1\nclaims:\n  - id: link-intro\n    text: x\n" \
+              f"    refs: [{UTILS_URL}]\n---\n\n# utils\n"
+    path = write("articles/intro.md", article)
+    result = fix("--bump", "link-intro", "--bump", "articles/intro.md#link-intro")
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    bumped = path.read_text(encoding="utf-8")
+    assert "    at: vllm@v2\n" in bumped and f"{GH}/v2/vllm/utils.py#L" in bumped
 
 
 MERGE_REF = "vllm/block_utils.py::merge_blocks"

@@ -1,0 +1,190 @@
+"""Where a claim's values stand in its file's text, for edits that touch only them.
+
+The claims' YAML (an annotation file, or a Markdown article's front matter) is composed
+with PyYAML's marks, which give each value's line and column in the file. An edit is a
+`Span` of one line to replace, or a line to insert; a value written in a form that cannot
+be rewritten in place (over several lines, with escapes, through an alias another claim
+shares) raises `Unwritable`, with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import yaml
+
+from annotations.errors import AnnotationError
+from annotations.loader import front_matter_yaml
+
+_ALIAS_AFTER_KEY = re.compile(r"[ \t]*:[ \t]*(\*[^\s,\[\]{}]+)")
+_BOM = "\ufeff"
+
+
+class Unwritable(AnnotationError):
+    """A value that fix cannot rewrite in place; the message says why."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """Characters ``start:end`` of line ``line`` (0-based), and what to write there."""
+
+    line: int
+    start: int
+    end: int
+    new: str
+
+
+@dataclass(frozen=True)
+class NewLine:
+    """A line to insert after line ``after`` (0-based), without its line ending."""
+
+    after: int
+    text: str
+
+
+class ClaimsYaml:
+    """The composed claims of one file, with the file's lines (endings kept)."""
+
+    def __init__(self, root: yaml.Node | None, lines: list[str], bom: bool) -> None:
+        self._root = root
+        self._lines = lines
+        self._bom = bom
+        self._shared = _shared_nodes(root)
+
+    @classmethod
+    def of(cls, lines: list[str]) -> ClaimsYaml:
+        """The file's own YAML when it holds claims, else its front matter's."""
+        text = "".join(lines)
+        bom = text.startswith(_BOM)
+        text = text.removeprefix(_BOM)
+        for source in (text, front_matter_yaml(text)):
+            root = _compose(source)
+            if isinstance(_value_of(root, "claims"), yaml.SequenceNode):
+                return cls(root, lines, bom)
+        return cls(None, lines, bom)
+
+    def claim(self, claim_id: str) -> yaml.MappingNode | None:
+        claims = _value_of(self._root, "claims")
+        for item in claims.value if isinstance(claims, yaml.SequenceNode) else ():
+            id_node = _value_of(item, "id")
+            if isinstance(id_node, yaml.ScalarNode) and id_node.value == claim_id:
+                return item
+        return None
+
+    def ref_span(self, claim_id: str, line: int, written: str, new: str) -> Span | None:
+        """The edit of the claim's ref ``written`` on 1-based ``line``; None when the claim
+        or the ref is not found here."""
+        claim = self.claim(claim_id)
+        refs = _value_of(claim, "refs")
+        for item in refs.value if isinstance(refs, yaml.SequenceNode) else ():
+            node = _value_of(item, "ref") if isinstance(item, yaml.MappingNode) else item
+            if (isinstance(node, yaml.ScalarNode) and node.value == written
+                    and node.end_mark.line == line - 1):
+                if id(node) in self._shared:
+                    raise Unwritable("it is an alias that other refs share; write it out")
+                return self._scalar_span(node, new)
+        return None
+
+    def pin_edit(self, claim_id: str, target: str) -> Span | NewLine:
+        """The edit that makes ``target`` the claim's own ``at:``."""
+        claim = self.claim(claim_id)
+        if claim is None:
+            raise Unwritable("it is not found in the file's claims")
+        keys = {key.value: (key, value) for key, value in claim.value
+                if isinstance(key, yaml.ScalarNode)}
+        if "at" in keys:
+            return self._pin_replacement(*keys["at"], target)
+        return self._pin_insertion(claim.flow_style, *keys["id"], target)
+
+    def _pin_replacement(self, key: yaml.Node, value: yaml.Node, target: str) -> Span:
+        if value.start_mark.index < key.end_mark.index:  # an alias: marks are its anchor's
+            line = key.end_mark.line
+            alias = _ALIAS_AFTER_KEY.match(self._lines[line], self._column(key.end_mark))
+            if alias is None:
+                raise Unwritable("its 'at:' is an alias fix cannot find")
+            return Span(line, *alias.span(1), target)
+        if id(value) in self._shared:
+            raise Unwritable("its 'at:' is an anchor that other values share")
+        if isinstance(value, yaml.ScalarNode) and value.value == "" and value.style is None:
+            return self._empty_pin(value, target)
+        return self._scalar_span(value, target, "its 'at:'")
+
+    def _empty_pin(self, value: yaml.Node, target: str) -> Span:
+        line, column = value.end_mark.line, self._column(value.end_mark)
+        if not self._lines[line][:column].rstrip().endswith(":"):
+            raise Unwritable("its 'at:' is written in a way fix cannot fill in")
+        return Span(line, column, column, " " + target)
+
+    def _pin_insertion(
+        self, flow: bool, key: yaml.Node, value: yaml.Node, target: str
+    ) -> Span | NewLine:
+        line = key.start_mark.line
+        between = self._lines[line][self._column(key.end_mark):self._column(value.start_mark)]
+        simple = (
+            key.style is None and value.style in (None, "'", '"')
+            and value.start_mark.index > key.end_mark.index
+            and value.end_mark.line == line and between.strip() == ":"
+            and not self._lines[line][:self._column(key.start_mark)].rstrip().endswith("?")
+        )
+        if not simple:
+            raise Unwritable("its 'id:' is written in a way fix cannot add an 'at:' after")
+        if flow:
+            column = self._column(value.end_mark)
+            return Span(line, column, column, f", at: {target}")
+        return NewLine(line, " " * self._column(key.start_mark) + f"at: {target}")
+
+    def _scalar_span(self, node: yaml.ScalarNode, new: str, what: str = "it") -> Span:
+        """The span of the scalar's text between its quotes, counted from its end (an
+        anchor or a tag may come before it)."""
+        line, end = node.end_mark.line, self._column(node.end_mark)
+        quoted = node.style in ("'", '"')
+        last = end - 1 if quoted else end
+        first = last - len(node.value)
+        text = self._lines[line]
+        plain = (
+            node.start_mark.line == line and node.style in (None, "'", '"')
+            and first >= self._column(node.start_mark) and text[first:last] == node.value
+            and (not quoted or text[first - 1] == node.style)
+        )
+        if not plain:
+            raise Unwritable(f"{what} is not written as plain text on one line (escapes, "
+                             "a block scalar or a line break)")
+        return Span(line, first, last, new)
+
+    def _column(self, mark: yaml.Mark) -> int:
+        return mark.column + (1 if self._bom and mark.line == 0 else 0)
+
+
+def _compose(source: str | None) -> yaml.Node | None:
+    if source is None:
+        return None
+    try:
+        return yaml.compose(source, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):  # not this file's YAML: its front matter is
+        return None
+
+
+def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    return next((value for name, value in node.value
+                 if isinstance(name, yaml.ScalarNode) and name.value == key), None)
+
+
+def _shared_nodes(root: yaml.Node | None) -> set[int]:
+    """The ids of the nodes that stand in more than one place (an anchor and its aliases)."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    pending = [root] if root is not None else []
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            shared.add(id(node))
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            pending.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            pending.extend(part for pair in node.value for part in pair)
+    return shared
