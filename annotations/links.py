@@ -180,6 +180,10 @@ def _ref_row(
         _check_quote(resolver, resolved, entry)
     except UnindexedVersion as error:
         located = error.located(claim.source_file, entry.line)
+        if error.version not in resolver.config.repo(error.repo).versions:
+            located = _unknown_pin(error, entry).located(claim.source_file, entry.line)
+            outcome.errors.append(located)
+            return _state(row, "broken", located, outcome)
         outcome.unindexed.append(located)
         return _state(row, "unindexed", located, outcome)
     except ResolveError as error:
@@ -194,6 +198,18 @@ def _ref_row(
         outcome.errors.append(located)
         return _state(row, "broken", located, outcome)
     return _state(row, "linked", None, outcome)
+
+
+def _unknown_pin(error: UnindexedVersion, entry: RefEntry) -> ResolveError:
+    """A pin at a version neither indexed nor configured: a typo, a branch or a commit, none
+    of which ``annotate index`` (of the configured versions) will ever make resolve."""
+    pin = f"{error.repo}@{error.version}"
+    if entry.text.startswith("https://"):
+        hint = "a permalink must name a configured release tag, e.g. blob/v0.20.0/..."
+    else:
+        hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "
+                f"annotate.toml and run 'annotate index {pin}'")
+    return ResolveError(f"{pin} is neither indexed nor configured", hint=hint)
 
 
 def _relation_error(

@@ -25,6 +25,13 @@ class ResolveError(AnnotationError):
 class UnindexedVersion(ResolveError):
     """The ref's version is not in the index (yet)."""
 
+    @classmethod
+    def of(cls, repo: str, version: str) -> UnindexedVersion:
+        error = cls(f"{repo}@{version} is not indexed",
+                    hint=f"run 'annotate index {repo}@{version}'")
+        error.repo, error.version = repo, version
+        return error
+
 
 class AmbiguousRef(ResolveError):
     """A short or dotted ref that names more than one symbol."""
@@ -90,9 +97,7 @@ class Resolver:
             self._version_keys[repo, version] = queries.version_id(self.database, repo, version)
         key = self._version_keys[repo, version]
         if key is None:
-            raise UnindexedVersion(
-                f"{repo}@{version} is not indexed", hint=f"run 'annotate index {repo}@{version}'"
-            )
+            raise UnindexedVersion.of(repo, version)
         return key
 
     def _pin(self, ref: Ref) -> tuple[str, str]:

@@ -281,6 +281,8 @@ CASES: dict[str, Case] = {
     ),
     "unindexed-pin": Case(TOTAL, TOTAL, "vllm@v0:m.py::total", "unindexed",
                           message="vllm@v0 is not indexed (run 'annotate index vllm@v0')"),
+    "unknown-pin": Case(TOTAL, TOTAL, "vllm@v0.2:m.py::total", "broken",
+                        message="vllm@v0.2 is neither indexed nor configured"),
     "lines-file-unchanged": Case(KERNEL, KERNEL, "kernel.cu#L4-L6", "fresh",
                                  path="kernel.cu", message="file unchanged"),
     "lines-unchanged": Case(KERNEL, KERNEL + "// end\n", "kernel.cu#L4-L6", "fresh",
@@ -328,7 +330,7 @@ def _case_claim(case_id: str, case: Case) -> str:
     return "\n".join(lines) + "\n"
 
 
-TABLE_CONFIG = '[repos.vllm]\nversions = ["v1", "v2"]\n'
+TABLE_CONFIG = '[repos.vllm]\nversions = ["v0", "v1", "v2"]\n'  # v0 is never indexed
 
 
 def build_table_index(root: Path) -> None:
@@ -886,6 +888,8 @@ is_neuron 在 {GH}/v0.1.0/vllm/utils.py#L30-L34 检测 Neuron。
 
 def test_permalinks_of_a_markdown_article_point_at_the_article(fake_index: Path) -> None:
     copy_project(fake_index)
+    config = Path("annotate.toml")
+    config.write_text(config.read_text().replace('["v0.1.0"', '["v0.0.9", "v0.1.0"'))
     write(Path("articles/post.md"), POST)
     result = run("check", "--format", "github")
     assert result.exit_code == 1
@@ -901,6 +905,28 @@ def test_permalinks_of_a_markdown_article_point_at_the_article(fake_index: Path)
         f"%0Aclaim {link_claim_id('articles/post.md', old)} of articles/post.md: 旧版本：{old}"
     )
     assert summary.startswith("::notice::2 claims, 2 refs: 0 fresh")
+
+
+@pytest.mark.parametrize(("version", "hint"), [
+    pytest.param("v0.0.9", "a permalink must name a configured release tag, e.g. "
+                 "blob/v0.20.0/...", id="a-release-not-configured"),
+    pytest.param("main", "a permalink must name a configured release tag, e.g. "
+                 "blob/v0.20.0/...", id="a-branch"),
+])
+def test_a_permalink_to_a_version_nobody_indexes_fails_the_check(
+    fake_index: Path, version: str, hint: str
+) -> None:
+    """Left unindexed, it would never be checked, and CI would stay green."""
+    copy_project(fake_index)
+    write(Path("articles/post.md"), POST.replace("v0.0.9", version))
+    result = run("check", "--format", "github")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[1].startswith(
+        "::error file=articles/post.md,line=8,title=annotate%3A broken claim link-")
+    assert f"is broken: vllm@{version} is neither indexed nor configured%0A" in result.stdout
+    linked = run("link")
+    assert linked.exit_code == 2
+    assert f"vllm@{version} is neither indexed nor configured (hint: {hint})" in linked.stderr
 
 
 def test_format_sarif_validates(formats_project: Path) -> None:

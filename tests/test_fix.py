@@ -22,7 +22,7 @@ from annotations.loader import link_claim_id
 from annotations.yaml_edit import Span
 
 GH = "https://github.com/vllm-project/vllm/blob"
-CONFIG = '[repos.vllm]\nversions = ["v1", "v2"]\n'
+CONFIG = '[repos.vllm]\nversions = ["v0", "v1", "v2"]\n'  # v0 is never indexed
 
 POOL = '''
 

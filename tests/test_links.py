@@ -552,7 +552,10 @@ def test_one_bad_file_does_not_stop_the_others(project: Path) -> None:
     ]
 
 
-def test_unindexed_version_is_a_warning(project: Path) -> None:
+def test_a_configured_version_not_yet_indexed_is_a_warning(project: Path) -> None:
+    config = Path("annotate.toml")
+    config.write_text(config.read_text().replace("versions = [", 'versions = ["v9.9.9", '))
+    assert "v9.9.9" in config.read_text()
     write("annotations/later.yml", claim("vllm@v9.9.9:vllm/utils.py::cdiv"))
     write("articles/later.md", f"# T\n\nSee {GH}/v9.9.9/vllm/utils.py#L5.\n")
     result = link()
@@ -568,6 +571,22 @@ def test_unindexed_version_is_a_warning(project: Path) -> None:
         (f"{GH}/v9.9.9/vllm/utils.py#L5", "unindexed", "vllm@v9.9.9 is not indexed", None),
         ("vllm@v9.9.9:vllm/utils.py::cdiv", "unindexed", "vllm@v9.9.9 is not indexed", None),
     ]
+
+
+def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> None:
+    """A typo in a pin, or a release nobody configured: no ``annotate index`` of the
+    configured versions would ever check it, so it must not pass as merely unindexed."""
+    write("annotations/later.yml", claim("vllm@v0.1:vllm/utils.py::cdiv"))
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "Error: annotations/later.yml:7: vllm@v0.1 is neither indexed nor configured (hint: "
+        "fix the pin, or add v0.1 to [repos.vllm] versions in annotate.toml and run "
+        "'annotate index vllm@v0.1')",
+        "Error: 1 problem in the annotations (see above)",
+    ]
+    assert rows("SELECT state, message FROM claim_refs") == [
+        ("broken", "vllm@v0.1 is neither indexed nor configured")]
 
 
 def test_link_without_an_index(tmp_path: Path) -> None:
