@@ -78,7 +78,8 @@ class ProjectConfig:
     db: Path
     cache_dir: Path
     repos: dict[str, RepoConfig]
-    annotations: tuple[str, ...] = ("annotations/**/*.yml", "articles/**/*.yml")
+    annotations: tuple[str, ...] = ("annotations/**/*.yml", "annotations/**/*.yaml",
+                                    "articles/**/*.yml", "articles/**/*.yaml")
     articles: tuple[str, ...] = ("articles/**/*.md",)
     fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
     source_file: Path | None = None
@@ -223,6 +224,12 @@ def _repo(
     )
     if repo.target is not None:
         check_version_name(repo.target)
+        if repo.target not in repo.versions:
+            raise ConfigError(
+                f"{where} [repos.{name}]: target '{repo.target}' is not one of its versions "
+                f"({', '.join(repo.versions) or 'none'})",
+                "fix the target, or add it to versions",
+            )
     return repo
 
 

@@ -526,6 +526,11 @@ CONFIGS = [
         "[repos.'bad name']\n", "{path}: invalid repo name 'bad name'; use letters, digits, _ . -",
         id="invalid-repo-name",
     ),
+    pytest.param(
+        "[repos.vllm]\nversions = ['v0.20.0', 'v0.25.0']\ntarget = 'v0.250'\n",
+        "{path} [repos.vllm]: target 'v0.250' is not one of its versions (v0.20.0, v0.25.0); "
+        "fix the target, or add it to versions", id="target-not-a-version",
+    ),
 ]
 
 

@@ -589,6 +589,14 @@ def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> No
         ("broken", "vllm@v0.1 is neither indexed nor configured")]
 
 
+def test_yaml_files_are_found_by_either_extension(project: Path) -> None:
+    write("annotations/a.yml", claim("cdiv"))
+    write("articles/deep/b.yaml", claim("cdiv").replace("article: notes", "article: b"))
+    result = link()
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    assert result.stdout.startswith("2 articles, 2 claims, 2 refs: 2 linked")
+
+
 def test_link_without_an_index(tmp_path: Path) -> None:
     write("annotations/a.yml", claim("cdiv"))
     result = link()
