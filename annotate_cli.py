@@ -398,6 +398,7 @@ def _link(context: Context, database: Any) -> Any:
 @reports_errors
 def link(context: Context) -> None:
     """Resolve every claim's refs at their pins and store the links."""
+    _require_annotation_files(context.config)
     with context.database() as database:
         outcome = _link(context, database)
     for error in outcome.errors:
@@ -554,8 +555,6 @@ def check(
     from annotations.reports import render
 
     report, input_errors = _checked(context, against, today.date() if today else None)
-    if not report.results:
-        _note_no_annotation_files(context.config)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     text = render(report, output_format, color=color)
     _write_report(output, text)
@@ -620,6 +619,8 @@ def _checked(
         raise click.BadParameter("give one version per repo", param_hint="--against")
     for repo in pins:
         context.config.repo(repo)
+    if relink:
+        _require_annotation_files(context.config)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on)
     with context.database() as database:
         for repo, version in pins.items():
@@ -632,14 +633,16 @@ def _checked(
     return report, input_errors
 
 
-def _note_no_annotation_files(config: ProjectConfig) -> None:
-    """A check of nothing passes: say so when that is because no file matched."""
+def _require_annotation_files(config: ProjectConfig) -> None:
+    """Linking no file would pass a check of nothing, and empty the stored links: refuse
+    (a glob's typo, or a run from the wrong folder)."""
     from annotations.links import annotation_files
 
     if not any(annotation_files(config)):
         patterns = ", ".join(config.annotations + config.articles) or "(none)"
-        _note(f"Note: no annotation file under {config.root} matches {patterns}; set "
-              "'annotations' and 'articles' in annotate.toml")
+        raise UserError(f"no annotation file under {config.root} matches {patterns}; run "
+                        "from your articles' folder, or set 'annotations' and 'articles' in "
+                        "annotate.toml")
 
 
 def _unreadable_files(errors: list[Exception]) -> str:

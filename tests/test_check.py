@@ -9,6 +9,7 @@ Two indexes are built once per module and copied into each test's directory:
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -456,18 +457,32 @@ def test_claim_status_is_its_worst_refs(table_index: Path) -> None:
     assert set(statuses) == {("blog/worst.md", claim) for claim in refs}
 
 
-def test_check_of_no_annotation_files_says_so(table_index: Path) -> None:
+@pytest.mark.parametrize("command", ["check", "link", "fix"])
+def test_no_annotation_files_is_an_error_and_keeps_the_links(
+    table_index: Path, command: str
+) -> None:
+    """A glob's typo, or CI run from the wrong folder: not a green check of nothing."""
     copy_project(table_index)
+    write(Path("annotations/a.yml"), "article: a.md\nat: vllm@v1\nclaims:\n  - id: a\n"
+          "    text: t\n    refs: [nowhere.py::f]\n")
+    run("link")
+    stored = _stored_links()
     for folder in ("annotations", "articles"):
         shutil.rmtree(folder, ignore_errors=True)
     config = load_config()
-    result = run("check")
-    assert result.exit_code == 0
+    result = run(command)
+    assert (result.exit_code, result.stdout) == (2, "")
     patterns = ", ".join(config.annotations + config.articles)
     assert result.stderr == (
-        f"Note: no annotation file under {config.root} matches {patterns}; set 'annotations' "
-        "and 'articles' in annotate.toml\n"
+        f"Error: no annotation file under {config.root} matches {patterns}; run from your "
+        "articles' folder, or set 'annotations' and 'articles' in annotate.toml\n"
     )
+    assert stored and _stored_links() == stored
+
+
+def _stored_links() -> list[tuple]:
+    with contextlib.closing(sqlite3.connect(DB)) as conn:
+        return conn.execute("SELECT * FROM claim_refs ORDER BY 1").fetchall()
 
 
 def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) -> None:

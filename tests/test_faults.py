@@ -623,6 +623,14 @@ def _damage_a_page(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def _an_annotation_file() -> None:
+    """Something for ``check`` and ``link`` to read (with none they stop before the index)."""
+    path = Path("annotations/a.yml")
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("article: a.md\nat: vllm@v0.1.0\nclaims:\n  - id: a\n    text: t\n"
+                    "    refs: [vllm/a.py::f]\n")
+
+
 @pytest.mark.parametrize("command", [
     pytest.param(("versions",), id="versions"),
     pytest.param(("symbols", "vllm@v0.1.0"), id="symbols"),
@@ -636,6 +644,7 @@ def test_damaged_database_is_one_error_and_left_alone(
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     _damage_a_page(indexed_db)
     damaged = indexed_db.read_bytes()
+    _an_annotation_file()
     result = run(*command)
     one_error_line(result, "malformed", "rebuild it")
     assert indexed_db.read_bytes() == damaged
@@ -655,6 +664,7 @@ def test_file_that_is_not_a_database_is_refused_by_every_command(
     db.parent.mkdir()
     junk = b"SQLite format 2\0" + os.urandom(8000)
     db.write_bytes(junk)
+    _an_annotation_file()
     result = run(*command)
     one_error_line(result, "is not an annotate database", "pass another --db PATH")
     assert db.read_bytes() == junk
@@ -665,6 +675,7 @@ def test_newer_database_is_refused_by_index_and_check(indexed_db: Path) -> None:
     with contextlib.closing(sqlite3.connect(indexed_db)) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     before = dump(indexed_db)
+    _an_annotation_file()
     for command in (("index", "vllm@v0.2.0", "--from", "."), ("check",), ("link",)):
         result = run(*command)
         one_error_line(result, f"has schema version {SCHEMA_VERSION + 1}, newer than",
