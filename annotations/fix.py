@@ -313,7 +313,7 @@ def _anchor(url: str | None) -> tuple[int, int] | None:
     return start, int(match.group(2) or start)
 
 
-_ANCHOR = re.compile(r"#L([0-9]+)(?:-L?([0-9]+))?\Z")
+_ANCHOR = re.compile(r"#L([0-9]+)(?:C[0-9]+)?(?:-L?([0-9]+)(?:C[0-9]+)?)?\Z")
 
 
 _BUMP_BLOCKERS = {

@@ -36,6 +36,11 @@ LOCALS = "<locals>"
 _REPO_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _VERSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _ANCHOR_RE = re.compile(r"L([0-9]{1,9})(?:-L?([0-9]{1,9}))?")
+# GitHub's own permalinks may also name columns (#L178C5-L209C40, from a selection in its
+# code view) and ask for the plain view of a rendered file (?plain=1); both are ignored.
+_PERMALINK_ANCHOR_RE = re.compile(
+    r"L([0-9]{1,9})(?:C[0-9]{1,9})?(?:-L?([0-9]{1,9})(?:C[0-9]{1,9})?)?")
+_PLAIN_VIEW = re.compile(r"\?plain=[01]\Z")
 _GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _GITHUB_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 _URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -245,8 +250,8 @@ def _check_qualname(qualname: str, whole: str) -> None:
         raise RefSyntaxError(f"invalid qualname '{_clip(qualname)}'", hint=_QUALNAME_HINT)
 
 
-def _parse_anchor(anchor: str, path: str) -> tuple[int, int]:
-    match = _ANCHOR_RE.fullmatch(anchor)
+def _parse_anchor(anchor: str, path: str, pattern: re.Pattern = _ANCHOR_RE) -> tuple[int, int]:
+    match = pattern.fullmatch(anchor)
     if match is None:
         raise RefSyntaxError(
             f"invalid line anchor '#{_clip(anchor)}' after path '{_clip(path)}': {_ANCHOR_HELP}"
@@ -267,6 +272,7 @@ def _parse_permalink(s: str) -> Ref:
             hint=_PERMALINK_SHAPE,
         )
     location, hash_sign, fragment = s[len(GITHUB_PREFIX) :].partition("#")
+    location = _PLAIN_VIEW.sub("", location)
     if "?" in location:
         raise RefSyntaxError(f"GitHub permalink '{_clip(s)}' must not have a query string")
     parts = location.split("/", 4)
@@ -279,7 +285,8 @@ def _parse_permalink(s: str) -> Ref:
     _check_version(version, s)
     path = _unquote_path(raw_path, s)
     _check_path(path, s, "#")
-    start, end = _parse_anchor(fragment, path) if hash_sign else (None, None)
+    start, end = _parse_anchor(fragment, path, _PERMALINK_ANCHOR_RE) if hash_sign else (
+        None, None)
     return Ref(
         None,
         version,

@@ -287,6 +287,8 @@ def test_permalinks_get_their_new_url_at_the_target() -> None:
                  f"{GH}/v2/vllm/v1/worker/cache_engine.py#L18", id="one-line-in-a-method"),
     pytest.param(f"{GH}/v1/vllm/sampling.py#L2-L3",
                  f"{GH}/v2/vllm/sample/sampling.py#L1-L4", id="symbol-changed-length"),
+    pytest.param(f"{GH}/v1/vllm/worker/cache_engine.py?plain=1#L10C5-L11C20",
+                 f"{GH}/v2/vllm/v1/worker/cache_engine.py#L11-L12", id="githubs-own-variants"),
 ])
 def test_a_permalink_inside_a_symbol_keeps_its_lines(old: str, new: str) -> None:
     path = write("articles/inside.md", _linking_article(old))

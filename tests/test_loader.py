@@ -621,8 +621,8 @@ MARKDOWN_ERRORS = [
         id="front-matter-list",
     ),
     pytest.param(
-        "intro\n\nsee https://github.com/o/n/blob/v1/x.py#L5C3-L7C1 now\n",
-        ["a.md:3: invalid line anchor '#L5C3-L7C1' after path 'x.py': expected '#Lx' or '#Lx-Ly'"],
+        "intro\n\nsee https://github.com/o/n/blob/v1/x.py#L5-C3 now\n",
+        ["a.md:3: invalid line anchor '#L5-C3' after path 'x.py': expected '#Lx' or '#Lx-Ly'"],
         id="bad-permalink",
     ),
     pytest.param(

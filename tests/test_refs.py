@@ -94,6 +94,18 @@ VALID = [
         id="permalink-single",
     ),
     pytest.param(
+        f"{GH}/v0.20.0/a.py?plain=1#L178C5-L209C40",
+        Ref(None, "v0.20.0", RefForm.PERMALINK, path="a.py", start_line=178, end_line=209,
+            github="vllm-project/vllm"),
+        id="permalink-plain-view-and-columns",
+    ),
+    pytest.param(
+        f"{GH}/v0.20.0/a.py#L7C3",
+        Ref(None, "v0.20.0", RefForm.PERMALINK, path="a.py", start_line=7, end_line=7,
+            github="vllm-project/vllm"),
+        id="permalink-one-column",
+    ),
+    pytest.param(
         f"{GH}/v0.20.0/docs/%E4%B8%AD%20x.md",
         Ref(None, "v0.20.0", RefForm.PERMALINK, path="docs/中 x.md", github="vllm-project/vllm"),
         id="permalink-no-fragment-percent-encoded",
@@ -216,8 +228,8 @@ INVALID = [
         id="url-no-path",
     ),
     pytest.param(
-        "https://github.com/a/b/blob/v1/x.py?plain=1#L2",
-        "GitHub permalink 'https://github.com/a/b/blob/v1/x.py?plain=1#L2' "
+        "https://github.com/a/b/blob/v1/x.py?raw=true#L2",
+        "GitHub permalink 'https://github.com/a/b/blob/v1/x.py?raw=true#L2' "
         "must not have a query string",
         id="url-query",
     ),
