@@ -630,7 +630,14 @@ def _checked(
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
     for error in input_errors:
         click.echo(f"Error: {error}", err=True)
-    return report, input_errors
+    return report.with_input_errors(tuple(_input_error(e) for e in input_errors)), input_errors
+
+
+def _input_error(error: Any) -> Any:
+    from annotations.results import InputError
+
+    hint = f" (hint: {error.hint})" if error.hint else ""
+    return InputError(error.file or "", error.line, f"{error.message}{hint}")
 
 
 def _require_annotation_files(config: ProjectConfig) -> None:

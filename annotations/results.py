@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 
@@ -56,10 +56,27 @@ class RefResult:
 
 
 @dataclass(frozen=True)
+class InputError:
+    """An annotation file that could not be read, where and why: its claims are not checked."""
+
+    file: str
+    line: int | None
+    message: str
+
+
+@dataclass(frozen=True)
 class CheckReport:
     results: tuple[RefResult, ...]
     target_versions: tuple[str, ...] = ()
     fail_on: tuple[str, ...] = field(default_factory=tuple)
+    input_errors: tuple[InputError, ...] = ()
+
+    def with_input_errors(self, errors: tuple[InputError, ...]) -> CheckReport:
+        """This report with the files that could not be read: their last stored claims,
+        which the file no longer says, are dropped from the results."""
+        unreadable = {error.file for error in errors}
+        kept = tuple(result for result in self.results if result.file not in unreadable)
+        return replace(self, results=kept, input_errors=self.input_errors + errors)
 
     @property
     def counts(self) -> dict[str, int]:

@@ -600,12 +600,34 @@ def test_bad_annotation_file_exits_2_after_the_report(
         code, report = check_json("--exit-zero")
         assert code == 2
         assert {r["claim"] for r in report["results"]} == {"changed", "removed"}
+        [unread] = report["input_errors"]
+        assert f"{unread['file']}:{unread['line']}: {unread['message']}".startswith(error)
     result = run("check")
     assert result.exit_code == 2
     errors = result.stderr.splitlines()
     assert errors[0].startswith(f"Error: {error}")
     assert errors[-1] == "Error: 1 annotation file could not be read (see above)"
     assert "blog/a.md" in result.stdout
+
+
+def test_the_claims_a_broken_file_had_are_not_reported_and_ci_sees_why(
+    table_index: Path
+) -> None:
+    copy_project(table_index)
+    _two_claims()
+    good = annotation("blog/b.md", "vllm@v1", claim_yaml("gone", [STATUS_REFS["removed"]]))
+    write(Path("annotations/b.yml"), good)
+    assert {r["claim"] for r in check_json("--exit-zero")[1]["results"]} == {
+        "changed", "removed", "gone"}
+    write(Path("annotations/b.yml"), good.replace("claims:", "claims: ["))
+    code, report = check_json("--exit-zero")
+    assert code == 2
+    assert {r["claim"] for r in report["results"]} == {"changed", "removed"}
+    result = run("check", "--format", "github")
+    assert result.exit_code == 2
+    assert "::error file=annotations/b.yml,line=" in result.stdout
+    assert "title=annotate%3A annotation file not read::invalid YAML" in result.stdout
+    assert result.stdout.endswith("; stale; 1 annotation file could not be read (not checked)\n")
 
 
 def test_output_file(table_index: Path) -> None:
@@ -826,7 +848,8 @@ def test_format_lines_match_the_file() -> None:
 def test_format_json(formats_project: Path) -> None:
     code, report = check_json()
     assert code == 1
-    assert set(report) == {"results", "summary"}
+    assert set(report) == {"results", "summary", "input_errors"}
+    assert report["input_errors"] == []
     results = {r["claim"]: r for r in report["results"]}
     assert {claim: (r["status"], r["line"], r["failing"]) for claim, r in results.items()} == {
         "fresh": ("fresh", 7, False), "changed": ("changed", 11, True),

@@ -23,7 +23,7 @@ from annotations.reports import (
     sarif,
     text,
 )
-from annotations.results import CheckReport, RefResult, Status
+from annotations.results import CheckReport, InputError, RefResult, Status
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 
@@ -348,7 +348,7 @@ RESULT_KEYS = [
 
 def test_json_shape() -> None:
     data = json.loads(render(rich_report(), "json"))
-    assert list(data) == ["results", "summary"]
+    assert list(data) == ["results", "summary", "input_errors"]
     assert all(list(item) == RESULT_KEYS for item in data["results"])
     assert [f.name for f in fields(RefResult)] == RESULT_KEYS
 
@@ -897,3 +897,53 @@ def test_text_aligns_wide_characters() -> None:
     prefix = [line[: line.index("annotations/")] for line in (first, second)]
     assert [text.width(p) for p in prefix] == [text.width(prefix[0])] * 2
     assert prefix[0] != prefix[1]
+
+
+# --- annotation files that could not be read --------------------------------------------------
+
+UNREAD = InputError("annotations/bad.yml", 3, "invalid YAML: mapping values are not allowed here")
+UNREAD_NOTE = "1 annotation file could not be read (not checked)"
+
+
+def unread_report() -> CheckReport:
+    return report_of(make(Status.FRESH)).with_input_errors((UNREAD,))
+
+
+@pytest.mark.parametrize(("fmt", "expected"), [
+    pytest.param("text", f"; nothing stale; {UNREAD_NOTE}", id="text"),
+    pytest.param("github", "::error file=annotations/bad.yml,line=3,title=annotate%3A annotation "
+                 f"file not read::{UNREAD.message}; its claims are not checked", id="github"),
+    pytest.param("markdown", f"**{UNREAD_NOTE.capitalize()}**: fix it and check again.\n\n"
+                 f"- <code>annotations/bad.yml:3</code>: {UNREAD.message}", id="markdown"),
+])
+def test_a_file_not_read_is_in_the_report(fmt: str, expected: str) -> None:
+    rendered = render(unread_report(), fmt)
+    assert expected in rendered
+    assert expected not in render(report_of(make(Status.FRESH)), fmt)
+
+
+def test_a_file_not_read_is_in_the_json_report() -> None:
+    data = json.loads(render(unread_report(), "json"))
+    assert data["input_errors"] == [
+        {"file": "annotations/bad.yml", "line": 3, "message": UNREAD.message}]
+
+
+def test_a_file_not_read_makes_the_sarif_run_unsuccessful() -> None:
+    log = json.loads(render(unread_report(), "sarif"))
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.validators.validator_for(schema)(schema).validate(log)
+    [invocation] = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False
+    [notification] = invocation["toolExecutionNotifications"]
+    assert notification["level"] == "error"
+    assert notification["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "annotations/bad.yml"}, "region": {"startLine": 3}}
+    clean = json.loads(render(report_of(make(Status.FRESH)), "sarif"))
+    assert clean["runs"][0]["invocations"] == [
+        {"executionSuccessful": True, "toolExecutionNotifications": []}]
+
+
+def test_the_last_claims_of_a_file_not_read_are_not_reported() -> None:
+    kept = make(Status.CHANGED, file="annotations/good.yml")
+    report = report_of(kept, make(Status.CHANGED, file="annotations/bad.yml"))
+    assert report.with_input_errors((UNREAD,)).results == (kept,)

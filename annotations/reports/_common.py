@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from annotations.results import CheckReport, RefResult, Status
+from annotations.results import CheckReport, InputError, RefResult, Status
 from annotations.wording import counted
 
 Level = Literal["error", "warning", "notice"]
@@ -107,9 +107,9 @@ def display_ref(result: RefResult) -> str:
     return result.ref
 
 
-def location(result: RefResult) -> str:
+def location(item: RefResult | InputError) -> str:
     """``file:line`` of the annotation, or just the file when the line is unknown."""
-    return f"{result.file}:{result.line}" if result.line > 0 else result.file
+    return f"{item.file}:{item.line}" if item.line and item.line > 0 else item.file
 
 
 def by_article(results: Iterable[RefResult]) -> dict[str, list[RefResult]]:
@@ -139,4 +139,12 @@ def summary_line(report: CheckReport) -> str:
     waived_text = f" ({waived} waived)" if waived else ""
     verdict = "stale" if has_unwaived_stale(report) else "nothing stale"
     head = f"{counted(summary['claims'], 'claim')}, {counted(summary['refs'], 'ref')}"
-    return f"{head}: {parts}{waived_text}; {verdict}"
+    return f"{head}: {parts}{waived_text}; {verdict}{unreadable_note(report)}"
+
+
+def unreadable_note(report: CheckReport) -> str:
+    """``; 2 annotation files could not be read (not checked)``, or nothing."""
+    files = len({error.file for error in report.input_errors})
+    if not files:
+        return ""
+    return f"; {counted(files, 'annotation file')} could not be read (not checked)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from annotations.reports._common import display_ref, level, summary_line, waiver_note
-from annotations.results import CheckReport, RefResult
+from annotations.results import CheckReport, InputError, RefResult
 
 MAX_CLAIM_TEXT = 200
 """Characters of claim text quoted in an annotation's message."""
@@ -47,6 +47,7 @@ def command(name: str, message: str, properties: dict[str, str] | None = None) -
 def render(report: CheckReport) -> str:
     """One annotation per failing, stale, waived or unindexed result, then a summary notice."""
     lines = [_annotation(result, name) for result in report.results if (name := level(result))]
+    lines += [_input_error(error) for error in report.input_errors]
     lines.append(command("notice", summary_line(report)))
     return "\n".join(lines)
 
@@ -57,6 +58,14 @@ def _annotation(result: RefResult, name: str) -> str:
         properties["line"] = str(result.line)
     properties["title"] = f"annotate: {result.status.value} claim {result.claim}"
     return command(name, message(result), properties)
+
+
+def _input_error(error: InputError) -> str:
+    properties = {"file": error.file}
+    if error.line:
+        properties["line"] = str(error.line)
+    properties["title"] = "annotate: annotation file not read"
+    return command("error", f"{error.message}; its claims are not checked", properties)
 
 
 def message(result: RefResult) -> str:

@@ -1,9 +1,11 @@
-"""``{"results": [...], "summary": {...}}``: every RefResult field, keys in field order."""
+"""``{"results": [...], "summary": {...}, "input_errors": [...]}``: every RefResult field,
+keys in field order; each annotation file that could not be read as ``file``, ``line`` and
+``message``."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import asdict, fields
 from typing import Any
 
 from annotations.results import CheckReport, RefResult
@@ -28,6 +30,7 @@ def report_to_dict(report: CheckReport) -> dict[str, Any]:
     return {
         "results": [result_to_dict(result) for result in report.results],
         "summary": report.summary(),
+        "input_errors": [asdict(error) for error in report.input_errors],
     }
 
 

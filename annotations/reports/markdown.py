@@ -18,6 +18,7 @@ from annotations.reports._common import (
     location,
     needs_attention,
     truncate_lines,
+    unreadable_note,
     waiver_note,
 )
 from annotations.results import CheckReport, RefResult, Status
@@ -53,7 +54,7 @@ def fence_for(block: str) -> str:
 
 def render(report: CheckReport) -> str:
     """Heading, verdict, a table of counts, then a table per article of its non-fresh refs."""
-    parts = [HEADING, _verdict(report), _summary_table(report)]
+    parts = [HEADING, _verdict(report), *_unread_files(report), _summary_table(report)]
     groups = {
         article: rows
         for article, results in by_article(report.results).items()
@@ -76,6 +77,17 @@ def _verdict(report: CheckReport) -> str:
     attention = sum(1 for r in report.results if needs_attention(r))
     noun = "ref needs" if attention == 1 else "refs need"
     return f"{head}. **Stale:** {attention} {noun} attention."
+
+
+def _unread_files(report: CheckReport) -> list[str]:
+    if not report.input_errors:
+        return []
+    items = [f"- {code(location(error))}: {text(error.message)}"
+             for error in report.input_errors]
+    head = (f"**{unreadable_note(report).removeprefix('; ').capitalize()}**: fix "
+            f"{'it' if len({e.file for e in report.input_errors}) == 1 else 'them'} and "
+            "check again.")
+    return [head, "\n".join(items)]
 
 
 def _summary_table(report: CheckReport) -> str:

@@ -33,10 +33,27 @@ def build_log(report: CheckReport) -> dict[str, Any]:
     """The SARIF log object: one run of the `annotate` driver."""
     run = {
         "tool": {"driver": _driver()},
+        "invocations": [_invocation(report)],
         "results": [_result(r) for r in report.results if _reported(r)],
         "properties": {"summary": report.summary(), "failOn": list(report.fail_on)},
     }
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _invocation(report: CheckReport) -> dict[str, Any]:
+    """Whether the check read every annotation file; each one it could not, as an error."""
+    notifications = []
+    for error in report.input_errors:
+        physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(error.file)}}
+        if error.line:
+            physical["region"] = {"startLine": error.line}
+        notifications.append({
+            "level": "error",
+            "message": {"text": f"{error.message}; its claims are not checked"},
+            "locations": [{"physicalLocation": physical}],
+        })
+    return {"executionSuccessful": not report.input_errors,
+            "toolExecutionNotifications": notifications}
 
 
 def rule_id(status: Status) -> str:
