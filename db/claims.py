@@ -203,24 +203,27 @@ def waivers(database: Database) -> dict[int, list[dict]]:
 
 
 def search(database: Database, text: str, limit: int = 50) -> list[dict]:
-    """Claims whose text, article title or cited symbols contain ``text``.
+    """Claims whose text, article title or cited symbols contain every word of ``text``
+    (in any order and place), or the whole of ``text`` when it is in double quotes.
 
-    FTS5's trigram tokenizer needs three characters; shorter queries (two Chinese
-    characters, say) fall back to a substring scan.
+    FTS5's trigram tokenizer needs three characters; a shorter word (two Chinese
+    characters, say) is found by a substring scan of the claims the others matched.
     """
-    if len(text) >= 3:
-        phrase = '"' + text.replace('"', '""') + '"'
-        sql = (
-            "SELECT s.article, s.claim_id, s.title, s.text, s.symbols FROM claim_search s"
-            " WHERE claim_search MATCH ? ORDER BY rank LIMIT ?"
-        )
-        return list(database.query(sql, (phrase, limit)))
-    pattern = "%" + _like_escape(text) + "%"
-    sql = (
-        "SELECT article, claim_id, title, text, symbols FROM claim_search WHERE text LIKE ?1"
-        " ESCAPE '\\' OR title LIKE ?1 ESCAPE '\\' OR symbols LIKE ?1 ESCAPE '\\' LIMIT ?2"
-    )
-    return list(database.query(sql, (pattern, limit)))
+    quoted = len(text) > 2 and text[0] == text[-1] == '"'
+    words = [text[1:-1]] if quoted else text.split() or [text]
+    long_words = [word for word in words if len(word) >= 3]
+    conditions, params = [], []
+    if long_words:
+        conditions.append("claim_search MATCH ?")
+        params.append(" AND ".join('"' + word.replace('"', '""') + '"' for word in long_words))
+    for word in (word for word in words if len(word) < 3):
+        conditions.append("(text LIKE ? ESCAPE '\\' OR title LIKE ? ESCAPE '\\'"
+                          " OR symbols LIKE ? ESCAPE '\\')")
+        params += ["%" + _like_escape(word) + "%"] * 3
+    order = " ORDER BY rank" if long_words else ""
+    sql = (f"SELECT article, claim_id, title, text, symbols FROM claim_search"
+           f" WHERE {' AND '.join(conditions)}{order} LIMIT ?")
+    return list(database.query(sql, (*params, limit)))
 
 
 def _like_escape(text: str) -> str:

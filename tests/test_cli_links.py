@@ -279,6 +279,11 @@ SEARCHES = [
     pytest.param("50%", ["percent"], id="percent-is-literal"),
     pytest.param("%", ["percent"], id="lone-percent-is-literal"),
     pytest.param("无此内容", [], id="no-match"),
+    pytest.param("forward 残差", ["forward-rms"], id="words-in-any-place"),
+    pytest.param("残差 RMSNorm", ["forward-rms"], id="words-in-any-order"),
+    pytest.param("默认 0.92", ["util-raised"], id="every-word-must-match"),
+    pytest.param("forward 无此", [], id="one-word-missing"),
+    pytest.param('"残差 RMSNorm"', [], id="quotes-make-a-phrase"),
 ]
 
 
