@@ -434,7 +434,8 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     with context.database() as database:
         _note_outdated_links(context, database)
         if article is not None:
-            rows = claim_store.links_of_article(database, article)
+            rows = claim_store.links_of_article(database, article) or (
+                claim_store.links_of_article(database, _as_displayed(context, article)))
             if not rows:
                 raise UserError(f"no claims of article '{article}' are linked; "
                                 "check the path, or run 'annotate link'")
@@ -443,6 +444,13 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     if article is not None:
         rows = _with_current_status(context, rows)
     _print_links(rows, output_format, by_symbol=article is None)
+
+
+def _as_displayed(context: Context, path: str) -> str:
+    """A file path as the stored claims name it: relative to the project root, no ``./``."""
+    from annotations.loader import display_path
+
+    return display_path(Path(path), context.config.root)
 
 
 def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:

@@ -88,6 +88,8 @@ class FilePlan:
     def apply(self, edit: Span | NewLine) -> None:
         if isinstance(edit, Span):
             line = self.lines[edit.line]
+            if line[edit.start:edit.end] == edit.new:
+                return  # already so: a pin at the target, say
             self.lines[edit.line] = line[:edit.start] + edit.new + line[edit.end:]
         else:
             ending = self._ending()

@@ -219,10 +219,11 @@ line  claim           version  state   status   symbol
 """  # noqa: E501
 
 
-@pytest.mark.parametrize("article", ["blog/mla-tp.md", "annotations/mla.yml"],
-                         ids=["article-path", "annotation-file"])
+@pytest.mark.parametrize("article", ["blog/mla-tp.md", "annotations/mla.yml",
+                                     "./annotations/mla.yml", "{cwd}/annotations/mla.yml"],
+                         ids=["article-path", "annotation-file", "dot-slash", "absolute"])
 def test_links_of_an_article(article: str) -> None:
-    assert ok("links", "--article", article) == ARTICLE_TABLE
+    assert ok("links", "--article", article.format(cwd=Path.cwd())) == ARTICLE_TABLE
 
 
 def test_links_of_an_article_reads_no_annotation_files() -> None:

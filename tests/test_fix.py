@@ -426,6 +426,14 @@ def test_bump_of_a_flow_claim_in_front_matter() -> None:
     assert path.read_text(encoding="utf-8") == article.replace("id: c,", "id: c, at: vllm@v2,", 1)
 
 
+def test_bump_of_a_claim_already_at_the_target_edits_nothing() -> None:
+    text = BUMP.replace("at: 'vllm@v1'", "at: 'vllm@v2'")
+    path = write("annotations/bump.yml", text)
+    result = fix("--bump", "own-pin")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "0 edits in 0 files\n", "")
+    assert path.read_text(encoding="utf-8") == text
+
+
 NEW_MERGE = "vllm@v2:vllm/core/block_utils.py::merge_blocks"
 MERGE = "vllm/block_utils.py::merge_blocks"
 ONE_LINE = f"  - {{id: a, text: x, refs: [{MERGE}]}}\n  - {{id: b, text: y, refs: [{MERGE}]}}\n"
