@@ -5,13 +5,14 @@ Every error a user can cause is one line on stderr (``Error: ...``) and exit cod
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -132,7 +133,38 @@ def _note_outdated_links(context: Context, database: Any) -> None:
 pass_context = click.make_pass_decorator(Context)
 
 
-@click.group()
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as one ``Error:`` line that says where the help is, instead of
+    click's usage text, blank line and error."""
+
+    def show(self, file: Any = None) -> None:
+        where = f" (see '{self.ctx.command_path} --help')" if self.ctx else ""
+        click.echo(f"Error: {self.format_message()}{where}", err=True)
+
+
+class OneLineErrorsGroup(click.Group):
+    """The command group whose usage errors, its own and its commands', are one line."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _usage_errors_on_one_line():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _usage_errors_on_one_line():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _usage_errors_on_one_line() -> Iterator[None]:
+    try:
+        yield
+    except OneLineUsageError:
+        raise
+    except click.UsageError as error:
+        raise OneLineUsageError(error.format_message(), ctx=error.ctx) from None
+
+
+@click.group(cls=OneLineErrorsGroup)
 @click.version_option(package_name="vllm-annotate")
 @click.option("--db", "db_path", metavar="PATH", help="Index database (default from config).")
 @click.option("--config", "config_path", metavar="FILE", help="Config file (annotate.toml).")

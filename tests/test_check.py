@@ -43,7 +43,7 @@ RESULT_KEYS = {"article", "claim", "line", "ref", "resolved", "target", "status"
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
+    return CliRunner().invoke(cli, list(args), prog_name="annotate")
 
 
 def check_json(*args: str) -> tuple[int, dict]:

@@ -88,7 +88,7 @@ def project(linked: Path) -> Path:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
+    return CliRunner().invoke(cli, list(args), prog_name="annotate")
 
 
 def ok(*args: str) -> str:
@@ -254,7 +254,8 @@ def test_links_of_an_unknown_article() -> None:
 def test_links_wants_a_symbol_or_an_article(args: list[str]) -> None:
     result = run("links", *args)
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr.splitlines()[-1] == "Error: give either SYMBOL or --article PATH"
+    assert result.stderr == ("Error: give either SYMBOL or --article PATH (see 'annotate links "
+                             "--help')\n")
 
 
 def test_links_to_a_malformed_ref() -> None:
@@ -322,8 +323,8 @@ def test_search_survives_fts_syntax(query: str) -> None:
 def test_search_refuses_empty_text(query: str) -> None:
     result = run("search", "--", query)
     assert result.exit_code == 2
-    expected = "Error: Invalid value for TEXT: the search text is empty"
-    assert result.stderr.splitlines()[-1] == expected
+    assert result.stderr == ("Error: Invalid value for TEXT: the search text is empty (see "
+                             "'annotate search --help')\n")
 
 
 # -- show ----------------------------------------------------------------------------------------
