@@ -377,12 +377,17 @@ def symbols(
             for row in rows:
                 click.echo(json.dumps({name: row[name] for name in SYMBOL_FIELDS},
                                       ensure_ascii=False))
-            return
-        _table(
-            ["path", "line", "kind", "qualname"],
-            ([r["path"], f"{r['start_line']}-{r['end_line']}", r["kind"], r["qualname"]]
-             for r in rows),
-        )
+        else:
+            _table(
+                ["path", "line", "kind", "qualname"],
+                ([r["path"], f"{r['start_line']}-{r['end_line']}", r["kind"], r["qualname"]]
+                 for r in rows),
+            )
+        if path_glob is not None:
+            matches = queries.path_matcher(path_glob)
+            if not any(matches(path) for path in queries.version_paths(database, version_key)):
+                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; paths "
+                      "are relative to the repository, as in vllm/config/cache.py")
 
 
 # --- show, link, links, search ------------------------------------------------------
@@ -473,6 +478,8 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
                                 "check the path, or run 'annotate link'")
         else:
             rows = _links_to_symbol(database, symbol or "")
+            if not rows:
+                _note_unknown_name(database, symbol or "")
     if article is not None:
         rows = _with_current_status(context, rows)
     _print_links(rows, output_format, by_symbol=article is None)
@@ -491,6 +498,23 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
     report = _run_check(context, (), relink=False)
     status = {(r.file, r.line): r.status.value for r in report.results}
     return [{**row, "status": status.get((row["source_file"], row["line"]))} for row in rows]
+
+
+def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None = None) -> None:
+    """Say so when nothing (at ``version``, or in any indexed version) defines ``name``:
+    a typo, most likely, that an empty answer would hide."""
+    from db import queries
+
+    if "::" in name or "#L" in name or name.startswith("https://"):
+        return
+    short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    key = queries.require_version(database, *version) if version else None
+    close = queries.names_close_to(database, short, key)
+    if close is None:
+        return
+    where = f"at {version[0]}@{version[1]}" if version else "in any indexed version"
+    closest = f" (closest: {', '.join(close)})" if close else ""
+    _note(f"Note: nothing named '{short}' is defined {where}{closest}")
 
 
 def _links_to_symbol(database: Any, symbol: str) -> list[dict]:
@@ -733,8 +757,12 @@ def xref(
     from annotations.xref import xref as find_references
 
     repo, version, name = _xref_target(context, name, version_ref)
+    if not name.strip():
+        raise click.BadParameter("the name is empty", param_hint="NAME")
     with context.database() as database:
         result = find_references(database, repo, version, name)
+        if not result.definitions and not result.references:
+            _note_unknown_name(database, name, (repo, version))
     if output_format == "json":
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
         return

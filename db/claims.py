@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from db.database import Database
+from db.queries import like_escape
 
 REF_COLUMNS = (
     "claim", "seq", "written", "line", "quote", "repo", "version", "resolved", "path",
@@ -149,7 +150,7 @@ def links_to(database: Database, qualname: str, path: str | None = None) -> list
     rows = database.query(
         "SELECT * FROM claim_links WHERE qualname IN (?, ?) OR qualname LIKE ? ESCAPE '\\'"
         " ORDER BY path, qualname, article, claim_id",
-        (qualname, last, "%." + _like_escape(last)),
+        (qualname, last, "%." + like_escape(last)),
     )
     return [
         row for row in rows
@@ -219,12 +220,9 @@ def search(database: Database, text: str, limit: int = 50) -> list[dict]:
     for word in (word for word in words if len(word) < 3):
         conditions.append("(text LIKE ? ESCAPE '\\' OR title LIKE ? ESCAPE '\\'"
                           " OR symbols LIKE ? ESCAPE '\\')")
-        params += ["%" + _like_escape(word) + "%"] * 3
+        params += ["%" + like_escape(word) + "%"] * 3
     order = " ORDER BY rank" if long_words else ""
     sql = (f"SELECT article, claim_id, title, text, symbols FROM claim_search"
            f" WHERE {' AND '.join(conditions)}{order} LIMIT ?")
     return list(database.query(sql, (*params, limit)))
 
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import difflib
 import fnmatch
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -390,6 +391,31 @@ def symbols_named(database: Database, version_key: int, qualname: str) -> list[d
         row for row in rows
         if row["qualname"] == qualname or row["qualname"].endswith("." + qualname)
     ]
+
+
+def names_close_to(
+    database: Database, name: str, version_key: int | None = None
+) -> list[str] | None:
+    """None when a symbol (of the version, or of any indexed one) has this name; else up
+    to three close names that some symbol has, for a "did you mean"."""
+    in_version = (f" AND blob_id IN (SELECT blob_id FROM files f WHERE f.version_id = ?"
+                  f" AND {PYTHON_FILE})") if version_key is not None else ""
+    versions = (version_key,) if version_key is not None else ()
+    found = database.conn.execute(
+        f"SELECT 1 FROM symbols WHERE name = ?{in_version} LIMIT 1", (name, *versions)
+    ).fetchone()
+    if found:
+        return None
+    names = [row[0] for row in database.conn.execute(
+        f"SELECT DISTINCT name FROM symbols WHERE name LIKE ? ESCAPE '\\'{in_version}",
+        (like_escape(name[:2]) + "%", *versions),
+    )]
+    return difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+
+
+def like_escape(text: str) -> str:
+    """``text`` literal in a LIKE pattern with ``ESCAPE '\\'``."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def blob_content(database: Database, blob_id: str) -> bytes | None:

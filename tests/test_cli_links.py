@@ -187,6 +187,18 @@ def test_links_to_an_uncited_symbol() -> None:
     assert json.loads(ok("links", "--format", "json", "LLMEngine.add_request")) == []
 
 
+@pytest.mark.parametrize(("name", "note"), [
+    pytest.param("CacheConfg", "Note: nothing named 'CacheConfg' is defined in any indexed "
+                 "version (closest: CacheConfig, CacheEngine)\n", id="typo"),
+    pytest.param("Zzqxw", "Note: nothing named 'Zzqxw' is defined in any indexed version\n",
+                 id="nothing-close"),
+    pytest.param("LLMEngine.add_request", "", id="defined-but-not-cited"),
+])
+def test_links_to_a_name_nothing_defines_says_so(name: str, note: str) -> None:
+    result = run("links", name)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "No claims cite it.\n", note)
+
+
 def test_links_json_round_trips_the_text() -> None:
     out = ok("links", "--format", "json", "CacheConfig.gpu_memory_utilization")
     assert TEXTS["util-default"] in out  # not \\u-escaped

@@ -261,6 +261,18 @@ def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None
     ]
 
 
+def test_cli_xref_of_a_name_nothing_defines_says_so(indexed: Path) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "ReplicatedLiner", "vllm@v1"])
+    assert result.exit_code == 0
+    assert result.stdout.endswith("0 references in 0 files\n")
+    assert result.stderr == ("Note: nothing named 'ReplicatedLiner' is defined at vllm@v1 "
+                             "(closest: ReplicatedLinear)\n")
+    empty = CliRunner().invoke(cli, ["--db", str(indexed), "xref", " ", "vllm@v1"],
+                               prog_name="annotate")
+    assert (empty.exit_code, empty.stderr) == (
+        2, "Error: Invalid value for NAME: the name is empty (see 'annotate xref --help')\n")
+
+
 def test_cli_xref_unindexed_version_is_one_line(indexed: Path) -> None:
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "X", "vllm@v9"])
     assert result.exit_code == 2
