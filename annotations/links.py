@@ -204,7 +204,9 @@ def _unknown_pin(error: UnindexedVersion, entry: RefEntry) -> ResolveError:
     """A pin at a version neither indexed nor configured: a typo, a branch or a commit, none
     of which ``annotate index`` (of the configured versions) will ever make resolve."""
     pin = f"{error.repo}@{error.version}"
-    if entry.text.startswith("https://"):
+    if error.hint and error.hint.startswith("did you mean"):
+        hint = error.hint
+    elif entry.text.startswith("https://"):
         hint = "a permalink must name a configured release tag, e.g. blob/v0.20.0/..."
     else:
         hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "

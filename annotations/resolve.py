@@ -26,9 +26,8 @@ class UnindexedVersion(ResolveError):
     """The ref's version is not in the index (yet)."""
 
     @classmethod
-    def of(cls, repo: str, version: str) -> UnindexedVersion:
-        error = cls(f"{repo}@{version} is not indexed",
-                    hint=f"run 'annotate index {repo}@{version}'")
+    def of(cls, repo: str, version: str, hint: str) -> UnindexedVersion:
+        error = cls(f"{repo}@{version} is not indexed", hint=hint)
         error.repo, error.version = repo, version
         return error
 
@@ -97,7 +96,8 @@ class Resolver:
             self._version_keys[repo, version] = queries.version_id(self.database, repo, version)
         key = self._version_keys[repo, version]
         if key is None:
-            raise UnindexedVersion.of(repo, version)
+            raise UnindexedVersion.of(repo, version,
+                                      queries.not_indexed_hint(self.database, repo, version))
         return key
 
     def _pin(self, ref: Ref) -> tuple[str, str]:

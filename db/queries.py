@@ -68,10 +68,18 @@ def version_of_wheel(database: Database, repo: str, wheel_sha256: str) -> str | 
 def require_version(database: Database, repo: str, version: str) -> int:
     found = version_id(database, repo, version)
     if found is None:
-        raise MissingIndex(
-            f"{repo}@{version} is not indexed", f"run 'annotate index {repo}@{version}'"
-        )
+        raise MissingIndex(f"{repo}@{version} is not indexed",
+                           not_indexed_hint(database, repo, version))
     return found
+
+
+def not_indexed_hint(database: Database, repo: str, version: str) -> str:
+    """What to do about an unindexed version: the indexed one it is a misspelling of
+    (``0.20.0`` for ``v0.20.0``), or the ``annotate index`` to run."""
+    other = version[1:] if version[:1] == "v" else f"v{version}"
+    if version_id(database, repo, other) is not None:
+        return f"did you mean {repo}@{other}? It is indexed"
+    return f"run 'annotate index {repo}@{version}'"
 
 
 PYTHON_FILE = "substr(f.path, -3) = '.py'"

@@ -589,6 +589,20 @@ def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> No
         ("broken", "vllm@v0.1 is neither indexed nor configured")]
 
 
+def test_a_pin_missing_its_v_names_the_indexed_version(project: Path) -> None:
+    write("annotations/later.yml", claim("vllm@0.1.0:vllm/utils.py::cdiv"))
+    result = link()
+    assert result.stderr.splitlines()[0] == (
+        "Error: annotations/later.yml:7: vllm@0.1.0 is neither indexed nor configured (hint: "
+        "did you mean vllm@v0.1.0? It is indexed)")
+    shown = CliRunner().invoke(cli, ["show", "vllm@0.1.0:vllm/utils.py::cdiv"])
+    assert shown.stderr == ("Error: vllm@0.1.0 is not indexed (hint: did you mean vllm@v0.1.0? "
+                            "It is indexed)\n")
+    symbols = CliRunner().invoke(cli, ["symbols", "vllm@0.1.0"])
+    assert symbols.stderr == ("Error: vllm@0.1.0 is not indexed; did you mean vllm@v0.1.0? It "
+                              "is indexed\n")
+
+
 def test_yaml_files_are_found_by_either_extension(project: Path) -> None:
     write("annotations/a.yml", claim("cdiv"))
     write("articles/deep/b.yaml", claim("cdiv").replace("article: notes", "article: b"))
