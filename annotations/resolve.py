@@ -140,7 +140,7 @@ class Resolver:
         rows = queries.symbols_in_file(self.database, key, path)
         matching = [row for row in rows if row["qualname"] == qualname]
         if not matching:
-            names = [row["qualname"] for row in rows]
+            names = list(dict.fromkeys(row["qualname"] for row in rows))  # defined twice: once
             close = difflib.get_close_matches(qualname, names, n=3, cutoff=0.5)
             raise ResolveError(
                 f"no symbol '{qualname}' in {path} at {repo}@{version}",
@@ -165,7 +165,12 @@ class Resolver:
             module = "/".join(parts[:cut])
             for path in (f"{module}.py", f"{module}/__init__.py"):
                 if path in paths:
-                    return self._symbol(repo, version, key, path, ".".join(parts[cut:]))
+                    try:
+                        return self._symbol(repo, version, key, path, ".".join(parts[cut:]))
+                    except ResolveError:
+                        if path.endswith("/__init__.py"):
+                            _refuse_a_misspelt_module(f"{repo}@{version}", parts, cut, paths)
+                        raise
         return self._short(repo, version, key, dotted)
 
     def _short(self, repo: str, version: str, key: int, name: str) -> Resolved:
@@ -268,6 +273,21 @@ def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:
         normalized=row["normalized"], qualname=row["qualname"], kind=row["kind"],
         shape=row["shape"], start_byte=row["start_byte"], end_byte=row["end_byte"],
     )
+
+
+def _refuse_a_misspelt_module(
+    pin: str, parts: list[str], cut: int, paths: Iterable[str]
+) -> None:
+    """In ``a.b.cudagraph.X``, with ``a/b`` a package that defines no ``cudagraph``: the
+    module is what was misspelt when a submodule of ``a/b`` has a close name."""
+    prefix = "/".join(parts[:cut]) + "/"
+    children = {path[len(prefix):].split("/")[0].removesuffix(".py")
+                for path in paths if path.startswith(prefix)} - {"__init__"}
+    close = difflib.get_close_matches(parts[cut], sorted(children), n=3, cutoff=0.6)
+    if close:
+        package = ".".join(parts[:cut])
+        raise ResolveError(f"no module '{package}.{parts[cut]}' at {pin}",
+                           hint="did you mean " + _either([f"{package}.{c}" for c in close]))
 
 
 def _either(options: list[str]) -> str:

@@ -266,6 +266,18 @@ ERRORS = [
         id="dotted-qualname-missing-in-longest-module",
     ),
     pytest.param(
+        "vllm@v0.1.0:vllm.platforms.interfaces.Platform", ResolveError,
+        "no module 'vllm.platforms.interfaces' at vllm@v0.1.0 (hint: did you mean "
+        "'vllm.platforms.interface')",
+        id="dotted-module-misspelt-in-a-package",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.platforms.DEFAULT_DEVICES", ResolveError,
+        "no symbol 'DEFAULT_DEVICES' in vllm/platforms/__init__.py at vllm@v0.1.0 "
+        "(hint: closest: 'DEFAULT_DEVICE')",
+        id="dotted-symbol-misspelt-in-a-package-init",
+    ),
+    pytest.param(
         "vllm@v0.1.0:no_such_name", ResolveError,
         "no module or symbol 'no_such_name' at vllm@v0.1.0 "
         "(hint: write PATH::QUALNAME, or a dotted name starting with the module)",
