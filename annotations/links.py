@@ -22,6 +22,7 @@ from annotations.resolve import (
     quote_stands,
     unnamed_uses,
 )
+from annotations.wording import counted
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig
@@ -74,6 +75,11 @@ def link_all(
     return outcome
 
 
+class NoClaims(AnnotationError):
+    """The annotation files in view hold no claim: linking them would store none, and a
+    check of nothing would pass."""
+
+
 def link_if_changed(
     database: Database, config: ProjectConfig, *, force: bool = False
 ) -> LinkOutcome | None:
@@ -86,6 +92,13 @@ def link_if_changed(
     from annotations.loader import load_all  # only when something changed
 
     loaded = load_all(files[0], files[1], config.root)
+    if not loaded.errors and not any(article.claims for article in loaded.articles):
+        patterns = ", ".join(config.annotations + config.articles)
+        count = len(files[0]) + len(files[1])
+        raise NoClaims(f"the {counted(count, 'annotation file')} under {config.root} matching "
+                       f"{patterns} {'holds' if count == 1 else 'hold'} no claims",
+                       hint="check 'annotations' and 'articles' in annotate.toml; the stored "
+                            "links are kept")
     return link_all(database, config, loaded, signature)
 
 

@@ -480,6 +480,27 @@ def test_no_annotation_files_is_an_error_and_keeps_the_links(
     assert stored and _stored_links() == stored
 
 
+@pytest.mark.parametrize("command", ["check", "link", "fix"])
+def test_annotation_files_without_claims_are_an_error_and_keep_the_links(
+    table_index: Path, command: str
+) -> None:
+    """A glob that matches only an article's README: the same check of nothing."""
+    copy_project(table_index)
+    write(Path("annotations/a.yml"), "article: a.md\nat: vllm@v1\nclaims:\n  - id: a\n"
+          "    text: t\n    refs: [nowhere.py::f]\n")
+    run("link")
+    stored = _stored_links()
+    shutil.rmtree("annotations")
+    write(Path("articles/README.md"), "# Articles\n\nNo claims here.\n")
+    result = run(command)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith(
+        f"Error: the 1 annotation file under {Path.cwd()} matching ")
+    assert result.stderr.endswith(" holds no claims (hint: check 'annotations' and 'articles' in "
+                                  "annotate.toml; the stored links are kept)\n")
+    assert stored and _stored_links() == stored
+
+
 def _stored_links() -> list[tuple]:
     with contextlib.closing(sqlite3.connect(DB)) as conn:
         return conn.execute("SELECT * FROM claim_refs ORDER BY 1").fetchall()
