@@ -149,14 +149,22 @@ class FixPlan:
     def diff(self) -> str:
         return "".join(plan.diff(name) for name, plan in self.edited())
 
+    def loaded(self, name: str) -> dict[str, Claim]:
+        """The claims of file ``name`` as it was read, by id."""
+        article = self._load(name, self.file(name).original)
+        return {claim.claim_id: claim for claim in article.claims}
+
+    def _load(self, name: str, text: str) -> Article:
+        load = load_markdown_text if name in self.markdown else load_annotation_text
+        return load(text.removeprefix("\ufeff"), name)
+
     def verify(self) -> None:
         """Read every edited file again: it must load, and hold what it held but for the
         edits meant (another claim's ref or text, a shared anchor, must not change)."""
         for name, file_plan in self.edited():
-            load = load_markdown_text if name in self.markdown else load_annotation_text
-            before = load(file_plan.original.removeprefix("\ufeff"), name)
+            before = self._load(name, file_plan.original)
             try:
-                after = load(file_plan.text.removeprefix("\ufeff"), name)
+                after = self._load(name, file_plan.text)
             except AnnotationError as error:
                 raise FixError(f"the edits would leave {name} unreadable ({error.message}); "
                                "nothing was changed", hint=_BY_HAND) from None
@@ -227,8 +235,10 @@ def plan_fixes(
     for result in report.results:
         if result.status is Status.MOVED and result not in bumped:
             _fix_move(plan, result)
-    for wanted, results in bumps.values():
-        _bump(plan, wanted, results)
+    pins = [_bump(plan, wanted, results, report.target_versions)
+            for wanted, results in bumps.values()]
+    for wanted, first, target in pins:  # last: an inserted 'at:' line moves the lines below
+        _set_pin(plan, wanted, first, target)
     plan.verify()
     return plan
 
@@ -327,12 +337,15 @@ _BUMP_BLOCKERS = {
 }
 
 
-def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
+def _bump(
+    plan: FixPlan, wanted: str, results: list[RefResult], targets: tuple[str, ...]
+) -> tuple[str, RefResult, str]:
+    """Rewrite the claim's refs for its target; return what its pin becomes."""
     first = results[0]
     if _is_body_permalink(plan, first):
         raise FixError(f"claim '{wanted}' comes from a Markdown permalink",
                        hint="bump it by editing the permalink's version")
-    target = next((result.target for result in results if result.target), "its target")
+    target = _claim_target(plan, wanted, first, targets)
     for result in results:
         _refuse_unless_it_holds_at_the_target(wanted, target, result)
     for result in results:
@@ -344,6 +357,23 @@ def _bump(plan: FixPlan, wanted: str, results: list[RefResult]) -> None:
         if unwritten:
             raise FixError(f"claim '{wanted}' cannot move to {target}: {result.ref} cannot "
                            f"be rewritten ({unwritten}); nothing was changed", hint=_BY_HAND)
+    return wanted, first, target
+
+
+def _claim_target(
+    plan: FixPlan, wanted: str, first: RefResult, targets: tuple[str, ...]
+) -> str:
+    """The target of the repo the claim is pinned in (its refs may name other repos)."""
+    claim = plan.loaded(first.file).get(first.claim)
+    repo = ((claim.at if claim else None) or first.resolved or "").partition("@")[0]
+    target = next((t for t in targets if t.partition("@")[0] == repo), None)
+    if target is None:
+        raise FixError(f"claim '{wanted}' has no target version for {repo or 'its repo'}",
+                       hint="give one with --against REPO@VERSION")
+    return target
+
+
+def _set_pin(plan: FixPlan, wanted: str, first: RefResult, target: str) -> None:
     try:
         edit = plan.file(first.file).claims().pin_edit(first.claim, target)
     except Unwritable as error:

@@ -426,6 +426,34 @@ def test_bump_of_a_flow_claim_in_front_matter() -> None:
     assert path.read_text(encoding="utf-8") == article.replace("id: c,", "id: c, at: vllm@v2,", 1)
 
 
+def test_bump_pins_a_claim_at_its_own_repos_target_when_it_cites_another_repo() -> None:
+    Path("annotate.toml").write_text(CONFIG + '[repos.lmcache]\nversions = ["a1"]\n')
+    write("src/lm/lmcache/utils.py", "def mla_enabled(config):\n    return config.mla\n")
+    assert run("index", "lmcache@a1", "--from", "src/lm").exit_code == 0
+    text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: mixed\n    text: x\n"
+            "    refs: [lmcache@a1:lmcache/utils.py::mla_enabled, vllm/utils.py::cdiv]\n")
+    path = write("annotations/s.yml", text)
+    result = fix("--bump", "mixed")
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    assert path.read_text(encoding="utf-8") == text.replace(
+        "  - id: mixed\n", "  - id: mixed\n    at: vllm@v2\n")
+    assert set(statuses().values()) == {"fresh"}
+
+
+@pytest.mark.parametrize("order", [("one", "two"), ("two", "one")], ids=["one-first", "two-first"])
+def test_two_bumps_in_one_file_in_either_order(order: tuple[str, str]) -> None:
+    text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: one\n    text: x\n"
+            "    refs: [vllm/utils.py::cdiv]\n  - id: two\n    text: y\n"
+            "    refs: [vllm@v1:vllm/utils.py::cdiv]\n")
+    path = write("annotations/s.yml", text)
+    result = fix("--bump", order[0], "--bump", order[1])
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    assert path.read_text(encoding="utf-8") == (
+        "article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: one\n    at: vllm@v2\n    text: x\n"
+        "    refs: [vllm/utils.py::cdiv]\n  - id: two\n    at: vllm@v2\n    text: y\n"
+        "    refs: [vllm@v2:vllm/utils.py::cdiv]\n")
+
+
 def test_bump_of_a_claim_already_at_the_target_edits_nothing() -> None:
     text = BUMP.replace("at: 'vllm@v1'", "at: 'vllm@v2'")
     path = write("annotations/bump.yml", text)
