@@ -571,9 +571,11 @@ def _link_json(row: dict) -> dict:
 @click.argument("text")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Show at most this many claims.")
 @pass_context
 @reports_errors
-def search(context: Context, text: str, output_format: str) -> None:
+def search(context: Context, text: str, output_format: str, limit: int) -> None:
     """Full-text search over claim texts, article titles and cited symbols."""
     from db import claims as claim_store
 
@@ -581,7 +583,11 @@ def search(context: Context, text: str, output_format: str) -> None:
         raise click.BadParameter("the search text is empty", param_hint="TEXT")
     with context.database() as database:
         _note_outdated_links(context, database)
-        rows = claim_store.search(database, text)
+        rows = claim_store.search(database, text, limit + 1)
+    if len(rows) > limit:
+        rows = rows[:limit]
+        _note(f"Note: showing the first {limit} claims that match; add words, or raise "
+              "--limit")
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     elif not rows:

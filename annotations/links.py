@@ -193,8 +193,8 @@ def _ref_row(
         _check_quote(resolver, resolved, entry)
     except UnindexedVersion as error:
         located = error.located(claim.source_file, entry.line)
-        if error.version not in resolver.config.repo(error.repo).versions:
-            located = _unknown_pin(error, entry).located(claim.source_file, entry.line)
+        if _unknown_version(resolver, error):
+            located = _unknown_pin(error, entry.text).located(claim.source_file, entry.line)
             outcome.errors.append(located)
             return _state(row, "broken", located, outcome)
         outcome.unindexed.append(located)
@@ -213,13 +213,17 @@ def _ref_row(
     return _state(row, "linked", None, outcome)
 
 
-def _unknown_pin(error: UnindexedVersion, entry: RefEntry) -> ResolveError:
+def _unknown_version(resolver: Resolver, error: UnindexedVersion) -> bool:
+    return error.version not in resolver.config.repo(error.repo).versions
+
+
+def _unknown_pin(error: UnindexedVersion, written: str) -> ResolveError:
     """A pin at a version neither indexed nor configured: a typo, a branch or a commit, none
     of which ``annotate index`` (of the configured versions) will ever make resolve."""
     pin = f"{error.repo}@{error.version}"
     if error.hint and error.hint.startswith("did you mean"):
         hint = error.hint
-    elif entry.text.startswith("https://"):
+    elif written.startswith("https://"):
         hint = "a permalink must name a configured release tag, e.g. blob/v0.20.0/..."
     else:
         hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "
@@ -256,7 +260,9 @@ def _use_row(resolver: Resolver, text: str) -> dict:
     """A ``uses:`` target, resolved; with its ``error`` when it does not resolve."""
     try:
         used = resolver.resolve(parse_ref(text))
-    except UnindexedVersion:
+    except UnindexedVersion as error:
+        if _unknown_version(resolver, error):
+            return {"written": text, "error": _unknown_pin(error, text)}
         return {"written": text}
     except AnnotationError as error:
         return {"written": text, "error": error}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -203,15 +204,18 @@ def waivers(database: Database) -> dict[int, list[dict]]:
     return found
 
 
+_TERM = re.compile(r'"([^"]+)"|(\S+)')
+"""A search term: a "phrase in double quotes", or a word."""
+
+
 def search(database: Database, text: str, limit: int = 50) -> list[dict]:
-    """Claims whose text, article title or cited symbols contain every word of ``text``
-    (in any order and place), or the whole of ``text`` when it is in double quotes.
+    """Claims whose text, article title or cited symbols contain every term of ``text``
+    (in any order and place): its words, and its "phrases in double quotes".
 
     FTS5's trigram tokenizer needs three characters; a shorter word (two Chinese
     characters, say) is found by a substring scan of the claims the others matched.
     """
-    quoted = len(text) > 2 and text[0] == text[-1] == '"'
-    words = [text[1:-1]] if quoted else text.split() or [text]
+    words = [phrase or word for phrase, word in _TERM.findall(text)] or [text]
     long_words = [word for word in words if len(word) >= 3]
     conditions, params = [], []
     if long_words:

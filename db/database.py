@@ -87,6 +87,11 @@ class Database:
             connection.close()
             raise
 
+    @property
+    def read_only(self) -> bool:
+        """Opened read-only, its folder being unwritable (see `_immutable_uri`)."""
+        return self._target.startswith("file:")
+
     @cached_property
     def db(self) -> sqlite_utils.Database:
         """The sqlite-utils view of this connection (tables, views, schema)."""

@@ -446,9 +446,12 @@ def cached_matches(database: Database, pin: int, target: int, engine: str) -> di
 
 def store_matches(database: Database, engine: str, rows: Sequence[tuple]) -> bool:
     """Remember comparison results (pin, target, path, qualname, exact, start_line,
-    result); skipped, returning False, when another process holds the write lock."""
+    result); skipped, returning False, when another process holds the write lock or the
+    database is read-only (a cache: the comparisons are made again next time)."""
     if not rows:
         return True
+    if database.read_only:
+        return False
     try:
         with database.write(wait=False) as conn:
             conn.executemany(

@@ -280,6 +280,11 @@ CASES: dict[str, Case] = {
         message="vllm@v1:c/relation-false-at-pin/m.py::MLA.__init__ does not refer to "
                 "vllm@v1:c/relation-false-at-pin/helper.py::Helper at its own pin",
     ),
+    "relation-target-at-an-unknown-version": Case(
+        MLA, MLA, "m.py::MLA.__init__", "broken", both={"helper.py": HELPER},
+        uses=("vllm@v0.1:helper.py::Helper",),
+        message="vllm@v0.1 is neither indexed nor configured",
+    ),
     "unindexed-pin": Case(TOTAL, TOTAL, "vllm@v0:m.py::total", "unindexed",
                           message="vllm@v0 is not indexed (run 'annotate index vllm@v0')"),
     "unknown-pin": Case(TOTAL, TOTAL, "vllm@v0.2:m.py::total", "broken",

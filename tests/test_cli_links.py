@@ -298,6 +298,8 @@ SEARCHES = [
     pytest.param("默认 0.92", ["util-raised"], id="every-word-must-match"),
     pytest.param("forward 无此", [], id="one-word-missing"),
     pytest.param('"残差 RMSNorm"', [], id="quotes-make-a-phrase"),
+    pytest.param('RMSNorm "forward 融合"', ["forward-rms"], id="a-word-and-a-phrase"),
+    pytest.param('"forward 融合" ReplicatedLinear', [], id="a-phrase-and-a-word-missing"),
 ]
 
 
@@ -305,6 +307,17 @@ SEARCHES = [
 def test_search(query: str, claims: list[str]) -> None:
     objects = json.loads(ok("search", "--format", "json", query))
     assert sorted(obj["claim_id"] for obj in objects) == claims
+
+
+def test_search_says_when_it_shows_only_the_first_claims() -> None:
+    every = json.loads(ok("search", "--format", "json", "显存"))
+    assert len(every) == 3
+    result = run("search", "--format", "json", "--limit", "2", "显存")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == every[:2]
+    assert result.stderr == ("Note: showing the first 2 claims that match; add words, or raise "
+                             "--limit\n")
+    assert run("search", "--limit", "3", "显存").stderr == ""
 
 
 def test_search_output_round_trips_the_text() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import io
+import json
 import os
 import shutil
 import signal
@@ -444,16 +445,25 @@ def test_an_index_on_a_read_only_disk_is_read(
     _mount_tmpfs(point, "size=4m")
     mounted.append(point)
     shutil.copyfile(indexed_db, point / "index.db")
+    db = ("--db", str(point / "index.db"))
+    fv.write_snapshot(Path("v2"), fv.VERSIONS["v0.2.0"])
+    assert run(*db, "index", "vllm@v0.2.0", "--from", "v2").exit_code == 0
+    _an_annotation_file("vllm/utils.py::cdiv")
+    assert run(*db, "link").exit_code == 0
+    with contextlib.closing(sqlite3.connect(point / "index.db")) as conn, conn:
+        conn.execute("DELETE FROM match_cache")  # check must compare, and may not cache
     before = dump(point / "index.db")
     done = subprocess.run(["mount", "-o", "remount,ro", str(point)], capture_output=True)
     assert done.returncode == 0, done.stderr
-    db = ("--db", str(point / "index.db"))
+    checked = run(*db, "check", "--against", "vllm@v0.2.0", "--format", "json")
+    assert (checked.exit_code, checked.stderr) == (1, ""), checked.output
+    assert json.loads(checked.stdout)["results"][0]["status"] == "changed"
     versions = run(*db, "versions")
     assert (versions.exit_code, versions.stderr) == (0, "")
     assert versions.stdout.splitlines()[1].split()[:3] == ["vllm", "v0.1.0", "local"]
     symbols = run(*db, "symbols", "vllm@v0.1.0", "--format", "jsonl")
     assert symbols.exit_code == 0 and symbols.stdout.count("\n") > 10, symbols.output
-    result = run(*db, "index", "vllm@v0.2.0", "--from", str(small_tree))
+    result = run(*db, "index", "vllm@v0.3.0", "--from", str(small_tree))
     one_error_line(result, "the index database cannot be written", "readonly database")
     assert sorted(path.name for path in point.iterdir()) == ["index.db"]
     subprocess.run(["mount", "-o", "remount,rw", str(point)], capture_output=True)
@@ -623,12 +633,12 @@ def _damage_a_page(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-def _an_annotation_file() -> None:
+def _an_annotation_file(ref: str = "vllm/a.py::f") -> None:
     """Something for ``check`` and ``link`` to read (with none they stop before the index)."""
     path = Path("annotations/a.yml")
     path.parent.mkdir(exist_ok=True)
     path.write_text("article: a.md\nat: vllm@v0.1.0\nclaims:\n  - id: a\n    text: t\n"
-                    "    refs: [vllm/a.py::f]\n")
+                    f"    refs: [{ref}]\n")
 
 
 @pytest.mark.parametrize("command", [

@@ -913,7 +913,8 @@ def unread_report() -> CheckReport:
     pytest.param("text", f"; nothing stale; {UNREAD_NOTE}", id="text"),
     pytest.param("github", "::error file=annotations/bad.yml,line=3,title=annotate%3A annotation "
                  f"file not read::{UNREAD.message}; its claims are not checked", id="github"),
-    pytest.param("markdown", f"**{UNREAD_NOTE.capitalize()}**: fix it and check again.\n\n"
+    pytest.param("markdown", f"**Nothing stale in the files read.**\n\n**"
+                 f"{UNREAD_NOTE.capitalize()}**: fix it and check again.\n\n"
                  f"- <code>annotations/bad.yml:3</code>: {UNREAD.message}", id="markdown"),
 ])
 def test_a_file_not_read_is_in_the_report(fmt: str, expected: str) -> None:

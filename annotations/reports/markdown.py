@@ -73,7 +73,8 @@ def _verdict(report: CheckReport) -> str:
     if report.target_versions:
         head += " against " + ", ".join(code(t) for t in report.target_versions)
     if not has_unwaived_stale(report):
-        return f"{head}. **Nothing stale.**"
+        read = " in the files read" if report.input_errors else ""
+        return f"{head}. **Nothing stale{read}.**"
     attention = sum(1 for r in report.results if needs_attention(r))
     noun = "ref needs" if attention == 1 else "refs need"
     return f"{head}. **Stale:** {attention} {noun} attention."
