@@ -137,31 +137,49 @@ class OneLineUsageError(click.UsageError):
     """A usage error shown as one ``Error:`` line that says where the help is, instead of
     click's usage text, blank line and error."""
 
+    def __init__(self, message: str, command_path: str) -> None:
+        super().__init__(message)
+        self.command_path = command_path
+
     def show(self, file: Any = None) -> None:
-        where = f" (see '{self.ctx.command_path} --help')" if self.ctx else ""
-        click.echo(f"Error: {self.format_message()}{where}", err=True)
+        click.echo(f"Error: {self.format_message()} (see '{self.command_path} --help')",
+                   err=True)
 
 
 class OneLineErrorsGroup(click.Group):
     """The command group whose usage errors, its own and its commands', are one line."""
 
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        with _usage_errors_on_one_line():
-            return super().make_context(*args, **kwargs)
+    def make_context(
+        self, info_name: str | None, args: list[str], *rest: Any, **kwargs: Any
+    ) -> click.Context:
+        with _usage_errors_on_one_line(info_name or self.name or "annotate"):
+            return super().make_context(info_name, args, *rest, **kwargs)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        ctx.meta[_COMMAND_PATH] = f"{ctx.command_path} {name}"  # before its options parse
+        return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
-        with _usage_errors_on_one_line():
+        try:
             return super().invoke(ctx)
+        except OneLineUsageError:
+            raise
+        except click.UsageError as error:
+            path = error.ctx.command_path if error.ctx else ctx.meta.get(_COMMAND_PATH)
+            raise OneLineUsageError(error.format_message(), path or ctx.command_path) from None
+
+
+_COMMAND_PATH = "annotate.command_path"
 
 
 @contextlib.contextmanager
-def _usage_errors_on_one_line() -> Iterator[None]:
+def _usage_errors_on_one_line(command_path: str) -> Iterator[None]:
     try:
         yield
-    except OneLineUsageError:
-        raise
     except click.UsageError as error:
-        raise OneLineUsageError(error.format_message(), ctx=error.ctx) from None
+        path = error.ctx.command_path if error.ctx else command_path
+        raise OneLineUsageError(error.format_message(), path) from None
 
 
 @click.group(cls=OneLineErrorsGroup)

@@ -702,6 +702,10 @@ def test_config_paths_expand_the_home_folder(
                  "'github', 'sarif', 'markdown'. (see 'annotate check --help')", id="bad-choice"),
     pytest.param(("show",), "Error: Missing argument 'REF'. (see 'annotate show --help')",
                  id="missing-argument"),
+    pytest.param(("check", "--against"), "Error: Option '--against' requires an argument. "
+                 "(see 'annotate check --help')", id="option-without-its-value"),
+    pytest.param(("--db",), "Error: Option '--db' requires an argument. (see 'annotate --help')",
+                 id="global-option-without-its-value"),
 ])
 def test_usage_errors_are_one_line_naming_the_help(args: tuple[str, ...], error: str) -> None:
     done = subprocess.run([*_annotate(), *args], capture_output=True, text=True, check=False)
