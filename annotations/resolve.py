@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -93,7 +94,10 @@ class Resolver:
 
     def version_key(self, repo: str, version: str) -> int:
         if (repo, version) not in self._version_keys:
-            self._version_keys[repo, version] = queries.version_id(self.database, repo, version)
+            key = queries.version_id(self.database, repo, version)
+            if key is None and _COMMIT.fullmatch(version):  # GitHub's "Copy permalink"
+                key = queries.version_at_commit(self.database, repo, version)
+            self._version_keys[repo, version] = key
         key = self._version_keys[repo, version]
         if key is None:
             raise UnindexedVersion.of(repo, version,
@@ -273,6 +277,9 @@ def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:
         normalized=row["normalized"], qualname=row["qualname"], kind=row["kind"],
         shape=row["shape"], start_byte=row["start_byte"], end_byte=row["end_byte"],
     )
+
+
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def _refuse_a_misspelt_module(

@@ -65,6 +65,16 @@ def version_of_wheel(database: Database, repo: str, wheel_sha256: str) -> str | 
     return row[0] if row else None
 
 
+def version_at_commit(database: Database, repo: str, commit: str) -> int | None:
+    """The one version of ``repo`` indexed from git at a commit whose SHA starts with
+    ``commit``; None when there is none, or several."""
+    rows = database.conn.execute(
+        "SELECT id FROM versions WHERE repo = ? AND substr(commit_sha, 1, ?) = ?",
+        (repo, len(commit), commit),
+    ).fetchall()
+    return rows[0][0] if len(rows) == 1 else None
+
+
 def require_version(database: Database, repo: str, version: str) -> int:
     found = version_id(database, repo, version)
     if found is None:

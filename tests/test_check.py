@@ -971,6 +971,20 @@ def test_permalinks_of_a_markdown_article_point_at_the_article(fake_index: Path)
     assert summary.startswith("::notice::2 claims, 2 refs: 0 fresh")
 
 
+def test_a_permalink_to_an_indexed_commit_is_checked(fake_index: Path) -> None:
+    """GitHub's "Copy permalink" names the commit: a version indexed from git records it."""
+    copy_project(fake_index)
+    with contextlib.closing(sqlite3.connect(DB)) as conn:
+        [(commit,)] = conn.execute("SELECT commit_sha FROM versions WHERE version = 'v0.1.0'")
+    write(Path("articles/post.md"), POST.replace("/v0.1.0/", f"/{commit[:10]}/"))
+    code, report = check_json("--exit-zero")
+    assert code == 0
+    by_ref = {r["ref"]: r for r in report["results"]}
+    linked = by_ref[f"{GH}/{commit[:10]}/vllm/utils.py#L30-L34"]
+    assert (linked["status"], linked["resolved"]) == (
+        "removed", f"vllm@{commit[:10]}:vllm/utils.py::is_neuron")
+
+
 @pytest.mark.parametrize(("version", "hint"), [
     pytest.param("v0.0.9", "a permalink must name a configured release tag, e.g. "
                  "blob/v0.20.0/...", id="a-release-not-configured"),
