@@ -486,6 +486,9 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
 
     if (symbol is None) == (article is None):
         raise click.UsageError("give either SYMBOL or --article PATH")
+    if not (symbol if symbol is not None else article or "").strip():
+        raise click.BadParameter("it is empty", param_hint="SYMBOL" if symbol is not None
+                                 else "--article")
     with context.database() as database:
         _note_outdated_links(context, database)
         if article is not None:

@@ -221,10 +221,10 @@ def _unknown_pin(error: UnindexedVersion, written: str) -> ResolveError:
     """A pin at a version neither indexed nor configured: a typo, a branch or a commit, none
     of which ``annotate index`` (of the configured versions) will ever make resolve."""
     pin = f"{error.repo}@{error.version}"
-    if error.hint and error.hint.startswith("did you mean"):
-        hint = error.hint
-    elif written.startswith("https://"):
-        hint = "a permalink must name a configured release tag, e.g. blob/v0.20.0/..."
+    if error.hint and error.hint.startswith("did you mean"):  # in the message: check shows it
+        return ResolveError(f"{pin} is neither indexed nor configured; {error.hint}")
+    if written.startswith("https://"):
+        hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:
         hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "
                 f"annotate.toml and run 'annotate index {pin}'")

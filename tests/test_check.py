@@ -986,10 +986,10 @@ def test_a_permalink_to_an_indexed_commit_is_checked(fake_index: Path) -> None:
 
 
 @pytest.mark.parametrize(("version", "hint"), [
-    pytest.param("v0.0.9", "a permalink must name a configured release tag, e.g. "
-                 "blob/v0.20.0/...", id="a-release-not-configured"),
-    pytest.param("main", "a permalink must name a configured release tag, e.g. "
-                 "blob/v0.20.0/...", id="a-branch"),
+    pytest.param("v0.0.9", "a permalink must name a configured release tag: blob/TAG/PATH",
+                 id="a-release-not-configured"),
+    pytest.param("main", "a permalink must name a configured release tag: blob/TAG/PATH",
+                 id="a-branch"),
 ])
 def test_a_permalink_to_a_version_nobody_indexes_fails_the_check(
     fake_index: Path, version: str, hint: str

@@ -261,6 +261,17 @@ def test_links_of_an_unknown_article() -> None:
     )
 
 
+@pytest.mark.parametrize(("args", "error"), [
+    pytest.param(["links", ""], "Error: Invalid value for SYMBOL: it is empty", id="empty-symbol"),
+    pytest.param(["links", "--article", " "], "Error: Invalid value for --article: it is empty",
+                 id="blank-article"),
+])
+def test_links_of_nothing_is_a_usage_error(args: list[str], error: str) -> None:
+    result = run(*args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"{error} (see 'annotate links --help')\n"
+
+
 @pytest.mark.parametrize("args", [[], ["forward", "--article", "blog/mla-tp.md"]],
                          ids=["neither", "both"])
 def test_links_wants_a_symbol_or_an_article(args: list[str]) -> None:

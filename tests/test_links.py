@@ -593,8 +593,12 @@ def test_a_pin_missing_its_v_names_the_indexed_version(project: Path) -> None:
     write("annotations/later.yml", claim("vllm@0.1.0:vllm/utils.py::cdiv"))
     result = link()
     assert result.stderr.splitlines()[0] == (
-        "Error: annotations/later.yml:7: vllm@0.1.0 is neither indexed nor configured (hint: "
-        "did you mean vllm@v0.1.0? It is indexed)")
+        "Error: annotations/later.yml:7: vllm@0.1.0 is neither indexed nor configured; "
+        "did you mean vllm@v0.1.0? It is indexed")
+    checked = CliRunner().invoke(cli, ["check", "--format", "github"])
+    assert checked.exit_code == 1
+    assert ("is broken: vllm@0.1.0 is neither indexed nor configured; did you mean vllm@v0.1.0? "
+            "It is indexed%0A") in checked.stdout
     shown = CliRunner().invoke(cli, ["show", "vllm@0.1.0:vllm/utils.py::cdiv"])
     assert shown.stderr == ("Error: vllm@0.1.0 is not indexed (hint: did you mean vllm@v0.1.0? "
                             "It is indexed)\n")
