@@ -152,7 +152,7 @@ class OneLineErrorsGroup(click.Group):
     def make_context(
         self, info_name: str | None, args: list[str], *rest: Any, **kwargs: Any
     ) -> click.Context:
-        with _usage_errors_on_one_line(info_name or self.name or "annotate"):
+        with _usage_errors_on_one_line(lambda: info_name or self.name or "annotate"):
             return super().make_context(info_name, args, *rest, **kwargs)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
@@ -161,24 +161,23 @@ class OneLineErrorsGroup(click.Group):
         return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        with _usage_errors_on_one_line(lambda: ctx.meta.get(_COMMAND_PATH, ctx.command_path)):
             return super().invoke(ctx)
-        except OneLineUsageError:
-            raise
-        except click.UsageError as error:
-            path = error.ctx.command_path if error.ctx else ctx.meta.get(_COMMAND_PATH)
-            raise OneLineUsageError(error.format_message(), path or ctx.command_path) from None
 
 
 _COMMAND_PATH = "annotate.command_path"
 
 
 @contextlib.contextmanager
-def _usage_errors_on_one_line(command_path: str) -> Iterator[None]:
+def _usage_errors_on_one_line(command_path: Callable[[], str]) -> Iterator[None]:
+    """Click's usage errors as `OneLineUsageError`; ``command_path`` names the command
+    when click has not given the error a context (an option missing its value)."""
     try:
         yield
+    except OneLineUsageError:
+        raise
     except click.UsageError as error:
-        path = error.ctx.command_path if error.ctx else command_path
+        path = error.ctx.command_path if error.ctx else command_path()
         raise OneLineUsageError(error.format_message(), path) from None
 
 
@@ -486,9 +485,9 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
 
     if (symbol is None) == (article is None):
         raise click.UsageError("give either SYMBOL or --article PATH")
-    if not (symbol if symbol is not None else article or "").strip():
-        raise click.BadParameter("it is empty", param_hint="SYMBOL" if symbol is not None
-                                 else "--article")
+    given, name = (symbol, "SYMBOL") if symbol is not None else (article, "--article")
+    if not (given or "").strip():
+        raise click.BadParameter("it is empty", param_hint=name)
     with context.database() as database:
         _note_outdated_links(context, database)
         if article is not None:

@@ -24,6 +24,7 @@ from annotations.resolve import (
 )
 from annotations.wording import counted
 from db import claims as claim_store
+from db import queries
 from db.database import Database
 from indexer.config import ProjectConfig
 
@@ -221,8 +222,9 @@ def _unknown_pin(error: UnindexedVersion, written: str) -> ResolveError:
     """A pin at a version neither indexed nor configured: a typo, a branch or a commit, none
     of which ``annotate index`` (of the configured versions) will ever make resolve."""
     pin = f"{error.repo}@{error.version}"
-    if error.hint and error.hint.startswith("did you mean"):  # in the message: check shows it
-        return ResolveError(f"{pin} is neither indexed nor configured; {error.hint}")
+    if error.misspelling_of:  # in the message, where check shows it
+        return ResolveError(f"{pin} is neither indexed nor configured; "
+                            + queries.did_you_mean(error.repo, error.misspelling_of))
     if written.startswith("https://"):
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:

@@ -27,9 +27,12 @@ class UnindexedVersion(ResolveError):
     """The ref's version is not in the index (yet)."""
 
     @classmethod
-    def of(cls, repo: str, version: str, hint: str) -> UnindexedVersion:
+    def of(cls, repo: str, version: str, misspelling_of: str | None) -> UnindexedVersion:
+        """``misspelling_of``: the indexed version this one is another spelling of."""
+        hint = (queries.did_you_mean(repo, misspelling_of) if misspelling_of
+                else f"run 'annotate index {repo}@{version}'")
         error = cls(f"{repo}@{version} is not indexed", hint=hint)
-        error.repo, error.version = repo, version
+        error.repo, error.version, error.misspelling_of = repo, version, misspelling_of
         return error
 
 
@@ -100,8 +103,8 @@ class Resolver:
             self._version_keys[repo, version] = key
         key = self._version_keys[repo, version]
         if key is None:
-            raise UnindexedVersion.of(repo, version,
-                                      queries.not_indexed_hint(self.database, repo, version))
+            raise UnindexedVersion.of(
+                repo, version, queries.indexed_spelling(self.database, repo, version))
         return key
 
     def _pin(self, ref: Ref) -> tuple[str, str]:

@@ -75,6 +75,17 @@ def version_at_commit(database: Database, repo: str, commit: str) -> int | None:
     return rows[0][0] if len(rows) == 1 else None
 
 
+def did_you_mean(repo: str, indexed: str) -> str:
+    return f"did you mean {repo}@{indexed}? It is indexed"
+
+
+def indexed_spelling(database: Database, repo: str, version: str) -> str | None:
+    """The other spelling of ``version`` (``v0.20.0`` for ``0.20.0``, and back) when that
+    one is indexed."""
+    other = version[1:] if version[:1] == "v" else f"v{version}"
+    return other if version_id(database, repo, other) is not None else None
+
+
 def require_version(database: Database, repo: str, version: str) -> int:
     found = version_id(database, repo, version)
     if found is None:
@@ -84,11 +95,11 @@ def require_version(database: Database, repo: str, version: str) -> int:
 
 
 def not_indexed_hint(database: Database, repo: str, version: str) -> str:
-    """What to do about an unindexed version: the indexed one it is a misspelling of
-    (``0.20.0`` for ``v0.20.0``), or the ``annotate index`` to run."""
-    other = version[1:] if version[:1] == "v" else f"v{version}"
-    if version_id(database, repo, other) is not None:
-        return f"did you mean {repo}@{other}? It is indexed"
+    """What to do about an unindexed version: the indexed one it is a misspelling of, or
+    the ``annotate index`` to run."""
+    other = indexed_spelling(database, repo, version)
+    if other is not None:
+        return did_you_mean(repo, other)
     return f"run 'annotate index {repo}@{version}'"
 
 
