@@ -24,6 +24,7 @@ edits meant; and the files are written all or none.
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import re
 import shutil
@@ -180,15 +181,17 @@ class FixPlan:
         for name, file_plan in self.edited():
             temporary = file_plan.path.with_name(file_plan.path.name + ".annotate-fix")
             try:
-                temporary.write_bytes(file_plan.text.encode("utf-8"))
                 staged.append((temporary, file_plan.path))
+                temporary.write_bytes(file_plan.text.encode("utf-8"))
                 shutil.copymode(file_plan.path, temporary)
             except OSError as error:
                 for written, _ in staged:
-                    written.unlink(missing_ok=True)
+                    if written.is_file():  # not a folder of that name that was in the way
+                        written.unlink()
+                denied = isinstance(error, PermissionError) or error.errno == errno.EROFS
                 raise FixError(f"cannot write {name}'s new text to {temporary.name} "
                                f"({error.strerror}); nothing was changed",
-                               hint="make its folder writable") from None
+                               hint="make its folder writable" if denied else None) from None
         for temporary, path in staged:
             os.replace(temporary, path)
         return [name for name, _ in self.edited()]
