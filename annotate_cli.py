@@ -452,7 +452,9 @@ def _link(context: Context, database: Any) -> Any:
 @reports_errors
 def link(context: Context) -> None:
     """Resolve every claim's refs at their pins and store the links."""
-    _require_annotation_files(context.config)
+    from annotations.links import require_annotation_files
+
+    require_annotation_files(context.config)
     with context.database() as database:
         outcome = _link(context, database)
     for error in outcome.errors:
@@ -700,7 +702,7 @@ def _checked(
     import datetime
 
     from annotations.check import CheckOptions, check_all
-    from annotations.links import link_if_changed
+    from annotations.links import link_if_changed, require_annotation_files
     from db import queries
 
     pairs = [split_version(text) for text in against]
@@ -710,7 +712,7 @@ def _checked(
     for repo in pins:
         context.config.repo(repo)
     if relink:
-        _require_annotation_files(context.config)
+        require_annotation_files(context.config)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on)
     with context.database() as database:
         for repo, version in pins.items():
@@ -728,18 +730,6 @@ def _input_error(error: Any) -> Any:
 
     hint = f" (hint: {error.hint})" if error.hint else ""
     return InputError(error.file or "", error.line, f"{error.message}{hint}")
-
-
-def _require_annotation_files(config: ProjectConfig) -> None:
-    """Linking no file would pass a check of nothing, and empty the stored links: refuse
-    (a glob's typo, or a run from the wrong folder)."""
-    from annotations.links import annotation_files
-
-    if not any(annotation_files(config)):
-        patterns = ", ".join(config.annotations + config.articles) or "(none)"
-        raise UserError(f"no annotation file under {config.root} matches {patterns}; run "
-                        "from your articles' folder, or set 'annotations' and 'articles' in "
-                        "annotate.toml")
 
 
 def _unreadable_files(errors: list[Exception]) -> str:

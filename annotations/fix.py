@@ -138,6 +138,7 @@ class FixPlan:
     notes: list[str] = field(default_factory=list)
     pins: dict[tuple[str, str], str] = field(default_factory=dict)
     rewrites: dict[tuple[str, str, int, str], str] = field(default_factory=dict)
+    _originals: dict[str, Article] = field(default_factory=dict, repr=False)
 
     def file(self, display: str) -> FilePlan:
         if display not in self.files:
@@ -152,8 +153,12 @@ class FixPlan:
 
     def loaded(self, name: str) -> dict[str, Claim]:
         """The claims of file ``name`` as it was read, by id."""
-        article = self._load(name, self.file(name).original)
-        return {claim.claim_id: claim for claim in article.claims}
+        return {claim.claim_id: claim for claim in self._original(name).claims}
+
+    def _original(self, name: str) -> Article:
+        if name not in self._originals:
+            self._originals[name] = self._load(name, self.file(name).original)
+        return self._originals[name]
 
     def _load(self, name: str, text: str) -> Article:
         load = load_markdown_text if name in self.markdown else load_annotation_text
@@ -163,7 +168,7 @@ class FixPlan:
         """Read every edited file again: it must load, and hold what it held but for the
         edits meant (another claim's ref or text, a shared anchor, must not change)."""
         for name, file_plan in self.edited():
-            before = self._load(name, file_plan.original)
+            before = self._original(name)
             try:
                 after = self._load(name, file_plan.text)
             except AnnotationError as error:
@@ -283,7 +288,7 @@ def _rewrite(plan: FixPlan, result: RefResult, new: str) -> str | None:
     file_plan = plan.file(result.file)
     claims = file_plan.claims()
     if claims.claim(result.claim) is None:
-        if not _is_body_permalink(plan, result):
+        if not _is_body_permalink(plan, result, claims):
             return "its claim is not found in the file"
         if not file_plan.replace_on_line(result.line, result.ref, new):
             return "it is not written on that line"
@@ -299,10 +304,11 @@ def _rewrite(plan: FixPlan, result: RefResult, new: str) -> str | None:
     return None
 
 
-def _is_body_permalink(plan: FixPlan, result: RefResult) -> bool:
-    """A claim that the loader made of a permalink in a Markdown article's text."""
+def _is_body_permalink(plan: FixPlan, result: RefResult, claims: ClaimsYaml) -> bool:
+    """A claim that the loader made of a permalink in a Markdown article's text (not one of
+    the file's ``claims``)."""
     return result.file in plan.markdown and result.ref.startswith("https://") and (
-        plan.file(result.file).claims().claim(result.claim) is None)
+        claims.claim(result.claim) is None)
 
 
 def _new_permalink(result: RefResult) -> str | None:
@@ -345,7 +351,7 @@ def _bump(
 ) -> tuple[str, RefResult, str]:
     """Rewrite the claim's refs for its target; return what its pin becomes."""
     first = results[0]
-    if _is_body_permalink(plan, first):
+    if _is_body_permalink(plan, first, plan.file(first.file).claims()):
         raise FixError(f"claim '{wanted}' comes from a Markdown permalink",
                        hint="bump it by editing the permalink's version")
     target = _claim_target(plan, wanted, first, targets)

@@ -77,8 +77,20 @@ def link_all(
 
 
 class NoClaims(AnnotationError):
-    """The annotation files in view hold no claim: linking them would store none, and a
-    check of nothing would pass."""
+    """No annotation file is in view, or those in view hold no claim: linking them would
+    store none (emptying the stored links), and a check of nothing would pass."""
+
+
+def require_annotation_files(config: ProjectConfig) -> None:
+    """Refuse a link of no file: a glob's typo, or a run from the wrong folder."""
+    if not any(annotation_files(config)):
+        raise NoClaims(f"no annotation file under {config.root} matches {_patterns(config)}; "
+                       "run from your articles' folder, or set 'annotations' and 'articles' "
+                       "in annotate.toml")
+
+
+def _patterns(config: ProjectConfig) -> str:
+    return ", ".join(config.annotations + config.articles) or "(none)"
 
 
 def link_if_changed(
@@ -94,10 +106,9 @@ def link_if_changed(
 
     loaded = load_all(files[0], files[1], config.root)
     if not loaded.errors and not any(article.claims for article in loaded.articles):
-        patterns = ", ".join(config.annotations + config.articles)
         count = len(files[0]) + len(files[1])
         raise NoClaims(f"the {counted(count, 'annotation file')} under {config.root} matching "
-                       f"{patterns} {'holds' if count == 1 else 'hold'} no claims",
+                       f"{_patterns(config)} {'holds' if count == 1 else 'hold'} no claims",
                        hint="check 'annotations' and 'articles' in annotate.toml; the stored "
                             "links are kept")
     return link_all(database, config, loaded, signature)

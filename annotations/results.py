@@ -71,12 +71,17 @@ class CheckReport:
     fail_on: tuple[str, ...] = field(default_factory=tuple)
     input_errors: tuple[InputError, ...] = ()
 
+    @property
+    def unreadable_files(self) -> frozenset[str]:
+        return frozenset(error.file for error in self.input_errors)
+
     def with_input_errors(self, errors: tuple[InputError, ...]) -> CheckReport:
         """This report with the files that could not be read: their last stored claims,
         which the file no longer says, are dropped from the results."""
-        unreadable = {error.file for error in errors}
+        report = replace(self, input_errors=self.input_errors + errors)
+        unreadable = report.unreadable_files
         kept = tuple(result for result in self.results if result.file not in unreadable)
-        return replace(self, results=kept, input_errors=self.input_errors + errors)
+        return replace(report, results=kept)
 
     @property
     def counts(self) -> dict[str, int]:

@@ -462,16 +462,23 @@ def test_claim_status_is_its_worst_refs(table_index: Path) -> None:
     assert set(statuses) == {("blog/worst.md", claim) for claim in refs}
 
 
-@pytest.mark.parametrize("command", ["check", "link", "fix"])
-def test_no_annotation_files_is_an_error_and_keeps_the_links(
-    table_index: Path, command: str
-) -> None:
-    """A glob's typo, or CI run from the wrong folder: not a green check of nothing."""
+@pytest.fixture
+def stored_links(table_index: Path) -> list[tuple]:
+    """The table's project with one claim linked: the stored links a failed run must keep."""
     copy_project(table_index)
     write(Path("annotations/a.yml"), "article: a.md\nat: vllm@v1\nclaims:\n  - id: a\n"
           "    text: t\n    refs: [nowhere.py::f]\n")
     run("link")
     stored = _stored_links()
+    assert stored
+    return stored
+
+
+@pytest.mark.parametrize("command", ["check", "link", "fix"])
+def test_no_annotation_files_is_an_error_and_keeps_the_links(
+    stored_links: list[tuple], command: str
+) -> None:
+    """A glob's typo, or CI run from the wrong folder: not a green check of nothing."""
     for folder in ("annotations", "articles"):
         shutil.rmtree(folder, ignore_errors=True)
     config = load_config()
@@ -482,19 +489,14 @@ def test_no_annotation_files_is_an_error_and_keeps_the_links(
         f"Error: no annotation file under {config.root} matches {patterns}; run from your "
         "articles' folder, or set 'annotations' and 'articles' in annotate.toml\n"
     )
-    assert stored and _stored_links() == stored
+    assert _stored_links() == stored_links
 
 
 @pytest.mark.parametrize("command", ["check", "link", "fix"])
 def test_annotation_files_without_claims_are_an_error_and_keep_the_links(
-    table_index: Path, command: str
+    stored_links: list[tuple], command: str
 ) -> None:
     """A glob that matches only an article's README: the same check of nothing."""
-    copy_project(table_index)
-    write(Path("annotations/a.yml"), "article: a.md\nat: vllm@v1\nclaims:\n  - id: a\n"
-          "    text: t\n    refs: [nowhere.py::f]\n")
-    run("link")
-    stored = _stored_links()
     shutil.rmtree("annotations")
     write(Path("articles/README.md"), "# Articles\n\nNo claims here.\n")
     result = run(command)
@@ -503,7 +505,7 @@ def test_annotation_files_without_claims_are_an_error_and_keep_the_links(
         f"Error: the 1 annotation file under {Path.cwd()} matching ")
     assert result.stderr.endswith(" holds no claims (hint: check 'annotations' and 'articles' in "
                                   "annotate.toml; the stored links are kept)\n")
-    assert stored and _stored_links() == stored
+    assert _stored_links() == stored_links
 
 
 def _stored_links() -> list[tuple]:

@@ -139,12 +139,13 @@ def summary_line(report: CheckReport) -> str:
     waived_text = f" ({waived} waived)" if waived else ""
     verdict = "stale" if has_unwaived_stale(report) else "nothing stale"
     head = f"{counted(summary['claims'], 'claim')}, {counted(summary['refs'], 'ref')}"
-    return f"{head}: {parts}{waived_text}; {verdict}{unreadable_note(report)}"
+    unreadable = unreadable_note(report)
+    return f"{head}: {parts}{waived_text}; {verdict}{'; ' + unreadable if unreadable else ''}"
 
 
 def unreadable_note(report: CheckReport) -> str:
-    """``; 2 annotation files could not be read (not checked)``, or nothing."""
-    files = len({error.file for error in report.input_errors})
+    """``2 annotation files could not be read (not checked)``, or nothing."""
+    files = len(report.unreadable_files)
     if not files:
         return ""
-    return f"; {counted(files, 'annotation file')} could not be read (not checked)"
+    return f"{counted(files, 'annotation file')} could not be read (not checked)"

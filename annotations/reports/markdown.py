@@ -85,9 +85,8 @@ def _unread_files(report: CheckReport) -> list[str]:
         return []
     items = [f"- {code(location(error))}: {text(error.message)}"
              for error in report.input_errors]
-    head = (f"**{unreadable_note(report).removeprefix('; ').capitalize()}**: fix "
-            f"{'it' if len({e.file for e in report.input_errors}) == 1 else 'them'} and "
-            "check again.")
+    head = (f"**{unreadable_note(report).capitalize()}**: fix "
+            f"{'it' if len(report.unreadable_files) == 1 else 'them'} and check again.")
     return [head, "\n".join(items)]
 
 
