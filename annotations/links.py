@@ -28,6 +28,10 @@ from db import queries
 from db.database import Database
 from indexer.config import ProjectConfig
 
+LINK_FORMAT = 2
+"""Bumped whenever what a link stores for the same input changes (2: a broken ref's hint
+is in its message), so that the next command links again."""
+
 
 @dataclass
 class LinkOutcome:
@@ -130,7 +134,8 @@ def _signature(
 ) -> str | None:
     """What the links depend on: the repos, the index and the files; None when a file
     vanished or is unreadable (the loader reports it)."""
-    digest = hashlib.sha256(repr(sorted(config.repos.items())).encode())
+    digest = hashlib.sha256(f"links {LINK_FORMAT}\0".encode())
+    digest.update(repr(sorted(config.repos.items())).encode())
     digest.update(claim_store.index_state(database).encode())
     try:
         for path in (*files[0], *files[1]):
@@ -296,5 +301,15 @@ def _resolved_columns(resolved: Resolved) -> dict:
 def _state(row: dict, state: str, error: AnnotationError | None, outcome: LinkOutcome) -> dict:
     outcome.states[state] += 1
     row["state"] = state
-    row["message"] = error.message if error else None
+    row["message"] = _stored_message(state, error)
     return row
+
+
+def _stored_message(state: str, error: AnnotationError | None) -> str | None:
+    """What ``check`` will say of the ref: a broken ref's hint with it, since ``check``
+    prints no ``link`` errors (an unindexed ref's hint is ``check``'s own)."""
+    if error is None:
+        return None
+    if state == "broken" and error.hint:
+        return f"{error.message} (hint: {error.hint})"
+    return error.message

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from annotations.errors import AnnotationError
+from annotations.modules import VersionModules
 from annotations.refs import Ref, RefForm
 from db import queries
 from db.database import Database
@@ -81,6 +82,7 @@ class Resolver:
         self.config = config
         self._version_keys: dict[tuple[str, str], int | None] = {}
         self._paths: dict[int, set[str]] = {}
+        self._modules: dict[int, VersionModules] = {}
         self.source = lru_cache(maxsize=256)(self._source)
         self.source_lines = lru_cache(maxsize=256)(self._source_lines)
 
@@ -175,10 +177,27 @@ class Resolver:
                     try:
                         return self._symbol(repo, version, key, path, ".".join(parts[cut:]))
                     except ResolveError:
+                        imported = self._imported(key, path, parts[cut:])
+                        if imported is not None:
+                            return self._symbol(repo, version, key, *imported)
                         if path.endswith("/__init__.py"):
                             _refuse_a_misspelt_module(f"{repo}@{version}", parts, cut, paths)
                         raise
         return self._short(repo, version, key, dotted)
+
+    def _imported(self, key: int, path: str, names: list[str]) -> tuple[str, str] | None:
+        """The (path, qualname) that ``names`` stand for in module ``path`` when their first
+        is imported there (``vllm.config.CacheConfig`` is ``vllm/config/cache.py::
+        CacheConfig``, re-exported by ``vllm/config/__init__.py``); None otherwise."""
+        if key not in self._modules:
+            self._modules[key] = VersionModules(self.database, key)
+        found = self._modules[key].follow(path, names[0])
+        if found is None:
+            return None
+        defined_in, name = found.split("::")
+        if defined_in == path:
+            return None
+        return defined_in, ".".join([name, *names[1:]])
 
     def _short(self, repo: str, version: str, key: int, name: str) -> Resolved:
         # Several definitions of one qualname in one file (a property's getter and setter,

@@ -996,14 +996,16 @@ def test_a_permalink_to_an_indexed_commit_is_checked(fake_index: Path) -> None:
 def test_a_permalink_to_a_version_nobody_indexes_fails_the_check(
     fake_index: Path, version: str, hint: str
 ) -> None:
-    """Left unindexed, it would never be checked, and CI would stay green."""
+    """Left unindexed, it would never be checked, and CI would stay green. The check says
+    what to do as ``link`` does: CI runs only the check."""
     copy_project(fake_index)
     write(Path("articles/post.md"), POST.replace("v0.0.9", version))
     result = run("check", "--format", "github")
     assert result.exit_code == 1
     assert result.stdout.splitlines()[1].startswith(
         "::error file=articles/post.md,line=8,title=annotate%3A broken claim link-")
-    assert f"is broken: vllm@{version} is neither indexed nor configured%0A" in result.stdout
+    assert (f"is broken: vllm@{version} is neither indexed nor configured (hint: {hint})%0A"
+            in result.stdout)
     linked = run("link")
     assert linked.exit_code == 2
     assert f"vllm@{version} is neither indexed nor configured (hint: {hint})" in linked.stderr

@@ -12,6 +12,7 @@ from fakeproject import DB, copy_project
 from fakeproject import write_file as write
 
 from annotate_cli import cli
+from annotations import links
 from annotations.links import link_all, load_claims
 from annotations.loader import link_claim_id
 from db.database import open_database
@@ -548,7 +549,7 @@ def test_one_bad_file_does_not_stop_the_others(project: Path) -> None:
     ]
     assert rows("SELECT r.state, r.message FROM claim_refs r JOIN claims c ON c.id = r.claim"
                 " WHERE c.article = 'notes'") == [
-        ("broken", "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0")
+        ("broken", "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 (hint: closest: 'cdiv')")
     ]
 
 
@@ -573,6 +574,25 @@ def test_a_configured_version_not_yet_indexed_is_a_warning(project: Path) -> Non
     ]
 
 
+def test_links_stored_by_another_link_format_are_linked_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a link stores for the same files and index can change with annotate itself
+    (a broken ref's hint in its message); links stored before are not kept as current."""
+    write("annotations/later.yml", claim("vllm@v0.1.0:vllm/utils.py::cdivv"))
+    assert link().exit_code == 2
+    with sqlite3.connect(DB) as conn:  # as an older annotate stored it
+        conn.execute("UPDATE claim_refs SET message = 'no symbol (old wording)'")
+    assert CliRunner().invoke(cli, ["check"]).exit_code == 1
+    assert rows("SELECT message FROM claim_refs") == [("no symbol (old wording)",)]
+    monkeypatch.setattr("annotations.links.LINK_FORMAT", links.LINK_FORMAT + 1)
+    check = CliRunner().invoke(cli, ["check"])
+    assert check.exit_code == 1
+    assert rows("SELECT message FROM claim_refs") == [
+        ("no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 (hint: closest: 'cdiv')",)]
+    assert "(hint: closest: 'cdiv')  [failing]" in check.stdout
+
+
 def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> None:
     """A typo in a pin, or a release nobody configured: no ``annotate index`` of the
     configured versions would ever check it, so it must not pass as merely unindexed."""
@@ -585,8 +605,10 @@ def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> No
         "'annotate index vllm@v0.1')",
         "Error: 1 problem in the annotations (see above)",
     ]
-    assert rows("SELECT state, message FROM claim_refs") == [
-        ("broken", "vllm@v0.1 is neither indexed nor configured")]
+    assert rows("SELECT state, message FROM claim_refs") == [  # what check will say
+        ("broken", "vllm@v0.1 is neither indexed nor configured (hint: fix the pin, or add "
+                   "v0.1 to [repos.vllm] versions in annotate.toml and run 'annotate index "
+                   "vllm@v0.1')")]
 
 
 def test_a_pin_missing_its_v_names_the_indexed_version(project: Path) -> None:

@@ -78,6 +78,15 @@ RESOLVES = [
         id="dotted-longest-module-prefix-wins-over-package-init",
     ),
     pytest.param(
+        f"vllm@v0.1.0:vllm.{UTIL}", f"vllm@v0.1.0:{CACHE}::{UTIL}", 22, 22,
+        id="dotted-name-a-package-init-imports-is-where-it-is-defined",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.AsyncEngine",
+        "vllm@v0.1.0:vllm/engine/async_llm_engine.py::AsyncLLMEngine", 43, 55,
+        id="dotted-name-imported-under-an-alias",
+    ),
+    pytest.param(
         "lmcache@v0.5.1:lmcache.integration.vllm.utils.mla_enabled",
         "lmcache@v0.5.1:lmcache/integration/vllm/utils.py::mla_enabled", 6, 8,
         id="dotted-other-repo",
@@ -276,6 +285,13 @@ ERRORS = [
         "no symbol 'DEFAULT_DEVICES' in vllm/platforms/__init__.py at vllm@v0.1.0 "
         "(hint: closest: 'DEFAULT_DEVICE')",
         id="dotted-symbol-misspelt-in-a-package-init",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.CacheConfig.no_such_member", ResolveError,
+        f"no symbol 'CacheConfig.no_such_member' in {CACHE} at vllm@v0.1.0 "
+        "(hint: closest: 'CacheConfig.swap_space', 'CacheConfig.block_size' or "
+        "'CacheConfig.cache_dtype')",
+        id="dotted-name-imported-by-a-package-init-lacks-the-member",
     ),
     pytest.param(
         "vllm@v0.1.0:no_such_name", ResolveError,
