@@ -461,6 +461,8 @@ def link(context: Context) -> None:
         click.echo(f"Error: {error}", err=True)
     for warning in outcome.unindexed:
         click.echo(f"Warning: {warning}", err=True)
+    if outcome.untracked:
+        click.echo(f"Note: {_untracked_note(outcome.untracked)}", err=True)
     states = outcome.states
     click.echo(
         f"{counted(outcome.articles, 'article')}, {counted(outcome.claims, 'claim')}, "
@@ -472,6 +474,14 @@ def link(context: Context) -> None:
         count = len(outcome.errors)
         raise UserError(f"{counted(count, 'problem')} in the annotations "
                         "(see above)")
+
+
+def _untracked_note(untracked: dict[str, int]) -> str:
+    repos = ", ".join(f"github.com/{name}" for name in sorted(untracked))
+    count = sum(untracked.values())
+    return (f"{counted(count, 'permalink')} into repos not configured ({repos}) "
+            f"{'is' if count == 1 else 'are'} not checked; add [repos.NAME] with "
+            'github = "ORG/NAME" in annotate.toml to check them')
 
 
 @cli.command()

@@ -8,7 +8,7 @@ or its ``quote`` or ``uses:`` does not hold in the symbol at its own pin).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from annotations.errors import AnnotationError, AnnotationFileError
@@ -28,9 +28,10 @@ from db import queries
 from db.database import Database
 from indexer.config import ProjectConfig
 
-LINK_FORMAT = 2
-"""Bumped whenever what a link stores for the same input changes (2: a broken ref's hint
-is in its message), so that the next command links again."""
+LINK_FORMAT = 3
+"""Bumped whenever what a link stores for the same input changes, so that the next
+command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
+code, or into repos not configured, are not claims."""
 
 
 @dataclass
@@ -42,6 +43,9 @@ class LinkOutcome:
                                                             "broken": 0})
     errors: list[AnnotationError] = field(default_factory=list)
     unindexed: list[AnnotationError] = field(default_factory=list)
+    untracked: dict[str, int] = field(default_factory=dict)
+    """GitHub repo -> how many permalinks in Markdown bodies point into it, a repo that is
+    not configured (and whose name is not close to one that is): those are not claims."""
 
 
 def annotation_files(config: ProjectConfig) -> tuple[list[Path], list[Path]]:
@@ -73,7 +77,8 @@ def link_all(
     resolver = Resolver(database, config)
     outcome = LinkOutcome(errors=list(loaded.errors))
     failed_files = {error.file for error in loaded.errors if error.file}
-    articles = _merge_articles(loaded.articles, outcome, failed_files)
+    tracked = [_without_untracked_links(article, config, outcome) for article in loaded.articles]
+    articles = _merge_articles(tracked, outcome, failed_files)
     rows = [_article_row(resolver, article, outcome) for article in articles]
     clean = not loaded.errors and not failed_files
     claim_store.replace_articles(database, rows, failed_files, signature if clean else None)
@@ -143,6 +148,22 @@ def _signature(
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def _without_untracked_links(
+    article: Article, config: ProjectConfig, outcome: LinkOutcome
+) -> Article:
+    """``article`` without the permalinks of its body into repos this project does not
+    track: an article about vLLM may link to transformers or flash-attention. A name close
+    to a configured repo's stays, to be reported broken: it is more likely a typo."""
+    kept = []
+    for claim in article.claims:
+        github = claim.refs[0].ref.github if claim.body_link else None
+        if github is None or config.repo_for_github(github) or config.github_close_to(github):
+            kept.append(claim)
+        else:
+            outcome.untracked[github] = outcome.untracked.get(github, 0) + 1
+    return replace(article, claims=tuple(kept))
 
 
 def _merge_articles(

@@ -64,6 +64,7 @@ _URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
 _PERMALINK_RE = re.compile(r"https://github\.com/[^/]+/[^/]+/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
+_FENCE_RE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
 _LINK_RE = re.compile(r"!?\[([^\]]{0,500})\]\( ?<?([^)\s>]{0,2000})>?(?: \"[^\"]{0,500}\")? ?\)")
@@ -688,7 +689,10 @@ def _link_claims(lines: list[str], body_start: int, article: str, ctx: _Context)
     body = _Body(lines, body_start)
     claims: list[Claim] = []
     seen: dict[str, int] = {}
+    code = _fenced_code_lines(lines, body_start)
     for index in range(body_start, len(lines)):
+        if index in code:
+            continue
         for url in find_permalinks(lines[index]):
             seen[url] = seen.get(url, 0) + 1
             claim = _link_claim(body, index, url, seen[url], article, ctx)
@@ -697,6 +701,24 @@ def _link_claims(lines: list[str], body_start: int, article: str, ctx: _Context)
             if len(claims) > MAX_CLAIMS:
                 raise ctx.fatal(index + 1, f"too many claims (more than {MAX_CLAIMS})")
     return claims
+
+
+def _fenced_code_lines(lines: list[str], first: int) -> set[int]:
+    """Indexes of the lines in fenced code blocks (fences included), as CommonMark reads
+    them: a URL there is code shown, not a link (a header pasted from vLLM's sources,
+    ``# Adapted from https://github.com/...``); an unclosed fence runs to the end."""
+    inside: set[int] = set()
+    fence = ""
+    for index in range(first, len(lines)):
+        opening = _FENCE_RE.match(lines[index])
+        if fence:
+            inside.add(index)
+            if opening and opening["fence"].startswith(fence) and not opening["info"].strip():
+                fence = ""
+        elif opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
+            inside.add(index)
+            fence = opening["fence"]
+    return inside
 
 
 def find_permalinks(line: str) -> list[str]:
@@ -723,7 +745,8 @@ def _link_claim(
     entry = RefEntry(url, ref, line)
     claim_id = link_claim_id(article, url, occurrence)
     return Claim(
-        article, claim_id, body.link_text(index, url), None, (entry,), (), ctx.display, line
+        article, claim_id, body.link_text(index, url), None, (entry,), (), ctx.display, line,
+        body_link=True,
     )
 
 

@@ -50,7 +50,8 @@ class Claim:
     """One statement of an article and the source refs backing it.
 
     `at` is the claim's effective default pin (its own ``at`` or else its file's), or None.
-    `line` is the 1-based line of the claim in `source_file`.
+    `line` is the 1-based line of the claim in `source_file`. `body_link`: the claim is a
+    permalink in a Markdown article's body, not one its author wrote as a claim.
     """
 
     article: str
@@ -61,6 +62,7 @@ class Claim:
     waivers: tuple[Waiver, ...]
     source_file: str
     line: int
+    body_link: bool = False
 
 
 @dataclass(frozen=True)

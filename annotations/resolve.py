@@ -113,10 +113,8 @@ class Resolver:
         if ref.form is RefForm.PERMALINK:
             repo = self.config.repo_for_github(ref.github or "")
             if repo is None:
-                raise ResolveError(
-                    f"github.com/{ref.github} is not a configured repo",
-                    hint="add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml",
-                )
+                raise ResolveError(f"github.com/{ref.github} is not a configured repo",
+                                   hint=self._github_hint(ref.github or ""))
             return repo.name, ref.version or ""
         if ref.repo is None or ref.version is None:
             raise ResolveError(
@@ -128,6 +126,12 @@ class Resolver:
         except ConfigError as error:
             raise ResolveError(error.message, hint=error.hint) from None
         return ref.repo, ref.version
+
+    def _github_hint(self, github: str) -> str:
+        close = self.config.github_close_to(github)
+        if close:
+            return f"did you mean github.com/{close}"
+        return "add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml"
 
     def paths(self, key: int) -> set[str]:
         if key not in self._paths:

@@ -6,6 +6,7 @@ their name overrides the keys it sets and keeps the others.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass, replace
@@ -99,6 +100,12 @@ class ProjectConfig:
         return next(
             (r for r in self.repos.values() if r.github and r.github.lower() == wanted), None
         )
+
+    def github_close_to(self, org_name: str) -> str | None:
+        """The configured GitHub ``ORG/NAME`` that ``org_name`` is likely a typo of."""
+        names = {r.github.lower(): r.github for r in self.repos.values() if r.github}
+        close = difflib.get_close_matches(org_name.lower(), names, n=1, cutoff=0.8)
+        return names[close[0]] if close else None
 
 
 def check_version_name(version: str) -> str:

@@ -266,9 +266,10 @@ def test_annotations_cannot_name_a_new_repo_or_url(
     result = run("link")
     assert result.exit_code == 2
     errors = _file_errors(result.stderr)
-    assert len(errors) == len(UNCONFIGURED) + 2
+    assert len(errors) == len(UNCONFIGURED) + 1  # the body's link into evil/repo: a note
     assert sum("unknown repo 'evil'" in e for e in errors) == 2
-    assert sum("is not a configured repo" in e for e in errors) == 4
+    assert sum("is not a configured repo" in e for e in errors) == 3
+    assert "Note: 1 permalink into repos not configured (github.com/evil/repo)" in result.stderr
     assert sum("articles/evil.md:3: vllm@v9.9.9 is neither indexed nor configured" in e
                for e in errors) == 1
     for command in (["show", "evil@v1:a.py::f"], ["index", "evil@v1"],

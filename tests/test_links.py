@@ -394,6 +394,7 @@ FORWARDS = (
     "vllm/model_executor/layers/logits_processor.py::LogitsProcessor.forward"
 )
 DS = "vllm/model_executor/models/deepseek_v4"
+HF_URL = "https://github.com/huggingface/transformers/blob/v4.28.0/src/llama.py#L10-L20"
 NO_ARTICLES = "0 articles, 0 claims, 0 refs: 0 linked, 0 unindexed, 0 broken"
 
 
@@ -510,6 +511,18 @@ LINK_ERRORS = [
          "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')"],
         ONE_REF, id="markdown-permalink-missing-path",
     ),
+    pytest.param(
+        "articles/bad.md", "# T\n\nSee https://github.com/vllm-project/vlm/blob/v0.2.0/a.py.\n",
+        ["articles/bad.md:3: github.com/vllm-project/vlm is not a configured repo "
+         "(hint: did you mean github.com/vllm-project/vllm)"],
+        ONE_REF, id="markdown-permalink-into-a-misspelt-repo",
+    ),
+    pytest.param(
+        BAD, claim(HF_URL),
+        [f"{BAD}:7: github.com/huggingface/transformers is not a configured repo "
+         '(hint: add it as [repos.NAME] with github = "ORG/NAME" in annotate.toml)'],
+        ONE_REF, id="written-ref-into-a-repo-not-configured",
+    ),
 ]
 
 
@@ -525,6 +538,22 @@ def test_link_errors(
         " (see above)"
     ]
     assert result.stdout == summary + "\n"
+
+
+def test_body_permalinks_into_repos_not_configured_are_not_claims(project: Path) -> None:
+    """An article on vLLM links to transformers or flash-attention too; only the repos
+    this project tracks are checked, and ``link`` says what it left out."""
+    other = "https://github.com/Dao-AILab/flash-attention/blob/v2.6.3/csrc/flash.h#L5"
+    write("articles/post.md", f"# T\n\nFrom {HF_URL} and {other}, twice: {other}.\n\n"
+                              f"See {GH}/v0.2.0/vllm/utils.py#L10-L12.\n")
+    result = link()
+    assert result.exit_code == 0
+    assert result.stdout == "1 article, 1 claim, 1 ref: 1 linked, 0 unindexed, 0 broken\n"
+    assert result.stderr == (
+        "Note: 3 permalinks into repos not configured (github.com/Dao-AILab/flash-attention, "
+        "github.com/huggingface/transformers) are not checked; add [repos.NAME] with "
+        'github = "ORG/NAME" in annotate.toml to check them\n')
+    assert rows("SELECT written FROM claim_refs") == [(f"{GH}/v0.2.0/vllm/utils.py#L10-L12",)]
 
 
 def test_one_bad_file_does_not_stop_the_others(project: Path) -> None:

@@ -581,6 +581,32 @@ def test_markdown_front_matter_article_overrides_default() -> None:
     assert article.claims[0].claim_id == link_claim_id("https://example.com/post", f"{GH}/v1/a.py")
 
 
+FENCED = [
+    pytest.param("```\n{A}\n```\n{B}\n", [6], id="backtick-fence"),
+    pytest.param("~~~\n{A}\n~~~\n{B}\n", [6], id="tilde-fence"),
+    pytest.param("```python\n# Adapted from\n# {A}\n```\n{B}\n", [7], id="info-string"),
+    pytest.param("   ```\n{A}\n   ```\n{B}\n", [6], id="fence-indented-three"),
+    pytest.param("    ```\n{A}\n    ```\n{B}\n", [4, 6], id="four-spaces-is-no-fence"),
+    pytest.param("````\n```\n{A}\n````\n{B}\n", [7], id="shorter-fence-does-not-close"),
+    pytest.param("~~~\n```\n{A}\n~~~\n{B}\n", [7], id="other-character-does-not-close"),
+    pytest.param("```\n{A}\n``` not a close\n{B}\n```\n{B}\n", [8],
+                 id="closing-fence-takes-no-info"),
+    pytest.param("```x`y\n{A}\n", [4], id="backtick-in-info-is-inline-code"),
+    pytest.param("```\n{A}\n{B}\n", [], id="unclosed-fence-runs-to-the-end"),
+    pytest.param("- item\n  ```\n  {A}\n  ```\n{B}\n", [7], id="fence-in-a-list-item"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), FENCED)
+def test_markdown_permalinks_in_fenced_code_are_not_claims(body: str, lines: list[int]) -> None:
+    """Code shown in an article is not its author citing it: a header pasted from vLLM's
+    sources, ``# Adapted from https://github.com/...``, would otherwise be a claim."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    claims = load_markdown_text(text, "a.md").claims
+    assert [claim.line for claim in claims] == lines
+    assert all(claim.body_link for claim in claims)
+
+
 def test_markdown_long_paragraph_uses_the_sentence() -> None:
     filler = "Filler words here. " * 30
     text = f"{filler}The key point is {GH}/v1/a.py#L3 right here. {filler}\n"
