@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from annotations.resolve import Resolved, Resolver
+from annotations.resolve import Resolved, Resolver, split_lines
 from annotations.results import Status
 from db import queries
 from db.match_queries import version_label
@@ -71,12 +72,16 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     if blob_id == pinned.blob_id:
         return Comparison(Status.FRESH, "file unchanged", _moved_lines(pinned, target_key,
                                                                          blob_id, target, 0))
-    found = _find_lines(new_text, old, pinned.start_line)
-    if found is None:
+    places = _places(new_text, old)
+    if not places:
         same_place = _moved_lines(pinned, target_key, blob_id, target, 0)
         return Comparison(Status.CHANGED, f"lines {pinned.start_line}-{pinned.end_line} of "
                           f"{pinned.path} no longer stand as written at {target}",
                           same_place, ("body",), (), symbol_diff(resolver, pinned, same_place))
+    found = places[0] if len(places) == 1 else _line_after(
+        resolver.source(pinned.blob_id), new_text, pinned.start_line)
+    if found not in places:  # the same lines stand at several places, none of them its own
+        return _ambiguous_lines(pinned, target_key, blob_id, target, places)
     shift = found - pinned.start_line
     new = _moved_lines(pinned, target_key, blob_id, target, shift)
     if shift == 0:
@@ -84,10 +89,10 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     return Comparison(Status.MOVED, f"the lines moved by {shift:+d}", new)
 
 
-def _find_lines(text: str, wanted: str, near: int) -> int | None:
-    """The first line of the whole lines ``wanted`` in ``text``: ``near`` when they still
-    stand there, else the closest place they stand (text inside a line does not count)."""
-    best, line, counted = None, 1, 0
+def _places(text: str, wanted: str) -> list[int]:
+    """The first line of every place where ``wanted`` stands as whole lines in ``text``
+    (text inside a line does not count)."""
+    places, line, counted = [], 1, 0
     position = text.find(wanted)
     while position >= 0:
         end = position + len(wanted)
@@ -95,12 +100,39 @@ def _find_lines(text: str, wanted: str, near: int) -> int | None:
         if (position == 0 or text[position - 1] == "\n") and whole:
             line += text.count("\n", counted, position)
             counted = position
-            if best is None or abs(line - near) < abs(best - near):
-                best = line
-            if line >= near:
-                break
+            places.append(line)
         position = text.find(wanted, position + 1)
-    return best
+    return places
+
+
+def _line_after(old_text: str, new_text: str, line: int) -> int | None:
+    """Where line ``line`` of ``old_text`` is in ``new_text``, by a line diff of the two
+    files; None when the diff changed it."""
+    for old_start, new_start, size in _matching_blocks(old_text, new_text):
+        if old_start < line <= old_start + size:
+            return new_start + line - old_start
+    return None
+
+
+@lru_cache(maxsize=16)  # several refs into one file: 0.2 s for vLLM's largest file
+def _matching_blocks(old_text: str, new_text: str) -> list[difflib.Match]:
+    lines = difflib.SequenceMatcher(
+        None, split_lines(old_text), split_lines(new_text), autojunk=False)
+    return lines.get_matching_blocks()
+
+
+def _ambiguous_lines(
+    pinned: Resolved, target_key: int, blob_id: str, target: str, places: list[int]
+) -> Comparison:
+    """The lines stand elsewhere, more than once: the nearest, with the others as
+    candidates (``fix`` leaves such a ref for its author to choose)."""
+    nearest = min(places, key=lambda place: abs(place - pinned.start_line))
+    moved = [_moved_lines(pinned, target_key, blob_id, target, place - pinned.start_line)
+             for place in sorted(places, key=lambda place: place != nearest)]
+    listed = ", ".join(f"L{new.start_line}" for new in moved)
+    return Comparison(Status.MOVED, f"the lines stand at {len(places)} places at {target} "
+                      f"({listed}), none where they stood", moved[0],
+                      candidates=tuple(new.canonical for new in moved[1:]))
 
 
 def _moved_lines(

@@ -300,6 +300,14 @@ CASES: dict[str, Case] = {
         KERNEL + "void other() {\n}\n", KERNEL + "void other() {\n}\n// end\n",
         "kernel.cu#L8-L8", "fresh", path="kernel.cu", message="lines unchanged",
     ),
+    "lines-repeated-text-follows-its-own-place": Case(  # not the nearer copy of its text
+        "a()\nX\nb()\nX\n", "a()\nX\nn1\nn2\nn3\nb()\nX\n", "m.txt#L4", "moved",
+        path="m.txt", new_ref="m.txt#L7", message="the lines moved by +3",
+    ),
+    "lines-repeated-text-none-its-own": Case(
+        "X\nX\nX\n", "X\nA\nX\n", "m.txt#L3", "moved", path="m.txt", new_ref="m.txt#L3",
+        candidates=1, message="the lines stand at 2 places at vllm@v2 (L3, L1), none where",
+    ),
     "lines-text-now-inside-a-line": Case(
         "a = 0\nx = 1\n", "max = 1\nb = 2\n", "m.txt#L2", "changed", ("body",),
         path="m.txt", message="lines 2-2 of c/lines-text-now-inside-a-line/m.txt no longer",
