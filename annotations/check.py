@@ -38,13 +38,22 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     resolver = Resolver(database, config)
     comparer = SymbolComparer(resolver)
     waivers = claim_store.waivers(database)
-    results = []
+    results, repos = [], set()
     for row in claim_store.all_refs(database):
         result = _check_ref(comparer, config, options, row)
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
+        repos.add(row["repo"])
     comparer.save()
-    targets = tuple(sorted({r.target for r in results if r.target}))
-    return CheckReport(tuple(results), targets, options.fail_on)
+    return CheckReport(tuple(results), _targets(config, options, repos), options.fail_on)
+
+
+def _targets(config: ProjectConfig, options: CheckOptions, repos: set[str | None]) -> tuple:
+    """The target of every repo a ref names, also when none of its refs could be compared
+    (all unindexed, say): ``fix --bump`` pins claims there."""
+    named = (repo for repo in repos if repo is not None and repo in config.repos)
+    targets = {f"{repo}@{target}" for repo in named
+               if (target := target_of(config, options, repo)) is not None}
+    return tuple(sorted(targets))
 
 
 def target_of(config: ProjectConfig, options: CheckOptions, repo: str) -> str | None:

@@ -218,7 +218,7 @@ def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str) -> bool:
                 for ref in old.refs]
     rewritten = expected != [ref.text for ref in old.refs]
     pin = plan.pins.get((name, old.claim_id), old.at)
-    if rewritten and old.claim_id.startswith("link-") and old.refs[0].text.startswith("https://"):
+    if rewritten and old.body_link:
         same_claim = True  # a body permalink's claim is named and worded after its link
     else:
         same_claim = (old.claim_id, old.text) == (new.claim_id, new.text)
@@ -226,7 +226,12 @@ def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str) -> bool:
         a.quote == b.quote and (pin != old.at or a.uses == b.uses)
         for a, b in zip(old.refs, new.refs, strict=True)
     )
-    return same_claim and same_refs and new.at == pin and old.waivers == new.waivers
+    return same_claim and same_refs and new.at == pin and _waived(old) == _waived(new)
+
+
+def _waived(claim: Claim) -> list[tuple]:
+    """A claim's waivers, but for their lines (an inserted ``at:`` moves them)."""
+    return [(waiver.status, waiver.until, waiver.reason) for waiver in claim.waivers]
 
 
 def plan_fixes(
@@ -340,8 +345,10 @@ _ANCHOR = re.compile(r"#L([0-9]+)(?:C[0-9]+)?(?:-L?([0-9]+)(?:C[0-9]+)?)?\Z")
 _BUMP_BLOCKERS = {
     Status.REMOVED: "edit or drop that ref first",
     Status.BROKEN: "mend that ref first",
-    Status.QUOTE_MISSING: "update its quote first",
-    Status.RELATION_MISSING: "update its uses: first",
+    Status.QUOTE_MISSING: "re-read the claim at the target, then edit its quote and its "
+                          "'at:' together by hand",
+    Status.RELATION_MISSING: "re-read the claim at the target, then edit its uses: and its "
+                             "'at:' together by hand",
     Status.UNINDEXED: "index that version first",
 }
 

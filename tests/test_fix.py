@@ -397,6 +397,18 @@ def test_bump_writes_the_pin_in_the_claims_own_style(claim: str, bumped: str) ->
     assert statuses() == {("c", "vllm/utils.py::cdiv"): "fresh"}
 
 
+def test_bump_above_a_waived_claim_keeps_the_waiver_it_moves_down() -> None:
+    waived = ("  - id: w\n    text: y\n    refs: [vllm/utils.py::get_distributed_init_method]\n"
+              "    waive:\n      - {status: changed, until: 2099-01-01, reason: reviewed}\n")
+    path = write("annotations/style.yml", STYLE_HEAD + "  - id: c\n    text: x\n"
+                 "    refs: [vllm/utils.py::cdiv]\n" + waived)
+    result = fix("--bump", "c")
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") == (
+        STYLE_HEAD + "  - id: c\n    at: vllm@v2\n    text: x\n    refs: [vllm/utils.py::cdiv]\n"
+        + waived)
+
+
 def test_bump_replaces_an_alias_pin_and_leaves_its_anchor() -> None:
     head = STYLE_HEAD.replace("at: vllm@v1", "at: &pin vllm@v1")
     claim = "  - id: c\n    text: x\n    at: *pin\n    refs: [vllm/utils.py::cdiv]\n"
@@ -640,7 +652,8 @@ def test_bump_moves_a_permalink_ref_to_the_target() -> None:
     pytest.param(SPLIT, "moved", "choose one of its candidates and write it first",
                  id="ambiguous-move"),
     pytest.param("{ref: vllm/utils.py::cdiv, quote: 'return -(a // -b)'}", "quote-missing",
-                 "update its quote first", id="quote-missing"),
+                 "re-read the claim at the target, then edit its quote and its 'at:' together "
+                 "by hand", id="quote-missing"),
     pytest.param("vllm/utils.py::nope", "broken", "mend that ref first", id="broken"),
     pytest.param("vllm@v0:vllm/utils.py::cdiv", "unindexed", "index that version first",
                  id="unindexed"),
@@ -656,6 +669,21 @@ def test_bump_refuses_a_claim_that_would_not_hold_at_the_target(
     assert result.stderr.startswith(
         f"Error: claim 'merge' cannot move to vllm@v2: {written} is {status} (")
     assert result.stderr.endswith(f" (hint: {hint})\n")
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_bump_of_a_claim_pinned_at_a_version_not_yet_indexed_names_it() -> None:
+    """Every ref of the claim is unindexed, so none was compared with the target: the
+    target is still the configured one, and the refusal says what to index."""
+    text = "article: blog/later.md\nat: vllm@v0\nclaims:\n  - id: later\n    text: x\n" \
+           "    refs: [vllm/utils.py::cdiv]\n"
+    path = write("annotations/later.yml", text)
+    result = fix("--bump", "later")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: claim 'later' cannot move to vllm@v2: vllm/utils.py::cdiv is unindexed "
+        "(vllm@v0 is not indexed (run 'annotate index vllm@v0')) "
+        "(hint: index that version first)\n")
     assert path.read_text(encoding="utf-8") == text
 
 
