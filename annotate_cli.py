@@ -493,6 +493,7 @@ def _untracked_note(untracked: dict[str, int]) -> str:
 @reports_errors
 def links(context: Context, symbol: str | None, article: str | None, output_format: str) -> None:
     """Which claims cite SYMBOL (a ref, a qualname or a short name), or what an article cites."""
+    from annotations.citations import links_citing
     from db import claims as claim_store
 
     if (symbol is None) == (article is None):
@@ -509,7 +510,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
                 raise UserError(f"no claims of article '{article}' are linked; "
                                 "check the path, or run 'annotate link'")
         else:
-            rows = _links_to_symbol(database, symbol or "")
+            rows = links_citing(database, context.config, symbol or "")
             if not rows:
                 _note_unknown_name(database, symbol or "")
     if article is not None:
@@ -547,20 +548,6 @@ def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None
     where = f"at {version[0]}@{version[1]}" if version else "in any indexed version"
     closest = f" (closest: {', '.join(close)})" if close else ""
     _note(f"Note: nothing named '{short}' is defined {where}{closest}")
-
-
-def _links_to_symbol(database: Any, symbol: str) -> list[dict]:
-    from annotations.refs import RefForm, parse_ref
-    from db import claims as claim_store
-
-    if "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
-        ref = parse_ref(symbol)
-        if ref.form is RefForm.SYMBOL:
-            return claim_store.links_to(database, ref.qualname or "", ref.path)
-        if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:
-            return claim_store.links_in_lines(database, ref.path, ref.start_line,
-                                              ref.end_line, ref.version, ref.repo)
-    return claim_store.links_to(database, symbol.rsplit(":", 1)[-1])
 
 
 def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
@@ -780,13 +767,16 @@ def xref(
     output_format: str,
 ) -> None:
     """Where NAME is defined and used in one version (default: vllm's target version)."""
+    from annotations.xref import locate
     from annotations.xref import xref as find_references
 
-    repo, version, name = _xref_target(context, name, version_ref)
+    repo, version, name, path = _xref_target(context, name, version_ref)
     if not name.strip():
         raise click.BadParameter("the name is empty", param_hint="NAME")
     with context.database() as database:
-        result = find_references(database, repo, version, name)
+        if path is None:
+            path, name = locate(database, context.config, repo, version, name)
+        result = find_references(database, repo, version, name, path)
         if not result.definitions and not result.references:
             _note_unknown_name(database, name, (repo, version))
     if output_format == "json":
@@ -801,23 +791,28 @@ def xref(
     _print_xref(result)
 
 
-def _xref_target(context: Context, name: str, version_ref: str | None) -> tuple[str, str, str]:
+def _xref_target(
+    context: Context, name: str, version_ref: str | None
+) -> tuple[str, str, str, str | None]:
+    """The repo, version, name and (for ``PATH::QUALNAME``) path that xref looks up."""
+    path = None
     if "@" in name or "::" in name:
         from annotations.refs import RefForm, parse_ref
 
         ref = parse_ref(name)
         symbol = ref.qualname if ref.form is RefForm.SYMBOL else ref.dotted
+        path = ref.path if ref.form is RefForm.SYMBOL else None
         if ref.repo and ref.version:
-            return ref.repo, ref.version, symbol or name
+            return ref.repo, ref.version, symbol or name, path
         name = symbol or name
     if version_ref is not None:
         repo, version = split_version(version_ref)
         context.config.repo(repo)
-        return repo, version, name
+        return repo, version, name, path
     default = context.config.repos.get("vllm")
     if default is None or default.target_version is None:
         raise click.UsageError("name the version: annotate xref NAME REPO@VERSION")
-    return default.name, default.target_version, name
+    return default.name, default.target_version, name, path
 
 
 def _print_xref(result: Any) -> None:

@@ -23,10 +23,14 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from annotations.errors import AnnotationError
 from annotations.modules import VersionModules
+from annotations.refs import parse_ref
+from annotations.resolve import Resolver
 from db import queries
 from db import references as store
 from db.database import Database
+from indexer.config import ProjectConfig
 from indexer.literals import WORD_BYTES, literal_ranges
 
 _OWNER = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*\Z")  # ``owner.`` before a name
@@ -52,14 +56,36 @@ class XrefResult:
     importers: list[dict] = field(default_factory=list)
 
 
-def xref(database: Database, repo: str, version: str, name: str) -> XrefResult:
-    """Definitions of ``name`` (a short name or a qualname) and every reference to it."""
+def locate(
+    database: Database, config: ProjectConfig, repo: str, version: str, name: str
+) -> tuple[str | None, str]:
+    """``name`` as (path, qualname) when it is a dotted name with its module, which no
+    qualname is (``vllm.config.CacheConfig`` is ``vllm/config/cache.py``'s ``CacheConfig``,
+    through the package's import); else (None, ``name``)."""
+    version_key = queries.require_version(database, repo, version)
+    if "." not in name or queries.symbols_named(database, version_key, name):
+        return None, name
+    try:
+        resolved = Resolver(database, config).resolve(parse_ref(f"{repo}@{version}:{name}"))
+    except AnnotationError:
+        return None, name
+    if resolved.qualname is None:
+        return None, name
+    return resolved.path, resolved.qualname
+
+
+def xref(
+    database: Database, repo: str, version: str, name: str, path: str | None = None
+) -> XrefResult:
+    """Definitions of ``name`` (a short name or a qualname; only those in ``path`` when
+    given) and every reference to it."""
     version_key = queries.require_version(database, repo, version)
     short = name.rsplit(".", 1)[-1]
     result = XrefResult(name=name, version=f"{repo}@{version}")
-    result.definitions = queries.symbols_named(database, version_key, name)
+    named = queries.symbols_named(database, version_key, name)
+    result.definitions = [row for row in named if path is None or row["path"] == path]
     modules = VersionModules(database, version_key)
-    same_name = result.definitions if short == name else queries.symbols_named(
+    same_name = named if short == name else queries.symbols_named(
         database, version_key, short)
     unique = _unique_target(same_name)
     candidates = store.files_mentioning(database, version_key, short)

@@ -172,6 +172,13 @@ def _dotted_name(path: str, qualname: str) -> str | None:
     return f"{module}.{qualname}"
 
 
+def linked_versions(database: Database) -> list[tuple[str, str]]:
+    """The (repo, version) pairs that linked refs are pinned at."""
+    return [tuple(row) for row in database.conn.execute(
+        "SELECT DISTINCT repo, version FROM claim_refs WHERE state = 'linked'"
+        " ORDER BY repo, version")]
+
+
 def links_of_article(database: Database, article: str) -> list[dict]:
     return list(
         database.query(

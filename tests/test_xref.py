@@ -261,6 +261,29 @@ def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None
     ]
 
 
+@pytest.mark.parametrize(("query", "definitions"), [
+    pytest.param(["ReplicatedLinear", "vllm@v1"],
+                 ["vllm/layers/linear.py", "vllm/models/shadow.py"], id="short-name-all"),
+    pytest.param([f"vllm@v1:{TARGET}"], ["vllm/layers/linear.py"], id="path-and-qualname"),
+    pytest.param(["vllm.layers.linear.ReplicatedLinear", "vllm@v1"], ["vllm/layers/linear.py"],
+                 id="dotted-name"),
+    pytest.param(["vllm@v1:vllm.layers.ReplicatedLinear"], ["vllm/layers/linear.py"],
+                 id="dotted-name-through-the-package-import"),
+])
+def test_cli_xref_of_a_ref_lists_the_definition_it_names(
+    indexed: Path, query: list[str], definitions: list[str]
+) -> None:
+    """The references are those of the short name, whichever way it is written."""
+    def xref_json(*args: str) -> dict:
+        shown = CliRunner().invoke(cli, ["--db", str(indexed), "xref", *args, "--format", "json"])
+        assert shown.exit_code == 0, shown.output
+        return json.loads(shown.output)
+
+    data = xref_json(*query)
+    assert [d["path"] for d in data["definitions"]] == definitions
+    assert data["references"] == xref_json("ReplicatedLinear", "vllm@v1")["references"]
+
+
 def test_cli_xref_of_a_name_nothing_defines_says_so(indexed: Path) -> None:
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "ReplicatedLiner", "vllm@v1"])
     assert result.exit_code == 0
