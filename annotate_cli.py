@@ -655,7 +655,7 @@ def check(
 
 @cli.command()
 @click.option("--bump", multiple=True, metavar="CLAIM",
-              help="Move this claim's pin to the target version (ARTICLE#ID or ID).")
+              help="Move this claim's pin to the target version (ARTICLE#ID, FILE#ID or ID).")
 @click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff; change nothing.")

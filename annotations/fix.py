@@ -420,12 +420,14 @@ def _repinned(result: RefResult) -> str | None:
 
 def _claim_results(report: CheckReport, wanted: str) -> list[RefResult]:
     article, _, claim_id = wanted.rpartition("#")
+    article = article.removeprefix("./")
     results = [
         r for r in report.results
-        if r.claim == claim_id and (not article or r.article == article)
+        if r.claim == claim_id and (not article or article in (r.article, r.file))
     ]
     if not results:
-        raise FixError(f"no claim '{wanted}'", hint="write ARTICLE#ID or the claim's id")
+        raise FixError(f"no claim '{wanted}'",
+                       hint="write ARTICLE#ID, FILE#ID or the claim's id")
     if len({r.article for r in results}) > 1:
         articles = ", ".join(sorted({r.article for r in results}))
         raise FixError(f"claim id '{claim_id}' is in several articles: {articles}",

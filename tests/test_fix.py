@@ -699,11 +699,11 @@ def test_bump_of_a_front_matter_claim() -> None:
 
 @pytest.mark.parametrize(("args", "error"), [
     pytest.param(("--bump", "nope"),
-                 "Error: no claim 'nope' (hint: write ARTICLE#ID or the claim's id)",
+                 "Error: no claim 'nope' (hint: write ARTICLE#ID, FILE#ID or the claim's id)",
                  id="unknown-claim"),
     pytest.param(("--bump", "blog/other.md#no-pin"),
-                 "Error: no claim 'blog/other.md#no-pin' (hint: write ARTICLE#ID or the claim's "
-                 "id)", id="unknown-article"),
+                 "Error: no claim 'blog/other.md#no-pin' (hint: write ARTICLE#ID, FILE#ID or the "
+                 "claim's id)", id="unknown-article"),
     pytest.param(("--bump", "shared"),
                  "Error: claim id 'shared' is in several articles: blog/a.md, blog/bump.md "
                  "(hint: write ARTICLE#shared)", id="ambiguous-claim-id"),
@@ -734,11 +734,16 @@ def test_fix_errors_are_one_line_and_change_nothing(args: tuple[str, ...], error
         assert Path(rel).read_text(encoding="utf-8") == text
 
 
-def test_bump_with_the_article_resolves_an_ambiguous_id() -> None:
+@pytest.mark.parametrize("wanted", [
+    pytest.param("blog/b.md#shared", id="article"),
+    pytest.param("annotations/b.yml#shared", id="file-check-reports"),
+    pytest.param("./annotations/b.yml#shared", id="file-with-dot-slash"),
+])
+def test_bump_with_the_article_resolves_an_ambiguous_id(wanted: str) -> None:
     shared = "  - id: shared\n    text: s\n    refs: [vllm/utils.py::cdiv]\n"
     a = write("annotations/a.yml", f"article: blog/a.md\nat: vllm@v1\nclaims:\n{shared}")
     b = write("annotations/b.yml", f"article: blog/b.md\nat: vllm@v1\nclaims:\n{shared}")
-    assert fix("--bump", "blog/b.md#shared").exit_code == 0
+    assert fix("--bump", wanted).exit_code == 0
     assert a.read_text(encoding="utf-8").count("at: vllm@v2") == 0
     assert b.read_text(encoding="utf-8").count("    at: vllm@v2\n") == 1
 
