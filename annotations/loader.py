@@ -277,12 +277,22 @@ def _too_many_message() -> str:
 
 
 def _mark_line(error: yaml.MarkedYAMLError) -> int | None:
+    """The problem's line; where the construct began when the problem is that the text
+    ended (an unclosed quote or bracket: its opening line is the one to mend)."""
     mark = error.problem_mark or error.context_mark
+    ended = any(end in (error.problem or "") for end in ("end of stream", "<stream end>"))
+    if error.context_mark is not None and ended:
+        mark = error.context_mark
     return None if mark is None else mark.line + 1
 
 
 def _yaml_message(error: yaml.MarkedYAMLError) -> str:
-    parts = [part for part in (error.context, error.problem) if part]
+    context = error.context
+    line = _mark_line(error)
+    if (context and context.startswith("while ") and error.context_mark is not None
+            and error.context_mark.line + 1 != line):
+        context = f"{context} (on line {error.context_mark.line + 1})"
+    parts = [part for part in (context, error.problem) if part]
     return "invalid YAML: " + (", ".join(parts) if parts else "unreadable document")
 
 

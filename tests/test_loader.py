@@ -137,10 +137,22 @@ YAML_ERRORS = [
     pytest.param(
         "article: [a\n",
         [
-            "a.yaml:2: invalid YAML: while parsing a flow sequence, "
+            "a.yaml:1: invalid YAML: while parsing a flow sequence, "
             "expected ',' or ']', but got '<stream end>'"
         ],
         id="invalid-yaml",
+    ),
+    pytest.param(
+        'article: a\ntitle: "坏的\nclaims: []\n',
+        ["a.yaml:2: invalid YAML: while scanning a quoted scalar, "
+         "found unexpected end of stream"],
+        id="unclosed-quote-is-reported-where-it-opens",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: x\n   text: y\n",
+        ["a.yaml:4: invalid YAML: while parsing a block collection (on line 3), "
+         "expected <block end>, but found '<block mapping start>'"],
+        id="problem-line-names-the-line-of-its-context",
     ),
     pytest.param(
         "article: a\nclaims: []\n---\nx: 1\n",
