@@ -140,6 +140,13 @@ class Resolver:
 
     def _blob(self, repo: str, version: str, key: int, path: str) -> str:
         blob_id = queries.file_blob(self.database, key, path)
+        if blob_id is None and not path.endswith(".py") and (
+                queries.version_source(self.database, key) == "pypi"):
+            raise ResolveError(
+                f"path '{path}' is not in {repo}@{version}, which was indexed from its PyPI "
+                "wheel: only its Python files are read",
+                hint=f"index {repo}@{version} from git to cite other files, or cite a .py file",
+            )
         if blob_id is None:
             close = difflib.get_close_matches(path, self.paths(key), n=3, cutoff=0.6)
             raise ResolveError(

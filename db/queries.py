@@ -56,6 +56,13 @@ def version_id(database: Database, repo: str, version: str) -> int | None:
     return row[0] if row else None
 
 
+def version_source(database: Database, version_key: int) -> str | None:
+    """Where a version's files came from: ``git``, ``pypi`` or ``path``."""
+    row = database.conn.execute(
+        "SELECT source FROM versions WHERE id = ?", (version_key,)).fetchone()
+    return row[0] if row else None
+
+
 def version_of_wheel(database: Database, repo: str, wheel_sha256: str) -> str | None:
     """The version of ``repo`` indexed from PyPI's wheel ``wheel_sha256``, if any."""
     row = database.conn.execute(

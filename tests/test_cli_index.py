@@ -190,6 +190,22 @@ def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
         assert conn.execute("SELECT source, commit_sha FROM versions").fetchone() == ("pypi", None)
 
 
+def test_a_file_other_than_python_of_a_wheel_says_where_to_find_it(
+    wheels: Path, tmp_path: Path
+) -> None:
+    """A wheel is read for its Python files: a kernel's lines are not there, and no close
+    Python path is what the author meant."""
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\n')
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    result = run("show", "vllm@v0.1.0:csrc/attention/paged_attention_v1.cu#L1-L3")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: path 'csrc/attention/paged_attention_v1.cu' is not in vllm@v0.1.0, which was "
+        "indexed from its PyPI wheel: only its Python files are read (hint: index vllm@v0.1.0 "
+        "from git to cite other files, or cite a .py file)\n")
+
+
 def test_another_name_of_an_indexed_wheel_is_refused(wheels: Path, tmp_path: Path) -> None:
     Path("annotate.toml").write_text(
         f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\nversions = ["v0.2.0"]\n'
