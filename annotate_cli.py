@@ -123,11 +123,15 @@ def _note_outdated_links(context: Context, database: Any) -> None:
     """Commands that read the stored links say so when the annotation files (or the
     index) changed since the last link, instead of linking again themselves: run from
     another folder, that would replace the links with that folder's claims."""
-    from annotations.links import links_outdated
+    from annotations.links import LinkState, link_state
 
-    if links_outdated(database, context.config):
+    state = link_state(database, context.config)
+    if state is LinkState.CHANGED:
         _note("Note: the annotation files or the index changed since the last link; run "
               "'annotate link' (or 'annotate check') to bring the claims shown here up to date")
+    elif state is LinkState.UNREADABLE:
+        _note("Note: some annotation files could not be read at the last link, and keep the "
+              "claims they had before; run 'annotate link' to see which")
 
 
 pass_context = click.make_pass_decorator(Context)

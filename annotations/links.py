@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
 
 from annotations.errors import AnnotationError, AnnotationFileError
@@ -28,6 +29,7 @@ from db import queries
 from db.database import Database
 from indexer.config import ProjectConfig
 
+_UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
 LINK_FORMAT = 3
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
@@ -72,8 +74,8 @@ def load_claims(config: ProjectConfig) -> LoadResult:
 def link_all(
     database: Database, config: ProjectConfig, loaded: LoadResult, signature: str | None = None
 ) -> LinkOutcome:
-    """Resolve and store every claim of ``loaded`` in one transaction; ``signature``
-    (see `link_if_changed`) is recorded only when every file loaded cleanly."""
+    """Resolve and store every claim of ``loaded`` in one transaction, with ``signature``
+    (see `link_if_changed`), marked when some file did not load (see `link_state`)."""
     resolver = Resolver(database, config)
     outcome = LinkOutcome(errors=list(loaded.errors))
     failed_files = {error.file for error in loaded.errors if error.file}
@@ -81,7 +83,9 @@ def link_all(
     articles = _merge_articles(tracked, outcome, failed_files)
     rows = [_article_row(resolver, article, outcome) for article in articles]
     clean = not loaded.errors and not failed_files
-    claim_store.replace_articles(database, rows, failed_files, signature if clean else None)
+    if signature is not None and not clean:
+        signature = _UNREADABLE + signature
+    claim_store.replace_articles(database, rows, failed_files, signature)
     return outcome
 
 
@@ -123,15 +127,26 @@ def link_if_changed(
     return link_all(database, config, loaded, signature)
 
 
-def links_outdated(database: Database, config: ProjectConfig) -> bool:
-    """Whether the stored links may not be what the config's annotation files say: the
-    files, the config or the index changed since the last clean link (or it was not
-    clean). False where the config finds no annotation files: nothing to compare with."""
+class LinkState(str, Enum):
+    """How the stored links stand to what the config's annotation files say."""
+
+    CURRENT = "current"
+    CHANGED = "changed"  # the files, the config or the index changed since the last link
+    UNREADABLE = "unreadable"  # unchanged, but some file could not be read then
+
+
+def link_state(database: Database, config: ProjectConfig) -> LinkState:
+    """CURRENT too where the config finds no annotation files: nothing to compare with."""
     files = annotation_files(config)
     if not (files[0] or files[1]):
-        return False
+        return LinkState.CURRENT
     signature = _signature(database, config, files)
-    return signature is None or claim_store.link_signature(database) != signature
+    stored = claim_store.link_signature(database)
+    if signature is not None and stored == signature:
+        return LinkState.CURRENT
+    if signature is not None and stored == _UNREADABLE + signature:
+        return LinkState.UNREADABLE
+    return LinkState.CHANGED
 
 
 def _signature(

@@ -493,6 +493,21 @@ def test_queries_say_when_the_files_changed_since_the_last_link(query: tuple[str
     assert "九成" in after.stdout
 
 
+def test_queries_say_when_a_file_could_not_be_read_at_the_last_link() -> None:
+    """Not that the files changed: linking again does not help until the file is mended."""
+    Path("annotations").mkdir()
+    Path("annotations/bad.yml").write_text("article: x\nclaims: [\n", encoding="utf-8")
+    assert run("link").exit_code == 2
+    unreadable = ("Note: some annotation files could not be read at the last link, and keep "
+                  "the claims they had before; run 'annotate link' to see which\n")
+    for _ in range(2):
+        assert run("links", "cdiv").stderr == unreadable
+    Path("annotations/bad.yml").write_text(MLA.replace("blog/mla-tp.md", "blog/b.md"),
+                                           encoding="utf-8")
+    assert run("link").exit_code == 0
+    assert run("links", "cdiv").stderr == ""
+
+
 def test_show_names_the_other_definitions_of_its_qualname() -> None:
     source = fv.content_bytes(fv.VERSIONS["v0.1.0"]["vllm/engine/llm_engine.py"]).decode()
     setter = source.splitlines().index("    @log_stats.setter") + 1
