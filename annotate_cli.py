@@ -435,8 +435,8 @@ def show(context: Context, ref_text: str) -> None:
     if url:
         click.echo(f"# {url}")
     if others:
-        where = ", ".join(f"L{start}" if start == end else f"L{start}-L{end}"
-                          for start, end in others)
+        where = ", ".join(f"L{other.start_line}" if other.start_line == other.end_line
+                          else f"L{other.start_line}-L{other.end_line}" for other in others)
         click.echo(f"# defined {len(others) + 1} times in its file; the others: {where} "
                    f"(show {resolved.pin}:{resolved.path}#Lx-Ly for one)")
     width = len(str(resolved.end_line))

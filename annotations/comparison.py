@@ -205,15 +205,10 @@ class SymbolComparer:
     def _pinned_symbol(self, pinned: Resolved) -> SymbolSnapshot | None:
         """The pinned definition: of a qualname defined twice in a file (a property's getter
         and setter), the one starting on the pinned line (a permalink may cite either)."""
-        from annotations.matching import find_symbol
+        from annotations.matching import find_definition
 
-        first, occurrence = None, 0
-        while True:
-            found = find_symbol(self.resolver.database, pinned.version_key, pinned.path,
-                                pinned.qualname or "", occurrence, store=self.store)
-            if found is None or found.start_line == pinned.start_line:
-                return found or first
-            first, occurrence = first or found, occurrence + 1
+        return find_definition(self.resolver.database, pinned.version_key, pinned.path,
+                               pinned.qualname or "", pinned.start_line, self.store)
 
     def _matcher(self, pin_key: int, target_key: int) -> Matcher:
         from annotations.matching import Matcher

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from annotations.errors import AnnotationError, AnnotationFileError
 from annotations.model import Article, Claim, LoadResult, RefEntry
-from annotations.refs import parse_ref
+from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
     ResolveError,
@@ -30,10 +30,11 @@ from db.database import Database
 from indexer.config import ProjectConfig
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 3
+LINK_FORMAT = 4
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
-code, or into repos not configured, are not claims."""
+code, or into repos not configured, are not claims; 4: a quote picks the definition of a
+qualname defined twice."""
 
 
 @dataclass
@@ -242,8 +243,7 @@ def _ref_row(
     row: dict = {"seq": seq, "written": entry.text, "line": entry.line, "quote": entry.quote,
                  "repo": entry.ref.repo, "version": entry.ref.version}
     try:
-        resolved = resolver.resolve(entry.ref)
-        _check_quote(resolver, resolved, entry)
+        resolved = _quoted_definition(resolver, resolver.resolve(entry.ref), entry)
     except UnindexedVersion as error:
         located = error.located(claim.source_file, entry.line)
         if _unknown_version(resolver, error):
@@ -302,12 +302,20 @@ def _relation_error(
     return None
 
 
-def _check_quote(resolver: Resolver, resolved: Resolved, entry: RefEntry) -> None:
-    if entry.quote is not None and not quote_stands(entry.quote, resolver.text_of(resolved)):
-        raise ResolveError(
-            f"quote '{entry.quote}' does not occur in {resolved.canonical} at its own pin",
-            hint="the annotation is wrong from the start: fix the quote or the ref",
-        )
+def _quoted_definition(resolver: Resolver, resolved: Resolved, entry: RefEntry) -> Resolved:
+    """``resolved``, or the other definition of its qualname in its file that holds the
+    ref's quote (a property's setter: ``PATH::QUALNAME`` names the getter, defined first)."""
+    if entry.quote is None or quote_stands(entry.quote, resolver.text_of(resolved)):
+        return resolved
+    others = [] if entry.ref.form is RefForm.PERMALINK else resolver.other_definitions(resolved)
+    for other in others:
+        if quote_stands(entry.quote, resolver.text_of(other)):
+            return other
+    where = " or in its other definitions" if others else ""
+    raise ResolveError(
+        f"quote '{entry.quote}' does not occur in {resolved.canonical}{where} at its own pin",
+        hint="the annotation is wrong from the start: fix the quote or the ref",
+    )
 
 
 def _use_row(resolver: Resolver, text: str) -> dict:

@@ -1016,6 +1016,22 @@ def find_symbol(
     return view.lookup(path, qualname, occurrence)
 
 
+def find_definition(
+    database: Database, version_key: int, path: str, qualname: str, start_line: int,
+    store: SourceStore | None = None,
+) -> SymbolSnapshot | None:
+    """The definition of ``path::qualname`` that starts on ``start_line``: of a qualname
+    defined twice in a file (a property's getter and setter), a permalink may cite either;
+    the first definition when none starts there."""
+    store = store or SourceStore(database)
+    first, occurrence = None, 0
+    while True:
+        found = find_symbol(database, version_key, path, qualname, occurrence, store)
+        if found is None or found.start_line == start_line:
+            return found or first
+        first, occurrence = first or found, occurrence + 1
+
+
 def match_symbol(database: Database, old: SymbolSnapshot, new_version_key: int) -> Match:
     """What became of ``old`` at version ``new_version_key`` (a one-off ``Matcher``)."""
     old_key = require_version(database, old.repo, old.version)

@@ -168,14 +168,14 @@ class Resolver:
             )
         return _from_row(repo, version, key, matching[0])
 
-    def other_definitions(self, resolved: Resolved) -> list[tuple[int, int]]:
-        """The (start, end) lines of the other definitions of ``resolved``'s qualname in
-        its file (a property's setter, a def under if/else, @overload stubs)."""
+    def other_definitions(self, resolved: Resolved) -> list[Resolved]:
+        """The other definitions of ``resolved``'s qualname in its file (a property's
+        setter, a def under if/else, @overload stubs), in source order."""
         if resolved.qualname is None:
             return []
         rows = queries.symbols_in_file(self.database, resolved.version_key, resolved.path)
-        return [(row["start_line"], row["end_line"]) for row in rows
-                if row["qualname"] == resolved.qualname
+        return [_from_row(resolved.repo, resolved.version, resolved.version_key, row)
+                for row in rows if row["qualname"] == resolved.qualname
                 and row["start_line"] != resolved.start_line]
 
     def _dotted(self, repo: str, version: str, key: int, dotted: str) -> Resolved:

@@ -69,6 +69,19 @@ def test_moved(project: Path) -> None:
     assert (moved["moved_from"], moved["content"], moved["kinds"]) == (old, "unchanged", [])
 
 
+@pytest.mark.parametrize("definition", ["@property", "@log_stats.setter"])
+def test_a_permalink_to_one_of_two_definitions_follows_that_one(
+    project: Path, definition: str
+) -> None:
+    """A property's getter and setter share a qualname: the one the permalink covers is
+    the one followed, as check compares it."""
+    path = "vllm/engine/llm_engine.py"
+    source = fakevllm.content_bytes(fakevllm.VERSIONS["v0.1.0"][path]).decode()
+    start = source.splitlines().index(f"    {definition}") + 1
+    data = timeline(project, f"{GH}/v0.1.0/{path}#L{start + 1}-L{start + 2}")
+    assert data["steps"][0]["start_line"] == start
+
+
 def test_renamed(project: Path) -> None:
     old = "vllm/compilation/cuda_graph.py::capture_graph"
     new = "vllm/compilation/cuda_graph.py::capture_cudagraph"

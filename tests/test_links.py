@@ -556,6 +556,32 @@ def test_body_permalinks_into_repos_not_configured_are_not_claims(project: Path)
     assert rows("SELECT written FROM claim_refs") == [(f"{GH}/v0.2.0/vllm/utils.py#L10-L12",)]
 
 
+@pytest.mark.parametrize(("quote", "setter"), [
+    pytest.param("return self._log_stats", False, id="in-the-first-definition"),
+    pytest.param("self._log_stats = value", True, id="in-the-setter"),
+])
+def test_a_quote_picks_the_definition_of_a_qualname_it_stands_in(
+    project: Path, quote: str, setter: bool
+) -> None:
+    write("annotations/stats.yml", claim("ref: vllm/engine/llm_engine.py::LLMEngine.log_stats",
+                                         f"        quote: '{quote}'\n"))
+    assert link().exit_code == 0
+    source = fv.content_bytes(fv.VERSIONS["v0.1.0"]["vllm/engine/llm_engine.py"]).decode()
+    start = source.splitlines().index("    @log_stats.setter" if setter else "    @property") + 1
+    assert rows("SELECT start_line FROM claim_refs") == [(start,)]
+
+
+def test_a_quote_in_no_definition_of_its_qualname_says_so(project: Path) -> None:
+    write("annotations/stats.yml", claim("ref: vllm/engine/llm_engine.py::LLMEngine.log_stats",
+                                         "        quote: 'not there'\n"))
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        "Error: annotations/stats.yml:7: quote 'not there' does not occur in vllm@v0.1.0:"
+        "vllm/engine/llm_engine.py::LLMEngine.log_stats or in its other definitions at its "
+        "own pin (hint: the annotation is wrong from the start: fix the quote or the ref)")
+
+
 def test_one_bad_file_does_not_stop_the_others(project: Path) -> None:
     write_corpus()
     write("annotations/a-broken.yml", "article: x\nclaims: [\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from annotations.matching import HistoryEvent, HistoryStep, find_symbol, history
+from annotations.matching import HistoryEvent, HistoryStep, find_definition, history
 from annotations.refs import Ref
 from annotations.resolve import ResolveError, Resolver, UnindexedVersion
 from db import queries
@@ -78,7 +78,8 @@ def symbol_timeline(
     if resolved.qualname is None:
         raise ResolveError(f"'{ref}' names lines, not a symbol",
                            hint="history follows a symbol: write PATH::QUALNAME")
-    symbol = find_symbol(database, resolved.version_key, resolved.path, resolved.qualname)
+    symbol = find_definition(database, resolved.version_key, resolved.path, resolved.qualname,
+                             resolved.start_line)
     if symbol is None:  # resolved from the same index: not expected
         raise ResolveError(f"{resolved.canonical} is not in the index")
     repo = config.repo(resolved.repo)
