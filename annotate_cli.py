@@ -49,6 +49,11 @@ def reports_errors(command: F) -> F:
             if "full" in str(error):  # SQLITE_FULL: the transaction was rolled back whole
                 raise UserError(f"the index database failed: {error}; free some space on "
                                 "its disk and run the command again") from None
+            if "locked" in str(error):
+                from db.database import LOCKED_HINT
+
+                raise UserError(f"the index database is locked by another process ({error}); "
+                                f"{LOCKED_HINT}") from None
             if "readonly" in str(error):
                 raise UserError(f"the index database cannot be written ({error}); make it "
                                 "and its folder writable, or pass another --db PATH") from None
@@ -647,6 +652,7 @@ def check(
     """Check every claim against the target versions; exit 1 when any is stale."""
     from annotations.reports import render
 
+    _refuse_to_overwrite_inputs(context, output)
     report, input_errors = _checked(context, against, today.date() if today else None)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     text = render(report, output_format, color=color)
@@ -742,6 +748,26 @@ def _is_file_error(error: Exception) -> bool:
     from annotations.resolve import ResolveError
 
     return not isinstance(error, ResolveError)
+
+
+def _refuse_to_overwrite_inputs(context: Context, output: Path | None) -> None:
+    """A report written over the index, the config or an annotation file would lose it
+    (``-o .annotate/index.db`` for ``-o report.sarif``)."""
+    from annotations.links import annotation_files
+
+    if output is None:
+        return
+    db = context.db_path
+    inputs = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    if context.config.source_file is not None:
+        inputs.append(context.config.source_file)
+    inputs += [path for files in annotation_files(context.config) for path in files]
+    target = output.resolve()
+    for path in inputs:
+        if path.resolve() == target:
+            raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "
+                                     "would replace; write the report to another file",
+                                     param_hint="--output")
 
 
 def _write_report(path: Path | None, text: str) -> None:
@@ -881,6 +907,7 @@ def diff(
     from annotations.diff_report import diff_report, render_diff
 
     pins = split_version(version_a), split_version(version_b)
+    _refuse_to_overwrite_inputs(context, output)
     with context.database() as database:
         _note_outdated_links(context, database)
         report = diff_report(database, context.config, *pins, annotated=annotated,

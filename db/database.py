@@ -42,6 +42,14 @@ def open_database(path: Path, *, create: bool = True, notify: Notify | None = No
     return Database(path, notify=notify)
 
 
+LOCKED_HINT = ("close the program holding it (an sqlite3 shell or Datasette with a "
+                "transaction open, another annotate run), then try again")
+
+
+def _locked(error: sqlite3.Error) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
+
+
 class Database:
     """One connection to the index, with its schema up to date."""
 
@@ -66,6 +74,9 @@ class Database:
         except sqlite3.DatabaseError as error:
             if connection is not None:
                 connection.close()
+            if isinstance(error, sqlite3.OperationalError) and _locked(error):
+                raise DatabaseBusy(f"cannot open {path}: another process holds it locked",
+                                   LOCKED_HINT) from None
             if isinstance(error, sqlite3.OperationalError):  # the disk, not the file
                 raise DatabaseError(
                     f"cannot open {path} ({error})",

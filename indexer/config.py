@@ -192,9 +192,8 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
         db=root / Path(table.get("db", ".annotate/index.db")).expanduser(),
         cache_dir=root / Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
         repos=repos,
-        annotations=_or_default(_string_list(table, "annotations", where),
-                                ProjectConfig.annotations),
-        articles=_or_default(_string_list(table, "articles", where), ProjectConfig.articles),
+        annotations=_or_default(_globs(table, "annotations", where), ProjectConfig.annotations),
+        articles=_or_default(_globs(table, "articles", where), ProjectConfig.articles),
         fail_on=fail_on if fail_on is not None else DEFAULT_FAIL_ON,
         source_file=source_file,
     )
@@ -213,6 +212,12 @@ def _repo(
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: [repos.{name}] must be a table")
     _reject_unknown(table, _REPO_KEYS, f"{where} [repos.{name}]")
+    if base is None and not any(table.get(key) for key in ("git", "pypi", "github")):
+        close = difflib.get_close_matches(name, BUILTIN_REPOS, n=1, cutoff=0.6)
+        raise ConfigError(f"{where}: [repos.{name}] names no git, pypi or github",
+                          f"did you mean [repos.{close[0]}]" if close else
+                          "give it git = \"URL or PATH\", pypi = \"NAME\", or github = "
+                          "\"ORG/NAME\" for versions indexed with --from")
     repo = base or RepoConfig(name=name, sources=default_sources)
     versions = _string_list(table, "versions", where)
     for version in versions or ():
@@ -287,6 +292,29 @@ def _string_list(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where}: '{key}' must be a list of strings")
     return tuple(value)
+
+
+def _globs(table: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    """A list of file globs relative to the config's folder (``articles/**/*.md``)."""
+    patterns = _string_list(table, key, where)
+    for pattern in patterns or ():
+        problem = _glob_problem(pattern)
+        if problem:
+            raise ConfigError(f"{where}: '{key}' pattern '{pattern}' {problem}",
+                              "write a glob relative to the config's folder, such as "
+                              "'articles/**/*.md'")
+    return patterns
+
+
+def _glob_problem(pattern: str) -> str | None:
+    parts = [part for part in pattern.split("/") if part not in ("", ".")]
+    if pattern.startswith(("/", "~")) or Path(pattern).is_absolute():
+        return "is not relative"
+    if not parts:
+        return "names no file"
+    if any("**" in part and part != "**" for part in parts):
+        return "uses '**' inside a name: it can only stand alone between slashes"
+    return None
 
 
 def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:

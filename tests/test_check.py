@@ -680,6 +680,33 @@ def test_output_file(table_index: Path) -> None:
     assert unwritable.stderr.startswith("Error: cannot write no/such/dir/report.txt: ")
 
 
+@pytest.mark.parametrize("output", [
+    pytest.param(str(DB), id="the-index"),
+    pytest.param(f"{DB}-wal", id="the-index-log"),
+    pytest.param("annotate.toml", id="the-config"),
+    pytest.param("./annotations/a.yml", id="an-annotation-file"),
+])
+@pytest.mark.parametrize("command", [
+    pytest.param(("check", "--format", "sarif"), id="check"),
+    pytest.param(("diff", "vllm@v1", "vllm@v2"), id="diff"),
+])
+def test_output_over_an_input_is_refused_and_keeps_it(
+    table_index: Path, command: tuple[str, ...], output: str
+) -> None:
+    copy_project(table_index)
+    _two_claims()
+    Path(f"{DB}-wal").touch()
+    before = Path(output).read_bytes()
+    result = run(*command, "--output", output)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: Invalid value for --output: {Path(output)} is one of annotate's inputs, which "
+        "the "
+        f"report would replace; write the report to another file (see 'annotate {command[0]} "
+        "--help')\n")
+    assert Path(output).read_bytes() == before
+
+
 # --- waivers ----------------------------------------------------------------------------
 
 WAIVED = """\

@@ -550,6 +550,26 @@ CONFIGS = [
         "{path} [repos.vllm]: target 'v0.250' is not one of its versions (v0.20.0, v0.25.0); "
         "fix the target, or add it to versions", id="target-not-a-version",
     ),
+    pytest.param(
+        "[repos.lmcahce]\nversions = ['v0.5.1']\n",
+        "{path}: [repos.lmcahce] names no git, pypi or github; did you mean [repos.lmcache]",
+        id="misspelt-built-in-repo"),
+    pytest.param(
+        "[repos.mine]\nversions = ['v1']\n",
+        "{path}: [repos.mine] names no git, pypi or github; give it git = \"URL or PATH\", "
+        "pypi = \"NAME\", or github = \"ORG/NAME\" for versions indexed with --from",
+        id="repo-without-any-source"),
+    *(pytest.param(
+        f"{key} = ['{pattern}']\n", f"{{path}}: '{key}' pattern '{pattern}' {problem}; write a "
+        "glob relative to the config's folder, such as 'articles/**/*.md'", id=f"{key}-{name}",
+    ) for key in ("annotations", "articles") for pattern, problem, name in (
+        ("", "names no file", "empty-glob"),
+        ("./", "names no file", "glob-of-the-folder"),
+        ("/ci/articles/*.yml", "is not relative", "absolute-glob"),
+        ("~/articles/*.md", "is not relative", "home-glob"),
+        ("articles/a**/*.md",
+         "uses '**' inside a name: it can only stand alone between slashes", "glob-with-a**"),
+    )),
 ]
 
 

@@ -281,6 +281,27 @@ def test_writer_waits_for_another_and_says_so(tmp_path: Path) -> None:
         assert conn.execute("SELECT name FROM repos").fetchall() == [("waited",)]
 
 
+def test_a_database_another_program_holds_locked_is_named_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An sqlite3 shell with an exclusive transaction open: not a full disk."""
+    monkeypatch.setattr(database_module, "WAIT_SECONDS", 0.2)
+    path = _fresh(tmp_path / "index.db")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("CREATE TABLE scratch (x)")
+    try:
+        with pytest.raises(DatabaseBusy) as caught:
+            open_database(path).close()
+    finally:
+        holder.close()
+    assert str(caught.value) == (
+        f"cannot open {path}: another process holds it locked; close the program holding it "
+        "(an sqlite3 shell or Datasette with a transaction open, another annotate run), then "
+        "try again")
+
+
 def test_writer_gives_up_with_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
