@@ -27,7 +27,7 @@ from annotations.wording import counted
 from db import claims as claim_store
 from db import queries
 from db.database import Database
-from indexer.config import ProjectConfig
+from indexer.config import CONFIG_FILE, ProjectConfig
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
 LINK_FORMAT = 4
@@ -98,9 +98,21 @@ class NoClaims(AnnotationError):
 def require_annotation_files(config: ProjectConfig) -> None:
     """Refuse a link of no file: a glob's typo, or a run from the wrong folder."""
     if not any(annotation_files(config)):
+        found = _config_above(config)
+        advice = (f"run from {found.parent}, where {found.name} is, or pass --config {found}"
+                  if found else "run from your articles' folder, or set 'annotations' and "
+                                "'articles' in annotate.toml")
         raise NoClaims(f"no annotation file under {config.root} matches {_patterns(config)}; "
-                       "run from your articles' folder, or set 'annotations' and 'articles' "
-                       "in annotate.toml")
+                       + advice)
+
+
+def _config_above(config: ProjectConfig) -> Path | None:
+    """The config file of a folder above the root, when the root has none (a command
+    run from a subfolder of the articles' repository)."""
+    if config.source_file is not None:
+        return None
+    return next((folder / CONFIG_FILE for folder in config.root.parents
+                 if (folder / CONFIG_FILE).is_file()), None)
 
 
 def _patterns(config: ProjectConfig) -> str:

@@ -501,6 +501,20 @@ def test_no_annotation_files_is_an_error_and_keeps_the_links(
 
 
 @pytest.mark.parametrize("command", ["check", "link", "fix"])
+def test_run_from_a_subfolder_names_the_folder_of_the_config(
+    stored_links: list[tuple], command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path.cwd()
+    monkeypatch.chdir(root / "annotations")
+    result = CliRunner().invoke(cli, ["--db", str(root / DB), command], prog_name="annotate")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.endswith(
+        f"; run from {root}, where annotate.toml is, or pass --config {root / 'annotate.toml'}\n")
+    monkeypatch.chdir(root)
+    assert _stored_links() == stored_links
+
+
+@pytest.mark.parametrize("command", ["check", "link", "fix"])
 def test_annotation_files_without_claims_are_an_error_and_keep_the_links(
     stored_links: list[tuple], command: str
 ) -> None:
