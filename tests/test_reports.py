@@ -711,6 +711,18 @@ def test_sarif_fingerprint_is_stable_per_article_claim_ref() -> None:
     assert item["partialFingerprints"] == {"annotateRef/v1": sarif.fingerprint(base)}
 
 
+def test_sarif_tells_apart_a_ref_a_claim_writes_twice() -> None:
+    """Same ref, two quotes: two alerts, not one that code scanning would merge."""
+    first = make(Status.REMOVED)
+    second = replace(first, line=first.line + 2)
+    other = replace(first, claim="c2")
+    items = sarif_of(report_of(first, second, other))["runs"][0]["results"]
+    prints = [item["partialFingerprints"]["annotateRef/v1"] for item in items]
+    assert prints == [sarif.fingerprint(first), sarif.fingerprint(first, 1),
+                      sarif.fingerprint(other)]
+    assert len(set(prints)) == 3
+
+
 def test_sarif_keeps_chinese_text() -> None:
     output = render(report_of(make(Status.CHANGED, claim_text=CHINESE)), "sarif")
     assert CHINESE in output

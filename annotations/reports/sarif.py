@@ -34,7 +34,8 @@ def build_log(report: CheckReport) -> dict[str, Any]:
     run = {
         "tool": {"driver": _driver()},
         "invocations": [_invocation(report)],
-        "results": [_result(r) for r in report.results if _reported(r)],
+        "results": [_result(result, key) for result, key in _fingerprinted(report.results)
+                    if _reported(result)],
         "properties": {"summary": report.summary(), "failOn": list(report.fail_on)},
     }
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
@@ -93,14 +94,27 @@ def _rule(status: Status) -> dict[str, Any]:
     }
 
 
-def _result(result: RefResult) -> dict[str, Any]:
+def _fingerprinted(results: tuple[RefResult, ...]) -> list[tuple[RefResult, str]]:
+    """Each result with its fingerprint; the same ref written twice in one claim (with two
+    quotes, say) is told apart by its place among them, or code scanning would merge the
+    two alerts into one."""
+    seen: dict[tuple[str, str, str], int] = {}
+    fingerprinted = []
+    for result in results:
+        key = (result.article, result.claim, result.ref)
+        seen[key] = seen.get(key, -1) + 1
+        fingerprinted.append((result, fingerprint(result, seen[key])))
+    return fingerprinted
+
+
+def _result(result: RefResult, fingerprinted_as: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "ruleId": rule_id(result.status),
         "ruleIndex": list(Status).index(result.status),
         "level": _LEVELS[level(result)],
         "message": {"text": _message(result)},
         "locations": [_location(result)],
-        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(result)},
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprinted_as},
         "properties": _properties(result),
     }
     if is_waived(result):
@@ -108,9 +122,12 @@ def _result(result: RefResult) -> dict[str, Any]:
     return data
 
 
-def fingerprint(result: RefResult) -> str:
-    """Stable per (article, claim, ref): unaffected by line moves, status or message."""
+def fingerprint(result: RefResult, occurrence: int = 0) -> str:
+    """Stable per (article, claim, ref) and, for a ref the claim writes more than once,
+    its ``occurrence``: unaffected by line moves, status or message."""
     key = "\0".join((result.article, result.claim, result.ref))
+    if occurrence:
+        key += f"\0{occurrence}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
