@@ -655,6 +655,8 @@ def check(
     _refuse_to_overwrite_inputs(context, output)
     report, input_errors = _checked(context, against, today.date() if today else None)
     color = output is None and output_format == "text" and sys.stdout.isatty()
+    if output_format in ("github", "sarif"):
+        report = report.with_files_under(_folder_in_repository(context.config.root))
     text = render(report, output_format, color=color)
     _write_report(output, text)
     if input_errors:
@@ -748,6 +750,22 @@ def _is_file_error(error: Exception) -> bool:
     from annotations.resolve import ResolveError
 
     return not isinstance(error, ResolveError)
+
+
+def _folder_in_repository(root: Path) -> str:
+    """Where the project's folder is in the repository GitHub reads paths from (its
+    ``GITHUB_WORKSPACE``, else the git work tree around it): ``docs`` for a config in
+    ``docs/``; empty at the repository's root, or outside any."""
+    root = root.resolve()
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if workspace:
+        base: Path | None = Path(workspace).resolve()
+    else:
+        base = next((folder for folder in (root, *root.parents)
+                     if (folder / ".git").exists()), None)
+    if base is None or base == root or not root.is_relative_to(base):
+        return ""
+    return root.relative_to(base).as_posix()
 
 
 def _refuse_to_overwrite_inputs(context: Context, output: Path | None) -> None:

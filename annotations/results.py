@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -82,6 +83,23 @@ class CheckReport:
         unreadable = report.unreadable_files
         kept = tuple(result for result in self.results if result.file not in unreadable)
         return replace(report, results=kept)
+
+    def with_files_under(self, folder: str) -> CheckReport:
+        """This report with its files' paths (relative to the project's folder) made
+        relative to the folder above that ``folder`` names: code scanning and workflow
+        commands read paths from the repository's root."""
+        if not folder:
+            return self
+
+        def moved(path: str) -> str:
+            return path if posixpath.isabs(path) else posixpath.normpath(f"{folder}/{path}")
+
+        return replace(
+            self,
+            results=tuple(replace(result, file=moved(result.file)) for result in self.results),
+            input_errors=tuple(replace(error, file=moved(error.file))
+                               for error in self.input_errors),
+        )
 
     @property
     def counts(self) -> dict[str, int]:

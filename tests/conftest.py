@@ -14,7 +14,7 @@ from db.database import Database, open_database
 from indexer.config import ProjectConfig, load_config
 
 # Variables from the user's shell that would leak config into git or pip.
-_LEAKY_PREFIXES = ("GIT_", "PIP_")
+_LEAKY_PREFIXES = ("GIT_", "PIP_", "GITHUB_")
 
 
 @pytest.fixture(scope="session")

@@ -988,6 +988,31 @@ def test_format_github(formats_project: Path) -> None:
     assert lines[-1].startswith("::notice::5 claims, 5 refs: ")
 
 
+@pytest.mark.parametrize("layout", ["github-workspace", "git-work-tree"])
+def test_github_and_sarif_paths_are_from_the_repositorys_root(
+    formats_project: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    """A config in docs/ of the repository: GitHub reads paths from the repository's
+    root, so the annotations and alerts name docs/annotations/..."""
+    docs = formats_project / "repo" / "docs"
+    docs.mkdir(parents=True)
+    for name in ("annotate.toml", "annotations", ".annotate"):
+        shutil.move(formats_project / name, docs / name)
+    if layout == "github-workspace":
+        monkeypatch.setenv("GITHUB_WORKSPACE", str(docs.parent))
+    else:
+        (docs.parent / ".git").mkdir()
+    config = ("--config", str(docs / "annotate.toml"))
+    github = run(*config, "check", "--format", "github")
+    assert "::error file=docs/annotations/formats.yml,line=11," in github.stdout
+    sarif = json.loads(run(*config, "check", "--format", "sarif").stdout)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in sarif["runs"][0]["results"]}
+    assert uris == {"docs/annotations/formats.yml"}
+    text = run(*config, "check")
+    assert " annotations/formats.yml:11 " in text.stdout  # the text report keeps the config's
+
+
 GH = "https://github.com/vllm-project/vllm/blob"
 POST = f"""\
 ---
