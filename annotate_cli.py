@@ -723,7 +723,7 @@ def _checked(
     if relink:
         require_annotation_files(context.config)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on)
-    with context.database() as database:
+    with context.database() as stored, _linkable(stored, context.config, relink) as database:
         for repo, version in pins.items():
             queries.require_version(database, repo, version)
         outcome = link_if_changed(database, context.config) if relink else None
@@ -732,6 +732,22 @@ def _checked(
     for error in input_errors:
         click.echo(f"Error: {error}", err=True)
     return report.with_input_errors(tuple(_input_error(e) for e in input_errors)), input_errors
+
+
+@contextlib.contextmanager
+def _linkable(database: Any, config: Any, relink: bool) -> Iterator[Any]:
+    """The database to link and check in: a read-only index (a CI cache restored
+    read-only) whose links are outdated is copied into memory, where they are linked
+    again for this check only."""
+    from annotations.links import LinkState, link_state
+
+    if not (relink and database.read_only) or link_state(database, config) is LinkState.CURRENT:
+        yield database
+        return
+    _note("Note: the index cannot be written: the annotation files are linked in a copy of "
+          "it in memory, for this check only")
+    with database.in_memory_copy() as copy:
+        yield copy
 
 
 def _input_error(error: Any) -> Any:

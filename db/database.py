@@ -53,11 +53,18 @@ def _locked(error: sqlite3.Error) -> bool:
 class Database:
     """One connection to the index, with its schema up to date."""
 
-    def __init__(self, path: Path, notify: Notify | None = None) -> None:
+    def __init__(
+        self, path: Path, notify: Notify | None = None,
+        connection: sqlite3.Connection | None = None,
+    ) -> None:
+        """Open the index at ``path``; or, given ``connection``, wrap that one (a copy of
+        the index, see `in_memory_copy`)."""
         self.path = path
         self._notify = notify or (lambda message: None)
         self._target = str(path)
-        connection = None
+        if connection is not None:
+            self._target, self.conn = ":memory:", connection
+            return
         try:
             connection = self._connect()
             try:
@@ -97,6 +104,13 @@ class Database:
         except BaseException:
             connection.close()
             raise
+
+    def in_memory_copy(self) -> Database:
+        """A writable copy of this index in memory; what is written to it is not kept."""
+        memory = sqlite3.connect(":memory:")
+        self.conn.backup(memory)
+        memory.execute("PRAGMA foreign_keys = ON")
+        return Database(self.path, self._notify, connection=memory)
 
     @property
     def read_only(self) -> bool:

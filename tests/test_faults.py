@@ -458,6 +458,12 @@ def test_an_index_on_a_read_only_disk_is_read(
     checked = run(*db, "check", "--against", "vllm@v0.2.0", "--format", "json")
     assert (checked.exit_code, checked.stderr) == (1, ""), checked.output
     assert json.loads(checked.stdout)["results"][0]["status"] == "changed"
+    _an_annotation_file("vllm/utils.py::get_open_port")  # a pull request edits a claim
+    edited = run(*db, "check", "--against", "vllm@v0.2.0", "--format", "json")
+    assert edited.stderr == ("Note: the index cannot be written: the annotation files are "
+                             "linked in a copy of it in memory, for this check only\n")
+    assert [r["ref"] for r in json.loads(edited.stdout)["results"]] == [
+        "vllm/utils.py::get_open_port"]
     versions = run(*db, "versions")
     assert (versions.exit_code, versions.stderr) == (0, "")
     assert versions.stdout.splitlines()[1].split()[:3] == ["vllm", "v0.1.0", "local"]
