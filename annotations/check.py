@@ -44,7 +44,20 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
     comparer.save()
-    return CheckReport(tuple(results), _targets(config, options, repos), options.fail_on)
+    targets = _targets(config, options, repos)
+    return CheckReport(tuple(results), targets, options.fail_on,
+                       unindexed_targets=_unindexed(resolver, targets))
+
+
+def _unindexed(resolver: Resolver, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The targets not in the index: every ref of their repos was compared with nothing."""
+    missing = []
+    for target in targets:
+        try:
+            resolver.version_key(*target.split("@", 1))
+        except UnindexedVersion:
+            missing.append(target)
+    return tuple(missing)
 
 
 def _targets(config: ProjectConfig, options: CheckOptions, repos: set[str | None]) -> tuple:

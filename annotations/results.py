@@ -71,6 +71,7 @@ class CheckReport:
     target_versions: tuple[str, ...] = ()
     fail_on: tuple[str, ...] = field(default_factory=tuple)
     input_errors: tuple[InputError, ...] = ()
+    unindexed_targets: tuple[str, ...] = ()
 
     @property
     def unreadable_files(self) -> frozenset[str]:
@@ -119,4 +120,5 @@ class CheckReport:
             "waived": sum(1 for r in self.results if r.waived_until and not r.waiver_expired),
             "failing": sum(1 for r in self.results if r.failing),
             "targets": list(self.target_versions),
+            "unindexed_targets": list(self.unindexed_targets),
         }

@@ -547,6 +547,16 @@ def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) 
     assert code == 0
     assert (result["status"], result["target"]) == ("unindexed", "vllm@v3")
     assert "annotate index vllm@v3" in result["message"]
+    assert report["summary"]["unindexed_targets"] == ["vllm@v3"]
+    # unindexed does not fail by default, but CI must see that nothing was compared
+    note = ("target vllm@v3 is not indexed, so its refs were compared with nothing: run "
+            "'annotate index vllm@v3' (or add \"unindexed\" to fail_on)")
+    github = run("check", "--format", "github").stdout.splitlines()
+    assert github[-2] == f"::warning title=annotate%3A target not indexed::{note}"
+    assert github[-1].endswith(f"; nothing stale; {note}")
+    assert run("check").stdout.endswith(f"; nothing stale; {note}\n")
+    escaped = note.replace("fail_on", "fail\\_on")
+    assert f"**Warning**: {escaped}." in run("check", "--format", "markdown").stdout
 
 
 # --- exit codes -------------------------------------------------------------------------

@@ -139,8 +139,20 @@ def summary_line(report: CheckReport) -> str:
     waived_text = f" ({waived} waived)" if waived else ""
     verdict = "stale" if has_unwaived_stale(report) else "nothing stale"
     head = f"{counted(summary['claims'], 'claim')}, {counted(summary['refs'], 'ref')}"
-    unreadable = unreadable_note(report)
-    return f"{head}: {parts}{waived_text}; {verdict}{'; ' + unreadable if unreadable else ''}"
+    notes = "".join(f"; {note}" for note in (unreadable_note(report),
+                                              unindexed_target_note(report)) if note)
+    return f"{head}: {parts}{waived_text}; {verdict}{notes}"
+
+
+def unindexed_target_note(report: CheckReport) -> str:
+    """``target vllm@v0.52.0 is not indexed: ...``, or nothing."""
+    if not report.unindexed_targets:
+        return ""
+    targets = report.unindexed_targets
+    runs = " ".join(targets)
+    return (f"target {', '.join(targets)} {'is' if len(targets) == 1 else 'are'} not indexed, "
+            f"so its refs were compared with nothing: run 'annotate index {runs}' (or add "
+            "\"unindexed\" to fail_on)")
 
 
 def unreadable_note(report: CheckReport) -> str:

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import re
 
-from annotations.reports._common import display_ref, level, summary_line, waiver_note
+from annotations.reports._common import (
+    display_ref,
+    level,
+    summary_line,
+    unindexed_target_note,
+    waiver_note,
+)
 from annotations.results import CheckReport, InputError, RefResult
 
 MAX_CLAIM_TEXT = 200
@@ -48,6 +54,9 @@ def render(report: CheckReport) -> str:
     """One annotation per failing, stale, waived or unindexed result, then a summary notice."""
     lines = [_annotation(result, name) for result in report.results if (name := level(result))]
     lines += [_input_error(error) for error in report.input_errors]
+    if report.unindexed_targets:
+        lines.append(command("warning", unindexed_target_note(report),
+                             {"title": "annotate: target not indexed"}))
     lines.append(command("notice", summary_line(report)))
     return "\n".join(lines)
 

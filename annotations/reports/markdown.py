@@ -18,6 +18,7 @@ from annotations.reports._common import (
     location,
     needs_attention,
     truncate_lines,
+    unindexed_target_note,
     unreadable_note,
     waiver_note,
 )
@@ -54,7 +55,8 @@ def fence_for(block: str) -> str:
 
 def render(report: CheckReport) -> str:
     """Heading, verdict, a table of counts, then a table per article of its non-fresh refs."""
-    parts = [HEADING, _verdict(report), *_unread_files(report), _summary_table(report)]
+    parts = [HEADING, _verdict(report), *_unread_files(report), *_unindexed_targets(report),
+             _summary_table(report)]
     groups = {
         article: rows
         for article, results in by_article(report.results).items()
@@ -88,6 +90,11 @@ def _unread_files(report: CheckReport) -> list[str]:
     head = (f"**{unreadable_note(report).capitalize()}**: fix "
             f"{'it' if len(report.unreadable_files) == 1 else 'them'} and check again.")
     return [head, "\n".join(items)]
+
+
+def _unindexed_targets(report: CheckReport) -> list[str]:
+    note = unindexed_target_note(report)
+    return [f"**Warning**: {text(note)}."] if note else []
 
 
 def _summary_table(report: CheckReport) -> str:
