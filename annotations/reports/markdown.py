@@ -62,10 +62,41 @@ def render(report: CheckReport) -> str:
         for article, results in by_article(report.results).items()
         if (rows := [r for r in results if r.status is not Status.FRESH])
     }
-    parts += [_article_section(article, results) for article, results in groups.items()]
     if not groups:
         parts.append("All refs are fresh.")
+    budget = MAX_BYTES - _size(parts) - _CUT_NOTE_BYTES
+    for shown, (article, results) in enumerate(groups.items()):
+        section = _sized_section(article, results, budget)
+        if section is None:
+            parts.append(_cut_note(list(groups.values())[shown:]))
+            break
+        parts.append(section)
+        budget -= _size([section])
     return "\n\n".join(parts)
+
+
+MAX_BYTES = 1_000_000
+"""What the report may take: GitHub refuses a job summary over 1 MiB."""
+_CUT_NOTE_BYTES = 400
+
+
+def _size(parts: list[str]) -> int:
+    return sum(len(part.encode("utf-8")) + 2 for part in parts)
+
+
+def _sized_section(article: str, results: list[RefResult], budget: int) -> str | None:
+    """The article's section, without its diffs if only that fits; None if neither."""
+    for diffs in (True, False):
+        section = _article_section(article, results, diffs)
+        if _size([section]) <= budget:
+            return section
+    return None
+
+
+def _cut_note(left: list[list[RefResult]]) -> str:
+    refs = sum(len(results) for results in left)
+    return (f"*{counted(len(left), 'more article')} ({counted(refs, 'ref')}) not shown: the "
+            "report is cut to fit GitHub's 1 MiB job summary; run `annotate check` for all.*")
 
 
 def _verdict(report: CheckReport) -> str:
@@ -106,16 +137,16 @@ def _summary_table(report: CheckReport) -> str:
     return "\n".join(rows)
 
 
-def _article_section(article: str, results: list[RefResult]) -> str:
+def _article_section(article: str, results: list[RefResult], diffs: bool = True) -> str:
     rows = [
         "| " + " | ".join(COLUMNS) + " |",
         "| " + " | ".join("---" for _ in COLUMNS) + " |",
     ]
     rows += [_row(result) for result in results]
     parts = [f"### {text(article, newline=' ')}", "\n".join(rows)]
-    diffs = [r for r in results if r.status is Status.CHANGED and r.diff]
-    if diffs:
-        parts.append(_diff_details(diffs))
+    changed = [r for r in results if r.status is Status.CHANGED and r.diff] if diffs else []
+    if changed:
+        parts.append(_diff_details(changed))
     return "\n\n".join(parts)
 
 
