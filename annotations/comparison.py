@@ -72,7 +72,7 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     if blob_id == pinned.blob_id:
         return Comparison(Status.FRESH, "file unchanged", _moved_lines(pinned, target_key,
                                                                          blob_id, target, 0))
-    places = _places(new_text, old)
+    places = places_of(old, new_text)
     if not places:
         same_place = _moved_lines(pinned, target_key, blob_id, target, 0)
         return Comparison(Status.CHANGED, f"lines {pinned.start_line}-{pinned.end_line} of "
@@ -89,7 +89,7 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     return Comparison(Status.MOVED, f"the lines moved by {shift:+d}", new)
 
 
-def _places(text: str, wanted: str) -> list[int]:
+def places_of(wanted: str, text: str) -> list[int]:
     """The first line of every place where ``wanted`` stands as whole lines in ``text``
     (text inside a line does not count)."""
     places, line, counted = [], 1, 0

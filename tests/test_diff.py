@@ -297,6 +297,26 @@ def test_annotated_cites_by_the_new_location_too(project: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(("lines", "cited"), [
+    pytest.param("L12", False, id="lines-that-stand-in-b"),
+    pytest.param("L14", True, id="lines-that-changed"),
+])
+def test_a_line_ref_cites_a_changed_symbol_only_when_its_lines_changed(
+    project: Path, tmp_path: Path, lines: str, cited: bool
+) -> None:
+    """As check sees it: a line ref whose lines stand in B is fresh or moved, whatever
+    changed around them in the symbol they lie in (caller's body)."""
+    shutil.copytree(project, tmp_path / "p", ignore=shutil.ignore_patterns("src"))
+    (tmp_path / "p" / "annotations" / "lines.yml").write_text(
+        "article: notes/lines.md\nat: evil@h1\nclaims:\n  - id: caller-line\n    text: x\n"
+        f"    refs: [evil/render.py#{lines}]\n", encoding="utf-8")
+    assert run(tmp_path / "p", "link").exit_code == 0
+    report = json.loads(ok(tmp_path / "p", "diff", "evil@h1", "evil@h2", "--annotated",
+                           "--format", "json"))
+    claims = [claim["claim"] for article in report["articles"] for claim in article["claims"]]
+    assert ("caller-line" in claims) is cited
+
+
 def test_annotated_in_another_repo(project: Path) -> None:
     text = ok(project, "diff", "evil@h1", "evil@h2", "--annotated")
     sections = markdown_sections(text)

@@ -83,7 +83,7 @@ def build_report(
     matcher = Matcher(database, *keys)
     diff = matcher.diff(workers)
     items = _items(diff.matches, diff.added, repo_config)
-    found = cite(cited_refs(database, repo), [(item.old, item.new) for item in items],
+    found = cite(cited_refs(database, repo, keys), [(item.old, item.new) for item in items],
                  version_a, version_b)
     for item, citations in zip(items, found, strict=True):
         item.citations = citations
