@@ -791,8 +791,9 @@ def _refuse_to_overwrite_inputs(context: Context, output: Path | None) -> None:
 
     if output is None:
         return
-    db = context.db_path
-    inputs = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    inputs = [database.with_name(database.name + suffix)
+              for database in {context.db_path, context.config.db}
+              for suffix in ("", "-wal", "-shm")]
     if context.config.source_file is not None:
         inputs.append(context.config.source_file)
     inputs += [path for files in annotation_files(context.config) for path in files]

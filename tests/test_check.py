@@ -557,6 +557,9 @@ def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) 
     assert run("check").stdout.endswith(f"; nothing stale; {note}\n")
     escaped = note.replace("fail_on", "fail\\_on")
     assert f"**Warning**: {escaped}." in run("check", "--format", "markdown").stdout
+    sarif = json.loads(run("check", "--format", "sarif").stdout)
+    assert sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"] == [
+        {"level": "warning", "message": {"text": note}}]
 
 
 # --- exit codes -------------------------------------------------------------------------
@@ -729,6 +732,19 @@ def test_output_over_an_input_is_refused_and_keeps_it(
         f"report would replace; write the report to another file (see 'annotate {command[0]} "
         "--help')\n")
     assert Path(output).read_bytes() == before
+
+
+def test_output_over_the_configured_index_is_refused_when_another_is_used(
+    table_index: Path
+) -> None:
+    copy_project(table_index)
+    _two_claims()
+    shutil.copyfile(DB, "scratch.db")
+    before = DB.read_bytes()
+    result = run("--db", "scratch.db", "check", "--output", str(DB))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert "is one of annotate's inputs" in result.stderr
+    assert DB.read_bytes() == before
 
 
 # --- waivers ----------------------------------------------------------------------------

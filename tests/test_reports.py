@@ -825,24 +825,22 @@ def test_markdown_diffs_in_details() -> None:
 
 
 def test_markdown_is_cut_to_fit_a_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GitHub refuses a job summary over 1 MiB: diffs go first, then whole articles,
-    and the report says what it left out."""
+    """GitHub refuses a job summary over 1 MiB: every article's diffs go first, then
+    whole articles, and the report says what it left out."""
     diff = "--- a\n+++ b\n" + "".join(f"-old line {n}\n+new line {n}\n" for n in range(20))
     results = [make(Status.CHANGED, article=f"blog/{n}.md", claim=f"c{n}", diff=diff)
                for n in range(10)]
-    whole = render(report_of(*results), "markdown")
-    monkeypatch.setattr(markdown, "MAX_BYTES", len(whole.encode()) // 2)
+    plain = render(report_of(*(replace(result, diff=None) for result in results)), "markdown")
+    monkeypatch.setattr(markdown, "MAX_BYTES", len(plain.encode()) + 450)
+    assert render(report_of(*results), "markdown") == plain  # all articles, no diffs
+    monkeypatch.setattr(markdown, "MAX_BYTES", len(plain.encode()) // 2)
     cut = render(report_of(*results), "markdown")
-    assert len(cut.encode()) <= markdown.MAX_BYTES
+    assert len(cut.encode()) <= markdown.MAX_BYTES and "<details>" not in cut
     shown = [n for n in range(10) if f"### blog/{n}.md" in cut]
     assert shown == list(range(len(shown))) and 0 < len(shown) < 10
     assert cut.endswith(f"*{10 - len(shown)} more articles ({10 - len(shown)} refs) not shown: "
                         "the report is cut to fit GitHub's 1 MiB job summary; run "
                         "`annotate check` for all.*")
-    plain = render(report_of(replace(results[0], diff=None)), "markdown")
-    monkeypatch.setattr(markdown, "MAX_BYTES", len(plain.encode()) + 450)
-    without_diffs = render(report_of(results[0]), "markdown")
-    assert without_diffs == plain  # the article, but not its diffs
 
 
 def test_markdown_all_fresh() -> None:

@@ -65,13 +65,16 @@ def render(report: CheckReport) -> str:
     if not groups:
         parts.append("All refs are fresh.")
     budget = MAX_BYTES - _size(parts) - _CUT_NOTE_BYTES
-    for shown, (article, results) in enumerate(groups.items()):
-        section = _sized_section(article, results, budget)
-        if section is None:
+    sections = [_article_section(article, results) for article, results in groups.items()]
+    if _size(sections) > budget:  # every article's table before any article's diffs
+        sections = [_article_section(article, results, diffs=False)
+                    for article, results in groups.items()]
+    for shown, section in enumerate(sections):
+        budget -= _size([section])
+        if budget < 0:
             parts.append(_cut_note(list(groups.values())[shown:]))
             break
         parts.append(section)
-        budget -= _size([section])
     return "\n\n".join(parts)
 
 
@@ -82,15 +85,6 @@ _CUT_NOTE_BYTES = 400
 
 def _size(parts: list[str]) -> int:
     return sum(len(part.encode("utf-8")) + 2 for part in parts)
-
-
-def _sized_section(article: str, results: list[RefResult], budget: int) -> str | None:
-    """The article's section, without its diffs if only that fits; None if neither."""
-    for diffs in (True, False):
-        section = _article_section(article, results, diffs)
-        if _size([section]) <= budget:
-            return section
-    return None
 
 
 def _cut_note(left: list[list[RefResult]]) -> str:

@@ -8,7 +8,13 @@ from importlib import metadata
 from typing import Any
 from urllib.parse import quote
 
-from annotations.reports._common import STATUS_HELP, display_ref, is_waived, level
+from annotations.reports._common import (
+    STATUS_HELP,
+    display_ref,
+    is_waived,
+    level,
+    unindexed_target_note,
+)
 from annotations.reports.json_report import result_to_dict
 from annotations.results import CheckReport, RefResult, Status
 
@@ -53,6 +59,9 @@ def _invocation(report: CheckReport) -> dict[str, Any]:
             "message": {"text": f"{error.message}; its claims are not checked"},
             "locations": [{"physicalLocation": physical}],
         })
+    note = unindexed_target_note(report)
+    if note:
+        notifications.append({"level": "warning", "message": {"text": note}})
     return {"executionSuccessful": not report.input_errors,
             "toolExecutionNotifications": notifications}
 
