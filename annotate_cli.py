@@ -737,16 +737,16 @@ def _checked(
 @contextlib.contextmanager
 def _linkable(database: Any, config: Any, relink: bool) -> Iterator[Any]:
     """The database to link and check in: a read-only index (a CI cache restored
-    read-only) whose links are outdated is copied into memory, where they are linked
-    again for this check only."""
+    read-only) whose links are outdated is copied to a temporary file, where they are
+    linked again for this check only."""
     from annotations.links import LinkState, link_state
 
     if not (relink and database.read_only) or link_state(database, config) is LinkState.CURRENT:
         yield database
         return
-    _note("Note: the index cannot be written: the annotation files are linked in a copy of "
-          "it in memory, for this check only")
-    with database.in_memory_copy() as copy:
+    with database.scratch_copy() as copy:
+        _note("Note: the index cannot be written: the annotation files are linked in a "
+              "temporary copy of it, for this check only")
         yield copy
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
@@ -62,6 +63,7 @@ class Database:
         self.path = path
         self._notify = notify or (lambda message: None)
         self._target = str(path)
+        self._scratch: Path | None = None
         if connection is not None:
             self._target, self.conn = ":memory:", connection
             return
@@ -105,12 +107,24 @@ class Database:
             connection.close()
             raise
 
-    def in_memory_copy(self) -> Database:
-        """A writable copy of this index in memory; what is written to it is not kept."""
-        memory = sqlite3.connect(":memory:")
-        self.conn.backup(memory)
-        memory.execute("PRAGMA foreign_keys = ON")
-        return Database(self.path, self._notify, connection=memory)
+    def scratch_copy(self) -> Database:
+        """A writable copy of this index in a temporary file, deleted when it is closed:
+        what is written to it is not kept."""
+        handle, name = tempfile.mkstemp(prefix="annotate-", suffix=".db")
+        os.close(handle)
+        scratch = Path(name)
+        try:
+            connection = sqlite3.connect(scratch)
+            self.conn.backup(connection)
+        except (sqlite3.Error, MemoryError) as error:
+            scratch.unlink(missing_ok=True)
+            raise DatabaseError(f"cannot copy {self.path} to {scratch.parent} ({error})",
+                                "free some space there, or set TMPDIR to a folder with room"
+                                ) from None
+        connection.execute("PRAGMA foreign_keys = ON")
+        copy = Database(self.path, self._notify, connection=connection)
+        copy._scratch = scratch
+        return copy
 
     @property
     def read_only(self) -> bool:
@@ -145,6 +159,8 @@ class Database:
 
     def close(self) -> None:
         self.conn.close()
+        if self._scratch is not None:
+            self._scratch.unlink(missing_ok=True)
 
     def __enter__(self) -> Database:
         return self

@@ -22,6 +22,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zipfile
@@ -437,7 +438,7 @@ def test_index_into_an_immutable_database(indexed_db: Path, small_tree: Path) ->
 
 
 def test_an_index_on_a_read_only_disk_is_read(
-    indexed_db: Path, small_tree: Path, mounted: list[Path]
+    indexed_db: Path, small_tree: Path, mounted: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A WAL database whose folder cannot hold its -shm file (a read-only mount, a CI cache
     restored read-only) is opened immutable: read commands work, writes are one error."""
@@ -459,9 +460,13 @@ def test_an_index_on_a_read_only_disk_is_read(
     assert (checked.exit_code, checked.stderr) == (1, ""), checked.output
     assert json.loads(checked.stdout)["results"][0]["status"] == "changed"
     _an_annotation_file("vllm/utils.py::get_open_port")  # a pull request edits a claim
+    scratch = Path("scratch").resolve()
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     edited = run(*db, "check", "--against", "vllm@v0.2.0", "--format", "json")
+    assert list(scratch.iterdir()) == []  # the copy is gone
     assert edited.stderr == ("Note: the index cannot be written: the annotation files are "
-                             "linked in a copy of it in memory, for this check only\n")
+                             "linked in a temporary copy of it, for this check only\n")
     assert [r["ref"] for r in json.loads(edited.stdout)["results"]] == [
         "vllm/utils.py::get_open_port"]
     versions = run(*db, "versions")
@@ -474,6 +479,23 @@ def test_an_index_on_a_read_only_disk_is_read(
     assert sorted(path.name for path in point.iterdir()) == ["index.db"]
     subprocess.run(["mount", "-o", "remount,rw", str(point)], capture_output=True)
     assert dump(point / "index.db") == before
+
+
+def test_no_room_for_the_copy_of_a_read_only_index_is_one_error(
+    indexed_db: Path, mounted: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point, tiny = Path("ro").resolve(), Path("tiny").resolve()
+    for where, options in ((point, "size=4m"), (tiny, "size=64k")):
+        _mount_tmpfs(where, options)
+        mounted.append(where)
+    shutil.copyfile(indexed_db, point / "index.db")
+    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    _an_annotation_file("vllm/utils.py::cdiv")
+    monkeypatch.setattr(tempfile, "tempdir", str(tiny))
+    result = run("--db", str(point / "index.db"), "check")
+    one_error_line(result, f"cannot copy {point / 'index.db'} to {tiny}",
+                   "free some space there, or set TMPDIR to a folder with room")
+    assert list(tiny.iterdir()) == []
 
 
 def fill(disk: Path, leave: int = 0) -> None:
