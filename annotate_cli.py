@@ -676,13 +676,13 @@ def check(
 def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_run: bool) -> None:
     """Rewrite refs of unambiguously moved symbols; move claims' pins forward."""
     from annotations.fix import plan_fixes
-    from annotations.links import annotation_files
+    from annotations.links import annotation_files, repo_filter
     from annotations.loader import display_path
 
     report = _run_check(context, against)
     root = context.config.root
     markdown = {display_path(path, root) for path in annotation_files(context.config)[1]}
-    plan = plan_fixes(root, report, bump, markdown)
+    plan = plan_fixes(root, report, bump, markdown, repo_filter(context.config))
     for note in plan.notes:
         click.echo(f"Note: {note}", err=True)
     if dry_run:

@@ -28,13 +28,13 @@ import errno
 import os
 import re
 import shutil
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotations.errors import AnnotationError
 from annotations.loader import load_annotation_text, load_markdown_text
-from annotations.model import Article, Claim
+from annotations.model import Article, Claim, RepoFilter
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
 
@@ -134,6 +134,7 @@ class FixPlan:
 
     root: Path
     markdown: Collection[str] = ()
+    tracks: Callable[[str], bool] | None = None  # the repos whose body permalinks are claims
     files: dict[str, FilePlan] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     pins: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -161,8 +162,10 @@ class FixPlan:
         return self._originals[name]
 
     def _load(self, name: str, text: str) -> Article:
-        load = load_markdown_text if name in self.markdown else load_annotation_text
-        return load(text.removeprefix("\ufeff"), name)
+        text = text.removeprefix("\ufeff")
+        if name not in self.markdown:
+            return load_annotation_text(text, name)
+        return load_markdown_text(text, name, RepoFilter(self.tracks) if self.tracks else None)
 
     def verify(self) -> None:
         """Read every edited file again: it must load, and hold what it held but for the
@@ -235,11 +238,13 @@ def _waived(claim: Claim) -> list[tuple]:
 
 
 def plan_fixes(
-    root: Path, report: CheckReport, bump: Iterable[str] = (), markdown: Collection[str] = ()
+    root: Path, report: CheckReport, bump: Iterable[str] = (), markdown: Collection[str] = (),
+    repos: RepoFilter | None = None,
 ) -> FixPlan:
     """The edits ``fix`` makes (``markdown``: the Markdown articles' display paths, read as
-    such when the edits are verified)."""
-    plan = FixPlan(root, frozenset(markdown))
+    such when the edits are verified, their body permalinks into the repos ``repos``
+    tracks)."""
+    plan = FixPlan(root, frozenset(markdown), repos.tracks if repos else None)
     bumps: dict[tuple[str, str], tuple[str, list[RefResult]]] = {}
     for wanted in bump:
         results = _claim_results(report, wanted)

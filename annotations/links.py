@@ -8,12 +8,12 @@ or its ``quote`` or ``uses:`` does not hold in the symbol at its own pin).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from annotations.errors import AnnotationError, AnnotationFileError
-from annotations.model import Article, Claim, LoadResult, RefEntry
+from annotations.model import Article, Claim, LoadResult, RefEntry, RepoFilter
 from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
@@ -69,7 +69,7 @@ def load_claims(config: ProjectConfig) -> LoadResult:
     from annotations.loader import load_all
 
     yaml_files, markdown_files = annotation_files(config)
-    return load_all(yaml_files, markdown_files, config.root)
+    return load_all(yaml_files, markdown_files, config.root, repo_filter(config))
 
 
 def link_all(
@@ -78,10 +78,9 @@ def link_all(
     """Resolve and store every claim of ``loaded`` in one transaction, with ``signature``
     (see `link_if_changed`), marked when some file did not load (see `link_state`)."""
     resolver = Resolver(database, config)
-    outcome = LinkOutcome(errors=list(loaded.errors))
+    outcome = LinkOutcome(errors=list(loaded.errors), untracked=dict(loaded.untracked))
     failed_files = {error.file for error in loaded.errors if error.file}
-    tracked = [_without_untracked_links(article, config, outcome) for article in loaded.articles]
-    articles = _merge_articles(tracked, outcome, failed_files)
+    articles = _merge_articles(loaded.articles, outcome, failed_files)
     rows = [_article_row(resolver, article, outcome) for article in articles]
     clean = not loaded.errors and not failed_files
     if signature is not None and not clean:
@@ -130,7 +129,7 @@ def link_if_changed(
         return None
     from annotations.loader import load_all  # only when something changed
 
-    loaded = load_all(files[0], files[1], config.root)
+    loaded = load_all(files[0], files[1], config.root, repo_filter(config))
     if not loaded.errors and not any(article.claims for article in loaded.articles):
         count = len(files[0]) + len(files[1])
         raise NoClaims(f"the {counted(count, 'annotation file')} under {config.root} matching "
@@ -178,20 +177,11 @@ def _signature(
     return digest.hexdigest()
 
 
-def _without_untracked_links(
-    article: Article, config: ProjectConfig, outcome: LinkOutcome
-) -> Article:
-    """``article`` without the permalinks of its body into repos this project does not
-    track: an article about vLLM may link to transformers or flash-attention. A name close
-    to a configured repo's stays, to be reported broken: it is more likely a typo."""
-    kept = []
-    for claim in article.claims:
-        github = claim.refs[0].ref.github if claim.body_link else None
-        if github is None or config.repo_for_github(github) or config.github_close_to(github):
-            kept.append(claim)
-        else:
-            outcome.untracked[github] = outcome.untracked.get(github, 0) + 1
-    return replace(article, claims=tuple(kept))
+def repo_filter(config: ProjectConfig) -> RepoFilter:
+    """The body permalinks that are claims: those into configured repos, and those into a
+    repo whose name is close to one (to be reported broken: more likely a typo)."""
+    return RepoFilter(lambda github: bool(config.repo_for_github(github)
+                                          or config.github_close_to(github)))
 
 
 def _merge_articles(

@@ -11,17 +11,26 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from annotations.errors import AnnotationError, AnnotationFileError, RefSyntaxError
-from annotations.model import WAIVABLE_STATUSES, Article, Claim, LoadResult, RefEntry, Waiver
+from annotations.model import (
+    WAIVABLE_STATUSES,
+    Article,
+    Claim,
+    LoadResult,
+    RefEntry,
+    RepoFilter,
+    Waiver,
+)
 from annotations.refs import Ref, format_ref, parse_pin, parse_ref
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -61,7 +70,7 @@ _TOO_MANY_HINT = "anchors and aliases (&x, *x) must not multiply the document"
 _AT_HINT = "'at' takes REPO@VERSION, e.g. vllm@v0.20.0"
 _LINE_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
-_PERMALINK_RE = re.compile(r"https://github\.com/[^/]+/[^/]+/blob/")
+_PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 _FENCE_RE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)")
@@ -87,25 +96,32 @@ def load_annotation_text(text: str, display: str) -> Article:
     return _raise_first(_collect_yaml(text, display))
 
 
-def load_markdown_article(path: Path, display: str | None = None) -> Article:
-    """Read one Markdown article (front matter claims and permalink claims)."""
+def load_markdown_article(
+    path: Path, display: str | None = None, repos: RepoFilter | None = None
+) -> Article:
+    """Read one Markdown article (front matter claims and permalink claims; with
+    ``repos``, only the permalinks into the repos it tracks)."""
     shown = display if display is not None else path.as_posix()
-    return load_markdown_text(_read_text(path, shown), shown)
+    return load_markdown_text(_read_text(path, shown), shown, repos)
 
 
-def load_markdown_text(text: str, display: str) -> Article:
+def load_markdown_text(text: str, display: str, repos: RepoFilter | None = None) -> Article:
     """Like `load_markdown_article` for text already read; `display` is also the default path."""
-    return _raise_first(_collect_markdown(text, display))
+    return _raise_first(_collect_markdown(text, display, repos))
 
 
-def load_all(yaml_files: Iterable[Path], markdown_files: Iterable[Path], root: Path) -> LoadResult:
+def load_all(
+    yaml_files: Iterable[Path], markdown_files: Iterable[Path], root: Path,
+    repos: RepoFilter | None = None,
+) -> LoadResult:
     """Load every file, collecting every file's errors instead of stopping at the first.
 
     Display paths (and Markdown articles' default paths) are POSIX paths relative to `root`.
     """
     result = LoadResult()
-    jobs = [(path, _collect_yaml) for path in yaml_files]
-    jobs += [(path, _collect_markdown) for path in markdown_files]
+    jobs: list[tuple[Path, Callable]] = [(path, _collect_yaml) for path in yaml_files]
+    jobs += [(path, functools.partial(_collect_markdown, repos=repos))
+             for path in markdown_files]
     for path, collect in jobs:
         display = display_path(path, root)
         try:
@@ -115,6 +131,8 @@ def load_all(yaml_files: Iterable[Path], markdown_files: Iterable[Path], root: P
         result.errors.extend(errors)
         if article is not None:
             result.articles.append(article)
+    if repos is not None:
+        result.untracked = dict(repos.skipped)
     return result
 
 
@@ -636,13 +654,15 @@ def _waiver_status(node: _Node, label: str, ctx: _Context) -> str | None:
 # -- Markdown -----------------------------------------------------------------------------------
 
 
-def _collect_markdown(text: str, display: str) -> tuple[Article | None, list[AnnotationError]]:
+def _collect_markdown(
+    text: str, display: str, repos: RepoFilter | None = None
+) -> tuple[Article | None, list[AnnotationError]]:
     ctx = _Context(display)
     lines = _LINE_BREAK_RE.split(text)
     try:
         front, body_start = _front_matter(lines, ctx)
         article = _article(front, ctx, default_path=display)
-        links = _link_claims(lines, body_start, article.path, ctx)
+        links = _link_claims(lines, body_start, article.path, ctx, repos)
         claims = _merge_claims(article.claims, links, ctx)
     except _Fatal:
         return None, ctx.sorted_errors()
@@ -695,7 +715,9 @@ def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> 
     return own + tuple(links)
 
 
-def _link_claims(lines: list[str], body_start: int, article: str, ctx: _Context) -> list[Claim]:
+def _link_claims(
+    lines: list[str], body_start: int, article: str, ctx: _Context, repos: RepoFilter | None
+) -> list[Claim]:
     body = _Body(lines, body_start)
     claims: list[Claim] = []
     seen: dict[str, int] = {}
@@ -704,6 +726,8 @@ def _link_claims(lines: list[str], body_start: int, article: str, ctx: _Context)
         if index in code:
             continue
         for url in find_permalinks(lines[index]):
+            if repos is not None and not repos.keeps(_PERMALINK_RE.match(url)["repo"]):
+                continue
             seen[url] = seen.get(url, 0) + 1
             claim = _link_claim(body, index, url, seen[url], article, ctx)
             if claim is not None:

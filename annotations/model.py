@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from annotations.errors import AnnotationError
@@ -76,8 +77,25 @@ class Article:
 
 
 @dataclass
+class RepoFilter:
+    """Which GitHub repos' permalinks in a Markdown body are claims (an article on vLLM
+    links to transformers too); how many links into each other repo were left out."""
+
+    tracks: Callable[[str], bool]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def keeps(self, github: str) -> bool:
+        if self.tracks(github):
+            return True
+        self.skipped[github] = self.skipped.get(github, 0) + 1
+        return False
+
+
+@dataclass
 class LoadResult:
-    """Articles that loaded without error, and every error of the files that did not."""
+    """Articles that loaded without error, and every error of the files that did not;
+    ``untracked``: `RepoFilter.skipped` when one was given."""
 
     articles: list[Article] = field(default_factory=list)
     errors: list[AnnotationError] = field(default_factory=list)
+    untracked: dict[str, int] = field(default_factory=dict)

@@ -102,10 +102,24 @@ class ProjectConfig:
         )
 
     def github_close_to(self, org_name: str) -> str | None:
-        """The configured GitHub ``ORG/NAME`` that ``org_name`` is likely a typo of."""
-        names = {r.github.lower(): r.github for r in self.repos.values() if r.github}
-        close = difflib.get_close_matches(org_name.lower(), names, n=1, cutoff=0.8)
-        return names[close[0]] if close else None
+        """The configured GitHub ``ORG/NAME`` that ``org_name`` is likely a typo of: two
+        edits away at most (``vllm-project/vlm``), not a sibling repo whose name merely
+        starts alike (``vllm-project/vllm-ascend``)."""
+        wanted = org_name.lower()
+        return next((r.github for r in self.repos.values()
+                     if r.github and _edits(r.github.lower(), wanted) <= 2), None)
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance between ``a`` and ``b``."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, start=1):
+        current = [i]
+        for j, other in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1,
+                               previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]
 
 
 def check_version_name(version: str) -> str:

@@ -280,6 +280,19 @@ def test_permalinks_get_their_new_url_at_the_target() -> None:
     assert after[(link_claim_id("articles/engine.md", UTILS_URL), UTILS_URL)] == "changed"
 
 
+def test_fix_reads_an_article_with_links_into_other_repos_as_link_does() -> None:
+    """A link into a repo not configured is not a claim, whatever its anchor: fix must
+    not find the article unreadable when it checks its edits."""
+    other = "https://github.com/huggingface/transformers/blob/main/README.md#installation"
+    text = ARTICLE + f"\n安装见 {other}\n"
+    path = write("articles/engine.md", text)
+    result = fix()
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") == (
+        text.replace(ENGINE_URL, NEW_ENGINE_URL).replace(KERNEL_URL, NEW_KERNEL_URL)
+        .replace(f"refs: [{ENGINE}]", f"refs: [{NEW_ENGINE}]"))
+
+
 @pytest.mark.parametrize(("old", "new"), [
     pytest.param(f"{GH}/v1/vllm/worker/cache_engine.py#L10-L11",
                  f"{GH}/v2/vllm/v1/worker/cache_engine.py#L11-L12", id="lines-in-a-class"),

@@ -544,15 +544,18 @@ def test_body_permalinks_into_repos_not_configured_are_not_claims(project: Path)
     """An article on vLLM links to transformers or flash-attention too; only the repos
     this project tracks are checked, and ``link`` says what it left out."""
     other = "https://github.com/Dao-AILab/flash-attention/blob/v2.6.3/csrc/flash.h#L5"
+    sibling = "https://github.com/vllm-project/vllm-ascend/blob/v0.11.0/vllm_ascend/x.py#L3"
+    readme = "https://github.com/huggingface/transformers/blob/main/README.md#installation"
     write("articles/post.md", f"# T\n\nFrom {HF_URL} and {other}, twice: {other}.\n\n"
-                              f"See {GH}/v0.2.0/vllm/utils.py#L10-L12.\n")
+                              f"See {GH}/v0.2.0/vllm/utils.py#L10-L12, and {sibling}.\n\n"
+                              f"Install: {readme}\n")
     result = link()
     assert result.exit_code == 0
     assert result.stdout == "1 article, 1 claim, 1 ref: 1 linked, 0 unindexed, 0 broken\n"
     assert result.stderr == (
-        "Note: 3 permalinks into repos not configured (github.com/Dao-AILab/flash-attention, "
-        "github.com/huggingface/transformers) are not checked; add [repos.NAME] with "
-        'github = "ORG/NAME" in annotate.toml to check them\n')
+        "Note: 5 permalinks into repos not configured (github.com/Dao-AILab/flash-attention, "
+        "github.com/huggingface/transformers, github.com/vllm-project/vllm-ascend) are not "
+        'checked; add [repos.NAME] with github = "ORG/NAME" in annotate.toml to check them\n')
     assert rows("SELECT written FROM claim_refs") == [(f"{GH}/v0.2.0/vllm/utils.py#L10-L12",)]
 
 
