@@ -682,7 +682,8 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
     report = _run_check(context, against)
     root = context.config.root
     markdown = {display_path(path, root) for path in annotation_files(context.config)[1]}
-    plan = plan_fixes(root, report, bump, markdown, repo_filter(context.config))
+    wanted = [_claim_in_file(claim, root) for claim in bump]
+    plan = plan_fixes(root, report, wanted, markdown, repo_filter(context.config))
     for note in plan.notes:
         click.echo(f"Note: {note}", err=True)
     if dry_run:
@@ -692,6 +693,17 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
     edits = sum(plan.files[name].edits for name in written)
     listed = ": " + ", ".join(written) if written else ""
     click.echo(f"{counted(edits, 'edit')} in {counted(len(written), 'file')}{listed}")
+
+
+def _claim_in_file(wanted: str, root: Path) -> str:
+    """``FILE#ID`` with FILE as the report names it (relative to the project's folder),
+    when FILE is a file given from the current folder or by its absolute path."""
+    from annotations.loader import display_path
+
+    where, mark, claim_id = wanted.rpartition("#")
+    if not mark or not where or not Path(where).is_file():
+        return wanted
+    return f"{display_path(Path(where).resolve(), root.resolve())}#{claim_id}"
 
 
 def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) -> Any:

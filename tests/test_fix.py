@@ -751,12 +751,14 @@ def test_fix_errors_are_one_line_and_change_nothing(args: tuple[str, ...], error
     pytest.param("blog/b.md#shared", id="article"),
     pytest.param("annotations/b.yml#shared", id="file-check-reports"),
     pytest.param("./annotations/b.yml#shared", id="file-with-dot-slash"),
+    pytest.param("{cwd}/annotations/b.yml#shared", id="absolute-file"),
+    pytest.param("../{folder}/annotations/b.yml#shared", id="file-from-another-folder"),
 ])
 def test_bump_with_the_article_resolves_an_ambiguous_id(wanted: str) -> None:
     shared = "  - id: shared\n    text: s\n    refs: [vllm/utils.py::cdiv]\n"
     a = write("annotations/a.yml", f"article: blog/a.md\nat: vllm@v1\nclaims:\n{shared}")
     b = write("annotations/b.yml", f"article: blog/b.md\nat: vllm@v1\nclaims:\n{shared}")
-    assert fix("--bump", wanted).exit_code == 0
+    assert fix("--bump", wanted.format(cwd=Path.cwd(), folder=Path.cwd().name)).exit_code == 0
     assert a.read_text(encoding="utf-8").count("at: vllm@v2") == 0
     assert b.read_text(encoding="utf-8").count("    at: vllm@v2\n") == 1
 
