@@ -73,7 +73,9 @@ _URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
 _PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
-_FENCE_RE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)")
+# A fence, also inside block quotes and list items (their markers and indentation first).
+_FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
+                       r"(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
 _LINK_RE = re.compile(r"!?\[([^\]]{0,500})\]\( ?<?([^)\s>]{0,2000})>?(?: \"[^\"]{0,500}\")? ?\)")
