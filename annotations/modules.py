@@ -19,6 +19,7 @@ class VersionModules:
         self.paths = file_blobs(database, version_key)
         self._definitions: dict[str, set[str]] = {}
         self._imports: dict[str, list[tuple]] = {}
+        self._bodies: dict[str, list[tuple[int, int]]] = {}  # (start, end) of defs, classes
 
     def module_path(self, module: str, level: int, importer: str) -> str | None:
         """The file a module name refers to from ``importer`` (relative when level > 0)."""
@@ -37,8 +38,19 @@ class VersionModules:
     def defines(self, path: str) -> set[str]:
         if path not in self._definitions:
             rows = store.definitions_in(self.database, [self.paths[path]])
-            self._definitions[path] = {row[0] for row in rows.get(self.paths[path], ())}
+            found = rows.get(self.paths[path], ())
+            self._definitions[path] = {row[0] for row in found}
+            self._bodies[path] = [(start, end) for _name, kind, start, end in found
+                                  if kind != "attribute"]
         return self._definitions[path]
+
+    def module_imports(self, path: str) -> list[tuple]:
+        """The imports of ``path`` that bind a name of the module: not those inside a def
+        or a class (a function's lazy import binds a local name)."""
+        self.defines(path)
+        bodies = self._bodies[path]
+        return [row for row in self.imports(path)
+                if not any(start < row[0] <= end for start, end in bodies)]
 
     def imports(self, path: str) -> list[tuple]:
         if path not in self._imports:
@@ -53,9 +65,15 @@ class VersionModules:
             return f"{module_path}::{name}"
         if depth >= MAX_REEXPORT_DEPTH:
             return None
-        for _line, module, imported, alias, level in self.imports(module_path):
+        rows = self.module_imports(module_path)
+        for _line, module, imported, alias, level in rows:
             if imported and (alias or imported) == name and imported != "*":
                 source = self.module_path(module, level, module_path)
                 if source is not None:
                     return self.follow(source, imported, depth + 1)
+        for _line, module, imported, _alias, level in rows:
+            source = self.module_path(module, level, module_path) if imported == "*" else None
+            found = self.follow(source, name, depth + 1) if source is not None else None
+            if found is not None:
+                return found
         return None

@@ -8,7 +8,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner
-from fakeproject import run_annotate, stored_fingerprints
+from fakeproject import run_annotate, stored_fingerprints, write_tree
 
 from annotate_cli import cli
 from annotations.refs import parse_ref
@@ -23,6 +23,7 @@ from annotations.resolve import (
 from db.database import open_database
 from indexer.config import load_config
 from indexer.fingerprints import digest
+from indexer.pipeline import index_version
 
 GH = "https://github.com/vllm-project/vllm/blob"
 CACHE = "vllm/config/cache.py"
@@ -425,3 +426,41 @@ def test_form_feed_and_line_separator_do_not_shift_lines(form_feed_project: Path
         "7  def after():\n"
         "8      return 1\n"
     )
+
+
+IMPORTS_TREE = {
+    "pkg/__init__.py": "from .impl import *\nfrom .named import Named as Renamed\n",
+    "pkg/impl.py": "class Starred:\n    size = 1\n",
+    "pkg/named.py": "class Named:\n    pass\n",
+    "pkg/lazy.py": (
+        "def build():\n    from pkg.named import Named\n    return Named\n\n\n"
+        "class Holder:\n    from pkg.impl import Starred\n"
+    ),
+}
+
+
+@pytest.fixture
+def imports_resolver(tmp_path: Path) -> Iterator[Resolver]:
+    source = write_tree(tmp_path / "src", IMPORTS_TREE)
+    (tmp_path / "annotate.toml").write_text('[repos.pkg]\ngithub = "acme/pkg"\n')
+    config = load_config(tmp_path)
+    with open_database(tmp_path / "index.db") as database:
+        index_version(database, config, "pkg", "v1", from_path=source)
+        yield Resolver(database, config)
+
+
+@pytest.mark.parametrize(("dotted", "canonical"), [
+    pytest.param("pkg.Starred.size", "pkg/impl.py::Starred.size", id="through-a-star-import"),
+    pytest.param("pkg.Renamed", "pkg/named.py::Named", id="through-an-alias"),
+    pytest.param("pkg.lazy.Named", None, id="not-a-functions-lazy-import"),
+    pytest.param("pkg.lazy.Starred", None, id="not-a-class-bodys-import"),
+])
+def test_a_dotted_name_follows_the_imports_that_bind_module_names(
+    imports_resolver: Resolver, dotted: str, canonical: str | None
+) -> None:
+    ref = parse_ref(f"pkg@v1:{dotted}")
+    if canonical is None:
+        with pytest.raises(ResolveError):
+            imports_resolver.resolve(ref)
+    else:
+        assert imports_resolver.resolve(ref).canonical == f"pkg@v1:{canonical}"
