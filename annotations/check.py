@@ -155,7 +155,7 @@ def _finish(
         status=status,
         message=message,
         changes=comparison.changes,
-        new_ref=new.canonical if status is Status.MOVED and new else None,
+        new_ref=new.canonical if comparison.status is Status.MOVED and new else None,
         candidates=comparison.candidates,
         diff=diff,
         old_url=repo.permalink(pinned.version, pinned.path, pinned.start_line, pinned.end_line),
