@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from annotations.resolve import Resolved, Resolver, split_lines
@@ -78,9 +78,9 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
         return Comparison(Status.CHANGED, f"lines {pinned.start_line}-{pinned.end_line} of "
                           f"{pinned.path} no longer stand as written at {target}",
                           same_place, ("body",), (), symbol_diff(resolver, pinned, same_place))
-    found = places[0] if len(places) == 1 else _line_after(
-        resolver.source(pinned.blob_id), new_text, pinned.start_line)
-    if found not in places:  # the same lines stand at several places, none of them its own
+    found = places[0] if len(places) == 1 else _own_place(
+        split_lines(resolver.source(pinned.blob_id)), split_lines(new_text), pinned, places)
+    if found is None:  # the same lines stand at several places, none more its own
         return _ambiguous_lines(pinned, target_key, blob_id, target, places)
     shift = found - pinned.start_line
     new = _moved_lines(pinned, target_key, blob_id, target, shift)
@@ -105,20 +105,31 @@ def places_of(wanted: str, text: str) -> list[int]:
     return places
 
 
-def _line_after(old_text: str, new_text: str, line: int) -> int | None:
-    """Where line ``line`` of ``old_text`` is in ``new_text``, by a line diff of the two
-    files; None when the diff changed it."""
-    for old_start, new_start, size in _matching_blocks(old_text, new_text):
-        if old_start < line <= old_start + size:
-            return new_start + line - old_start
-    return None
+CONTEXT_LINES = 20
+"""Lines above and below a line range that tell apart the places where its text stands."""
 
 
-@lru_cache(maxsize=16)  # several refs into one file: 0.2 s for vLLM's largest file
-def _matching_blocks(old_text: str, new_text: str) -> list[difflib.Match]:
-    lines = difflib.SequenceMatcher(
-        None, split_lines(old_text), split_lines(new_text), autojunk=False)
-    return lines.get_matching_blocks()
+def _own_place(
+    old_lines: list[str], new_lines: list[str], pinned: Resolved, places: list[int]
+) -> int | None:
+    """Of the places where the pinned lines stand in the new file, the one whose
+    surroundings (the non-blank lines above and below) share the most lines with the
+    pinned lines' own; None when several share as many. Linear in the places."""
+    size = pinned.end_line - pinned.start_line + 1
+    above = _context(old_lines, pinned.start_line - 1 - CONTEXT_LINES, pinned.start_line - 1)
+    below = _context(old_lines, pinned.end_line, pinned.end_line + CONTEXT_LINES)
+    scores = {}
+    for place in places:
+        new_above = _context(new_lines, place - 1 - CONTEXT_LINES, place - 1)
+        new_below = _context(new_lines, place - 1 + size, place - 1 + size + CONTEXT_LINES)
+        scores[place] = (above & new_above).total() + (below & new_below).total()
+    best = max(scores.values())
+    winners = [place for place, score in scores.items() if score == best]
+    return winners[0] if len(winners) == 1 else None
+
+
+def _context(lines: list[str], start: int, end: int) -> Counter[str]:
+    return Counter(line.strip() for line in lines[max(start, 0):end] if line.strip())
 
 
 def _ambiguous_lines(
@@ -131,7 +142,7 @@ def _ambiguous_lines(
              for place in sorted(places, key=lambda place: place != nearest)]
     listed = ", ".join(f"L{new.start_line}" for new in moved)
     return Comparison(Status.MOVED, f"the lines stand at {len(places)} places at {target} "
-                      f"({listed}), none where they stood", moved[0],
+                      f"({listed}), none more than another where they stood", moved[0],
                       candidates=tuple(new.canonical for new in moved[1:]))
 
 

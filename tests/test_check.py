@@ -311,8 +311,8 @@ CASES: dict[str, Case] = {
         path="m.txt", new_ref="m.txt#L7", message="the lines moved by +3",
     ),
     "lines-repeated-text-none-its-own": Case(
-        "X\nX\nX\n", "X\nA\nX\n", "m.txt#L3", "moved", path="m.txt", new_ref="m.txt#L3",
-        candidates=1, message="the lines stand at 2 places at vllm@v2 (L3, L1), none where",
+        "a\nX\nb\n", "X\nc\nX\n", "m.txt#L2", "moved", path="m.txt", new_ref="m.txt#L1",
+        candidates=1, message="the lines stand at 2 places at vllm@v2 (L1, L3), none more",
     ),
     "lines-text-now-inside-a-line": Case(
         "a = 0\nx = 1\n", "max = 1\nb = 2\n", "m.txt#L2", "changed", ("body",),
