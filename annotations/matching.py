@@ -81,7 +81,7 @@ from annotations.forking import balanced, fork_map
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
-from db.queries import file_blob, require_version
+from db.queries import file_blob, require_version, symbols_named
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
@@ -806,7 +806,29 @@ class Matcher:
         ]
         if not found:
             return None
-        return self._moved(old, found[0], tuple(found[1:]), parent.score, "parent")
+        others = [*found[1:], *self._copies_as_good(old, found[0], found)]
+        return self._moved(old, found[0], tuple(others), parent.score, "parent")
+
+    def _copies_as_good(
+        self, old: SymbolSnapshot, chosen: SymbolSnapshot, known: list[SymbolSnapshot]
+    ) -> list[SymbolSnapshot]:
+        """New symbols of B with the chosen one's qualname in other files that score as
+        well against ``old``: a method follows its class, but a copy of the class elsewhere
+        (DeepSeek V4's per-platform models) may hold the very same method."""
+        rows = symbols_named(self.database, self.b.key, chosen.qualname)
+        copies = [
+            symbol for row in rows
+            if row["qualname"] == chosen.qualname and row["path"] != chosen.path
+            and not self.a.has(row["path"], row["qualname"])
+            for symbol in [self.b.lookup(row["path"], row["qualname"], old.occurrence)]
+            if symbol is not None and symbol not in known
+            and kind_group(symbol.kind) is kind_group(old.kind)
+        ]
+        if not copies:
+            return []
+        bar = self._scorer.score(old, chosen, None) - AMBIGUITY_MARGIN
+        return [symbol for symbol in dict.fromkeys(copies)
+                if self._scorer.score(old, symbol, None) >= bar]
 
     def _search(self, old: SymbolSnapshot) -> Match:
         parent = self._parent_match(old)
