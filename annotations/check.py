@@ -98,6 +98,11 @@ def _check_ref(
         return replace(base, target=target, status=Status.UNINDEXED,
                        message=f"target {error.message} ({error.hint})")
     pinned = _pinned(resolver, row)
+    if resolver.outside_wheel(target_key, pinned.path):
+        return replace(base, target=target, status=Status.UNINDEXED,
+                       message=f"{pinned.path} is not in {target}, which was indexed from its "
+                               "PyPI wheel (its package's Python files only); index "
+                               f"{target} from git to check this ref")
     if pinned.qualname is None:
         comparison = compare_lines(resolver, pinned, target_key)
     else:

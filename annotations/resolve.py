@@ -83,6 +83,7 @@ class Resolver:
         self._version_keys: dict[tuple[str, str], int | None] = {}
         self._paths: dict[int, set[str]] = {}
         self._modules: dict[int, VersionModules] = {}
+        self._wheel_folders: dict[int, set[str] | None] = {}
         self.source = lru_cache(maxsize=256)(self._source)
         self.source_lines = lru_cache(maxsize=256)(self._source_lines)
 
@@ -127,6 +128,18 @@ class Resolver:
             raise ResolveError(error.message, hint=error.hint) from None
         return ref.repo, ref.version
 
+    def outside_wheel(self, key: int, path: str) -> bool:
+        """Whether ``path`` cannot be in version ``key`` because it was indexed from a
+        wheel, which holds its package's Python files only (no csrc/, benchmarks/ or
+        setup.py)."""
+        if key not in self._wheel_folders:
+            pypi = queries.version_source(self.database, key) == "pypi"
+            self._wheel_folders[key] = (
+                {path.split("/", 1)[0] for path in self.paths(key)} if pypi else None)
+        folders = self._wheel_folders[key]
+        return folders is not None and (
+            not path.endswith(".py") or path.split("/", 1)[0] not in folders)
+
     def _github_hint(self, github: str) -> str:
         close = self.config.github_close_to(github)
         if close:
@@ -140,12 +153,11 @@ class Resolver:
 
     def _blob(self, repo: str, version: str, key: int, path: str) -> str:
         blob_id = queries.file_blob(self.database, key, path)
-        if blob_id is None and not path.endswith(".py") and (
-                queries.version_source(self.database, key) == "pypi"):
+        if blob_id is None and self.outside_wheel(key, path):
             raise ResolveError(
                 f"path '{path}' is not in {repo}@{version}, which was indexed from its PyPI "
-                "wheel: only its Python files are read",
-                hint=f"index {repo}@{version} from git to cite other files, or cite a .py file",
+                "wheel: only its package's Python files are read",
+                hint=f"index {repo}@{version} from git to cite other files",
             )
         if blob_id is None:
             close = difflib.get_close_matches(path, self.paths(key), n=3, cutoff=0.6)

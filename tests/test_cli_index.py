@@ -202,8 +202,36 @@ def test_a_file_other_than_python_of_a_wheel_says_where_to_find_it(
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
         "Error: path 'csrc/attention/paged_attention_v1.cu' is not in vllm@v0.1.0, which was "
-        "indexed from its PyPI wheel: only its Python files are read (hint: index vllm@v0.1.0 "
-        "from git to cite other files, or cite a .py file)\n")
+        "indexed from its PyPI wheel: only its package's Python files are read (hint: index "
+        "vllm@v0.1.0 from git to cite other files)\n")
+    outside = run("show", "vllm@v0.1.0:benchmarks/serve.py::main")
+    assert outside.stderr.startswith(
+        "Error: path 'benchmarks/serve.py' is not in vllm@v0.1.0, which was indexed from its "
+        "PyPI wheel")
+
+
+def test_a_ref_outside_a_wheel_target_is_unindexed_not_removed(
+    wheels: Path, fake_vllm: FakeRepo
+) -> None:
+    """A pin indexed from git against a target indexed from its wheel (v0.23.1rc0 against
+    v0.25.0): the wheel has no kernels, which were not removed for all that."""
+    config = (f'[repos.vllm]\ngit = "{fake_vllm.url}"\npypi = "vllm"\n'
+              'versions = ["v0.1.0", "v0.2.0"]\nsources = ["{source}"]\n')
+    Path("annotate.toml").write_text(config.format(source="git"))
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    Path("annotate.toml").write_text(config.format(source="pypi"))
+    assert run("index", "vllm@v0.2.0").exit_code == 0
+    Path("annotations").mkdir()
+    Path("annotations/k.yml").write_text(
+        "article: k.md\nat: vllm@v0.1.0\nclaims:\n  - id: k\n    text: t\n"
+        "    refs: [csrc/attention/paged_attention_v1.cu#L1-L3]\n")
+    result = run("check", "--format", "json")
+    assert result.exit_code == 0, result.output
+    [ref] = json.loads(result.stdout)["results"]
+    assert (ref["status"], ref["message"]) == (
+        "unindexed", "csrc/attention/paged_attention_v1.cu is not in vllm@v0.2.0, which was "
+        "indexed from its PyPI wheel (its package's Python files only); index vllm@v0.2.0 "
+        "from git to check this ref")
 
 
 def test_another_name_of_an_indexed_wheel_is_refused(wheels: Path, tmp_path: Path) -> None:
