@@ -7,14 +7,16 @@ A ``quote`` that still stands in the target symbol keeps a changed symbol's clai
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from annotations.comparison import Comparison, SymbolComparer, compare_lines
-from annotations.refs import parse_ref
+from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
+from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
+    ResolveError,
     Resolver,
     UnindexedVersion,
     quote_stands,
@@ -106,8 +108,32 @@ def _check_ref(
     if pinned.qualname is None:
         comparison = compare_lines(resolver, pinned, target_key)
     else:
-        comparison = comparer.compare(pinned, target_key)
+        comparison = _as_named(resolver, row, version, comparer.compare(pinned, target_key))
     return _finish(resolver, config, replace(base, target=target), row, pinned, comparison)
+
+
+def _as_named(resolver: Resolver, row: dict, version: str, comparison: Comparison) -> Comparison:
+    """A move is no change to a ref written as a name (``vllm.config.CacheConfig``, or a
+    qualname) that still names the same symbol at the target: the package re-exports it
+    from its new module. It is then fresh, or changed when its code changed."""
+    new = comparison.new
+    if comparison.status is not Status.MOVED or new is None or comparison.candidates:
+        return comparison
+    ref = parse_ref(row["written"])
+    if ref.form is not RefForm.DOTTED:
+        return comparison
+    try:
+        named = resolver.resolve(dataclasses.replace(ref, repo=row["repo"], version=version))
+    except ResolveError:
+        return comparison
+    if (named.path, named.qualname) != (new.path, new.qualname):
+        return comparison
+    where = f"{row['written']} still names it at {new.pin}, now in {new.path}"
+    if not comparison.changes:
+        return Comparison(Status.FRESH, where, new)
+    return Comparison(Status.CHANGED, f"{where}; {comparison.message}", new,
+                      comparison.changes, diff=symbol_diff(resolver, _pinned(resolver, row),
+                                                           new))
 
 
 def _unindexed_message(config: ProjectConfig, row: dict) -> str:

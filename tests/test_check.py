@@ -409,6 +409,36 @@ def test_status_table(case_id: str, table_report: dict) -> None:
         assert result["diff"].startswith(f"--- vllm@v1:c/{case_id}/")
 
 
+SCALE = "class Scale:\n    TENSOR = 'tensor'\n    GROUP = 'group'\n"
+REEXPORTS = {  # the package keeps exporting Scale from wherever it now lives
+    "v1": {"pkg/__init__.py": "from .layer import Scale\n", "pkg/layer.py": SCALE},
+    "v2": {"pkg/__init__.py": "from .experts import Scale\n", "pkg/experts.py": SCALE,
+           "pkg/layer.py": "X = 1\n"},
+}
+
+
+@pytest.mark.parametrize(("ref", "status"), [
+    pytest.param("vllm.pkg.Scale", "fresh", id="public-name-still-names-it"),
+    pytest.param("Scale", "fresh", id="short-name-still-names-it"),
+    pytest.param("vllm.pkg.layer.Scale", "moved", id="module-name-no-longer-does"),
+    pytest.param("vllm/pkg/layer.py::Scale", "moved", id="path-no-longer-does"),
+])
+def test_a_name_that_still_names_the_moved_symbol_is_not_moved(
+    tmp_path: Path, ref: str, status: str
+) -> None:
+    write(Path("annotate.toml"), '[repos.vllm]\nversions = ["v1", "v2"]\n')
+    for version, files in REEXPORTS.items():
+        source = write_tree(tmp_path / version / "vllm", files).parent
+        assert run("index", f"vllm@{version}", "--from", str(source)).exit_code == 0
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claim_yaml("s", [ref])))
+    code, report = check_json("--exit-zero")
+    [result] = report["results"]
+    assert result["status"] == status, result
+    if status == "fresh":
+        assert result["message"] == (f"{ref} still names it at vllm@v2, now in "
+                                     "vllm/pkg/experts.py")
+
+
 def test_table_covers_every_status_and_kind() -> None:
     assert {case.status for case in CASES.values()} == {status.value for status in Status}
     kinds = {kind for case in CASES.values() if case.status == "changed" for kind in case.kinds}
