@@ -6,6 +6,7 @@ import contextlib
 import datetime
 import difflib
 import fnmatch
+import itertools
 import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -387,8 +388,18 @@ def path_matcher(glob: str) -> Callable[[str], bool]:
     if not any(char in glob for char in "*?["):
         folder = glob.rstrip("/") + "/"
         return lambda path: path == glob or path.startswith(folder)
-    globs = {glob, glob.replace("**/", "")}
+    globs = _without_double_stars(glob)
     return lambda path: any(fnmatch.fnmatchcase(path, each) for each in globs)
+
+
+def _without_double_stars(glob: str) -> set[str]:
+    """``glob`` with each ``**/`` kept or left out, independently of the others (all or
+    none past eight of them)."""
+    pieces = glob.split("**/")
+    if len(pieces) > 9:
+        return {glob, glob.replace("**/", "")}
+    return {"".join(piece + joint for piece, joint in zip(pieces, (*choice, ""), strict=True))
+            for choice in itertools.product(("**/", ""), repeat=len(pieces) - 1)}
 
 
 def file_blob(database: Database, version_key: int, path: str) -> str | None:

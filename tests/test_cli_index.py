@@ -380,6 +380,8 @@ def test_symbols_jsonl_equals_the_database(project: Path, glob: str | None, kind
     pytest.param("./vllm/utils.py", {"vllm/utils.py"}, id="a-file-from-here"),
     pytest.param("vllm/util", set(), id="not-a-prefix-of-a-name"),
     pytest.param("vllm/**/*.py", None, id="double-star-includes-no-folder"),
+    pytest.param("vllm/**/layers/**/linear.py", {"vllm/model_executor/layers/linear.py"},
+                 id="two-double-stars-each-may-be-no-folder"),
 ])
 def test_symbols_path_without_wildcards_or_with_double_star(
     project: Path, glob: str, paths: set[str] | None
