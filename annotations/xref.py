@@ -129,6 +129,28 @@ def _word_positions(content: bytes, word: bytes) -> list[int]:
     return positions
 
 
+# ``x:``, ``def f(a, *b:``: a name and its colon, where a statement or parameter starts.
+_ANNOTATED_NAME = re.compile(rb"(?:^|[(,])\s*\*{0,2}[A-Za-z_]\w*\s*:$")
+_ANNOTATION_OPEN = re.compile(rb"(?:^|[(,])\s*\*{0,2}[A-Za-z_]\w*\s*:\s|->")
+
+
+EXTERNAL = ""
+"""`_FileScanner._binding` of a name imported from a module outside the version."""
+
+
+def _annotates(before: bytes) -> bool:
+    """Whether a name after ``before`` (its line up to it, stripped) is in an annotation:
+    after ``x:`` or ``->``, or inside ``Optional[`` of one; not a dict value after
+    ``"key":``, a lambda's body or an index."""
+    if before.endswith(b"->"):
+        return True
+    if b"lambda" in before or before.startswith((b"return", b"yield")):
+        return False
+    if before.endswith(b":"):
+        return _ANNOTATED_NAME.search(before) is not None
+    return before.endswith(b"[") and _ANNOTATION_OPEN.search(before) is not None
+
+
 def _unique_target(definitions: list[dict]) -> str | None:
     if len(definitions) != 1:
         return None
@@ -215,14 +237,19 @@ class _FileScanner:
                           resolution, target)
 
     def _binding(self, name: str) -> str | None:
-        """Where the file's own imports say ``name`` comes from, if they bind it."""
+        """Where the file's own imports say ``name`` comes from, if they bind it;
+        `EXTERNAL` when they import it from a module this version does not have."""
         for _line, module, imported, alias, level in self.imports:
             if imported and imported != "*" and (alias or imported) == name:
                 source = self.modules.module_path(module, level, self.path)
-                return self.modules.follow(source, imported) if source else None
+                if source is None:
+                    return EXTERNAL if level == 0 and module else None
+                return self.modules.follow(source, imported)
         return None
 
     def _resolve(self, name: str, line: int, binding: str | None) -> tuple[str, str | None]:
+        if binding == EXTERNAL:
+            return "unresolved", None
         if binding is not None:
             return "import", binding
         local = self._local(name, line)
@@ -243,9 +270,16 @@ class _FileScanner:
             return "import", member
         if owner in ("self", "cls"):
             local = self._member_of_enclosing_class(name, line)
+            if local is None and self._assigns_to_self(name):
+                return "unresolved", None  # an instance attribute, not a definition
         else:
             local = self._local_member(owner, name)
         return ("local", local) if local is not None else self._fallback()
+
+    def _assigns_to_self(self, name: str) -> bool:
+        """Whether the file assigns ``self.name = ...`` (an instance attribute)."""
+        pattern = rb"\bself\.%s\s*(?::[^=\n]*)?=(?!=)" % re.escape(name.encode())
+        return re.search(pattern, self.content) is not None
 
     def _fallback(self) -> tuple[str, str | None]:
         return ("guess", self.unique) if self.unique is not None else ("unresolved", None)
@@ -324,7 +358,7 @@ class _FileScanner:
             return "decorator"
         if stripped.startswith(b"class "):
             return "base"
-        if stripped.endswith((b":", b"->", b"[")) and not stripped.startswith(b"return"):
+        if _annotates(stripped):
             return "annotation"
         return "name"
 

@@ -79,6 +79,31 @@ TREE = {
     ),
     "vllm/config/__init__.py": "from .cache import CacheConfig\n",
     "vllm/config/cache.py": "class CacheConfig:\n    block_size: int = 16\n",
+    "vllm/ext.py": (
+        "from external.ops import launch\n"
+        "\n"
+        "\n"
+        "def run():\n"
+        "    return launch()\n"
+        "\n"
+        "\n"
+        "class Op:\n"
+        "    def __init__(self):\n"
+        "        self.launch = None\n"
+        "\n"
+        "    def go(self):\n"
+        "        return self.launch()\n"
+    ),
+    "vllm/policies.py": (
+        "from vllm.config.cache import CacheConfig\n"
+        "\n"
+        'POLICIES = {"cache": CacheConfig}\n'
+        "make = lambda: CacheConfig\n"
+        "\n"
+        "def pick(config: CacheConfig,\n"
+        "         table: dict[str, int]) -> CacheConfig:\n"
+        "    return table[CacheConfig]\n"
+    ),
     "vllm/engine/args.py": (
         "from vllm.config import CacheConfig\n"
         "\n"
@@ -174,6 +199,17 @@ BLOCK_SIZE = "vllm/config/cache.py::CacheConfig.block_size"
                  id="self-member-not-of-another-class-of-the-file"),
     pytest.param(BLOCK, ("vllm/builders.py", 10), ("name", "unresolved", None),
                  id="parameter-not-a-class-attribute-of-the-file"),
+    *(pytest.param("CacheConfig", ("vllm/policies.py", line),
+                   (context, "import", "vllm/config/cache.py::CacheConfig"), id=name)
+      for line, context, name in ((3, "name", "dict-value-after-a-string-key"),
+                                  (4, "name", "lambda-body"),
+                                  (6, "annotation", "parameter-annotation"),
+                                  (7, "annotation", "return-annotation"),
+                                  (8, "name", "index"))),
+    pytest.param("launch", ("vllm/ext.py", 5), ("name", "unresolved", None),
+                 id="imported-from-a-module-outside-the-version-not-a-guess"),
+    pytest.param("launch", ("vllm/ext.py", 13), ("attribute", "unresolved", None),
+                 id="instance-attribute-not-a-guess"),
     pytest.param("inner", ("vllm/scopes.py", 4),
                  ("name", "local", "vllm/scopes.py::outer.<locals>.inner"), id="nested-function"),
     pytest.param("size", ("vllm/scopes.py", 9), ("name", "local", "vllm/scopes.py::Sizes.size"),
