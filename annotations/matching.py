@@ -81,7 +81,7 @@ from annotations.forking import balanced, fork_map
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
-from db.queries import file_blob, require_version, symbols_named
+from db.queries import file_blob, require_version
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
@@ -760,6 +760,7 @@ class Matcher:
         self.b = _VersionView(database, version_b_key, self.store)
         self._matches: dict[tuple[str, str, int, str], Match] = {}
         self._pool: _Pool | None = None
+        self._copies: dict[str, list[str]] | None = None  # see _class_copies
         self._scorer = _Scorer()
         self._a_same: list[tuple] = []
 
@@ -806,21 +807,20 @@ class Matcher:
         ]
         if not found:
             return None
-        others = [*found[1:], *self._copies_as_good(old, found[0], found)]
+        others = [*found[1:], *self._copies_as_good(old, found[0], found, parent.new)]
         return self._moved(old, found[0], tuple(others), parent.score, "parent")
 
     def _copies_as_good(
-        self, old: SymbolSnapshot, chosen: SymbolSnapshot, known: list[SymbolSnapshot]
+        self, old: SymbolSnapshot, chosen: SymbolSnapshot, known: list[SymbolSnapshot],
+        parent: SymbolSnapshot | None,
     ) -> list[SymbolSnapshot]:
-        """New symbols of B with the chosen one's qualname in other files that score as
-        well against ``old``: a method follows its class, but a copy of the class elsewhere
+        """The chosen member of the other new copies of its class in B that score as well
+        against ``old``: a method follows its class, but a copy of the class elsewhere
         (DeepSeek V4's per-platform models) may hold the very same method."""
-        rows = symbols_named(self.database, self.b.key, chosen.qualname)
+        paths = self._class_copies(parent) if parent is not None else []
         copies = [
-            symbol for row in rows
-            if row["qualname"] == chosen.qualname and row["path"] != chosen.path
-            and not self.a.has(row["path"], row["qualname"])
-            for symbol in [self.b.lookup(row["path"], row["qualname"], old.occurrence)]
+            symbol for path in paths
+            for symbol in [self.b.lookup(path, chosen.qualname, old.occurrence)]
             if symbol is not None and symbol not in known
             and kind_group(symbol.kind) is kind_group(old.kind)
         ]
@@ -829,6 +829,14 @@ class Matcher:
         bar = self._scorer.score(old, chosen, None) - AMBIGUITY_MARGIN
         return [symbol for symbol in dict.fromkeys(copies)
                 if self._scorer.score(old, symbol, None) >= bar]
+
+    def _class_copies(self, cls: SymbolSnapshot) -> list[str]:
+        """The other files of B that newly define ``cls``'s qualname."""
+        if self._copies is None:  # one query for the whole pair
+            self._copies = mq.classes_in_several_files(self.database, self.b.key)
+        return list(dict.fromkeys(
+            path for path in self._copies.get(cls.qualname, ())
+            if path != cls.path and not self.a.has(path, cls.qualname)))
 
     def _search(self, old: SymbolSnapshot) -> Match:
         parent = self._parent_match(old)

@@ -25,6 +25,19 @@ _SELECT = (
 FINGERPRINT_COLUMNS = ("exact", "normalized")
 
 
+def classes_in_several_files(database: Database, version_key: int) -> dict[str, list[str]]:
+    """Qualname -> paths of the classes a version defines in more than one file."""
+    rows = database.conn.execute(
+        "SELECT s.qualname, f.path FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
+        f" AND {PYTHON_FILE} WHERE f.version_id = ? AND s.kind = 'class' ORDER BY f.path",
+        (version_key,),
+    )
+    found: dict[str, list[str]] = {}
+    for qualname, path in rows:
+        found.setdefault(qualname, []).append(path)
+    return {qualname: paths for qualname, paths in found.items() if len(set(paths)) > 1}
+
+
 def version_label(database: Database, version_key: int) -> tuple[str, str] | None:
     """(repo, version) of a version id, or None when there is no such version."""
     row = database.conn.execute(
