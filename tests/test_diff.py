@@ -317,6 +317,27 @@ def test_a_line_ref_cites_a_changed_symbol_only_when_its_lines_changed(
     assert ("caller-line" in claims) is cited
 
 
+def test_a_quote_that_still_stands_in_the_changed_symbol_is_not_affected(
+    project: Path, tmp_path: Path
+) -> None:
+    """As check sees it: cdiv's body changed, but a claim whose quote still stands in it
+    is fresh; one whose quote is gone must be revised."""
+    shutil.copytree(project, tmp_path / "p", ignore=shutil.ignore_patterns("src"))
+    claims = "".join(
+        f"  - id: {claim_id}\n    text: x\n    refs:\n      - ref: vllm/utils.py::cdiv\n"
+        f"        quote: '{quote}'\n"
+        for claim_id, quote in (("signature", "def cdiv(a: int, b: int) -> int"),
+                                ("old-return", "return -(a // -b)")))
+    (tmp_path / "p" / "annotations" / "quotes.yml").write_text(
+        f"article: notes/quotes.md\nat: vllm@v0.1.0\nclaims:\n{claims}", encoding="utf-8")
+    assert run(tmp_path / "p", "link").exit_code == 0
+    report = diff_json(tmp_path / "p", "v0.1.0", "v0.2.0", "--annotated")
+    cited = [(article["article"], claim["claim"]) for article in report["articles"]
+             for claim in article["claims"]]
+    assert ("notes/quotes.md", "old-return") in cited
+    assert ("notes/quotes.md", "signature") not in cited
+
+
 def test_annotated_in_another_repo(project: Path) -> None:
     text = ok(project, "diff", "evil@h1", "evil@h2", "--annotated")
     sections = markdown_sections(text)

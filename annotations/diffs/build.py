@@ -16,6 +16,7 @@ from annotations.diffs.model import Citation, DiffReport, Location, Section, Sym
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
+from annotations.resolve import quote_stands
 from db.database import Database
 from db.queries import require_version
 from indexer.config import ProjectConfig, RepoConfig
@@ -86,7 +87,7 @@ def build_report(
     found = cite(cited_refs(database, repo, keys), [(item.old, item.new) for item in items],
                  version_a, version_b)
     for item, citations in zip(items, found, strict=True):
-        item.citations = citations
+        item.citations = _without_standing_quotes(item, citations)
     if annotated:
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
@@ -98,6 +99,19 @@ def build_report(
         impacts(changes), diff_limit, sum(item.sources is not None for item in items),
         sum(item.diffable for item in items),
     )
+
+
+def _without_standing_quotes(item: _Item, citations: tuple[Citation, ...]) -> tuple:
+    """The citations but those whose quote still stands in the changed symbol at B:
+    ``check`` calls such a ref fresh (the quote is the author's evidence). A moved symbol
+    keeps them: its refs must be rewritten all the same."""
+    new = item.match.new if item.match is not None else None
+    if item.section is not Section.CHANGED or new is None or not any(
+            citation.quote for citation in citations):
+        return citations
+    text = new.source
+    return tuple(citation for citation in citations
+                 if not (citation.quote and quote_stands(citation.quote, text)))
 
 
 # --- listed symbols -------------------------------------------------------------------

@@ -23,7 +23,7 @@ from db.database import Database
 
 _SQL = (
     "SELECT article, title, claim_id, text, version, written, line, path, qualname,"
-    " start_line, end_line FROM claim_links WHERE repo = ? AND path IS NOT NULL"
+    " start_line, end_line, quote FROM claim_links WHERE repo = ? AND path IS NOT NULL"
     " ORDER BY article, line, claim_id"
 )
 
@@ -143,7 +143,7 @@ def _citations(rows: Iterable[dict]) -> tuple[Citation, ...]:
     }
     return tuple(
         Citation(row["article"], row["title"], row["claim_id"], row["text"], row["version"],
-                 row["written"], row["line"])
+                 row["written"], row["line"], row["quote"])
         for row in sorted(unique.values(), key=lambda r: (r["article"], r["line"], r["claim_id"]))
     )
 

@@ -62,6 +62,7 @@ class Citation(NamedTuple):
     version: str
     written: str
     line: int
+    quote: str | None = None
 
 
 class Usage(NamedTuple):
