@@ -470,6 +470,9 @@ def link(context: Context) -> None:
         click.echo(f"Error: {error}", err=True)
     for warning in outcome.unindexed:
         click.echo(f"Warning: {warning}", err=True)
+    for waived, waiver in outcome.waived:
+        click.echo(f"Note: {waived} (waived until {waiver.until.isoformat()}: "
+                   f"{waiver.reason})", err=True)
     if outcome.untracked:
         click.echo(f"Note: {_untracked_note(outcome.untracked)}", err=True)
     states = outcome.states

@@ -7,13 +7,14 @@ or its ``quote`` or ``uses:`` does not hold in the symbol at its own pin).
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from annotations.errors import AnnotationError, AnnotationFileError
-from annotations.model import Article, Claim, LoadResult, RefEntry, RepoFilter
+from annotations.model import Article, Claim, LoadResult, RefEntry, RepoFilter, Waiver
 from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
@@ -46,6 +47,8 @@ class LinkOutcome:
                                                             "broken": 0})
     errors: list[AnnotationError] = field(default_factory=list)
     unindexed: list[AnnotationError] = field(default_factory=list)
+    waived: list[tuple[AnnotationError, Waiver]] = field(default_factory=list)
+    """Broken refs whose claims waive ``broken`` until today or later: not errors."""
     untracked: dict[str, int] = field(default_factory=dict)
     """GitHub repo -> how many permalinks in Markdown bodies point into it, a repo that is
     not configured (and whose name is not close to one that is): those are not claims."""
@@ -250,22 +253,29 @@ def _ref_row(
         located = error.located(claim.source_file, entry.line)
         if _unknown_version(resolver, error):
             located = _unknown_pin(error, entry.text).located(claim.source_file, entry.line)
-            outcome.errors.append(located)
-            return _state(row, "broken", located, outcome)
+            return _broken(row, claim, located, outcome)
         outcome.unindexed.append(located)
         return _state(row, "unindexed", located, outcome)
     except ResolveError as error:
-        located = error.located(claim.source_file, entry.line)
-        outcome.errors.append(located)
-        return _state(row, "broken", located, outcome)
+        return _broken(row, claim, error.located(claim.source_file, entry.line), outcome)
     row.update(_resolved_columns(resolved))
     row["uses"] = [_use_row(resolver, text) for text in entry.uses]
     error = _relation_error(resolver, resolved, row["uses"])
     if error is not None:
-        located = error.located(claim.source_file, entry.line)
-        outcome.errors.append(located)
-        return _state(row, "broken", located, outcome)
+        return _broken(row, claim, error.located(claim.source_file, entry.line), outcome)
     return _state(row, "linked", None, outcome)
+
+
+def _broken(row: dict, claim: Claim, error: AnnotationError, outcome: LinkOutcome) -> dict:
+    """A broken ref: an error, unless its claim waives ``broken`` until today or later
+    (``check`` then lets it pass, and so does ``link``)."""
+    today = datetime.date.today()
+    waivers = [w for w in claim.waivers if w.status == "broken" and w.until >= today]
+    if waivers:
+        outcome.waived.append((error, max(waivers, key=lambda waiver: waiver.until)))
+    else:
+        outcome.errors.append(error)
+    return _state(row, "broken", error, outcome)
 
 
 def _unknown_version(resolver: Resolver, error: UnindexedVersion) -> bool:

@@ -651,6 +651,26 @@ def test_links_stored_by_another_link_format_are_linked_again(
     assert "(hint: closest: 'cdiv')  [failing]" in check.stdout
 
 
+@pytest.mark.parametrize(("until", "code"), [
+    pytest.param("2099-01-01", 0, id="waived"), pytest.param("2000-01-01", 2, id="expired"),
+])
+def test_a_broken_ref_whose_claim_waives_broken_is_no_link_error(
+    project: Path, until: str, code: int
+) -> None:
+    """check lets such a claim pass until the date: so does link, with a note."""
+    waive = f"    waive:\n      - {{status: broken, until: {until}, reason: upstream renames it}}\n"
+    write("annotations/w.yml", claim("vllm/utils.py::cdivv", waive))
+    result = link()
+    assert result.exit_code == code
+    message = ("annotations/w.yml:7: no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 "
+               "(hint: closest: 'cdiv')")
+    if code == 0:
+        assert result.stderr == f"Note: {message} (waived until {until}: upstream renames it)\n"
+    else:
+        assert result.stderr.splitlines()[0] == f"Error: {message}"
+    assert CliRunner().invoke(cli, ["check"]).exit_code == (0 if code == 0 else 1)
+
+
 def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> None:
     """A typo in a pin, or a release nobody configured: no ``annotate index`` of the
     configured versions would ever check it, so it must not pass as merely unindexed."""
