@@ -685,7 +685,7 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
     report = _run_check(context, against)
     root = context.config.root
     markdown = {display_path(path, root) for path in annotation_files(context.config)[1]}
-    wanted = [_claim_in_file(claim, root) for claim in bump]
+    wanted = [_claim_in_file(context, claim) for claim in bump]
     plan = plan_fixes(root, report, wanted, markdown, repo_filter(context.config))
     for note in plan.notes:
         click.echo(f"Note: {note}", err=True)
@@ -698,15 +698,13 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
     click.echo(f"{counted(edits, 'edit')} in {counted(len(written), 'file')}{listed}")
 
 
-def _claim_in_file(wanted: str, root: Path) -> str:
+def _claim_in_file(context: Context, wanted: str) -> str:
     """``FILE#ID`` with FILE as the report names it (relative to the project's folder),
     when FILE is a file given from the current folder or by its absolute path."""
-    from annotations.loader import display_path
-
     where, mark, claim_id = wanted.rpartition("#")
     if not mark or not where or not Path(where).is_file():
         return wanted
-    return f"{display_path(Path(where).resolve(), root.resolve())}#{claim_id}"
+    return f"{_as_displayed(context, where)}#{claim_id}"
 
 
 def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) -> Any:
@@ -768,8 +766,7 @@ def _linkable(database: Any, config: Any, relink: bool) -> Iterator[Any]:
 def _input_error(error: Any) -> Any:
     from annotations.results import InputError
 
-    hint = f" (hint: {error.hint})" if error.hint else ""
-    return InputError(error.file or "", error.line, f"{error.message}{hint}")
+    return InputError(error.file or "", error.line, error.explained)
 
 
 def _unreadable_files(errors: list[Exception]) -> str:

@@ -38,12 +38,14 @@ class AnnotationError(Exception):
         self.line = line
         self.hint = hint
 
+    @property
+    def explained(self) -> str:
+        """The message and its hint, without the location."""
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
     def __str__(self) -> str:
         where = ":".join(part for part in (self.file, _str_or_none(self.line)) if part)
-        text = f"{where}: {self.message}" if where else self.message
-        if self.hint:
-            text = f"{text} (hint: {self.hint})"
-        return one_line(text)
+        return one_line(f"{where}: {self.explained}" if where else self.explained)
 
     def located(self, file: str | None = None, line: int | None = None) -> AnnotationError:
         """A copy of this error (same class) with `file` and/or `line` replaced when given."""

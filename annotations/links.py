@@ -366,6 +366,4 @@ def _stored_message(state: str, error: AnnotationError | None) -> str | None:
     prints no ``link`` errors (an unindexed ref's hint is ``check``'s own)."""
     if error is None:
         return None
-    if state == "broken" and error.hint:
-        return f"{error.message} (hint: {error.hint})"
-    return error.message
+    return error.explained if state == "broken" else error.message

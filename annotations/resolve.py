@@ -30,8 +30,7 @@ class UnindexedVersion(ResolveError):
     @classmethod
     def of(cls, repo: str, version: str, misspelling_of: str | None) -> UnindexedVersion:
         """``misspelling_of``: the indexed version this one is another spelling of."""
-        hint = (queries.did_you_mean(repo, misspelling_of) if misspelling_of
-                else f"run 'annotate index {repo}@{version}'")
+        hint = queries.not_indexed_hint(repo, version, misspelling_of)
         error = cls(f"{repo}@{version} is not indexed", hint=hint)
         error.repo, error.version, error.misspelling_of = repo, version, misspelling_of
         return error

@@ -54,19 +54,12 @@ def _locked(error: sqlite3.Error) -> bool:
 class Database:
     """One connection to the index, with its schema up to date."""
 
-    def __init__(
-        self, path: Path, notify: Notify | None = None,
-        connection: sqlite3.Connection | None = None,
-    ) -> None:
-        """Open the index at ``path``; or, given ``connection``, wrap that one (a copy of
-        the index, see `in_memory_copy`)."""
+    def __init__(self, path: Path, notify: Notify | None = None) -> None:
         self.path = path
         self._notify = notify or (lambda message: None)
         self._target = str(path)
-        self._scratch: Path | None = None
-        if connection is not None:
-            self._target, self.conn = ":memory:", connection
-            return
+        self._scratch: Path | None = None  # a temporary copy's file, see `scratch_copy`
+        connection = None
         try:
             connection = self._connect()
             try:
@@ -122,8 +115,9 @@ class Database:
                                 "free some space there, or set TMPDIR to a folder with room"
                                 ) from None
         connection.execute("PRAGMA foreign_keys = ON")
-        copy = Database(self.path, self._notify, connection=connection)
-        copy._scratch = scratch
+        copy = Database.__new__(Database)  # already migrated: nothing to open or check
+        copy.path, copy._notify, copy.conn = self.path, self._notify, connection
+        copy._target, copy._scratch = str(scratch), scratch
         return copy
 
     @property

@@ -97,17 +97,16 @@ def indexed_spelling(database: Database, repo: str, version: str) -> str | None:
 def require_version(database: Database, repo: str, version: str) -> int:
     found = version_id(database, repo, version)
     if found is None:
-        raise MissingIndex(f"{repo}@{version} is not indexed",
-                           not_indexed_hint(database, repo, version))
+        raise MissingIndex(f"{repo}@{version} is not indexed", not_indexed_hint(
+            repo, version, indexed_spelling(database, repo, version)))
     return found
 
 
-def not_indexed_hint(database: Database, repo: str, version: str) -> str:
-    """What to do about an unindexed version: the indexed one it is a misspelling of, or
-    the ``annotate index`` to run."""
-    other = indexed_spelling(database, repo, version)
-    if other is not None:
-        return did_you_mean(repo, other)
+def not_indexed_hint(repo: str, version: str, misspelling_of: str | None) -> str:
+    """What to do about an unindexed version: the indexed one it is a misspelling of
+    (`indexed_spelling`), or the ``annotate index`` to run."""
+    if misspelling_of is not None:
+        return did_you_mean(repo, misspelling_of)
     return f"run 'annotate index {repo}@{version}'"
 
 

@@ -430,17 +430,23 @@ def test_bump_replaces_an_alias_pin_and_leaves_its_anchor() -> None:
     assert path.read_text(encoding="utf-8") == head + claim.replace("*pin", "vllm@v2")
 
 
+def refused_bump(name: str, text: str, claim: str) -> str:
+    """The stderr of a ``fix --bump CLAIM`` that must refuse: exit 2, nothing on stdout,
+    the file ``name`` (written with ``text``) left as it was."""
+    path = write(name, text)
+    result = fix("--bump", claim)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert path.read_text(encoding="utf-8") == text
+    return result.stderr
+
+
 def test_bump_refuses_a_pin_over_several_lines() -> None:
     text = (STYLE_HEAD + "  - id: c\n    text: x\n    at: >-\n      vllm@v1\n"
             "    refs: [vllm/utils.py::cdiv]\n")
-    path = write("annotations/style.yml", text)
-    result = fix("--bump", "c")
-    assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (
+    assert refused_bump("annotations/style.yml", text, "c") == (
         "Error: claim 'c' cannot move to vllm@v2: its 'at:' is not written as plain text on "
         "one line (escapes, a block scalar or a line break); nothing was changed (hint: bump "
         "this claim by editing its 'at:' by hand)\n")
-    assert path.read_text(encoding="utf-8") == text
 
 
 def test_bump_of_a_flow_claim_in_front_matter() -> None:
@@ -570,12 +576,9 @@ def test_edits_that_change_more_than_meant_are_refused(edit: Span, error: str) -
 ])
 def test_bump_refuses_what_it_cannot_edit_in_place(claims: str, error: str) -> None:
     text = "article: blog/s.md\nat: vllm@v1\nclaims:\n" + claims
-    path = write("annotations/s.yml", text)
-    result = fix("--bump", "c")
-    assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr.startswith("Error: claim 'c' cannot move to vllm@v2: " + error)
-    assert result.stderr.count("\n") == 1
-    assert path.read_text(encoding="utf-8") == text
+    stderr = refused_bump("annotations/s.yml", text, "c")
+    assert stderr.startswith("Error: claim 'c' cannot move to vllm@v2: " + error)
+    assert stderr.count("\n") == 1
 
 
 def test_bump_inserts_a_pin_with_the_files_line_ending() -> None:
@@ -675,14 +678,11 @@ def test_bump_refuses_a_claim_that_would_not_hold_at_the_target(
     ref: str, status: str, hint: str
 ) -> None:
     text = MOVED_AND_CHANGED.replace("vllm@v1:vllm/utils.py::cdiv", ref)
-    path = write("annotations/merge.yml", text)
-    result = fix("--bump", "merge")
-    assert (result.exit_code, result.stdout) == (2, "")
+    stderr = refused_bump("annotations/merge.yml", text, "merge")
     written = ref.removeprefix("{ref: ").partition(",")[0]
-    assert result.stderr.startswith(
+    assert stderr.startswith(
         f"Error: claim 'merge' cannot move to vllm@v2: {written} is {status} (")
-    assert result.stderr.endswith(f" (hint: {hint})\n")
-    assert path.read_text(encoding="utf-8") == text
+    assert stderr.endswith(f" (hint: {hint})\n")
 
 
 def test_bump_of_a_claim_pinned_at_a_version_not_yet_indexed_names_it() -> None:
@@ -690,14 +690,10 @@ def test_bump_of_a_claim_pinned_at_a_version_not_yet_indexed_names_it() -> None:
     target is still the configured one, and the refusal says what to index."""
     text = "article: blog/later.md\nat: vllm@v0\nclaims:\n  - id: later\n    text: x\n" \
            "    refs: [vllm/utils.py::cdiv]\n"
-    path = write("annotations/later.yml", text)
-    result = fix("--bump", "later")
-    assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == (
+    assert refused_bump("annotations/later.yml", text, "later") == (
         "Error: claim 'later' cannot move to vllm@v2: vllm/utils.py::cdiv is unindexed "
         "(vllm@v0 is not indexed (run 'annotate index vllm@v0')) "
         "(hint: index that version first)\n")
-    assert path.read_text(encoding="utf-8") == text
 
 
 def test_bump_of_a_front_matter_claim() -> None:

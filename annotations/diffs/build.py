@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotations.changes import Verdict
-from annotations.diffs.citations import cite, cited_refs, impacts
+from annotations.diffs.citations import cite, cited_refs, impacts, without_standing_lines
 from annotations.diffs.model import Citation, DiffReport, Location, Section, SymbolChange, Usage
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
@@ -84,7 +84,8 @@ def build_report(
     matcher = Matcher(database, *keys)
     diff = matcher.diff(workers)
     items = _items(diff.matches, diff.added, repo_config)
-    found = cite(cited_refs(database, repo, keys), [(item.old, item.new) for item in items],
+    rows = without_standing_lines(cited_refs(database, repo), matcher.store, repo, keys[1])
+    found = cite(rows, [(item.old, item.new) for item in items],
                  version_a, version_b)
     for item, citations in zip(items, found, strict=True):
         item.citations = _without_standing_quotes(item, citations)

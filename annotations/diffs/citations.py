@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from annotations.comparison import places_of
 from annotations.diffs.model import ArticleImpact, Citation, ClaimImpact, Location, SymbolChange
+from annotations.matching import SourceStore
 from annotations.resolve import split_lines
 from db import queries
 from db.database import Database
@@ -28,44 +29,32 @@ _SQL = (
 )
 
 
-def cited_refs(database: Database, repo: str, keys: tuple[int, int] | None = None) -> list[dict]:
-    """Every resolved claim ref of ``repo`` (rows of the ``claim_links`` view); with the
-    version ``keys`` (A, B) of a diff, but for the line refs whose lines stand as written
-    in B's file (``check`` calls them fresh or moved: no change of B touched them)."""
-    rows = list(database.query(_SQL, (repo,)))
-    if keys is None:
-        return rows
-    texts = _FileTexts(database)
+def cited_refs(database: Database, repo: str) -> list[dict]:
+    """Every resolved claim ref of ``repo`` (rows of the ``claim_links`` view)."""
+    return list(database.query(_SQL, (repo,)))
+
+
+def without_standing_lines(
+    rows: list[dict], store: SourceStore, repo: str, key_b: int
+) -> list[dict]:
+    """``rows`` but for the line refs whose lines stand as written in version ``key_b``'s
+    file (``check`` calls them fresh or moved: no change up to B touched them)."""
+    database = store.database
     pins = {version: queries.version_id(database, repo, version)
             for version in {row["version"] for row in rows}}
-    return [row for row in rows if row["qualname"] is not None
-            or not _lines_stand(texts, row, pins[row["version"]], keys[1])]
 
+    def text(key: int | None, path: str) -> str | None:
+        blob_id = queries.file_blob(database, key, path) if key is not None else None
+        return store.content(blob_id).decode("utf-8", "replace") if blob_id else None
 
-class _FileTexts:
-    """Files' texts by (version key, path), each read once."""
+    def stand(row: dict) -> bool:
+        old, new = text(pins[row["version"]], row["path"]), text(key_b, row["path"])
+        if old is None or new is None:
+            return False
+        wanted = "".join(split_lines(old)[row["start_line"] - 1:row["end_line"]])
+        return bool(wanted) and bool(places_of(wanted, new))
 
-    def __init__(self, database: Database) -> None:
-        self.database = database
-        self._texts: dict[tuple[int, str], str | None] = {}
-
-    def get(self, key: int, path: str) -> str | None:
-        if (key, path) not in self._texts:
-            blob_id = queries.file_blob(self.database, key, path)
-            content = queries.blob_content(self.database, blob_id) if blob_id else None
-            self._texts[key, path] = (None if content is None
-                                      else content.decode("utf-8", "replace"))
-        return self._texts[key, path]
-
-
-def _lines_stand(texts: _FileTexts, row: dict, pinned: int | None, key_b: int) -> bool:
-    if pinned is None:
-        return False
-    old, new = texts.get(pinned, row["path"]), texts.get(key_b, row["path"])
-    if old is None or new is None:
-        return False
-    wanted = "".join(split_lines(old)[row["start_line"] - 1:row["end_line"]])
-    return bool(wanted) and bool(places_of(wanted, new))
+    return [row for row in rows if row["qualname"] is not None or not stand(row)]
 
 
 Pair = tuple[Location | None, Location | None]
