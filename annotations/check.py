@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
+from annotations.model import Waiver, governing_waiver
 from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
@@ -208,16 +209,16 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
     return unnamed_uses(resolver.text_of(new), uses)
 
 
-def _apply_waivers(result: RefResult, waivers: Iterable[dict], options: CheckOptions) -> RefResult:
+def _apply_waivers(result: RefResult, rows: Iterable[dict], options: CheckOptions) -> RefResult:
     failing = result.status.value in options.fail_on
-    matching = [waiver for waiver in waivers if waiver["status"] == result.status.value]
-    if not matching:
+    waivers = (Waiver(row["status"], datetime.date.fromisoformat(row["until"]),
+                      row["reason"], row["line"]) for row in rows)
+    waiver = governing_waiver(waivers, result.status.value)
+    if waiver is None:
         return replace(result, failing=failing)
-    waiver = max(matching, key=lambda waiver: waiver["until"])  # a renewed waiver counts
-    until = datetime.date.fromisoformat(waiver["until"])
-    expired = options.today > until
+    expired = not waiver.in_force(options.today)
     return replace(
-        result, waived_until=until.isoformat(), waiver_reason=waiver["reason"],
+        result, waived_until=waiver.until.isoformat(), waiver_reason=waiver.reason,
         waiver_expired=expired, failing=failing and expired,
     )
 

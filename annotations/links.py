@@ -14,7 +14,15 @@ from enum import Enum
 from pathlib import Path
 
 from annotations.errors import AnnotationError, AnnotationFileError
-from annotations.model import Article, Claim, LoadResult, RefEntry, RepoFilter, Waiver
+from annotations.model import (
+    Article,
+    Claim,
+    LoadResult,
+    RefEntry,
+    RepoFilter,
+    Waiver,
+    governing_waiver,
+)
 from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
@@ -269,10 +277,9 @@ def _ref_row(
 def _broken(row: dict, claim: Claim, error: AnnotationError, outcome: LinkOutcome) -> dict:
     """A broken ref: an error, unless its claim waives ``broken`` until today or later
     (``check`` then lets it pass, and so does ``link``)."""
-    today = datetime.date.today()
-    waivers = [w for w in claim.waivers if w.status == "broken" and w.until >= today]
-    if waivers:
-        outcome.waived.append((error, max(waivers, key=lambda waiver: waiver.until)))
+    waiver = governing_waiver(claim.waivers, "broken")
+    if waiver is not None and waiver.in_force(datetime.date.today()):
+        outcome.waived.append((error, waiver))
     else:
         outcome.errors.append(error)
     return _state(row, "broken", error, outcome)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from annotations.errors import AnnotationError
@@ -44,6 +44,16 @@ class Waiver:
     until: datetime.date
     reason: str
     line: int
+
+    def in_force(self, today: datetime.date) -> bool:
+        return today <= self.until
+
+
+def governing_waiver(waivers: Iterable[Waiver], status: str) -> Waiver | None:
+    """The waiver that decides whether ``status`` is accepted: the latest of those for it
+    (a renewed waiver counts, an older one beside it does not)."""
+    return max((waiver for waiver in waivers if waiver.status == status),
+               key=lambda waiver: waiver.until, default=None)
 
 
 @dataclass(frozen=True)
