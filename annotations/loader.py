@@ -74,6 +74,7 @@ _PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 # A fence, also inside block quotes and list items (their markers and indentation first).
+_LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
 _FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
@@ -723,7 +724,7 @@ def _link_claims(
     body = _Body(lines, body_start)
     claims: list[Claim] = []
     seen: dict[str, int] = {}
-    code = _fenced_code_lines(lines, body_start)
+    code = _code_lines(lines, body_start)
     for index in range(body_start, len(lines)):
         if index in code:
             continue
@@ -737,6 +738,39 @@ def _link_claims(
             if len(claims) > MAX_CLAIMS:
                 raise ctx.fatal(index + 1, f"too many claims (more than {MAX_CLAIMS})")
     return claims
+
+
+def _code_lines(lines: list[str], first: int) -> set[int]:
+    """Indexes of the lines in code blocks, fenced or indented: a URL there is code shown,
+    not a link."""
+    fenced = _fenced_code_lines(lines, first)
+    return fenced | _indented_code_lines(lines, first, fenced)
+
+
+def _indented_code_lines(lines: list[str], first: int, fenced: set[int]) -> set[int]:
+    """Indexes of the lines of indented code blocks, as CommonMark reads them: indented
+    four columns past the content of the list item they are in (if any), and not the
+    continuation of a paragraph. Block quotes are not looked into."""
+    inside: set[int] = set()
+    content_column = 0  # where the content of the list item around starts; 0 outside lists
+    paragraph_open = in_code = False
+    for index in range(first, len(lines)):
+        line = lines[index].expandtabs(4)
+        if index in fenced or not line.strip():
+            paragraph_open = False  # a fence, like a blank line, ends a paragraph
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent >= content_column + 4 and (in_code or not paragraph_open):
+            inside.add(index)
+            in_code = True
+            continue
+        item = _LIST_ITEM_RE.match(line, indent)
+        if item:
+            content_column = indent + len(item[0])
+        elif indent < content_column and not paragraph_open:
+            content_column = 0  # a line left of the item's content, not a lazy one, ends it
+        paragraph_open, in_code = not line.lstrip().startswith("#"), False
+    return inside
 
 
 def _fenced_code_lines(lines: list[str], first: int) -> set[int]:

@@ -593,7 +593,7 @@ def test_markdown_front_matter_article_overrides_default() -> None:
     assert article.claims[0].claim_id == link_claim_id("https://example.com/post", f"{GH}/v1/a.py")
 
 
-FENCED = [
+CODE_BLOCKS = [
     pytest.param("```\n{A}\n```\n{B}\n", [6], id="backtick-fence"),
     pytest.param("~~~\n{A}\n~~~\n{B}\n", [6], id="tilde-fence"),
     pytest.param("```python\n# Adapted from\n# {A}\n```\n{B}\n", [7], id="info-string"),
@@ -609,11 +609,25 @@ FENCED = [
     pytest.param("```x`y\n{A}\n", [4], id="backtick-in-info-is-inline-code"),
     pytest.param("```\n{A}\n{B}\n", [], id="unclosed-fence-runs-to-the-end"),
     pytest.param("- item\n  ```\n  {A}\n  ```\n{B}\n", [7], id="fence-in-a-list-item"),
+    pytest.param("    {A}\n\n{B}\n", [5], id="indented-code"),
+    pytest.param("\t{A}\n\n{B}\n", [5], id="tab-indented-code"),
+    pytest.param("    x = 1\n\n    {A}\n\n{B}\n", [7], id="indented-code-over-a-blank-line"),
+    pytest.param("## Heading\n    {A}\n", [], id="indented-code-after-a-heading"),
+    pytest.param("```\nx\n```\n    {A}\n", [], id="indented-code-after-a-fence"),
+    pytest.param("Text\n    {A}\n\n{B}\n", [4, 6], id="indented-paragraph-continuation"),
+    pytest.param("- item\n\n    {A}\n", [5], id="indented-paragraph-of-a-list-item"),
+    pytest.param("- item\n    {A}\n", [4], id="indented-lazy-line-of-a-list-item"),
+    pytest.param("- item\n\n      {A}\n\n{B}\n", [7], id="indented-code-in-a-list-item"),
+    pytest.param("10. item\n\n        {A}\n", [], id="indented-code-in-a-numbered-item"),
+    pytest.param("- a\n  - b\n\n        {A}\n\n{B}\n", [8], id="indented-code-in-a-nested-item"),
+    pytest.param("- a\n  - b\n\n      {A}\n", [6], id="indented-paragraph-of-a-nested-item"),
+    pytest.param("- item\n\nText\n\n    {A}\n\n{B}\n", [9],
+                 id="indented-code-after-the-list-ends"),
 ]
 
 
-@pytest.mark.parametrize(("body", "lines"), FENCED)
-def test_markdown_permalinks_in_fenced_code_are_not_claims(body: str, lines: list[int]) -> None:
+@pytest.mark.parametrize(("body", "lines"), CODE_BLOCKS)
+def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: list[int]) -> None:
     """Code shown in an article is not its author citing it: a header pasted from vLLM's
     sources, ``# Adapted from https://github.com/...``, would otherwise be a claim."""
     text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
