@@ -7,7 +7,9 @@ For a symbol ``old`` of A (``Matcher.match``):
 2. **Same place.** If B's file at ``old.path`` defines ``old.qualname``, the two are
    compared (``changes.classify``): ``unchanged``, ``cosmetic`` or ``changed`` with the
    kinds of change. A qualname defined several times in a file (a property's getter and
-   setter) is paired in order of appearance.
+   setter) is paired in order of appearance. When the kind group differs (a class whose
+   name now holds an alias ``X = XUpstream`` or a factory function), ``old`` is first
+   searched for as in 3, and is ``changed`` at its place only if it did not move.
 3. **Moved or renamed** (verdict ``moved``; ``content_changed`` and ``changes`` say how
    the content differs). Only *unmatched* symbols of B are candidates: those whose
    (path, qualname, occurrence) does not exist in A, of the same kind group (class;
@@ -38,14 +40,15 @@ For a symbol ``old`` of A (``Matcher.match``):
      return annotations (functions), of the bases (classes), of the values (attributes).
 
    To keep a whole-version diff fast, similarity only compares *blocked* candidates: the
-   same name or the same non-trivial parameter list / bases (buckets of at most
-   ``BLOCK_CAP``: ``forward`` or ``logger`` are everywhere), the same file, or members of
-   the parent's target; a pair whose sizes alone cap its score below ``CANDIDATE_FLOOR``
-   is not tokenized.
+   same name, a name that starts with ``old``'s and a ``_`` or differs in leading
+   underscores (``mhc_pre`` -> ``mhc_pre_tilelang``, ``_stateless_init``), or the same
+   non-trivial parameter list / bases (buckets of at most ``BLOCK_CAP``: ``forward`` or
+   ``logger`` are everywhere), the same file, or members of the parent's target; a pair
+   whose sizes alone cap its score below ``CANDIDATE_FLOOR`` is not tokenized.
 
-   The candidate named like ``old`` gets ``UNIQUE_NAME_BONUS`` when that name belongs to
-   one unmatched symbol on each side (not a dunder): a class moved *and* rewritten keeps
-   its name.
+   The candidate named like ``old`` and of its kind gets ``UNIQUE_NAME_BONUS`` when that
+   name belongs to one unmatched symbol on each side (not a dunder): a class moved *and*
+   rewritten keeps its name (a function does not become a method by its name alone).
 
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates`` (a
    class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
@@ -563,6 +566,8 @@ class _Pool:
             shape_key = _block_key(symbol)
             if shape_key is not None:
                 self.blocks[("shape", group, shape_key)].append(symbol)
+            for stem in _stems(symbol.name):
+                self.blocks[("stem", group, stem)].append(symbol)
 
     def with_fingerprint(self, column: str, value: str) -> list[SymbolSnapshot]:
         return self.fingerprints.get((column, value), [])
@@ -582,6 +587,7 @@ class _Pool:
         """The blocked similarity candidates of ``old``."""
         group = kind_group(old.kind)
         found = list(self._capped(("name", group, old.name)))
+        found += self._capped(("stem", group, old.name.lstrip("_")))
         if hint is not None:
             found += self.blocks.get(("parent", *hint), ())
         if group is not KindGroup.ATTRIBUTE:
@@ -613,7 +619,7 @@ class _Scorer:
         scored = []
         for symbol in symbols:
             score = self.score(old, symbol, hint, identical)
-            if unique and symbol.name == old.name:
+            if unique and symbol.name == old.name and symbol.kind == old.kind:
                 score = min(1.0, round(score + UNIQUE_NAME_BONUS, 4))
             if score >= CANDIDATE_FLOOR:
                 scored.append(_Scored(score, symbol))
@@ -736,6 +742,16 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text))
 
 
+def _stems(name: str) -> list[str]:
+    """The name without its leading underscores, and each of its leading parts that ends
+    before a ``_``: ``_mhc_pre_tilelang`` -> ``mhc_pre_tilelang``, ``mhc``, ``mhc_pre``.
+    A symbol of A whose name is one of them may have been renamed to it (made private,
+    or given a suffix)."""
+    bare = name.lstrip("_")
+    parts = bare.split("_")
+    return [bare] + ["_".join(parts[:count]) for count in range(1, len(parts))]
+
+
 def _block_key(symbol: SymbolSnapshot) -> str | None:
     """A non-trivial parameter list (functions) or bases (classes) to block on."""
     if symbol.kind == "attribute":
@@ -782,8 +798,17 @@ class Matcher:
             new = self.b.lookup(old.path, old.qualname, old.occurrence)
             if new is not None:
                 verdict, changes = classify(old, new)
-                return Match(old, verdict, new, changes, content=verdict)
+                same_place = Match(old, verdict, new, changes, content=verdict)
+                if kind_group(new.kind) is kind_group(old.kind):
+                    return same_place
+                return self._kind_changed(old, same_place)
         return self._parent_move(old) or self._search(old)
+
+    def _kind_changed(self, old: SymbolSnapshot, same_place: Match) -> Match:
+        """A class whose place now holds a function or an alias (``X = Y``) of that name:
+        its code may live on under another name, which then is its match."""
+        moved = self._parent_move(old) or self._search(old)
+        return moved if moved.verdict is Verdict.MOVED else same_place
 
     # -- moves -------------------------------------------------------------------------
 
@@ -842,9 +867,7 @@ class Matcher:
         parent = self._parent_match(old)
         if parent is not None and old.kind == "attribute":
             return self._removed(old, [])  # a class attribute only follows its class
-        hint = None if parent is None or parent.new is None else (
-            parent.new.path, parent.new.qualname
-        )
+        hint = self._hint(old)
         max_ties = 0 if parent is not None and parent.new is None else MAX_TIES
         for column in ("exact", "normalized"):
             hits = self._fingerprint_hits(old, column)
@@ -856,6 +879,13 @@ class Matcher:
             old, pool.candidates(old, hint), hint, unique=pool.unique_name(old)
         )
         return self._decide(old, ranked, "similarity", max_ties)
+
+    def _hint(self, old: SymbolSnapshot) -> tuple[str, str] | None:
+        """Where ``old``'s parent went (its members' candidates there score the parent)."""
+        parent = self._parent_match(old)
+        return None if parent is None or parent.new is None else (
+            parent.new.path, parent.new.qualname
+        )
 
     def _fingerprint_hits(self, old: SymbolSnapshot, column: str) -> list[SymbolSnapshot]:
         value = getattr(old, column)

@@ -557,6 +557,96 @@ def test_unique_name_moved_and_rewritten(tmp_path: Path) -> None:
     assert set(match.kinds) == {BASES, MEMBERS, BODY}
 
 
+CONNECTOR = """\
+class {name}(KVConnectorBase):
+    def __init__(self, config, role):
+        super().__init__(config, role)
+        self.engine = create_engine(config.kv_transfer_config, role)
+        self.pending = {{}}
+
+    def start_load_kv(self, forward_context, **kwargs):
+        for request_id, blocks in self.pending.items():
+            self.engine.retrieve(request_id, blocks, forward_context.layers)
+        self.pending.clear()
+"""
+KERNEL = """\
+def {name}(residual, fn, scale, base, eps, n_splits):
+    mixes = tf32_hc_prenorm_gemm(residual, fn, n_splits)
+    out = mhc_pre_big_fuse_tilelang(mixes, scale, base, eps)
+    return out.view(residual.shape[0], -1)
+"""
+
+
+@dataclass(frozen=True)
+class MoveCase:
+    """What became of ``old`` (``a.py::qualname`` at v1) at v2: the ref it moved to,
+    with the other candidates, or None with the verdict it has at its own place."""
+
+    old: dict[str, str]
+    new: dict[str, str]
+    qualname: str
+    verdict: Verdict
+    moved_to: str | None = None
+    candidates: frozenset[str] = frozenset()
+
+
+MOVES = {
+    "class-left-an-alias-behind": MoveCase(
+        {"a.py": CONNECTOR.format(name="MPConnector")},
+        {"a.py": CONNECTOR.format(name="MPConnectorUpstream")
+         + "\n\nMPConnector = resolve_connector()\n"},
+        "MPConnector", Verdict.MOVED, "a.py::MPConnectorUpstream",
+    ),
+    "class-left-a-factory-behind": MoveCase(
+        {"a.py": CONNECTOR.format(name="FusedMoE")},
+        {"a.py": "def FusedMoE(config, role):\n    return RoutedExperts(config, role)\n\n\n",
+         "b.py": CONNECTOR.format(name="RoutedExperts")},
+        "FusedMoE", Verdict.MOVED, "b.py::RoutedExperts",  # blocked on its bases
+    ),
+    "class-became-an-alias-with-its-code-gone": MoveCase(
+        {"a.py": CONNECTOR.format(name="MPConnector")},
+        {"a.py": "MPConnector = OtherConnector\n"}, "MPConnector", Verdict.CHANGED,
+    ),
+    "method-became-an-alias-of-a-function": MoveCase(
+        {"a.py": "class Engine:\n" + textwrap.indent(KERNEL.format(name="init_group"), "    ")},
+        {"a.py": "class Engine:\n    init_group = init_group\n",
+         "b.py": KERNEL.format(name="init_group")},
+        "Engine.init_group", Verdict.MOVED, "b.py::init_group",
+    ),
+    "function-renamed-with-a-suffix": MoveCase(
+        {"a.py": KERNEL.format(name="mhc_pre")},
+        {"kernels/tilelang.py": KERNEL.format(name="mhc_pre_tilelang").replace(
+            "n_splits):", "n_splits, stream=None):")},  # blocked on neither name nor params
+        "mhc_pre", Verdict.MOVED, "kernels/tilelang.py::mhc_pre_tilelang",
+    ),
+    "function-made-private-elsewhere": MoveCase(
+        {"a.py": KERNEL.format(name="stateless_init")},
+        {"b.py": KERNEL.format(name="_stateless_init").replace("n_splits):", "n_splits, s):")},
+        "stateless_init", Verdict.MOVED, "b.py::_stateless_init",
+    ),
+    "function-is-no-method-of-another-class-by-name-alone": MoveCase(
+        {"a.py": KERNEL.format(name="mhc_pre")},
+        {"ops.py": "class AiterOps:\n    @staticmethod\n"
+                   + textwrap.indent(KERNEL.format(name="mhc_pre").replace(
+                       "mhc_pre_big_fuse_tilelang", "aiter.ops.mhc_pre"), "    "),
+         "kernels/tilelang.py": KERNEL.format(name="mhc_pre_tilelang")},
+        "mhc_pre", Verdict.MOVED, "kernels/tilelang.py::mhc_pre_tilelang",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
+def test_moves(tmp_path: Path, case: MoveCase) -> None:
+    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    match = index.match("v1", "v2", "a.py", case.qualname)
+    assert match.verdict is case.verdict
+    if case.moved_to is None:
+        assert match.new is not None and match.new.ref == f"a.py::{case.qualname}"
+    else:
+        assert match.new.ref == case.moved_to
+    assert refs(match.candidates) == case.candidates
+
+
 def test_classify_directly_on_snapshots(tmp_path: Path) -> None:
     index = build_index(tmp_path, {"v1": {"a.py": "def f(a):\n    return a\n"},
                                    "v2": {"b.py": "def f(a, b=2):\n    return a\n"}})
