@@ -260,10 +260,10 @@ class Resolver:
 
     def _permalink(self, repo: str, version: str, key: int, ref: Ref) -> Resolved:
         path = ref.path or ""
-        self._blob(repo, version, key, path)
+        blob_id = self._blob(repo, version, key, path)
         if ref.start_line is None:
             return self._lines(repo, version, key, path, None, None)
-        start, end = ref.start_line, ref.end_line or ref.start_line
+        start, end = self._trimmed(blob_id, ref.start_line, ref.end_line or ref.start_line)
         covering = [
             row for row in queries.symbols_in_file(self.database, key, path)
             if row["start_line"] <= start and row["end_line"] >= end
@@ -271,7 +271,15 @@ class Resolver:
         if covering:
             innermost = min(covering, key=lambda row: row["end_line"] - row["start_line"])
             return _from_row(repo, version, key, innermost)
-        return self._lines(repo, version, key, path, start, end)
+        return self._lines(repo, version, key, path, ref.start_line,
+                           ref.end_line or ref.start_line)
+
+    def _trimmed(self, blob_id: str, start: int, end: int) -> tuple[int, int]:
+        try:
+            lines = self.source_lines(blob_id)
+        except ResolveError:  # a file over 1 MiB, not stored: the range as written
+            return start, end
+        return _without_blank_edges(lines, start, end)
 
     def _source(self, blob_id: str) -> str:
         content = queries.blob_content(self.database, blob_id)
@@ -289,6 +297,17 @@ class Resolver:
         return "".join(lines[resolved.start_line - 1:resolved.end_line])
 
 
+def _without_blank_edges(lines: list[str], start: int, end: int) -> tuple[int, int]:
+    """The range without the blank lines it starts or ends with: a selection on GitHub
+    often takes the blank line after a function, which would make it cite the class
+    around."""
+    while start < end and start <= len(lines) and not lines[start - 1].strip():
+        start += 1
+    while end > start and end <= len(lines) and not lines[end - 1].strip():
+        end -= 1
+    return start, end
+
+
 def split_lines(text: str) -> list[str]:
     """The lines of ``text`` with their ends, split at "\\n" only: the lines git, GitHub and
     the indexer count (`str.splitlines` also splits at form feeds, U+2028 and others)."""
@@ -298,20 +317,54 @@ def split_lines(text: str) -> list[str]:
 
 
 def quote_stands(quote: str, text: str) -> bool:
-    """Whether ``quote`` occurs in ``text``, white space runs counting as one space."""
-    return " ".join(quote.split()) in " ".join(text.split())
+    """Whether ``quote`` occurs in ``text``, white space runs counting as one space, and
+    not as a piece of a longer name or number: ``"default": 25`` does not stand in
+    ``"default": 256``, nor ``= 0`` in ``= 0.9``."""
+    wanted, haystack = " ".join(quote.split()), " ".join(text.split())
+    found = haystack.find(wanted)
+    while found >= 0:
+        if not _cuts_a_token(haystack, found, found + len(wanted)):
+            return True
+        found = haystack.find(wanted, found + 1)
+    return False
+
+
+def _cuts_a_token(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` begins or ends inside a name or a number."""
+    if start < end and start > 0 and _is_word(text[start]) and _is_word(text[start - 1]):
+        return True
+    if start < end < len(text) and _is_word(text[end - 1]):
+        return _is_word(text[end]) or (
+            text[end - 1].isdigit() and text[end] == "." and text[end + 1:end + 2].isdigit()
+        )
+    return False
+
+
+def _is_word(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def unnamed_uses(code: str, uses: Iterable[Mapping[str, Any]]) -> list[str]:
     """The ``uses:`` targets (rows with ``written``, and ``resolved`` and ``qualname`` once
-    resolved) whose name does not occur in ``code`` outside strings and comments."""
-    names = code_identifiers(code.encode())
+    resolved) whose name does not occur in ``code`` outside strings, comments and the
+    names of its definitions (a method of the same name is no use of it). A dunder method
+    (``Cls.__init__``) is used through its class: its own name is in every constructor."""
+    names = code_identifiers(_DEFINED_NAME.sub(" ", code).encode())
     return [
         use.get("resolved") or use["written"]
         for use in uses
-        if (use.get("qualname") or use["written"]).rsplit(".", 1)[-1].rsplit(":", 1)[-1]
-        .encode() not in names
+        if _used_name(use.get("qualname") or use["written"]).encode() not in names
     ]
+
+
+def _used_name(target: str) -> str:
+    parts = target.rsplit(":", 1)[-1].split(".")
+    if len(parts) > 1 and parts[-1].startswith("__") and parts[-1].endswith("__"):
+        return parts[-2]
+    return parts[-1]
+
+
+_DEFINED_NAME = re.compile(r"\b(?:def|class)[ \t]+\w+")
 
 
 def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:

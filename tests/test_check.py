@@ -286,6 +286,23 @@ CASES: dict[str, Case] = {
         message="vllm@v1:c/relation-false-at-pin/m.py::MLA.__init__ does not refer to "
                 "vllm@v1:c/relation-false-at-pin/helper.py::Helper at its own pin",
     ),
+    "relation-own-name-is-no-use": Case(
+        MLA + "\n    def run(self):\n        return self.dim\n",
+        MLA + "\n    def run(self):\n        return self.dim\n", "m.py::MLA.run", "broken",
+        both={"helper.py": HELPER}, uses=("helper.py::Helper.run",),
+        message="m.py::MLA.run does not refer to vllm@v1:c/relation-own-name-is-no-use/helper.py",
+    ),
+    "relation-dunder-is-its-class": Case(
+        MLA, MLA, "m.py::MLA.__init__", "fresh",
+        both={"helper.py": "class Helper:\n    def __init__(self):\n        self.x = 1\n"},
+        uses=("helper.py::Helper.__init__",),
+    ),
+    "relation-dunder-of-another-class": Case(
+        MLA.replace("self.proj = Helper()", "super().__init__()"),
+        MLA.replace("self.proj = Helper()", "super().__init__()"), "m.py::MLA.__init__", "broken",
+        both={"helper.py": "class Helper:\n    def __init__(self):\n        self.x = 1\n"},
+        uses=("helper.py::Helper.__init__",), message="does not refer to",
+    ),
     "relation-target-at-an-unknown-version": Case(
         MLA, MLA, "m.py::MLA.__init__", "broken", both={"helper.py": HELPER},
         uses=("vllm@v0.1:helper.py::Helper",),

@@ -119,6 +119,15 @@ RESOLVES = [
     pytest.param(f"{GH}/v0.2.0/{CACHE}#L21-L27", f"vllm@v0.2.0:{CACHE}::CacheConfig", 12, 29,
                  id="permalink-range-over-two-members-is-the-class"),
     pytest.param(
+        f"{GH}/v0.2.0/{CACHE}#L25-L29",
+        f"vllm@v0.2.0:{CACHE}::CacheConfig.verify_with_parallel_config", 26, 29,
+        id="permalink-leading-blank-line-is-not-the-class",
+    ),
+    pytest.param(f"{GH}/v0.2.0/{CACHE}#L9-L11", f"vllm@v0.2.0:{CACHE}::DEFAULT_SWAP_SPACE_GIB",
+                 9, 9, id="permalink-trailing-blank-lines-are-not-cited"),
+    pytest.param(f"{GH}/v0.2.0/{CACHE}#L10-L11", f"vllm@v0.2.0:{CACHE}#L10-L11", 10, 11,
+                 id="permalink-blank-lines-only-give-lines"),
+    pytest.param(
         f"{GH}/v0.1.0/vllm/engine/async_llm_engine.py#L28-L29",
         "vllm@v0.1.0:vllm/engine/async_llm_engine.py::build_guarded_step.<locals>.guarded_step",
         27, 31, id="permalink-nested-function",
@@ -352,6 +361,13 @@ def test_resolve_errors(
         pytest.param("gpu_memory_utilization: float = 0.9", True, id="exact"),
         pytest.param("gpu_memory_utilization:   float\n = 0.9", True, id="white-space-runs"),
         pytest.param("gpu_memory_utilization: float = 0.92", False, id="other-value"),
+        pytest.param("gpu_memory_utilization: float = 0", False, id="cut-number"),
+        pytest.param("gpu_memory_util", False, id="cut-name-end"),
+        pytest.param("memory_utilization: float", False, id="cut-name-start"),
+        pytest.param("utilization: float = 0.9", False, id="cut-name-start-after-underscore"),
+        pytest.param("float = 0.9", True, id="whole-tokens"),
+        pytest.param(": float =", True, id="punctuation-at-both-ends"),
+        pytest.param("= 0.", True, id="ends-on-punctuation"),
     ],
 )
 def test_quote_stands(quote: str, stands: bool) -> None:
