@@ -9,10 +9,11 @@ from __future__ import annotations
 import difflib
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
-from annotations.resolve import Resolved, Resolver, split_lines
+from annotations.resolve import Resolved, ResolveError, Resolver, split_lines
 from annotations.results import Status
 from db import queries
 from db.match_queries import version_label
@@ -66,7 +67,7 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     target = _target_pin(resolver, target_key)
     blob_id = queries.file_blob(resolver.database, target_key, pinned.path)
     if blob_id is None:
-        return Comparison(Status.REMOVED, f"{pinned.path} does not exist at {target}")
+        return _lines_elsewhere(resolver, pinned, target_key, target)
     old = resolver.text_of(pinned)
     new_text = resolver.source(blob_id)
     if blob_id == pinned.blob_id:
@@ -87,6 +88,52 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     if shift == 0:
         return Comparison(Status.FRESH, "lines unchanged", new)
     return Comparison(Status.MOVED, f"the lines moved by {shift:+d}", new)
+
+
+MIN_TEXT_TO_FOLLOW = 30
+"""Characters (white space aside) that lines need before they are looked for in other
+files: a lone ``return x`` stands in many."""
+
+
+def _lines_elsewhere(
+    resolver: Resolver, pinned: Resolved, target_key: int, target: str
+) -> Comparison:
+    """The pinned lines of a file that is gone, found in a file of its folder or of its
+    name at the target (``abstract.py`` merged into ``base.py``)."""
+    gone = f"{pinned.path} does not exist at {target}"
+    old = resolver.text_of(pinned)
+    if len("".join(old.split())) < MIN_TEXT_TO_FOLLOW:
+        return Comparison(Status.REMOVED, gone)
+    found = [
+        _moved_lines(pinned, target_key, blob_id, target, place - pinned.start_line, path)
+        for path, blob_id, text in _sibling_files(resolver, pinned.path, target_key)
+        for place in places_of(old, text)
+    ]
+    if not found:
+        return Comparison(Status.REMOVED, gone)
+    listed = ", ".join(f"{new.path}#L{new.start_line}" for new in found)
+    if len(found) > 1:
+        return Comparison(Status.MOVED, f"{gone}; its lines stand at {len(found)} places "
+                          f"({listed})", found[0],
+                          candidates=tuple(new.canonical for new in found[1:]))
+    return Comparison(Status.MOVED, f"{gone}; its lines stand in {listed}", found[0])
+
+
+def _sibling_files(
+    resolver: Resolver, path: str, target_key: int
+) -> Iterator[tuple[str, str, str]]:
+    """(path, blob, text) of the target's files in ``path``'s folder or named like it."""
+    folder, _, name = path.rpartition("/")
+    for other in sorted(resolver.paths(target_key)):
+        other_folder, _, other_name = other.rpartition("/")
+        if other_folder != folder and other_name != name:
+            continue
+        blob_id = queries.file_blob(resolver.database, target_key, other)
+        try:
+            text = resolver.source(blob_id)
+        except ResolveError:  # a file over 1 MiB: its content is not stored
+            continue
+        yield other, blob_id, text
 
 
 def places_of(wanted: str, text: str) -> list[int]:
@@ -147,11 +194,13 @@ def _ambiguous_lines(
 
 
 def _moved_lines(
-    pinned: Resolved, target_key: int, blob_id: str, target: str, shift: int
+    pinned: Resolved, target_key: int, blob_id: str, target: str, shift: int,
+    path: str | None = None,
 ) -> Resolved:
     repo, _, version = target.partition("@")
     return Resolved(
-        repo=repo, version=version, version_key=target_key, path=pinned.path, blob_id=blob_id,
+        repo=repo, version=version, version_key=target_key, path=path or pinned.path,
+        blob_id=blob_id,
         start_line=pinned.start_line + shift, end_line=pinned.end_line + shift,
         exact=pinned.exact, normalized=digest(b""),
     )

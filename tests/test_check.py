@@ -339,6 +339,19 @@ CASES: dict[str, Case] = {
                           ("body",), path="kernel.cu", message="no longer stand as written"),
     "lines-removed": Case(KERNEL, None, "kernel.cu#L4-L6", "removed", path="kernel.cu",
                           message="c/lines-removed/kernel.cu does not exist at vllm@v2"),
+    "lines-file-gone-text-in-a-sibling": Case(
+        KERNEL, {"kernels.cu": "// merged\n" + KERNEL}, "gone.cu#L4-L6", "moved",
+        path="gone.cu", new_ref="kernels.cu#L5-L7",
+        message="gone.cu does not exist at vllm@v2; its lines stand in c/lines-file-gone",
+    ),
+    "lines-file-gone-text-in-two-siblings": Case(
+        KERNEL, {"a.cu": KERNEL, "b.cu": KERNEL}, "gone.cu#L4-L6", "moved", path="gone.cu",
+        new_ref="a.cu#L4-L6", candidates=1, message="its lines stand at 2 places",
+    ),
+    "lines-file-gone-short-text-is-not-followed": Case(
+        "a\nX\nb\n", {"n.txt": "X\n"}, "m.txt#L2", "removed", path="m.txt",
+        message="m.txt does not exist at vllm@v2",
+    ),
 }
 
 
