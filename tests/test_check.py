@@ -337,8 +337,8 @@ CASES: dict[str, Case] = {
     ),
     "lines-changed": Case(KERNEL, KERNEL.replace("1.0f", "2.0f"), "kernel.cu#L4-L6", "changed",
                           ("body",), path="kernel.cu", message="no longer stand as written"),
-    "lines-removed": Case(KERNEL, None, "kernel.cu#L4-L6", "removed", path="kernel.cu",
-                          message="c/lines-removed/kernel.cu does not exist at vllm@v2"),
+    "lines-removed": Case(KERNEL, None, "removed.cu#L4-L6", "removed", path="removed.cu",
+                          message="c/lines-removed/removed.cu does not exist at vllm@v2"),
     "lines-file-gone-text-in-a-sibling": Case(
         KERNEL, {"kernels.cu": "// merged\n" + KERNEL}, "gone.cu#L4-L6", "moved",
         path="gone.cu", new_ref="kernels.cu#L5-L7",
