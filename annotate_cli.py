@@ -853,6 +853,8 @@ def xref(
     with context.database() as database:
         if path is None:
             path, name = locate(database, context.config, repo, version, name)
+        else:  # a PATH::QUALNAME that names nothing is an error, as in show
+            _resolve(database, context, f"{repo}@{version}:{path}::{name}")
         result = find_references(database, repo, version, name, path)
         if not result.definitions and not result.references:
             _note_unknown_name(database, name, (repo, version))
@@ -866,6 +868,13 @@ def xref(
                        f"{row['module']}{imported}")
         return
     _print_xref(result)
+
+
+def _resolve(database: Any, context: Context, ref_text: str) -> Any:
+    from annotations.refs import parse_ref
+    from annotations.resolve import Resolver
+
+    return Resolver(database, context.config).resolve(parse_ref(ref_text))
 
 
 def _xref_target(

@@ -332,6 +332,23 @@ def test_cli_xref_of_a_name_nothing_defines_says_so(indexed: Path) -> None:
         2, "Error: Invalid value for NAME: the name is empty (see 'annotate xref --help')\n")
 
 
+@pytest.mark.parametrize(("ref", "error"), [
+    pytest.param("vllm@v1:vllm/layers/linear2.py::ReplicatedLinear",
+                 "Error: path 'vllm/layers/linear2.py' does not exist at vllm@v1 (hint: did you "
+                 "mean 'vllm/layers/linear.py', 'vllm/layers/mla.py' or "
+                 "'vllm/layers/__init__.py')\n", id="no-such-path"),
+    pytest.param("vllm@v1:vllm/layers/mla.py::ReplicatedLinear",
+                 "Error: no symbol 'ReplicatedLinear'", id="not-defined-in-that-file"),
+])
+def test_cli_xref_of_a_ref_that_names_nothing_is_an_error(
+    indexed: Path, ref: str, error: str
+) -> None:
+    """As ``show`` says: the references of another file's symbol are not the ones asked."""
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", ref])
+    assert result.exit_code == 2
+    assert result.output.startswith(error)
+
+
 def test_cli_xref_unindexed_version_is_one_line(indexed: Path) -> None:
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "X", "vllm@v9"])
     assert result.exit_code == 2
