@@ -206,6 +206,8 @@ class _FileScanner:
                 context = self._context(position)
                 if context == "name" and self._defines_attribute(spelled, position, line):
                     context = "definition"
+                if context == "import" and spelled != name:
+                    continue  # the alias that ``import name as alias`` binds: no use yet
                 if context != "definition":
                     found.append(self._occurrence(spelled, position, line, context, binding))
         return sorted(found, key=lambda occurrence: (occurrence.line, occurrence.column))
@@ -231,6 +233,8 @@ class _FileScanner:
         column = position - self.content.rfind(b"\n", 0, position)
         if context == "attribute":
             resolution, target = self._resolve_attribute(name, position, line)
+        elif context == "import":
+            resolution, target = self._resolve(name, line, self._imported_here(name, line))
         else:
             resolution, target = self._resolve(name, line, binding)
         return Occurrence(self.path, line, column, context, self._enclosing(line),
@@ -241,11 +245,23 @@ class _FileScanner:
         `EXTERNAL` when they import it from a module this version does not have."""
         for _line, module, imported, alias, level in self.imports:
             if imported and imported != "*" and (alias or imported) == name:
-                source = self.modules.module_path(module, level, self.path)
-                if source is None:
-                    return EXTERNAL if level == 0 and module else None
-                return self.modules.follow(source, imported)
+                return self._imported_from(module, imported, level)
         return None
+
+    def _imported_here(self, name: str, line: int) -> str | None:
+        """What the import statement on (or continued on) ``line`` imports as ``name``,
+        whatever alias it binds it to."""
+        rows = [row for row in self.imports if row[2] == name and row[0] <= line]
+        if not rows:
+            return None
+        _line, module, imported, _alias, level = max(rows, key=lambda row: row[0])
+        return self._imported_from(module, imported, level)
+
+    def _imported_from(self, module: str, imported: str, level: int) -> str | None:
+        source = self.modules.module_path(module, level, self.path)
+        if source is None:
+            return EXTERNAL if level == 0 and module else None
+        return self.modules.follow(source, imported)
 
     def _resolve(self, name: str, line: int, binding: str | None) -> tuple[str, str | None]:
         if binding == EXTERNAL:

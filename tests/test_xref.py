@@ -116,6 +116,14 @@ TREE = {
         "        return mine + other.block_size\n"
     ),
     "vllm/kernels.py": "def launch(block_size):\n    return block_size\n",
+    "vllm/adapter.py": "class Adapter:\n    pass\n",  # a vendored copy of the external one
+    "vllm/lazy.py": (
+        "def make():\n"
+        "    from external.adapter import (\n"
+        "        Adapter as ExternalAdapter,\n"
+        "    )\n"
+        "    return ExternalAdapter()\n"
+    ),
     "vllm/builders.py": (
         "class Metadata:\n"
         "    block_size: int = 16\n"
@@ -238,6 +246,16 @@ def test_alias_resolves_to_the_imported_definition(indexed: Path) -> None:
     by_original = references(indexed, "ReplicatedLinear")
     assert by_original[("vllm/models/alias.py", 1)] == ("import", "import", TARGET)
     assert by_original[("vllm/models/alias.py", 4)] == ("name", "import", TARGET)
+
+
+def test_a_lazy_aliased_import_from_outside_is_unresolved_once_per_place(indexed: Path) -> None:
+    """The import binds the external class, not the version's copy of that name, and the
+    alias it binds is no reference of its own."""
+    with open_database(indexed) as database:
+        result = xref(database, "vllm", "v1", "Adapter")
+    found = [(r.line, r.context, r.resolution) for r in result.references
+             if r.path == "vllm/lazy.py"]
+    assert found == [(3, "import", "unresolved"), (5, "name", "unresolved")]
 
 
 def test_unique_name_is_a_guess(indexed: Path) -> None:
