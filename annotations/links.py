@@ -43,8 +43,9 @@ LINK_FORMAT = 5
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
-qualname defined twice; 5: permalinks in indented code are not claims, a permalink's
-blank edge lines are left out, a quote stands only as whole names and numbers."""
+qualname defined twice; 5: permalinks in indented code or in code spans are not claims,
+a permalink's blank edge lines are left out, a quote stands only as whole names and
+numbers, a definition's own name is no use of a uses: target."""
 
 
 @dataclass

@@ -74,6 +74,8 @@ _PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 # A fence, also inside block quotes and list items (their markers and indentation first).
+_CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+"""An inline code span: a run of backticks, then anything up to a run of the same length."""
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
 _FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)")
@@ -728,7 +730,7 @@ def _link_claims(
     for index in range(body_start, len(lines)):
         if index in code:
             continue
-        for url in find_permalinks(lines[index]):
+        for url in find_permalinks(_CODE_SPAN_RE.sub(" ", lines[index])):
             if repos is not None and not repos.keeps(_PERMALINK_RE.match(url)["repo"]):
                 continue
             seen[url] = seen.get(url, 0) + 1
