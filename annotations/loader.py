@@ -428,8 +428,9 @@ def _date(node: _Node, what: str, ctx: _Context) -> datetime.date | None:
     if text is not None and _DATE_RE.fullmatch(text):
         try:
             return datetime.date.fromisoformat(text)
-        except ValueError:
-            pass
+        except ValueError as error:  # the right form, but no such day
+            ctx.error(node.line, f"invalid date '{text}' for {what}: {error}")
+            return None
     shown = text if text is not None else _describe(node)
     ctx.error(node.line, f"invalid date '{shown}' for {what}: expected YYYY-MM-DD")
     return None

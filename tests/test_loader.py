@@ -324,7 +324,7 @@ YAML_ERRORS = [
         "      - {status: moved, until: 2027-02-30, reason: r}\n",
         [
             "a.yaml:7: invalid date '2027-02-30' for 'until' of a waiver of claim 'c': "
-            "expected YYYY-MM-DD"
+            "day is out of range for month"
         ],
         id="waiver-impossible-date",
     ),
