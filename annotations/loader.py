@@ -588,7 +588,8 @@ def _ref_mapping(node: _Map, label: str, at: _Pin, ctx: _Context) -> RefEntry | 
     text = _string(ref_node, f"'ref' of a ref of {label}", ctx)
     ref = None if text is None else _parse_ref_at(text, ref_node.line, at, ctx)
     quote = _optional_string(node, "quote", f"'quote' of a ref of {label}", ctx)
-    uses = _uses(node.items.get("uses"), label, at, ctx)
+    own_pin = (ref.repo, ref.version) if ref is not None and ref.repo and ref.version else at
+    uses = _uses(node.items.get("uses"), label, own_pin, ctx)
     if ref is None or text is None or uses is None:
         return None
     return RefEntry(text, ref, ref_node.line, quote, uses)

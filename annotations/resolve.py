@@ -145,6 +145,18 @@ class Resolver:
             return f"did you mean github.com/{close}"
         return "add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml"
 
+    def _other_repo_with(self, repo: str, path: str) -> str | None:
+        """``REPO@VERSION`` of another configured repo's indexed version that has ``path``
+        (a ref to LMCache's code left at the file's ``at: vllm@...``), the latest one."""
+        for other in self.config.repos:
+            if other == repo:
+                continue
+            for version in reversed(queries.indexed_versions(self.database, other)):
+                key = queries.version_id(self.database, other, version)
+                if key is not None and path in self.paths(key):
+                    return f"{other}@{version}"
+        return None
+
     def paths(self, key: int) -> set[str]:
         if key not in self._paths:
             self._paths[key] = set(queries.version_paths(self.database, key))
@@ -152,6 +164,10 @@ class Resolver:
 
     def _blob(self, repo: str, version: str, key: int, path: str) -> str:
         blob_id = queries.file_blob(self.database, key, path)
+        elsewhere = None if blob_id is not None else self._other_repo_with(repo, path)
+        if elsewhere is not None:
+            raise ResolveError(f"path '{path}' is not in {repo}@{version}; it is in {elsewhere}",
+                               hint=f"pin the ref at {elsewhere} ('{elsewhere}:' before its path)")
         if blob_id is None and self.outside_wheel(key, path):
             raise ResolveError(
                 f"path '{path}' is not in {repo}@{version}, which was indexed from its PyPI "

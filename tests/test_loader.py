@@ -47,6 +47,18 @@ claims:
 GH = "https://github.com/vllm-project/vllm/blob"
 
 
+def test_uses_take_their_refs_own_pin(tmp_path: Path) -> None:
+    text = ("article: a\nat: vllm@v0.20.0\nclaims:\n  - id: c\n    text: t\n    refs:\n"
+            "      - ref: lmcache@v0.5.1:lmcache/v1/cache_engine.py::LMCacheEngine.store\n"
+            "        uses: [lmcache/v1/storage.py::Backend, vllm@v0.25.0:vllm/a.py::f]\n"
+            "      - ref: vllm/b.py::g\n        uses: [vllm/a.py::f]\n")
+    article = load_annotation_file(_write(tmp_path, "a.yaml", text), "a.yaml")
+    first, second = article.claims[0].refs
+    assert first.uses == ("lmcache@v0.5.1:lmcache/v1/storage.py::Backend",
+                          "vllm@v0.25.0:vllm/a.py::f")
+    assert second.uses == ("vllm@v0.20.0:vllm/a.py::f",)
+
+
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)

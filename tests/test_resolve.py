@@ -339,6 +339,13 @@ ERRORS = [
         "(hint: check the line range)",
         id="permalink-lines-past-end",
     ),
+    pytest.param(
+        "vllm@v0.1.0:lmcache/integration/vllm/utils.py::mla_enabled", ResolveError,
+        "path 'lmcache/integration/vllm/utils.py' is not in vllm@v0.1.0; it is in "
+        "lmcache@v0.5.1 (hint: pin the ref at lmcache@v0.5.1 ('lmcache@v0.5.1:' before its "
+        "path))",
+        id="path-of-another-repo",
+    ),
 ]
 
 
