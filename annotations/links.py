@@ -62,6 +62,9 @@ class LinkOutcome:
     untracked: dict[str, int] = field(default_factory=dict)
     """GitHub repo -> how many permalinks in Markdown bodies point into it, a repo that is
     not configured (and whose name is not close to one that is): those are not claims."""
+    split: list[AnnotationError] = field(default_factory=list)
+    """Annotation files whose ``article:`` names a Markdown article by a shorter path than
+    its own: two articles where the author meant one."""
 
 
 def annotation_files(config: ProjectConfig) -> tuple[list[Path], list[Path]]:
@@ -94,6 +97,7 @@ def link_all(
     outcome = LinkOutcome(errors=list(loaded.errors), untracked=dict(loaded.untracked))
     failed_files = {error.file for error in loaded.errors if error.file}
     articles = _merge_articles(loaded.articles, outcome, failed_files)
+    outcome.split = _split_articles(loaded.articles)
     rows = [_article_row(resolver, article, outcome) for article in articles]
     clean = not loaded.errors and not failed_files
     if signature is not None and not clean:
@@ -195,6 +199,27 @@ def repo_filter(config: ProjectConfig) -> RepoFilter:
     repo whose name is close to one (to be reported broken: more likely a typo)."""
     return RepoFilter(lambda github: bool(config.repo_for_github(github)
                                           or config.github_close_to(github)))
+
+
+def _split_articles(articles: list[Article]) -> list[AnnotationError]:
+    """An annotation file's ``article: kv/bridge.md`` beside the Markdown article
+    ``articles/kv/bridge.md``: the two are merged only when the paths are equal."""
+    markdown = {article.path for article in articles if _is_markdown(article.source_file)}
+    found = []
+    for article in articles:
+        if _is_markdown(article.source_file) or article.path in markdown:
+            continue
+        longer = sorted(path for path in markdown if path.endswith("/" + article.path))
+        if len(longer) == 1:
+            found.append(AnnotationFileError(
+                f"article '{article.path}' is not the Markdown article '{longer[0]}': their "
+                "claims are two articles", file=article.source_file,
+                hint=f"write 'article: {longer[0]}' to make them one"))
+    return found
+
+
+def _is_markdown(source_file: str) -> bool:
+    return source_file.lower().endswith((".md", ".markdown"))
 
 
 def _merge_articles(

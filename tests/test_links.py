@@ -336,6 +336,25 @@ claims:
     ]
 
 
+@pytest.mark.parametrize(("article", "warned"), [
+    pytest.param("post.md", True, id="a-shorter-path-is-two-articles"),
+    pytest.param("articles/post.md", False, id="the-same-path-is-one-article"),
+    pytest.param("other/post.md", False, id="another-article"),
+])
+def test_an_annotation_file_naming_a_markdown_article_by_a_shorter_path(
+    project: Path, article: str, warned: bool
+) -> None:
+    write_corpus()
+    write("annotations/post-more.yml", f"article: {article}\nat: vllm@v0.1.0\nclaims:\n"
+          "  - id: swap\n    text: t\n    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]\n")
+    result = link()
+    assert result.exit_code == 0
+    expected = ("Warning: annotations/post-more.yml: article 'post.md' is not the Markdown "
+                "article 'articles/post.md': their claims are two articles (hint: write "
+                "'article: articles/post.md' to make them one)\n")
+    assert result.stderr == (expected if warned else "")
+
+
 def test_a_claim_id_repeated_by_another_file_of_the_article(project: Path) -> None:
     write_corpus()
     write("annotations/post-more.yml", """\
