@@ -837,12 +837,18 @@ class _Paragraph:
     sentence_starts: list[int]
 
     def sentence_at(self, position: int) -> str:
-        """The sentence holding `position`; a long one is cut to a window around it ("…")."""
+        """The sentence holding `position`, links reduced to their labels; a long one is
+        cut to a window around `position` ("…"), after the links are reduced (a window of
+        the raw text may start inside a URL)."""
         i = min(bisect.bisect_right(self.sentence_ends, position), len(self.sentence_ends) - 1)
-        start = max(self.sentence_starts[i], position - MAX_LINK_TEXT // 3)
-        end = min(self.sentence_ends[i], start + 3 * MAX_LINK_TEXT)
-        cut = "…" if start > self.sentence_starts[i] else ""
-        return cut + self.text[start:end]
+        first = self.sentence_starts[i]
+        sentence, where = _reduced_around(self.text[first:self.sentence_ends[i]],
+                                          position - first)
+        if len(sentence) <= MAX_LINK_TEXT:
+            return sentence.strip()
+        start = max(where - MAX_LINK_TEXT // 3, 0)
+        end = min(start + MAX_LINK_TEXT - 2, len(sentence))
+        return ("…" if start else "") + sentence[start:end] + ("…" if end < len(sentence) else "")
 
 
 class _Body:
@@ -863,8 +869,7 @@ class _Body:
             return paragraph.reduced
         row = index - paragraph.start
         position = paragraph.offsets[row] + max(paragraph.parts[row].find(url), 0)
-        reduced = _reduce_links(paragraph.sentence_at(position)).strip()
-        return reduced if len(reduced) <= MAX_LINK_TEXT else reduced[: MAX_LINK_TEXT - 1] + "…"
+        return paragraph.sentence_at(position)
 
     def _paragraph(self, start: int) -> _Paragraph:
         if start not in self.cache:
@@ -923,3 +928,24 @@ def _is_wide(ch: str) -> bool:
 
 def _reduce_links(text: str) -> str:
     return _AUTOLINK_RE.sub(r"\1", _LINK_RE.sub(r"\1", text))
+
+
+def _reduced_around(text: str, position: int) -> tuple[str, int]:
+    """``_reduce_links(text)`` and about where ``position`` of ``text`` is in it (inside a
+    link: at its label)."""
+    pieces: list[str] = []
+    length = last = 0
+    where = None
+    for link in _LINK_RE.finditer(text):
+        if where is None and position < link.start():
+            where = length + position - last
+        pieces += [text[last:link.start()], link[1]]
+        length += link.start() - last
+        if where is None and position < link.end():
+            where = length
+        length += len(link[1])
+        last = link.end()
+    if where is None:
+        where = length + position - last
+    pieces.append(text[last:])
+    return _AUTOLINK_RE.sub(r"\1", "".join(pieces)), where

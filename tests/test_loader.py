@@ -652,6 +652,21 @@ def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: lis
     assert all(claim.body_link for claim in claims)
 
 
+def test_markdown_long_sentence_is_cut_after_its_links_are_reduced() -> None:
+    """A window of the raw sentence could start inside the URL of the link before."""
+    filler = "Filler words here. " * 30
+    first = f"{GH}/v1/{'deep/' * 12}a.py#L1-L9"
+    sentence = f"It loads ([load]({first})), then frees ([free]({GH}/v1/b.py#L2)) at the end."
+    claims = load_markdown_text(f"{filler}{sentence} {filler}\n", "a.md").claims
+    assert [claim.text for claim in claims] == [
+        "It loads (load), then frees (free) at the end.",
+    ] * 2
+    long_sentence = "Words " * 80 + sentence
+    claims = load_markdown_text(f"{long_sentence}\n", "a.md").claims
+    assert all("https" not in claim.text and len(claim.text) <= 300 for claim in claims)
+    assert claims[1].text.endswith("It loads (load), then frees (free) at the end.")
+
+
 def test_markdown_long_paragraph_uses_the_sentence() -> None:
     filler = "Filler words here. " * 30
     text = f"{filler}The key point is {GH}/v1/a.py#L3 right here. {filler}\n"
