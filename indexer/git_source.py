@@ -7,8 +7,11 @@ and read through one long-lived ``cat-file --batch`` (GitPython).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,12 +29,23 @@ GIT_STALL_SECONDS = 30
 default, so a server that accepts and never answers would hold it until the timeout).
 The user's own ``GIT_HTTP_LOW_SPEED_LIMIT``/``_TIME`` win."""
 _SHA = re.compile(r"[0-9a-f]{40}")
+_GITPYTHON_STDERR = re.compile(r"^\s*stderr: '(.*)'\s*$", re.DOTALL)
+"""How GitPython wraps a command's standard error in its exception."""
+_LOCKED = re.compile(r"Unable to create '[^']*\.lock': File exists")
+_UNREACHABLE = re.compile(r"does not appear to be a git repository|Could not resolve host|"
+                          r"[Rr]epository '?[^ ]*'? not found|Could not read from remote")
 _GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_ASKPASS": "",
     "SSH_ASKPASS": "",
     "GCM_INTERACTIVE": "never",
 }
+_REPOSITORY_VARIABLES = (
+    "GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_QUARANTINE_PATH",
+)
+"""What a git hook (``pre-commit``, ``pre-push``) sets to point git at the user's own
+repository: inherited, they would make the mirror's git commands act on that one."""
 
 
 class GitMirror:
@@ -39,8 +53,10 @@ class GitMirror:
 
     def __init__(self, repo: RepoConfig, cache_dir: Path) -> None:
         self.repo = repo
-        self.path = cache_dir / "git" / f"{repo.name}.git"
         self.url = _git_url(repo.git or "")
+        # One mirror per URL: a repo pointed at a fork must not read the first one's tags.
+        url_key = hashlib.sha1(self.url.encode()).hexdigest()[:12]
+        self.path = cache_dir / "git" / f"{repo.name}-{url_key}.git"
 
     def snapshot(self, version: str) -> GitSnapshot:
         with self._locked():  # concurrent runs would race on shallow.lock and ref locks
@@ -66,16 +82,35 @@ class GitMirror:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = (self.path.parent / f"{self.path.name}.lock").open("a")
         except OSError as error:
+            if (self.path / "HEAD").exists():  # a read-only cache: its tags still read
+                yield
+                return
             raise cache_error(self.path.parent, error) from None
         with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            self._remove_stale_git_locks()
             yield
+
+    def _remove_stale_git_locks(self) -> None:
+        """Remove the ``*.lock`` files that a git command killed with its run left in the
+        mirror (``shallow.lock`` would fail every later fetch). Runs of annotate take
+        turns (the flock), so an old one is no one's; a recent one may be an orphaned fetch
+        still running, and is left to the error that names it."""
+        if not self.path.is_dir():
+            return
+        cutoff = time.time() - GIT_TIMEOUT_SECONDS
+        for lock in [*self.path.glob("*.lock"), *self.path.glob("refs/**/*.lock")]:
+            with contextlib.suppress(OSError):
+                if lock.stat().st_mtime < cutoff:
+                    lock.unlink()
 
     def _open(self) -> git.Repo:
         try:
             if not (self.path / "HEAD").exists():
-                return self._init()
-            return git.Repo(self.path)
+                self._init()
+            handle = git.Repo(self.path)
+            handle.git.update_environment(**_mirror_env(self.path))
+            return handle
         except OSError as error:
             raise cache_error(self.path, error) from None
         except git.GitError as error:
@@ -84,14 +119,18 @@ class GitMirror:
                 "delete that folder; it is fetched again next time",
             ) from None
 
-    def _init(self) -> git.Repo:
+    def _init(self) -> None:
         """A new, empty bare mirror (failing on a full or read-only disk: the cache's fault,
-        not the mirror's)."""
-        try:
-            return git.Repo.init(self.path, bare=True)
-        except git.GitError as error:
-            raise SourceError(f"cannot create the git mirror {self.path} "
-                              f"({_git_reason(error)})", CACHE_HINT) from None
+        not the mirror's). Run without the variables of `_REPOSITORY_VARIABLES`, which
+        ``git init --bare`` would obey (turning the user's own repository bare)."""
+        clean = {name: value for name, value in os.environ.items()
+                 if name not in _REPOSITORY_VARIABLES}
+        done = subprocess.run(["git", "init", "--quiet", "--bare", str(self.path)], env=clean,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            reason = _git_reason(git.GitCommandError("init", done.returncode, done.stderr))
+            raise SourceError(f"cannot create the git mirror {self.path} ({reason})",
+                              CACHE_HINT)
 
     def _resolve(self, handle: git.Repo, version: str) -> str | None:
         ref = version if _SHA.fullmatch(version) else f"refs/tags/{version}"
@@ -111,14 +150,25 @@ class GitMirror:
                 env=_fetch_env(), kill_after_timeout=GIT_TIMEOUT_SECONDS,
             )
         except git.GitCommandError as error:
-            reason = _git_reason(error)
-            if is_disk_problem(reason):
-                raise SourceError(f"{self.url}: {reason}", CACHE_HINT) from None
-            raise VersionNotFound(f"{self.url}: {reason}") from None
+            raise self._fetch_error(_git_reason(error)) from None
         commit = self._resolve(handle, version) if not is_sha else version
         if commit is None:
             raise VersionNotFound(f"{self.url}: tag {version} did not resolve to a commit")
         return commit
+
+
+    def _fetch_error(self, reason: str) -> SourceError:
+        """A failed fetch: the version is not there, unless git says what else is wrong."""
+        failed = f"{self.url}: {reason}"
+        if is_disk_problem(reason):
+            return SourceError(failed, CACHE_HINT)
+        if _LOCKED.search(reason):
+            return SourceError(failed, "another git command may still be fetching into the "
+                                       "mirror; if none is, delete that file")
+        if _UNREACHABLE.search(reason):
+            return SourceError(failed, f"check git = \"{self.repo.git}\" in [repos."
+                                       f"{self.repo.name}] of annotate.toml")
+        return VersionNotFound(failed)
 
 
 class GitSnapshot(Snapshot):
@@ -129,9 +179,10 @@ class GitSnapshot(Snapshot):
     def read(self, entry: FileEntry) -> bytes:
         try:
             return self._handle.git.get_object_data(entry.blob_id)[3]
-        except (git.GitError, ValueError) as error:
+        except (git.GitError, ValueError):
             raise SourceError(
-                f"cannot read {entry.path} ({entry.blob_id}) from {self._handle.git_dir}: {error}",
+                f"cannot read {entry.path} (blob {entry.blob_id}) from the git mirror "
+                f"{self._handle.git_dir}: the object is missing or damaged",
                 "delete the mirror folder; it is fetched again next time",
             ) from None
 
@@ -157,8 +208,24 @@ def _ls_tree(handle: git.Repo, commit: str) -> tuple[FileEntry, ...]:
         mode, kind, sha, size = meta.split()
         if kind != b"blob" or mode == b"120000":
             continue  # symlinks and submodules are not files of the version
+        if not size.isdigit():  # git could not read the blob to size it
+            raise SourceError(f"the git mirror {handle.git_dir} is damaged (blob {sha.decode()} "
+                              f"of {path_text(path)} is unreadable)",
+                              "delete the mirror folder; it is fetched again next time")
         entries.append(FileEntry(path_text(path), sha.decode(), int(size)))
     return tuple(entries)
+
+
+def _mirror_env(path: Path) -> dict[str, str]:
+    """The `_REPOSITORY_VARIABLES` set in this process, pointed at the mirror (GitPython
+    passes its own environment on, and can only add to it)."""
+    values = {
+        "GIT_DIR": str(path), "GIT_COMMON_DIR": str(path),
+        "GIT_OBJECT_DIRECTORY": str(path / "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES": "",
+        "GIT_INDEX_FILE": str(path / "index"), "GIT_WORK_TREE": str(path),
+        "GIT_NAMESPACE": "", "GIT_QUARANTINE_PATH": "",
+    }
+    return {name: value for name, value in values.items() if name in os.environ}
 
 
 def _git_url(url: str) -> str:
@@ -174,12 +241,13 @@ def _fetch_env() -> dict[str, str]:
 
 
 def _git_reason(error: git.GitError) -> str:
-    text = getattr(error, "stderr", "") or str(error)
-    lines = [line.strip(" '\"") for line in str(text).splitlines() if line.strip(" '\"")]
+    text = _GITPYTHON_STDERR.sub(r"\1", str(getattr(error, "stderr", "") or error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     fallback = lines[-1] if lines else ""
-    reason = next((line for line in reversed(lines) if "fatal:" in line), fallback)
+    # the first fatal line says why ("... does not appear to be a git repository"), the
+    # next ones what failed because of it ("Could not read from remote repository")
+    reason = next((line for line in lines if "fatal:" in line), fallback)
     reason = next(  # "fatal: unpack-objects failed" follows the line that says why
         (line for line in reversed(lines) if is_disk_problem(line)), reason
     )
-    cleaned = reason.replace("stderr:", "").replace("fatal:", "")
-    return cleaned.strip(" '\"") or "git failed"
+    return reason.replace("fatal:", "").strip() or "git failed"

@@ -18,6 +18,7 @@ import zipfile
 import zlib
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from indexer.config import RepoConfig, check_version_name
 from indexer.errors import SourceError, VersionNotFound
@@ -57,9 +58,7 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
     for kind in repo.sources:
         try:
             if kind == "git" and repo.git:
-                from indexer.git_source import GitMirror  # GitPython only when git is used
-
-                return GitMirror(repo, cache_dir).snapshot(version)
+                return _git_mirror(repo, cache_dir).snapshot(version)
             if kind == "pypi" and repo.pypi:
                 return open_wheel(repo, version, fetch_wheel(repo, version, cache_dir),
                                   cached=True)
@@ -73,6 +72,19 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
         "; ".join([*hints, "check the version name, or index it from a checkout with "
                    f"'annotate index {repo.name}@{version} --from PATH'"]),
     )
+
+
+def _git_mirror(repo: RepoConfig, cache_dir: Path) -> Any:
+    """The repo's `indexer.git_source.GitMirror`, imported only when git is used: GitPython
+    refuses to load where no ``git`` command is (a slim container)."""
+    try:
+        from indexer.git_source import GitMirror
+    except ImportError as error:
+        if "git executable" not in str(error).lower():
+            raise
+        raise SourceError("the git command is not installed (or not on PATH)",
+                          "install git, or use sources = [\"pypi\"]") from None
+    return GitMirror(repo, cache_dir)
 
 
 def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
@@ -306,8 +318,8 @@ def _safe_path(path: str) -> bool:
 
 
 CACHE_HINT = (
-    "free some space, or point ANNOTATE_CACHE_DIR (or cache_dir in annotate.toml) "
-    "at a writable folder"
+    "free some space, or point cache_dir in annotate.toml (or ANNOTATE_CACHE_DIR, when "
+    "cache_dir is not set) at a writable folder"
 )
 
 

@@ -30,12 +30,12 @@ versions = ["v0.5.1"]
 """
 
 
-def run_annotate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_annotate(root: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     """``annotate ARGS`` as a real process in ``root``, isolated from the user's git, pip
-    and cache settings."""
+    and cache settings (``extra_env`` is set after)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
     env.update(XDG_CACHE_HOME=str(root / "xdg-cache"), GIT_CONFIG_GLOBAL=os.devnull,
-               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", **extra_env)
     return subprocess.run([sys.executable, "-m", "annotate_cli", *args],
                           cwd=root, env=env, capture_output=True, text=True, check=False)
 

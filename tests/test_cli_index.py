@@ -15,7 +15,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import DB
+from fakeproject import DB, run_annotate
 from fakeproject import invoke as run
 from fakevllm import FakeRepo
 
@@ -776,3 +776,25 @@ def test_config_paths_expand_the_home_folder(
 def test_usage_errors_are_one_line_naming_the_help(args: tuple[str, ...], error: str) -> None:
     done = subprocess.run([*_annotate(), *args], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", error + "\n")
+
+
+def test_without_git_installed_pypi_is_used_or_the_error_says_so(
+    tmp_path: Path, fake_vllm: FakeRepo, fake_wheels: Path
+) -> None:
+    """GitPython refuses to load where no git command is (a slim container)."""
+    no_git = tmp_path / "empty-path"
+    no_git.mkdir()
+    root = tmp_path / "project"
+    root.mkdir()
+    config = root / "annotate.toml"
+    config.write_text(f'[repos.vllm]\ngit = "{fake_vllm.url}"\n')  # git, then pypi
+    done = run_annotate(root, "index", "vllm@v0.1.0", PATH=str(no_git), PIP_NO_INDEX="1",
+                        PIP_FIND_LINKS=str(fake_wheels))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("vllm@v0.1.0: ") and "(pypi " in done.stdout
+    config.write_text(f'[repos.vllm]\ngit = "{fake_vllm.url}"\nsources = ["git"]\n')
+    done = run_annotate(root, "index", "vllm@v0.2.0", PATH=str(no_git))
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "Error: vllm@v0.2.0 was not found (git: the git command is not installed (or not on "
+        "PATH)); install git, or use sources = [\"pypi\"];")

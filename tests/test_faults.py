@@ -404,7 +404,8 @@ def test_cache_folder_under_a_regular_file(
     before = dump(git_project)
     result = run("index", "vllm@v0.2.0")
     one_error_line(result, "cannot write the cache folder", "Not a directory",
-                   "point ANNOTATE_CACHE_DIR (or cache_dir in annotate.toml) at a writable folder")
+                   "point cache_dir in annotate.toml (or ANNOTATE_CACHE_DIR, when cache_dir is "
+                   "not set) at a writable folder")
     assert dump(git_project) == before
     assert Path("a-file").read_text() == "not a folder\n"
 

@@ -16,6 +16,7 @@ import pytest
 from fakevllm import FakeRepo
 
 from db.database import open_database
+from indexer import git_source
 from indexer.config import RepoConfig, load_config
 from indexer.errors import SourceError, VersionNotFound
 from indexer.git_source import GitMirror
@@ -41,7 +42,8 @@ def _cache() -> Path:
 
 
 def _mirror() -> Path:
-    return _cache() / "git" / "vllm.git"
+    (mirror,) = (_cache() / "git").glob("vllm-*.git")
+    return mirror
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -299,8 +301,9 @@ def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
 
 
 def test_unusable_mirror_falls_back_to_pypi(wheels: Path, fake_vllm: FakeRepo) -> None:
-    _mirror().mkdir(parents=True)
-    (_mirror() / "HEAD").write_text("garbage\n")
+    mirror = GitMirror(_repo(fake_vllm.url), _cache()).path
+    mirror.mkdir(parents=True)
+    (mirror / "HEAD").write_text("garbage\n")
     with open_snapshot(_repo(fake_vllm.url, ("git", "pypi")), "v0.1.0", _cache()) as snapshot:
         assert snapshot.info.source_kind == "pypi"
 
@@ -439,8 +442,16 @@ def test_cached_wheel_sha256_is_remembered_and_checked_by_size(tmp_path: Path) -
         assert snapshot.info.wheel_sha256 == expected
 
 
-def test_git_mirror_path_is_per_repo(tmp_path: Path) -> None:
-    assert GitMirror(_repo("x", name="lmcache"), tmp_path).path == tmp_path / "git/lmcache.git"
+def test_git_mirror_path_is_per_repo_and_url(tmp_path: Path) -> None:
+    """A repo pointed at a fork gets a mirror of its own, not the tags of the first URL."""
+    paths = [GitMirror(_repo(url, name=name), tmp_path).path for name, url in [
+        ("lmcache", "https://github.com/LMCache/LMCache.git"),
+        ("lmcache", "https://github.com/LMCache/LMCache.git"),
+        ("lmcache", "https://github.com/myorg/LMCache.git"),
+    ]]
+    assert paths[0] == paths[1] != paths[2]
+    assert all(path.parent == tmp_path / "git" and path.name.startswith("lmcache-")
+               for path in paths)
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="macOS file names must be UTF-8")
@@ -461,3 +472,60 @@ def test_a_file_name_that_is_not_utf8_is_stored_escaped(tmp_path: Path, source: 
             "SELECT path, qualname FROM version_symbols WHERE repo = 'odd'"
         ).fetchall()
     assert rows == [("pkg/caf\\xe9.py", "brewed")]
+
+
+# ------------------------------------------------------------------------------ git's environment
+
+
+def test_a_git_hooks_environment_leaves_the_users_repository_alone(
+    fake_vllm: FakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a git hook, GIT_DIR and friends name the user's repository: ``git init --bare``
+    of the mirror would turn it bare, and fetches would write into it."""
+    user = tmp_path / "user"
+    user.mkdir()
+    _git(user, "init", "-q")
+    _git(user, "commit", "-q", "--allow-empty", "-m", "mine")
+    monkeypatch.setenv("GIT_DIR", str(user / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(user))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(user / ".git" / "index"))
+    with open_snapshot(_repo(fake_vllm.url), "v0.1.0", _cache()) as snapshot:
+        assert snapshot.info.commit_sha == fake_vllm.commits["v0.1.0"]
+        assert snapshot.read(snapshot.info.files[0])
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_WORK_TREE")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert _git(user, "config", "core.bare") == "false"
+    assert _git(user, "tag") == ""  # no tag fetched into it
+    assert _git(_mirror(), "tag") == "v0.1.0"
+
+
+@pytest.mark.parametrize(("age", "fetched"), [
+    pytest.param(git_source.GIT_TIMEOUT_SECONDS + 60, True, id="stale-lock-removed"),
+    pytest.param(0, False, id="recent-lock-named"),
+])
+def test_a_lock_left_in_the_mirror_by_a_killed_fetch(
+    fake_vllm: FakeRepo, age: int, fetched: bool
+) -> None:
+    with open_snapshot(_repo(fake_vllm.url), "v0.1.0", _cache()):
+        pass
+    lock = _mirror() / "shallow.lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - age, time.time() - age))
+    if fetched:
+        with open_snapshot(_repo(fake_vllm.url), "v0.2.0", _cache()) as snapshot:
+            assert snapshot.info.commit_sha == fake_vllm.commits["v0.2.0"]
+        assert not lock.exists()
+        return
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo(fake_vllm.url), "v0.2.0", _cache())
+    assert "shallow.lock': File exists" in caught.value.message
+    assert "if none is, delete that file" in (caught.value.hint or "")
+
+
+def test_a_git_url_that_is_no_repository_says_so(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.git"
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo(str(missing)), "v0.1.0", _cache())
+    assert f"'{missing}' does not appear to be a git repository" in caught.value.message
+    assert f'check git = "{missing}" in [repos.vllm] of annotate.toml' in caught.value.hint
