@@ -292,6 +292,10 @@ def _index_all(
                     click.echo(f"Error: {error}", err=True)
                 continue
             click.echo(_summary(outcome))
+            if outcome.already and from_path is not None:
+                click.echo(f"Note: {from_path} was not read: {repo}@{version} is indexed and "
+                           "an indexed version never changes; name the checkout's version "
+                           f"otherwise ({repo}@{version}-local) to index it", err=True)
     return failures
 
 

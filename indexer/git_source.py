@@ -20,7 +20,14 @@ import git
 from indexer.config import RepoConfig, is_remote_git
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
-from indexer.sources import CACHE_HINT, Snapshot, cache_error, is_disk_problem, path_text
+from indexer.sources import (
+    CACHE_HINT,
+    Snapshot,
+    cache_error,
+    git_env_without_repository,
+    is_disk_problem,
+    path_text,
+)
 
 GIT_TIMEOUT_SECONDS = 600
 """The longest a fetch may take in all (a huge first fetch on a slow link)."""
@@ -40,12 +47,6 @@ _GIT_ENV = {
     "SSH_ASKPASS": "",
     "GCM_INTERACTIVE": "never",
 }
-_REPOSITORY_VARIABLES = (
-    "GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_QUARANTINE_PATH",
-)
-"""What a git hook (``pre-commit``, ``pre-push``) sets to point git at the user's own
-repository: inherited, they would make the mirror's git commands act on that one."""
 
 
 class GitMirror:
@@ -121,12 +122,11 @@ class GitMirror:
 
     def _init(self) -> None:
         """A new, empty bare mirror (failing on a full or read-only disk: the cache's fault,
-        not the mirror's). Run without the variables of `_REPOSITORY_VARIABLES`, which
+        not the mirror's). Run without a git hook's `REPOSITORY_VARIABLES`, which
         ``git init --bare`` would obey (turning the user's own repository bare)."""
-        clean = {name: value for name, value in os.environ.items()
-                 if name not in _REPOSITORY_VARIABLES}
-        done = subprocess.run(["git", "init", "--quiet", "--bare", str(self.path)], env=clean,
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(["git", "init", "--quiet", "--bare", str(self.path)],
+                              env=git_env_without_repository(), capture_output=True, text=True,
+                              check=False)
         if done.returncode != 0:
             reason = _git_reason(git.GitCommandError("init", done.returncode, done.stderr))
             raise SourceError(f"cannot create the git mirror {self.path} ({reason})",
@@ -217,7 +217,7 @@ def _ls_tree(handle: git.Repo, commit: str) -> tuple[FileEntry, ...]:
 
 
 def _mirror_env(path: Path) -> dict[str, str]:
-    """The `_REPOSITORY_VARIABLES` set in this process, pointed at the mirror (GitPython
+    """The `REPOSITORY_VARIABLES` set in this process, pointed at the mirror (GitPython
     passes its own environment on, and can only add to it)."""
     values = {
         "GIT_DIR": str(path), "GIT_COMMON_DIR": str(path),

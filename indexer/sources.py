@@ -91,6 +91,7 @@ def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
     """A version read from a directory (a checkout) or a wheel file."""
     check_version_name(version)
     if path.is_dir():
+        _refuse_the_package_folder(repo, path)
         snapshot = DirectorySnapshot(repo.name, version, path)
         if not snapshot.info.files:
             raise SourceError(f"{path} has no files to index (symlinks and .git are skipped)",
@@ -99,6 +100,18 @@ def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
     if path.is_file() and path.suffix == ".whl":
         return open_wheel(repo, version, path)
     raise SourceError(f"{path} is neither a directory nor a .whl file", "pass a checkout or wheel")
+
+
+def _refuse_the_package_folder(repo: RepoConfig, path: Path) -> None:
+    """``--from checkout/vllm`` would store ``config/cache.py`` for ``vllm/config/cache.py``:
+    every ref and permalink would miss."""
+    package = (repo.pypi or repo.name).replace("-", "_")
+    resolved = path.resolve()
+    if (resolved.name == package and (resolved / "__init__.py").is_file()
+            and not (resolved / package).is_dir()):
+        raise SourceError(f"{path} is the {package} package, not the checkout around it: its "
+                          f"paths would lack the leading {package}/",
+                          f"pass {resolved.parent}")
 
 
 # --- pypi -----------------------------------------------------------------------------
@@ -285,25 +298,65 @@ class WheelSnapshot(Snapshot):
 
 
 class DirectorySnapshot(Snapshot):
-    """Files of a checkout on disk (symlinks and .git are skipped)."""
+    """Files of a checkout on disk: in a git work tree, the files git tracks (as they are
+    on disk); elsewhere every file but those of .git, __pycache__ and virtual environments.
+    Symlinks are skipped."""
 
     def __init__(self, repo: str, version: str, root: Path) -> None:
         self._files: dict[str, Path] = {}
         entries = []
-        for folder, subfolders, names in os.walk(root):
-            subfolders[:] = sorted(d for d in subfolders if d != ".git")
-            for name in sorted(names):
-                full = Path(folder, name)
-                if full.is_symlink() or not full.is_file():
-                    continue
-                relative = path_text(os.fsencode(full.relative_to(root).as_posix()))
-                data = full.read_bytes()
-                self._files[relative] = full
-                entries.append(FileEntry(relative, blob_id(data), len(data)))
+        for full in _tracked_files(root) or _files_under(root):
+            if full.is_symlink() or not full.is_file():
+                continue  # a symlink, a submodule, or a tracked file deleted on disk
+            relative = path_text(os.fsencode(full.relative_to(root).as_posix()))
+            data = full.read_bytes()
+            self._files[relative] = full
+            entries.append(FileEntry(relative, blob_id(data), len(data)))
         self.info = SnapshotInfo(repo, version, "local", files=tuple(entries))
 
     def read(self, entry: FileEntry) -> bytes:
         return self._files[entry.path].read_bytes()
+
+
+def _tracked_files(root: Path) -> list[Path] | None:
+    """The files git tracks in the work tree ``root``; None when it is not one (or git is
+    missing). A venv, a build folder or an untracked scratch file is no file of the
+    version."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached"],
+                              env=git_env_without_repository(), capture_output=True,
+                              check=False)
+    except OSError:
+        return None
+    if done.returncode != 0:
+        return None
+    return [root / os.fsdecode(name) for name in sorted(done.stdout.split(b"\0")) if name]
+
+
+def _files_under(root: Path) -> list[Path]:
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(
+            name for name in subfolders
+            if name not in (".git", "__pycache__") and not Path(folder, name, "pyvenv.cfg").exists()
+        )
+        found += [Path(folder, name) for name in sorted(names)]
+    return found
+
+
+REPOSITORY_VARIABLES = (
+    "GIT_DIR", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_NAMESPACE", "GIT_QUARANTINE_PATH",
+)
+"""What a git hook (``pre-commit``, ``pre-push``) sets to point git at the user's own
+repository: inherited, they would make annotate's git commands act on that one."""
+
+
+def git_env_without_repository() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items()
+            if name not in REPOSITORY_VARIABLES}
 
 
 def path_text(raw: bytes) -> str:

@@ -162,6 +162,11 @@ def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     files = fv.regular_files(fv.VERSIONS["v0.3.0"])
     assert re.fullmatch(_summary("vllm", "v0.3.0", files, set(), "local"), result.stdout.strip())
+    again = run("index", "vllm@v0.3.0", "--from", str(tmp_path))  # not read: said so
+    assert (again.exit_code, again.stdout) == (0, "vllm@v0.3.0: already indexed, nothing to do\n")
+    assert again.stderr == (
+        f"Note: {tmp_path} was not read: vllm@v0.3.0 is indexed and an indexed version never "
+        "changes; name the checkout's version otherwise (vllm@v0.3.0-local) to index it\n")
 
 
 def test_index_from_a_wheel(project: Path, fake_wheels: Path) -> None:

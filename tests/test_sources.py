@@ -529,3 +529,42 @@ def test_a_git_url_that_is_no_repository_says_so(tmp_path: Path) -> None:
         open_snapshot(_repo(str(missing)), "v0.1.0", _cache())
     assert f"'{missing}' does not appear to be a git repository" in caught.value.message
     assert f'check git = "{missing}" in [repos.vllm] of annotate.toml' in caught.value.hint
+
+
+def _checkout_with_clutter(root: Path) -> None:
+    """A checkout of v0.1.0 with what a developer's folder also holds."""
+    fv.write_snapshot(root, fv.VERSIONS["v0.1.0"])
+    venv = root / ".venv" / "lib" / "site-packages" / "torch"
+    venv.mkdir(parents=True)
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "__init__.py").write_text("class Tensor:\n    pass\n")
+    (root / "vllm" / "__pycache__").mkdir(exist_ok=True)
+    (root / "vllm" / "__pycache__" / "utils.cpython-311.pyc").write_bytes(b"\0junk")
+
+
+@pytest.mark.parametrize("tracked", [True, False], ids=["git-work-tree", "plain-folder"])
+def test_local_directory_is_the_checkout_not_its_clutter(tmp_path: Path, tracked: bool) -> None:
+    checkout = tmp_path / "checkout"
+    _checkout_with_clutter(checkout)
+    expected = set(fv.regular_files(fv.VERSIONS["v0.1.0"]))
+    if tracked:
+        _git(checkout, "init", "-q")
+        (checkout / ".gitignore").write_text(".venv/\n__pycache__/\nbuild/\n")
+        _git(checkout, "add", "-A")
+        _git(checkout, "-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q", "-m", "v")
+        (checkout / "build").mkdir()
+        (checkout / "build" / "copy.py").write_text("x = 1\n")  # ignored
+        (checkout / "scratch.py").write_text("y = 2\n")  # untracked
+        expected.add(".gitignore")
+    with open_local(_repo(None), "v0.1.0", checkout) as snapshot:
+        assert {entry.path for entry in snapshot.info.files} == expected
+
+
+def test_local_package_folder_is_refused(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    fv.write_snapshot(checkout, fv.VERSIONS["v0.1.0"])
+    with pytest.raises(SourceError) as caught:
+        open_local(_repo(None), "v0.1.0", checkout / "vllm")
+    assert caught.value.message == (f"{checkout / 'vllm'} is the vllm package, not the "
+                                    "checkout around it: its paths would lack the leading vllm/")
+    assert caught.value.hint == f"pass {checkout}"
