@@ -206,6 +206,18 @@ class Resolver:
                 and row["start_line"] != resolved.start_line]
 
     def _dotted(self, repo: str, version: str, key: int, dotted: str) -> Resolved:
+        try:
+            return self._dotted_symbol(repo, version, key, dotted)
+        except ResolveError:
+            module = next((path for path in _module_files(dotted) if path in self.paths(key)),
+                          None)
+            if module is None:
+                raise
+            raise ResolveError(f"'{dotted}' is the module {module} at {repo}@{version}, not a "
+                               "symbol", hint=f"name a symbol in it, or write {repo}@{version}:"
+                                              f"{module}#Lx-Ly for its lines") from None
+
+    def _dotted_symbol(self, repo: str, version: str, key: int, dotted: str) -> Resolved:
         parts = dotted.split(".")
         paths = self.paths(key)
         for cut in range(len(parts) - 1, 0, -1):
@@ -393,6 +405,11 @@ def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:
 
 
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def _module_files(dotted: str) -> tuple[str, str]:
+    module = dotted.replace(".", "/")
+    return f"{module}.py", f"{module}/__init__.py"
 
 
 def _refuse_a_misspelt_module(

@@ -346,6 +346,18 @@ ERRORS = [
         "path))",
         id="path-of-another-repo",
     ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.config.cache", ResolveError,
+        "'vllm.config.cache' is the module vllm/config/cache.py at vllm@v0.1.0, not a symbol "
+        "(hint: name a symbol in it, or write vllm@v0.1.0:vllm/config/cache.py#Lx-Ly for its "
+        "lines)", id="dotted-module",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:vllm.config", ResolveError,
+        "'vllm.config' is the module vllm/config/__init__.py at vllm@v0.1.0, not a symbol "
+        "(hint: name a symbol in it, or write vllm@v0.1.0:vllm/config/__init__.py#Lx-Ly for "
+        "its lines)", id="dotted-package",
+    ),
 ]
 
 
