@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 import zlib
 from abc import ABC, abstractmethod
@@ -131,6 +132,7 @@ def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
         return cached
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_downloads(folder.parent)
         staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder.parent))
     except OSError as error:
         raise cache_error(folder.parent, error) from None
@@ -144,6 +146,16 @@ def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
         raise cache_error(folder, error) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _remove_stale_downloads(folder: Path) -> None:
+    """The staging folders of downloads killed before they could clean up (older than any
+    download may take: a running one is left alone)."""
+    cutoff = time.time() - PIP_TIMEOUT_SECONDS
+    for staging in folder.glob(".download-*"):
+        with contextlib.suppress(OSError):
+            if staging.stat().st_mtime < cutoff:
+                shutil.rmtree(staging)
 
 
 def _cached_wheel(folder: Path) -> Path | None:

@@ -16,7 +16,7 @@ import pytest
 from fakevllm import FakeRepo
 
 from db.database import open_database
-from indexer import git_source
+from indexer import git_source, sources
 from indexer.config import RepoConfig, load_config
 from indexer.errors import SourceError, VersionNotFound
 from indexer.git_source import GitMirror
@@ -274,6 +274,18 @@ def test_cached_wheel_is_used_without_pip(wheels: Path, monkeypatch: pytest.Monk
     first = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
     monkeypatch.setenv("PIP_FIND_LINKS", str(Path.cwd() / "empty"))
     assert fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache()) == first
+
+
+def test_a_killed_downloads_staging_folder_is_removed_when_stale(wheels: Path) -> None:
+    parent = _cache() / "wheels" / "vllm"
+    stale, running = parent / ".download-killed", parent / ".download-running"
+    for folder in (stale, running):
+        folder.mkdir(parents=True)
+        (folder / "part.whl").write_bytes(b"partial")
+    old = time.time() - sources.PIP_TIMEOUT_SECONDS - 60
+    os.utime(stale, (old, old))
+    fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    assert not stale.exists() and running.exists()
 
 
 def test_corrupt_cached_wheel_is_downloaded_again(wheels: Path) -> None:
