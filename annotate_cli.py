@@ -292,6 +292,9 @@ def _index_all(
                     click.echo(f"Error: {error}", err=True)
                 continue
             click.echo(_summary(outcome))
+            for reason in outcome.passed_over:
+                click.echo(f"Note: {repo}@{version} was read from {outcome.source}: {reason}",
+                           err=True)
             if outcome.already and from_path is not None:
                 click.echo(f"Note: {from_path} was not read: {repo}@{version} is indexed and "
                            "an indexed version never changes; name the checkout's version "

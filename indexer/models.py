@@ -67,3 +67,5 @@ class SnapshotInfo:
     commit_sha: str | None = None
     wheel_sha256: str | None = None
     files: tuple[FileEntry, ...] = field(default_factory=tuple)
+    passed_over: tuple[str, ...] = ()
+    """Why the sources tried before this one did not give the version."""

@@ -68,6 +68,7 @@ class IndexOutcome:
     parsed: int = 0
     symbols: int = 0
     seconds: float = 0.0
+    passed_over: tuple[str, ...] = ()  # why the sources tried first did not give it
 
 
 def index_version(
@@ -150,7 +151,7 @@ def _index_snapshot(
         repo=info.repo, version=info.version, already=not written, source=info.source_kind,
         source_id=info.commit_sha or info.wheel_sha256, files=len(files),
         new_blobs=tally.blobs, parsed=tally.parsed, symbols=tally.symbols,
-        seconds=run.seconds(),
+        seconds=run.seconds(), passed_over=info.passed_over,
     )
 
 

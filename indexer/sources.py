@@ -7,6 +7,7 @@ local files, so one file from git and from a wheel is one blob.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -58,11 +59,10 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
     hints: list[str] = []  # what to do about a broken cache or mirror, said first
     for kind in repo.sources:
         try:
-            if kind == "git" and repo.git:
-                return _git_mirror(repo, cache_dir).snapshot(version)
-            if kind == "pypi" and repo.pypi:
-                return open_wheel(repo, version, fetch_wheel(repo, version, cache_dir),
-                                  cached=True)
+            snapshot = _open_from(kind, repo, version, cache_dir)
+            if snapshot is not None:
+                snapshot.info = dataclasses.replace(snapshot.info, passed_over=tuple(failures))
+                return snapshot
         except SourceError as error:  # a broken mirror or cache also falls back
             failures.append(f"{kind}: {error.message}")
             if not isinstance(error, VersionNotFound) and error.hint not in (None, *hints):
@@ -73,6 +73,14 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
         "; ".join([*hints, "check the version name, or index it from a checkout with "
                    f"'annotate index {repo.name}@{version} --from PATH'"]),
     )
+
+
+def _open_from(kind: str, repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot | None:
+    if kind == "git" and repo.git:
+        return _git_mirror(repo, cache_dir).snapshot(version)
+    if kind == "pypi" and repo.pypi:
+        return open_wheel(repo, version, fetch_wheel(repo, version, cache_dir), cached=True)
+    return None
 
 
 def _git_mirror(repo: RepoConfig, cache_dir: Path) -> Any:

@@ -191,6 +191,9 @@ def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
     result = run("index", "vllm@v0.1.0")
     assert result.exit_code == 0, result.stderr
     assert re.fullmatch(r"vllm@v0\.1\.0: 17 files, .* \(pypi [0-9a-f]{12}\)", result.stdout.strip())
+    nowhere = tmp_path / "nowhere"
+    assert result.stderr == (f"Note: vllm@v0.1.0 was read from pypi: git: {nowhere.as_uri()}: "
+                             f"'{nowhere}' does not appear to be a git repository\n")
     with _db() as conn:
         assert conn.execute("SELECT source, commit_sha FROM versions").fetchone() == ("pypi", None)
 
@@ -795,7 +798,9 @@ def test_without_git_installed_pypi_is_used_or_the_error_says_so(
     config.write_text(f'[repos.vllm]\ngit = "{fake_vllm.url}"\n')  # git, then pypi
     done = run_annotate(root, "index", "vllm@v0.1.0", PATH=str(no_git), PIP_NO_INDEX="1",
                         PIP_FIND_LINKS=str(fake_wheels))
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stderr) == (0, "Note: vllm@v0.1.0 was read from pypi: git: "
+                                                 "the git command is not installed (or not on "
+                                                 "PATH)\n")
     assert done.stdout.startswith("vllm@v0.1.0: ") and "(pypi " in done.stdout
     config.write_text(f'[repos.vllm]\ngit = "{fake_vllm.url}"\nsources = ["git"]\n')
     done = run_annotate(root, "index", "vllm@v0.2.0", PATH=str(no_git))

@@ -307,9 +307,12 @@ def test_pip_failure_names_the_requirement(wheels: Path) -> None:
 
 
 def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
-    repo = _repo(str(tmp_path / "does-not-exist"), ("git", "pypi"))
+    missing = tmp_path / "does-not-exist"
+    repo = _repo(str(missing), ("git", "pypi"))
     with open_snapshot(repo, "v0.1.0", _cache()) as snapshot:
         assert snapshot.info.source_kind == "pypi"
+        assert snapshot.info.passed_over == (
+            f"git: {missing.as_uri()}: '{missing}' does not appear to be a git repository",)
 
 
 def test_unusable_mirror_falls_back_to_pypi(wheels: Path, fake_vllm: FakeRepo) -> None:
