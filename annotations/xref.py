@@ -282,6 +282,8 @@ class _FileScanner:
         if owner is None:
             return self._fallback()
         member = self._member_import(owner, name)
+        if member == EXTERNAL:
+            return "unresolved", None  # a member of what a module outside the version gives
         if member is not None:
             return "import", member
         if owner in ("self", "cls"):
@@ -339,8 +341,11 @@ class _FileScanner:
 
     def _member_import(self, owner: str, name: str) -> str | None:
         """``owner.name`` where the file imports ``owner``: a member of the class it
-        imports, or a name the module it imports defines."""
+        imports, or a name the module it imports defines; `EXTERNAL` when ``owner`` comes
+        from a module outside the version."""
         binding = self._binding(owner)
+        if binding == EXTERNAL:
+            return EXTERNAL
         if binding is not None:
             path, _, qualname = binding.partition("::")
             if f"{qualname}.{name}" in self.modules.defines(path):

@@ -117,6 +117,14 @@ TREE = {
     ),
     "vllm/kernels.py": "def launch(block_size):\n    return block_size\n",
     "vllm/adapter.py": "class Adapter:\n    pass\n",  # a vendored copy of the external one
+    "vllm/getter.py": "def fetch_one():\n    return 1\n",
+    "vllm/ext_member.py": (
+        "from external import store\n"
+        "\n"
+        "\n"
+        "def go():\n"
+        "    return store.fetch_one()\n"
+    ),
     "vllm/lazy.py": (
         "def make():\n"
         "    from external.adapter import (\n"
@@ -256,6 +264,13 @@ def test_a_lazy_aliased_import_from_outside_is_unresolved_once_per_place(indexed
     found = [(r.line, r.context, r.resolution) for r in result.references
              if r.path == "vllm/lazy.py"]
     assert found == [(3, "import", "unresolved"), (5, "name", "unresolved")]
+
+
+def test_a_member_of_an_external_import_is_unresolved(indexed: Path) -> None:
+    """``store.fetch_one()`` with ``store`` from outside the version: not the version's own
+    ``fetch_one`` (this crashed xref of such names with a KeyError)."""
+    found = references(indexed, "fetch_one")
+    assert found[("vllm/ext_member.py", 5)] == ("attribute", "unresolved", None)
 
 
 def test_unique_name_is_a_guess(indexed: Path) -> None:
