@@ -816,12 +816,21 @@ def _refuse_to_overwrite_inputs(context: Context, output: Path | None) -> None:
     if context.config.source_file is not None:
         inputs.append(context.config.source_file)
     inputs += [path for files in annotation_files(context.config) for path in files]
-    target = output.resolve()
     for path in inputs:
-        if path.resolve() == target:
+        if _same_file(path, output):
             raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "
                                      "would replace; write the report to another file",
                                      param_hint="--output")
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    """The same path, or two names of one file (a hard link)."""
+    if path.resolve() == other.resolve():
+        return True
+    try:
+        return os.path.samefile(path, other)
+    except OSError:  # one of them does not exist
+        return False
 
 
 def _write_report(path: Path | None, text: str) -> None:

@@ -800,6 +800,17 @@ def test_output_over_an_input_is_refused_and_keeps_it(
     assert Path(output).read_bytes() == before
 
 
+def test_output_through_a_hard_link_to_an_input_is_refused(table_index: Path) -> None:
+    copy_project(table_index)
+    _two_claims()
+    os.link("annotations/a.yml", "report.json")
+    before = Path("annotations/a.yml").read_bytes()
+    result = run("check", "--format", "json", "--output", "report.json")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert "report.json is one of annotate's inputs" in result.stderr
+    assert Path("annotations/a.yml").read_bytes() == before
+
+
 def test_output_over_the_configured_index_is_refused_when_another_is_used(
     table_index: Path
 ) -> None:
