@@ -200,9 +200,25 @@ class FixPlan:
                 raise FixError(f"cannot write {name}'s new text to {temporary.name} "
                                f"({error.strerror}); nothing was changed",
                                hint="make its folder writable" if denied else None) from None
-        for temporary, path in staged:
-            os.replace(temporary, path)
+        self._replace_all(staged)
         return [name for name, _ in self.edited()]
+
+    def _replace_all(self, staged: list[tuple[Path, Path]]) -> None:
+        """Move the temporary files over the originals; when one cannot be replaced (an
+        immutable file), put back the ones already replaced, so that nothing changed."""
+        originals = {plan.path: plan.original for _, plan in self.edited()}
+        done: list[Path] = []
+        for temporary, path in staged:
+            try:
+                os.replace(temporary, path)
+            except OSError as error:
+                for _, waiting in staged[len(done):]:
+                    waiting.with_name(waiting.name + ".annotate-fix").unlink(missing_ok=True)
+                for replaced in done:
+                    replaced.write_bytes(originals[replaced].encode("utf-8"))
+                raise FixError(f"cannot replace {path.name} ({error.strerror}); nothing was "
+                               "changed", hint="make it writable") from None
+            done.append(path)
 
 
 def _unmeant_change(before: Article, after: Article, plan: FixPlan, name: str) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import fakevllm
@@ -604,6 +605,33 @@ def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was() -> None:
     assert second.read_text(encoding="utf-8") == text.replace("blog/s.md", "blog/t.md")
     assert sorted(path.name for path in Path("annotations").iterdir()) == [
         "a.yml", "b.yml", "b.yml.annotate-fix"]
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    """Whether ``chattr`` could make ``path`` immutable (or mutable again): root on a file
+    system with attributes."""
+    flag = "+i" if on else "-i"
+    done = subprocess.run(["chattr", flag, str(path)], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_a_file_that_cannot_be_replaced_puts_back_those_already_replaced() -> None:
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    first = write("annotations/a.yml", text)
+    second = write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md"))
+    if not _immutable(second, on=True):
+        pytest.skip("chattr +i needs root and a file system with attributes")
+    try:
+        result = fix()
+    finally:
+        _immutable(second, on=False)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ("Error: cannot replace b.yml (Operation not permitted); nothing "
+                             "was changed (hint: make it writable)\n")
+    assert first.read_text(encoding="utf-8") == text
+    assert second.read_text(encoding="utf-8") == text.replace("blog/s.md", "blog/t.md")
+    assert sorted(path.name for path in Path("annotations").iterdir()) == ["a.yml", "b.yml"]
 
 
 def test_a_claim_named_like_a_permalinks_is_bumped() -> None:
