@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -188,7 +189,7 @@ def _signature(
     digest.update(claim_store.index_state(database).encode())
     try:
         for path in (*files[0], *files[1]):
-            digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(os.fsencode(path) + b"\0" + path.read_bytes() + b"\0")
     except OSError:
         return None
     return digest.hexdigest()

@@ -74,6 +74,7 @@ _PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 # A fence, also inside block quotes and list items (their markers and indentation first).
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 """An inline code span: a run of backticks, then anything up to a run of the same length."""
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
@@ -129,6 +130,11 @@ def load_all(
              for path in markdown_files]
     for path, collect in jobs:
         display = display_path(path, root)
+        if _SURROGATE_RE.search(display):
+            result.errors.append(AnnotationFileError(
+                "the file name is not valid UTF-8", file=escaped_name(display),
+                hint="rename the file"))
+            continue
         try:
             article, errors = collect(_read_text(path, display), display)
         except AnnotationError as error:
@@ -142,6 +148,11 @@ def load_all(
 
 
 # -- reading ------------------------------------------------------------------------------------
+
+
+def escaped_name(name: str) -> str:
+    """A file name whose bytes are not UTF-8, with those bytes written ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -331,6 +342,11 @@ class _Converter:
         self._count(line, depth)
         kind = self._kind(node, line)
         if isinstance(node, yaml.ScalarNode):
+            surrogate = _SURROGATE_RE.search(node.value)
+            if surrogate:  # an escape such as "\ud800": no text can be stored with it
+                raise self.ctx.fatal(line, f"invalid character U+{ord(surrogate[0]):04X} (half "
+                                           "of a UTF-16 pair)", hint="remove it, or write the "
+                                           "character itself")
             return _Scalar(line, kind, node.value)
         if isinstance(node, yaml.SequenceNode):
             return _Seq(line, tuple(self.convert(item, depth + 1) for item in node.value))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import fakevllm as fv
@@ -353,6 +355,18 @@ def test_an_annotation_file_naming_a_markdown_article_by_a_shorter_path(
                 "article 'articles/post.md': their claims are two articles (hint: write "
                 "'article: articles/post.md' to make them one)\n")
     assert result.stderr == (expected if warned else "")
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS file names must be UTF-8")
+def test_an_annotation_file_name_that_is_not_utf8_is_one_error(project: Path) -> None:
+    write_corpus()
+    Path("annotations", os.fsdecode(b"odd\xff.yml")).write_text(
+        claim("vllm/utils.py::cdiv"), encoding="utf-8")
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: annotations/odd\\xff.yml: the file name is not valid UTF-8 (hint: rename the "
+        "file)\n")
 
 
 def test_a_claim_id_repeated_by_another_file_of_the_article(project: Path) -> None:

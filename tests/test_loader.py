@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,17 @@ def test_uses_take_their_refs_own_pin(tmp_path: Path) -> None:
     assert first.uses == ("lmcache@v0.5.1:lmcache/v1/storage.py::Backend",
                           "vllm@v0.25.0:vllm/a.py::f")
     assert second.uses == ("vllm@v0.20.0:vllm/a.py::f",)
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS file names must be UTF-8")
+def test_an_annotation_file_name_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
+    good = _write(tmp_path, "good.yaml", EXAMPLE)
+    odd = tmp_path / os.fsdecode(b"odd\xff.yaml")
+    odd.write_text(EXAMPLE, encoding="utf-8")
+    result = load_all([good, odd], [], tmp_path)
+    assert [article.source_file for article in result.articles] == ["good.yaml"]
+    assert [str(error) for error in result.errors] == [
+        "odd\\xff.yaml: the file name is not valid UTF-8 (hint: rename the file)"]
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -316,6 +329,12 @@ YAML_ERRORS = [
         "article: a\nclaims:\n  - id: c\n    text: t\n    refs: [a.py::f]\n    waive: {}\n",
         ["a.yaml:6: 'waive' of claim 'c' must be a list, not a mapping"],
         id="waive-mapping",
+    ),
+    pytest.param(
+        'article: a\nclaims:\n  - id: c\n    text: "x \\ud800"\n    refs: [a.py::f]\n',
+        ["a.yaml:4: invalid character U+D800 (half of a UTF-16 pair) (hint: remove it, or "
+         "write the character itself)"],
+        id="lone-surrogate-escape",
     ),
     pytest.param(
         "article: a\nclaims:\n" + OK_CLAIM + "    waive:\n      - changed\n",
