@@ -10,6 +10,7 @@ import errno
 import functools
 import json
 import os
+import signal
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -61,9 +62,9 @@ def reports_errors(command: F) -> F:
                 f"the index database failed: {error}; if it is damaged, rebuild it with "
                 "'annotate index' into a fresh --db PATH"
             ) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             click.echo("Interrupted; nothing half-written was kept.", err=True)
-            sys.exit(130)
+            sys.exit(128 + getattr(interrupt, "signum", signal.SIGINT))
         except OSError as error:
             if error.errno not in _OUTPUT_ERRNOS:
                 raise
@@ -1028,7 +1029,56 @@ def _table(headers: list[str], rows: Iterable[list[Any]]) -> None:
 
 
 def main() -> None:
-    cli(prog_name="annotate")
+    problem = _unusable_invocation(sys.argv[1:])
+    if problem is not None:
+        click.echo(f"Error: {problem}", err=True)
+        sys.exit(2)
+    _interrupt_on_termination()
+    try:
+        cli(prog_name="annotate")
+    except OSError as error:  # --help or --version to a full disk: click lets it through
+        if error.errno not in _OUTPUT_ERRNOS:
+            raise
+        _drop_standard_output()
+        click.echo(f"Error: cannot write the output: {error.strerror}", err=True)
+        sys.exit(2)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C is (and exiting 128 + its number)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _unusable_invocation(arguments: list[str]) -> str | None:
+    """What makes a run impossible before any command starts, or None."""
+    if sys.stdout is None:
+        return ("standard output is closed; send it somewhere (> /dev/null to drop it), or "
+                "write the report with --output FILE")
+    for argument in arguments:
+        if any("\udc80" <= character <= "\udcff" for character in argument):
+            shown = argument.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return (f"the argument '{shown}' is not UTF-8 text; use a UTF-8 locale (or "
+                    "PYTHONUTF8=1)")
+    return None
+
+
+def _interrupt_on_termination() -> None:
+    """SIGTERM (a CI job cancelled) and SIGHUP stop a run as Ctrl-C does, so that what it
+    holds is cleaned up (a read-only index's temporary copy, the parser pool). A forked
+    child (a parser, a diff worker) just exits."""
+    parent = os.getpid()
+
+    def stop(signum: int, _frame: object) -> None:
+        if os.getpid() != parent:
+            os._exit(128 + signum)
+        raise Terminated(signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
 
 
 if __name__ == "__main__":

@@ -268,14 +268,17 @@ def shut_down(pool: ProcessPoolExecutor) -> None:
 def start_worker() -> None:
     """Parser worker initializer.
 
-    * Ctrl-C is the main process's to handle: it stops taking results and shuts the pool
-      down, and the workers finish the batch in hand. A worker that died of it instead
-      would break the pool while the shutdown cancels its tasks, which Python 3.11 does
-      not survive (the pool's thread fails, and the exit waits forever on a full pipe).
+    * Ctrl-C (and SIGTERM, SIGHUP) is the main process's to handle: it stops taking
+      results and shuts the pool down, and the workers finish the batch in hand. A worker
+      that died of it instead would break the pool while the shutdown cancels its tasks,
+      which Python 3.11 does not survive (the pool's thread fails, and the exit waits
+      forever on a full pipe).
     * A worker exits once the main process is gone. A SIGKILL leaves no one to shut the
       pool down, and a worker waiting for tasks would otherwise wait forever (holding its
       memory and the parent's stdout/stderr pipes)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # the CLI stops on SIGTERM as on Ctrl-C
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
     parent = os.getppid()
 
     def watch() -> None:

@@ -157,10 +157,10 @@ def test_interrupted_index_keeps_nothing_half_written(
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-    if abs(signum) == signal.SIGINT:
-        assert (process.returncode, out, err) == (130, "", INTERRUPTED + "\n")
-    else:
+    if signum == signal.SIGKILL:
         assert process.returncode == -signum
+    else:  # SIGTERM too: the run stops as on Ctrl-C, cleaning up (exit 128 + the signal)
+        assert (process.returncode, out, err) == (128 + abs(signum), "", INTERRUPTED + "\n")
     assert dump(db) == before  # integrity_check ok, and not one row of v9.0.0 kept
     with contextlib.closing(sqlite3.connect(db)) as conn:
         assert conn.execute("SELECT count(*) FROM versions WHERE version = 'v9.0.0'"
@@ -720,3 +720,34 @@ def test_newer_database_is_refused_by_index_and_check(indexed_db: Path) -> None:
         one_error_line(result, f"has schema version {SCHEMA_VERSION + 1}, newer than",
                        "upgrade vllm-annotate")
     assert dump(indexed_db) == before
+
+
+# ------------------------------------------------------------------------------ invocation
+
+
+def test_an_argument_that_is_not_utf8_is_one_error_line() -> None:
+    done = subprocess.run([*_annotate(), "search", os.fsdecode(b"a\xff\xfeb")],
+                          capture_output=True, text=True, env=dict(os.environ), check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("Error: the argument 'a\\xff\\xfeb' is not UTF-8 text; use a UTF-8 "
+                           "locale (or PYTHONUTF8=1)\n")
+
+
+def test_a_closed_standard_output_is_one_error_line() -> None:
+    done = subprocess.run([*_annotate(), "versions"], stdin=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                          preexec_fn=lambda: os.close(1), check=False)
+    assert done.returncode == 2
+    assert done.stderr == ("Error: standard output is closed; send it somewhere (> /dev/null "
+                           "to drop it), or write the report with --output FILE\n")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["check", "--help"]],
+                         ids=["help", "version", "command-help"])
+def test_help_to_a_full_disk_is_one_error_line(args: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([*_annotate(), *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env=dict(os.environ), check=False)
+    assert (done.returncode, done.stderr) == (
+        2, "Error: cannot write the output: No space left on device\n")
