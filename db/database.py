@@ -103,7 +103,11 @@ class Database:
     def scratch_copy(self) -> Database:
         """A writable copy of this index in a temporary file, deleted when it is closed:
         what is written to it is not kept."""
-        handle, name = tempfile.mkstemp(prefix="annotate-", suffix=".db")
+        try:
+            handle, name = tempfile.mkstemp(prefix="annotate-", suffix=".db")
+        except OSError as error:  # no temporary folder can be written
+            raise DatabaseError(f"cannot copy {self.path} for this run: {error.strerror}",
+                                "set TMPDIR to a writable folder") from None
         os.close(handle)
         scratch = Path(name)
         try:

@@ -499,6 +499,21 @@ def test_no_room_for_the_copy_of_a_read_only_index_is_one_error(
     assert list(tiny.iterdir()) == []
 
 
+def test_no_writable_temporary_folder_for_the_copy_is_one_error(
+    indexed_db: Path, mounted: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    point = Path("ro").resolve()
+    _mount_tmpfs(point, "size=4m")
+    mounted.append(point)
+    shutil.copyfile(indexed_db, point / "index.db")
+    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    _an_annotation_file("vllm/utils.py::cdiv")
+    monkeypatch.setattr(tempfile, "tempdir", str(Path("no-such-folder").resolve()))
+    result = run("--db", str(point / "index.db"), "check")
+    one_error_line(result, f"cannot copy {point / 'index.db'} for this run: No such file",
+                   "set TMPDIR to a writable folder")
+
+
 def fill(disk: Path, leave: int = 0) -> None:
     """Fill the file system of ``disk`` up to ``leave`` free bytes (or to the last byte)."""
     free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
