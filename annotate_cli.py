@@ -610,7 +610,7 @@ def _link_json(row: dict) -> dict:
 @click.argument("text")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
+@click.option("--limit", type=click.IntRange(min=1, max=1_000_000), default=50, show_default=True,
               help="Show at most this many claims.")
 @pass_context
 @reports_errors

@@ -235,10 +235,13 @@ def _repo(
     repo = base or RepoConfig(name=name, sources=default_sources)
     versions = _string_list(table, "versions", where)
     for version in versions or ():
-        check_version_name(version)
+        _check_version_in(version, f"{where} [repos.{name}] versions")
     sources = _sources(table, where, f" in [repos.{name}]")
     for key in ("git", "pypi", "github", "target"):
         _string(table, key, f"{where} [repos.{name}]")
+    if "github" in table and not GITHUB_NAME.fullmatch(table["github"]):
+        raise ConfigError(f"{where} [repos.{name}]: github '{table['github']}' is not ORG/NAME",
+                          'write it as in its URL: github = "vllm-project/vllm"')
     repo = replace(
         repo,
         git=_git_location(table["git"], root) if "git" in table else repo.git,
@@ -249,7 +252,7 @@ def _repo(
         sources=sources or repo.sources,
     )
     if repo.target is not None:
-        check_version_name(repo.target)
+        _check_version_in(repo.target, f"{where} [repos.{name}] target")
         if repo.target not in repo.versions:
             raise ConfigError(
                 f"{where} [repos.{name}]: target '{repo.target}' is not one of its versions "
@@ -257,6 +260,17 @@ def _repo(
                 "fix the target, or add it to versions",
             )
     return repo
+
+
+def _check_version_in(version: str, where: str) -> None:
+    try:
+        check_version_name(version)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error.message}", error.hint) from None
+
+
+GITHUB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+")
+"""``ORG/NAME`` as in a GitHub URL."""
 
 
 def is_remote_git(location: str) -> bool:
@@ -326,6 +340,8 @@ def _glob_problem(pattern: str) -> str | None:
         return "is not relative"
     if not parts:
         return "names no file"
+    if ".." in parts:
+        return "leaves the config's folder"
     if any("**" in part and part != "**" for part in parts):
         return "uses '**' inside a name: it can only stand alone between slashes"
     return None

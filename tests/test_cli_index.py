@@ -589,6 +589,18 @@ CONFIGS = [
         "fix the target, or add it to versions", id="target-not-a-version",
     ),
     pytest.param(
+        "[repos.vllm]\nversions = ['-x']\n",
+        "{path} [repos.vllm] versions: invalid version '-x'; a version is a tag or commit such "
+        "as v0.20.0 and starts with a letter or digit", id="invalid-version"),
+    pytest.param(
+        "[repos.vllm]\nversions = ['v1']\ntarget = ''\n",
+        "{path} [repos.vllm] target: invalid version ''; a version is a tag or commit such as "
+        "v0.20.0 and starts with a letter or digit", id="invalid-target"),
+    pytest.param(
+        "[repos.vllm]\ngithub = 'not a repo'\n",
+        "{path} [repos.vllm]: github 'not a repo' is not ORG/NAME; write it as in its URL: "
+        "github = \"vllm-project/vllm\"", id="github-not-org-name"),
+    pytest.param(
         "[repos.lmcahce]\nversions = ['v0.5.1']\n",
         "{path}: [repos.lmcahce] names no git, pypi or github; did you mean [repos.lmcache]",
         id="misspelt-built-in-repo"),
@@ -605,6 +617,7 @@ CONFIGS = [
         ("./", "names no file", "glob-of-the-folder"),
         ("/ci/articles/*.yml", "is not relative", "absolute-glob"),
         ("~/articles/*.md", "is not relative", "home-glob"),
+        ("../../**/*.yml", "leaves the config's folder", "glob-outside"),
         ("articles/a**/*.md",
          "uses '**' inside a name: it can only stand alone between slashes", "glob-with-a**"),
     )),
