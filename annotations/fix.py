@@ -143,7 +143,8 @@ class FixPlan:
 
     def file(self, display: str) -> FilePlan:
         if display not in self.files:
-            self.files[display] = FilePlan.read(self.root / display)
+            # a symlinked annotation file is edited where it lives: the link stays a link
+            self.files[display] = FilePlan.read((self.root / display).resolve())
         return self.files[display]
 
     def edited(self) -> list[tuple[str, FilePlan]]:

@@ -77,7 +77,7 @@ def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     found: dict[Path, None] = {}
     for pattern in patterns:
         for path in sorted(root.glob(pattern)):
-            if path.is_file() and not path.is_symlink():
+            if path.is_file():  # a symlink to a file too, as a symlinked folder is
                 found[path] = None
     return list(found)
 

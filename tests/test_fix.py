@@ -607,6 +607,19 @@ def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was() -> None:
         "a.yml", "b.yml", "b.yml.annotate-fix"]
 
 
+def test_a_symlinked_annotation_file_is_read_and_edited_where_it_lives() -> None:
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    target = write("shared/s.yml", text)
+    link = Path("annotations/s.yml")
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(target.resolve())
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/s.yml\n")
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert target.read_text(encoding="utf-8") == text.replace(ENGINE, NEW_ENGINE)
+
+
 def _immutable(path: Path, on: bool) -> bool:
     """Whether ``chattr`` could make ``path`` immutable (or mutable again): root on a file
     system with attributes."""
