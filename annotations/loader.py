@@ -66,7 +66,8 @@ _KINDS = {
     "seq": "a list",
     "map": "a mapping",
 }
-_TOO_MANY_HINT = "anchors and aliases (&x, *x) must not multiply the document"
+_TOO_MANY_HINT = ("split the file into several (an article's claims may come from many); "
+                  "each use of an alias (*x) counts its anchor's nodes again")
 _AT_HINT = "'at' takes REPO@VERSION, e.g. vllm@v0.20.0"
 _LINE_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
@@ -172,7 +173,8 @@ def _read_text(path: Path, display: str) -> str:
         message = f"cannot read file: {error.strerror or error}"
         raise AnnotationFileError(message, file=display) from None
     if len(data) > MAX_FILE_BYTES:
-        raise AnnotationFileError(f"file is larger than {MAX_FILE_BYTES} bytes", file=display)
+        raise AnnotationFileError(f"file is larger than {MAX_FILE_BYTES} bytes", file=display,
+                                  hint="split it into several files")
     return _decode_utf8(data, display)
 
 

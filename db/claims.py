@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from db.database import Database
+from db.errors import QueryTooLarge
 from db.queries import like_escape
 
 REF_COLUMNS = (
@@ -211,6 +212,7 @@ def waivers(database: Database) -> dict[int, list[dict]]:
     return found
 
 
+MAX_SEARCH_TERMS = 100
 _TERM = re.compile(r'"([^"]+)"|(\S+)')
 """A search term: a "phrase in double quotes", or a word."""
 
@@ -222,7 +224,10 @@ def search(database: Database, text: str, limit: int = 50) -> list[dict]:
     FTS5's trigram tokenizer needs three characters; a shorter word (two Chinese
     characters, say) is found by a substring scan of the claims the others matched.
     """
-    words = [phrase or word for phrase, word in _TERM.findall(text)] or [text]
+    words = list(dict.fromkeys(phrase or word for phrase, word in _TERM.findall(text))) or [text]
+    if len(words) > MAX_SEARCH_TERMS:
+        raise QueryTooLarge(f"the search has {len(words)} different words or phrases (at most "
+                            f"{MAX_SEARCH_TERMS})", "search for the few that matter")
     long_words = [word for word in words if len(word) >= 3]
     conditions, params = [], []
     if long_words:

@@ -27,3 +27,7 @@ class MissingIndex(DatabaseError):
 
 class DatabaseBusy(DatabaseError):
     """Another process held the write lock for too long."""
+
+
+class QueryTooLarge(DatabaseError):
+    """A search with more terms than SQLite's expressions hold."""

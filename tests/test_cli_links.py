@@ -367,6 +367,18 @@ def test_search_refuses_empty_text(query: str) -> None:
                              "'annotate search --help')\n")
 
 
+def test_search_of_many_words() -> None:
+    """A word repeated is one term; too many different ones are one error (SQLite said the
+    index might be damaged)."""
+    repeated = run("search", "--", "clone " * 3000)
+    assert (repeated.exit_code, repeated.stderr) == (0, "")
+    assert repeated.stdout == run("search", "clone").stdout
+    many = run("search", "--", " ".join(f"w{number}" for number in range(150)))
+    assert (many.exit_code, many.stderr) == (
+        2, "Error: the search has 150 different words or phrases (at most 100); search for "
+           "the few that matter\n")
+
+
 # -- show ----------------------------------------------------------------------------------------
 
 

@@ -103,7 +103,8 @@ BAD_FILES = {  # in the order they are reported: YAML files, then Markdown artic
         deep(), f"annotations/b-deep.yml:2: YAML nesting is deeper than {MAX_DEPTH} levels"
     ),
     "annotations/c-huge.yml": (
-        huge(), f"annotations/c-huge.yml: file is larger than {MAX_FILE_BYTES} bytes"
+        huge(), f"annotations/c-huge.yml: file is larger than {MAX_FILE_BYTES} bytes (hint: split "
+        "it into several files)"
     ),
     "annotations/d-python.yml": (
         "article: evil\nclaims: !!python/object/apply:os.system ['touch SENTINEL']\n",
@@ -113,7 +114,9 @@ BAD_FILES = {  # in the order they are reported: YAML files, then Markdown artic
         "---\n" + billion_laughs() + "---\n# Bomb\n", f"articles/e-bomb.md:2: {TOO_MANY}"
     ),
     "articles/f-huge.md": (
-        "# Huge\n\n" + huge(), f"articles/f-huge.md: file is larger than {MAX_FILE_BYTES} bytes"
+        "# Huge\n\n" + huge(),
+        f"articles/f-huge.md: file is larger than {MAX_FILE_BYTES} bytes (hint: split it "
+        "into several files)"
     ),
 }
 
