@@ -10,6 +10,7 @@ import errno
 import functools
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -867,6 +868,11 @@ def xref(
     repo, version, name, path = _xref_target(context, name, version_ref)
     if not name.strip():
         raise click.BadParameter("the name is empty", param_hint="NAME")
+    if not _QUALNAME.fullmatch(name):
+        from annotations.errors import one_line
+
+        raise click.BadParameter(f"'{one_line(name)}' is not a name: write identifiers joined "
+                                 "by '.'", param_hint="NAME")
     with context.database() as database:
         if path is None:
             path, name = locate(database, context.config, repo, version, name)
@@ -894,6 +900,10 @@ def _resolve(database: Any, context: Context, ref_text: str) -> Any:
     return Resolver(database, context.config).resolve(parse_ref(ref_text))
 
 
+_QUALNAME = re.compile(r"[A-Za-z_]\w*(?:\.(?:<locals>|[A-Za-z_]\w*))*")
+"""A short name, qualname or dotted name, as xref takes it."""
+
+
 def _xref_target(
     context: Context, name: str, version_ref: str | None
 ) -> tuple[str, str, str, str | None]:
@@ -906,6 +916,9 @@ def _xref_target(
         symbol = ref.qualname if ref.form is RefForm.SYMBOL else ref.dotted
         path = ref.path if ref.form is RefForm.SYMBOL else None
         if ref.repo and ref.version:
+            if version_ref is not None and version_ref != f"{ref.repo}@{ref.version}":
+                raise click.UsageError(f"{name} names its version; drop {version_ref}, or "
+                                       "the version in the ref")
             return ref.repo, ref.version, symbol or name, path
         name = symbol or name
     if version_ref is not None:

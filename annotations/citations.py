@@ -7,6 +7,7 @@ from annotations.refs import RefForm, parse_ref
 from annotations.resolve import ResolveError, Resolver
 from db import claims as claim_store
 from db.database import Database
+from db.queries import require_version
 from indexer.config import ProjectConfig
 
 
@@ -15,8 +16,10 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     permalink), a qualname or short name, or a dotted name, which also finds the claims
     citing what it names through its module's imports (``vllm.config.CacheConfig`` is
     ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at."""
-    if "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
+    if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
         ref = parse_ref(symbol)
+        if ref.repo and ref.version:  # a version not indexed has no links to list
+            require_version(database, ref.repo, ref.version)
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to(database, ref.qualname or "", ref.path)
         if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:

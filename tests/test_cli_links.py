@@ -289,6 +289,13 @@ def test_links_to_a_malformed_ref() -> None:
     assert fails("links", "vllm@v0.1.0:vllm/utils.py::") == (
         "Error: missing qualname after '::' in 'vllm@v0.1.0:vllm/utils.py::'\n"
     )
+    assert fails("links", "vllm@v0.1.0:").startswith("Error: missing path")
+
+
+def test_links_at_a_version_not_indexed_says_so() -> None:
+    """Not 'No claims cite it.': no claim could, at a version the index does not have."""
+    assert fails("links", "vllm@v9:vllm/utils.py#L1") == (
+        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n")
 
 
 # -- search --------------------------------------------------------------------------------------

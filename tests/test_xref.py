@@ -382,6 +382,20 @@ def test_cli_xref_of_a_ref_that_names_nothing_is_an_error(
     assert result.output.startswith(error)
 
 
+@pytest.mark.parametrize(("args", "error"), [
+    pytest.param(["a..b", "vllm@v1"], "Invalid value for NAME: 'a..b' is not a name: write "
+                 "identifiers joined by '.'", id="empty-part"),
+    pytest.param([".", "vllm@v1"], "Invalid value for NAME: '.' is not a name: write "
+                 "identifiers joined by '.'", id="a-dot"),
+    pytest.param([f"vllm@v1:{TARGET}", "vllm@v2"], f"vllm@v1:{TARGET} names its version; drop "
+                 "vllm@v2, or the version in the ref", id="two-versions"),
+])
+def test_cli_xref_refuses_what_names_nothing(indexed: Path, args: list[str], error: str) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", *args], prog_name="annotate")
+    assert (result.exit_code, result.stderr) == (
+        2, f"Error: {error} (see 'annotate xref --help')\n")
+
+
 def test_cli_xref_unindexed_version_is_one_line(indexed: Path) -> None:
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "X", "vllm@v9"])
     assert result.exit_code == 2
