@@ -56,12 +56,18 @@ class FixError(AnnotationError):
 
 @dataclass
 class FilePlan:
-    """The new text of one file, line by line."""
+    """The new text of one file: its original lines and the edits to make in them.
+
+    Every edit is placed in the original text (the claims' YAML is composed once) and
+    they are all made at the end, from the last to the first, so that none moves the
+    place of another: composing the file again after each edit made fix quadratic."""
 
     path: Path
     original: str
-    lines: list[str] = field(default_factory=list)
+    original_lines: list[str] = field(default_factory=list)
     edits: int = 0
+    _pending: dict[tuple, Span | NewLine] = field(default_factory=dict, repr=False)
+    _claims: ClaimsYaml | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, path: Path) -> FilePlan:
@@ -69,18 +75,30 @@ class FilePlan:
         return cls(path, text, _LINE.findall(text))
 
     @property
+    def lines(self) -> list[str]:
+        lines = list(self.original_lines)
+        for edit in sorted(self._pending.values(), key=_place, reverse=True):
+            _make(edit, lines, self._ending())
+        return lines
+
+    @property
     def text(self) -> str:
         return "".join(self.lines)
 
     def claims(self) -> ClaimsYaml:
-        return ClaimsYaml.of(self.lines)
+        if self._claims is None:
+            self._claims = ClaimsYaml.of(self.original_lines)
+        return self._claims
 
     def replace_on_line(self, line: int, old: str, new: str) -> bool:
         """Replace the ref ``old`` where it stands whole on ``line`` (not inside a longer
-        ref that starts or ends with it): a permalink in a Markdown article's body."""
-        if not 0 < line <= len(self.lines):
+        ref that starts or ends with it, nor where an edit already replaces it): a
+        permalink in a Markdown article's body."""
+        if not 0 < line <= len(self.original_lines):
             return False
-        start = _find_ref(self.lines[line - 1], old)
+        taken = {edit.start for edit in self._pending.values()
+                 if isinstance(edit, Span) and edit.line == line - 1}
+        start = _find_ref(self.original_lines[line - 1], old, taken)
         if start < 0:
             return False
         self.apply(Span(line - 1, start, start + len(old), new))
@@ -88,15 +106,14 @@ class FilePlan:
 
     def apply(self, edit: Span | NewLine) -> None:
         if isinstance(edit, Span):
-            line = self.lines[edit.line]
-            if line[edit.start:edit.end] == edit.new:
+            if self.original_lines[edit.line][edit.start:edit.end] == edit.new:
                 return  # already so: a pin at the target, say
-            self.lines[edit.line] = line[:edit.start] + edit.new + line[edit.end:]
+            key: tuple = ("span", edit.line, edit.start)
         else:
-            ending = self._ending()
-            if not _ENDING.search(self.lines[edit.after]):
-                self.lines[edit.after] += ending
-            self.lines.insert(edit.after + 1, edit.text + ending)
+            key = ("line", edit.after, edit.text)
+        if self._pending.get(key) == edit:
+            return  # the same edit asked for twice
+        self._pending[key] = edit
         self.edits += 1
 
     def _ending(self) -> str:
@@ -112,8 +129,26 @@ class FilePlan:
         )
 
 
-def _find_ref(line: str, ref: str) -> int:
-    """Where ``ref`` stands on ``line`` as a whole ref, or -1."""
+def _place(edit: Span | NewLine) -> tuple[int, int, int]:
+    """Where an edit is made in the original lines: a line inserted after line L comes
+    after every edit within L."""
+    if isinstance(edit, Span):
+        return edit.line, 0, edit.start
+    return edit.after, 1, 0
+
+
+def _make(edit: Span | NewLine, lines: list[str], ending: str) -> None:
+    if isinstance(edit, Span):
+        line = lines[edit.line]
+        lines[edit.line] = line[:edit.start] + edit.new + line[edit.end:]
+        return
+    if not _ENDING.search(lines[edit.after]):
+        lines[edit.after] += ending
+    lines.insert(edit.after + 1, edit.text + ending)
+
+
+def _find_ref(line: str, ref: str, taken: Collection[int] = ()) -> int:
+    """Where ``ref`` stands on ``line`` as a whole ref (not at a ``taken`` start), or -1."""
     start = line.find(ref)
     while start >= 0:
         end = start + len(ref)
@@ -122,7 +157,7 @@ def _find_ref(line: str, ref: str) -> int:
         else:
             whole = not _EXTENDS_BEFORE.match(line[start - 1:start]) and not (
                 _EXTENDS_AFTER.match(line, end))
-        if whole:
+        if whole and start not in taken:
             return start
         start = line.find(ref, start + 1)
     return -1
