@@ -853,6 +853,7 @@ class _Paragraph:
     reduced: str
     sentence_ends: list[int]
     sentence_starts: list[int]
+    reduced_sentences: dict[int, _Reduced] = field(default_factory=dict)
 
     def sentence_at(self, position: int) -> str:
         """The sentence holding `position`, links reduced to their labels; a long one is
@@ -860,8 +861,10 @@ class _Paragraph:
         the raw text may start inside a URL)."""
         i = min(bisect.bisect_right(self.sentence_ends, position), len(self.sentence_ends) - 1)
         first = self.sentence_starts[i]
-        sentence, where = _reduced_around(self.text[first:self.sentence_ends[i]],
-                                          position - first)
+        if i not in self.reduced_sentences:  # once per sentence: it may hold many links
+            self.reduced_sentences[i] = _Reduced.of(self.text[first:self.sentence_ends[i]])
+        reduced = self.reduced_sentences[i]
+        sentence, where = reduced.text, reduced.position(position - first)
         if len(sentence) <= MAX_LINK_TEXT:
             return sentence.strip()
         start = max(where - MAX_LINK_TEXT // 3, 0)
@@ -948,22 +951,34 @@ def _reduce_links(text: str) -> str:
     return _AUTOLINK_RE.sub(r"\1", _LINK_RE.sub(r"\1", text))
 
 
-def _reduced_around(text: str, position: int) -> tuple[str, int]:
-    """``_reduce_links(text)`` and about where ``position`` of ``text`` is in it (inside a
-    link: at its label)."""
-    pieces: list[str] = []
-    length = last = 0
-    where = None
-    for link in _LINK_RE.finditer(text):
-        if where is None and position < link.start():
-            where = length + position - last
-        pieces += [text[last:link.start()], link[1]]
-        length += link.start() - last
-        if where is None and position < link.end():
-            where = length
-        length += len(link[1])
-        last = link.end()
-    if where is None:
-        where = length + position - last
-    pieces.append(text[last:])
-    return _AUTOLINK_RE.sub(r"\1", "".join(pieces)), where
+@dataclass(frozen=True)
+class _Reduced:
+    """``_reduce_links`` of a text, and where its links were: (start, end) in the text and
+    (start, end) of their labels in the reduced text."""
+
+    text: str
+    raw: list[tuple[int, int]]
+    labels: list[tuple[int, int]]
+
+    @classmethod
+    def of(cls, text: str) -> _Reduced:
+        pieces: list[str] = []
+        raw, labels = [], []
+        length = last = 0
+        for link in _LINK_RE.finditer(text):
+            length += link.start() - last
+            pieces += [text[last:link.start()], link[1]]
+            raw.append(link.span())
+            labels.append((length, length + len(link[1])))
+            length += len(link[1])
+            last = link.end()
+        pieces.append(text[last:])
+        return cls(_AUTOLINK_RE.sub(r"\1", "".join(pieces)), raw, labels)
+
+    def position(self, raw: int) -> int:
+        """About where ``raw`` of the text is in the reduced text (in a link: its label)."""
+        index = bisect.bisect_right(self.raw, (raw, float("inf"))) - 1
+        if index < 0:
+            return raw
+        (_, end), (label_start, label_end) = self.raw[index], self.labels[index]
+        return label_start if raw < end else label_end + raw - end
