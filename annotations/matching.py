@@ -59,7 +59,9 @@ For a symbol ``old`` of A (``Matcher.match``):
    ``x: torch.Tensor`` says too little to be tracked elsewhere.
 
 4. Otherwise **removed**, with up to ``MAX_CLOSEST`` candidates scoring at least
-   ``CANDIDATE_FLOOR`` in ``candidates``.
+   ``CANDIDATE_FLOOR`` in ``candidates``, among the unmatched symbols and those its own
+   file kept (a function merged into one that stayed), of its name or whose bodies share
+   at least ``CANDIDATE_MIN_BODY`` (a wrapper does not succeed one whose bases it shares).
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ from db.errors import MissingIndex
 from db.queries import file_blob, require_version
 
 __all__ = [
-    "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "MAX_CLOSEST", "MAX_TIES",
+    "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "CANDIDATE_MIN_BODY", "MAX_CLOSEST",
+    "MAX_TIES",
     "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "PARALLEL_MIN_SYMBOLS", "RENAME_MOVE_THRESHOLD",
     "UNIQUE_NAME_BONUS",
     "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE",
@@ -111,6 +114,9 @@ MAX_TIES = 5
 """More candidates than this within the margin: the evidence is boilerplate, not a move."""
 CANDIDATE_FLOOR = 0.3
 """Lowest score worth listing as a close candidate of a removed symbol."""
+CANDIDATE_MIN_BODY = 0.15
+"""Lowest body similarity of a removed symbol's listed candidate not of its name: place and
+parameters alone (a wrapper's bases) make no successor."""
 MAX_CLOSEST = 3
 """How many close candidates a removed symbol lists."""
 BLOCK_CAP = 50
@@ -642,6 +648,11 @@ class _Scorer:
             return 0.0
         return round(cheap + W_BODY * self._body_similarity(old, new), 4)
 
+    def body_similarity(self, old: SymbolSnapshot, new: SymbolSnapshot) -> float:
+        if old.exact == new.exact or old.normalized == new.normalized:
+            return 1.0
+        return self._body_similarity(old, new)
+
     def _body_similarity(self, old: SymbolSnapshot, new: SymbolSnapshot) -> float:
         old_tokens, old_total = self._tokens_of(old)
         new_tokens, new_total = self._tokens_of(new)
@@ -932,9 +943,26 @@ class Matcher:
         return Match(old, Verdict.MOVED, new, changes, content, others, score, via)
 
     def _removed(self, old: SymbolSnapshot, ranked: list[_Scored]) -> Match:
-        closest = tuple(s.symbol for s in ranked[:MAX_CLOSEST])
-        score = ranked[0].score if ranked else 0.0
-        return Match(old, Verdict.REMOVED, None, candidates=closest, score=score, via="none")
+        listed = sorted([*ranked, *self._kept_in_its_file(old, ranked)],
+                        key=lambda s: (-s.score, s.symbol.path, s.symbol.qualname))
+        listed = [s for s in listed if s.symbol.name == old.name
+                  or self._scorer.body_similarity(old, s.symbol) >= CANDIDATE_MIN_BODY
+                  ][:MAX_CLOSEST]
+        score = listed[0].score if listed else 0.0
+        return Match(old, Verdict.REMOVED, None, candidates=tuple(s.symbol for s in listed),
+                     score=score, via="none")
+
+    def _kept_in_its_file(self, old: SymbolSnapshot, ranked: list[_Scored]) -> list[_Scored]:
+        """The symbols of ``old``'s file that B kept at their place, scored as candidates:
+        a function merged into one that stayed (``_get_connector_class_with_compat`` into
+        ``get_connector_class``) is closest to it, and the pool holds only the new ones."""
+        if old.kind == "attribute" or self.b.blob(old.path) is None:
+            return []
+        known = {s.symbol for s in ranked}
+        kept = [symbol for symbol in self.b.file_symbols(old.path)
+                if symbol not in known and kind_group(symbol.kind) is kind_group(old.kind)
+                and self.a.has(symbol.path, symbol.qualname, symbol.occurrence)]
+        return self._scorer.ranked(old, kept, None)
 
     # -- the unmatched remainder -------------------------------------------------------
 

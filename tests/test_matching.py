@@ -624,6 +624,19 @@ MOVES = {
         {"b.py": KERNEL.format(name="_stateless_init").replace("n_splits):", "n_splits, s):")},
         "stateless_init", Verdict.MOVED, "b.py::_stateless_init",
     ),
+    "merged-into-a-function-its-file-kept": MoveCase(
+        {"a.py": KERNEL.format(name="get_class_with_compat") + "\n\n" + KERNEL.format(
+            name="get_class").replace("residual.shape[0]", "residual.size(0)")},
+        {"a.py": KERNEL.format(name="get_class")},
+        "get_class_with_compat", Verdict.REMOVED, candidates=frozenset({"a.py::get_class"}),
+    ),
+    "a-wrapper-sharing-only-bases-is-no-candidate": MoveCase(
+        {"a.py": "class DeepseekWrapper(PluggableLayer):\n    q_lora_rank = 1536\n"
+                 "    kv_lora_rank = 512\n    softmax_scale = compute_scale(kv_lora_rank)\n"},
+        {"b.py": "class DeepseekExperts(PluggableLayer):\n    num_experts = 256\n"
+                 "    top_k = 8\n    shared = build_shared(num_experts, top_k)\n"},
+        "DeepseekWrapper", Verdict.REMOVED,
+    ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
         {"ops.py": "class AiterOps:\n    @staticmethod\n"
@@ -640,7 +653,9 @@ def test_moves(tmp_path: Path, case: MoveCase) -> None:
     index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
     match = index.match("v1", "v2", "a.py", case.qualname)
     assert match.verdict is case.verdict
-    if case.moved_to is None:
+    if case.verdict is Verdict.REMOVED:
+        assert match.new is None
+    elif case.moved_to is None:
         assert match.new is not None and match.new.ref == f"a.py::{case.qualname}"
     else:
         assert match.new.ref == case.moved_to
