@@ -54,7 +54,9 @@ For a symbol ``old`` of A (``Matcher.match``):
    class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
    like ``logger = init_logger(__name__)``) are no evidence of a move: ``removed``. A
    member of a removed class moves only to an unambiguous candidate (otherwise it is
-   boilerplate such as ``get_hf_processor`` of a deleted model), and a class attribute
+   boilerplate such as ``get_hf_processor`` of a deleted model), and only when its body
+   has ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
+   ``return`` says nothing of where it went); a class attribute
    only ever follows its class (same name, in the class's match): a bare field
    ``x: torch.Tensor`` says too little to be tracked elsewhere.
 
@@ -87,6 +89,7 @@ from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
 from db.queries import file_blob, require_version
+from indexer.literals import blank_literals
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "CANDIDATE_MIN_BODY", "MAX_CLOSEST",
@@ -665,6 +668,12 @@ class _Scorer:
     def token_count(self, symbol: SymbolSnapshot) -> int:
         return self._tokens_of(symbol)[1]
 
+    def code_token_count(self, symbol: SymbolSnapshot) -> int:
+        """Word tokens of the body outside strings and comments (a docstring says nothing
+        of what the code does)."""
+        return len(_WORD.findall(blank_literals(_body_of(symbol).encode()).decode("utf-8",
+                                                                                   "replace")))
+
     def _tokens_of(self, symbol: SymbolSnapshot) -> tuple[Counter[str], int]:
         found = self._tokens.get(symbol)
         if found is None:
@@ -879,17 +888,31 @@ class Matcher:
         if parent is not None and old.kind == "attribute":
             return self._removed(old, [])  # a class attribute only follows its class
         hint = self._hint(old)
-        max_ties = 0 if parent is not None and parent.new is None else MAX_TIES
+        orphan = parent is not None and parent.new is None
+        max_ties = 0 if orphan else MAX_TIES
+        ranked, via = self._ranked(old, hint)
+        if orphan and self._scorer.code_token_count(old) < MIN_RENAME_TOKENS:
+            # ``return``, ``pass``: that a method of a removed class says as little as one of
+            # another class is no evidence that it moved there
+            return self._removed(old, ranked)
+        return self._decide(old, ranked, via, max_ties)
+
+    def _ranked(
+        self, old: SymbolSnapshot, hint: tuple[str, str] | None
+    ) -> tuple[list[_Scored], str]:
+        """``old``'s candidates, best first: those of its fingerprint, else the blocked
+        ones by similarity; and which it was."""
         for column in ("exact", "normalized"):
             hits = self._fingerprint_hits(old, column)
             if hits:
-                ranked = self._scorer.ranked(old, hits, hint, identical=True)
-                return self._decide(old, ranked, column, max_ties)
+                return self._scorer.ranked(old, hits, hint, identical=True), column
         pool = self.pool()
         ranked = self._scorer.ranked(
             old, pool.candidates(old, hint), hint, unique=pool.unique_name(old)
         )
-        return self._decide(old, ranked, "similarity", max_ties)
+        return ranked, "similarity"
+
+
 
     def _hint(self, old: SymbolSnapshot) -> tuple[str, str] | None:
         """Where ``old``'s parent went (its members' candidates there score the parent)."""

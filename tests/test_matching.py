@@ -637,6 +637,14 @@ MOVES = {
                  "    top_k = 8\n    shared = build_shared(num_experts, top_k)\n"},
         "DeepseekWrapper", Verdict.REMOVED,
     ),
+    "trivial-method-of-a-removed-class-follows-no-lookalike": MoveCase(
+        {"a.py": "class P2pConnector:\n    def wait_for_layer_load(self, layer_name):\n"
+                 '        """Block until the layer is loaded."""\n        return\n'},
+        {"b.py": "class StoreConnector:\n    def wait_for_layer_load(self, layer_name):\n"
+                 "        return\n"},
+        "P2pConnector.wait_for_layer_load", Verdict.REMOVED,
+        candidates=frozenset({"b.py::StoreConnector.wait_for_layer_load"}),
+    ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
         {"ops.py": "class AiterOps:\n    @staticmethod\n"
