@@ -166,6 +166,14 @@ class OneLineErrorsGroup(click.Group):
         with _usage_errors_on_one_line(lambda: info_name or self.name or "annotate"):
             return super().make_context(info_name, args, *rest, **kwargs)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``annotate`` alone asks what it can do: the help, and success (click 8.2 made
+        it a usage error)."""
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
+
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
         ctx.meta[_COMMAND_PATH] = f"{ctx.command_path} {name}"  # before its options parse

@@ -799,6 +799,13 @@ def test_usage_errors_are_one_line_naming_the_help(args: tuple[str, ...], error:
     assert (done.returncode, done.stdout, done.stderr) == (2, "", error + "\n")
 
 
+def test_annotate_alone_prints_its_help() -> None:
+    done = subprocess.run(_annotate(), capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("Usage: annotate [OPTIONS] COMMAND [ARGS]...\n")
+    assert "  index " in done.stdout and "  check " in done.stdout
+
+
 def test_without_git_installed_pypi_is_used_or_the_error_says_so(
     tmp_path: Path, fake_vllm: FakeRepo, fake_wheels: Path
 ) -> None:
