@@ -61,8 +61,8 @@ For a symbol ``old`` of A (``Matcher.match``):
    ``x: torch.Tensor`` says too little to be tracked elsewhere.
 
 4. Otherwise **removed**, with up to ``MAX_CLOSEST`` candidates scoring at least
-   ``CANDIDATE_FLOOR`` in ``candidates``, among the unmatched symbols and those its own
-   file kept (a function merged into one that stayed), of its name or whose bodies share
+   ``CANDIDATE_FLOOR`` in ``candidates``, among the unmatched symbols and those beside it
+   that B kept (a method merged into one that stayed), of its name or whose bodies share
    at least ``CANDIDATE_MIN_BODY`` (a wrapper does not succeed one whose bases it shares).
 """
 
@@ -799,6 +799,7 @@ class Matcher:
         self._copies: dict[str, list[str]] | None = None  # see _class_copies
         self._scorer = _Scorer()
         self._a_same: list[tuple] = []
+        self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -976,16 +977,27 @@ class Matcher:
                      score=score, via="none")
 
     def _kept_in_its_file(self, old: SymbolSnapshot, ranked: list[_Scored]) -> list[_Scored]:
-        """The symbols of ``old``'s file that B kept at their place, scored as candidates:
-        a function merged into one that stayed (``_get_connector_class_with_compat`` into
-        ``get_connector_class``) is closest to it, and the pool holds only the new ones."""
+        """The symbols beside ``old`` (same file, same parent) that B kept at their place,
+        scored as candidates: a method merged into one that stayed
+        (``_get_connector_class_with_compat`` into ``get_connector_class``) is closest to
+        it, and the pool holds only the new ones. More than ``BLOCK_CAP`` of them (a module
+        of many functions) are not compared, as in blocking."""
         if old.kind == "attribute" or self.b.blob(old.path) is None:
             return []
         known = {s.symbol for s in ranked}
-        kept = [symbol for symbol in self.b.file_symbols(old.path)
-                if symbol not in known and kind_group(symbol.kind) is kind_group(old.kind)
-                and self.a.has(symbol.path, symbol.qualname, symbol.occurrence)]
-        return self._scorer.ranked(old, kept, None)
+        kept = [symbol for symbol in self._kept_by_parent(old.path).get(old.parent, ())
+                if symbol not in known and kind_group(symbol.kind) is kind_group(old.kind)]
+        return self._scorer.ranked(old, kept, None) if len(kept) <= BLOCK_CAP else []
+
+    def _kept_by_parent(self, path: str) -> dict[str, list[SymbolSnapshot]]:
+        """The symbols of B's file ``path`` that A has at the same place, by parent."""
+        if path not in self._kept:
+            by_parent: dict[str, list[SymbolSnapshot]] = defaultdict(list)
+            for symbol in self.b.file_symbols(path):
+                if self.a.has(symbol.path, symbol.qualname, symbol.occurrence):
+                    by_parent[symbol.parent].append(symbol)
+            self._kept[path] = by_parent
+        return self._kept[path]
 
     # -- the unmatched remainder -------------------------------------------------------
 
