@@ -34,8 +34,9 @@ For a symbol ``old`` of A (``Matcher.match``):
      value); 1 for identical fingerprints.
    * ``name``: Dice coefficient of the character bigrams of the unqualified names.
    * ``scope``: half for the parent (same enclosing qualname, or the parent's match
-     target), half for the path (1 same file, 0.6 same file name in another directory,
-     0.4 same directory, 0.2 same top-level package, else 0).
+     target), half for the path (1 same file, 0.6 same file name in another directory
+     plus 0.05 for each of the last three folders the two paths share, 0.4 same
+     directory, 0.2 same top-level package, else 0).
    * ``params``: Jaccard similarity of the word-token sets of the parameter lists and
      return annotations (functions), of the bases (classes), of the values (attributes).
 
@@ -721,11 +722,21 @@ def _path_similarity(old: str, new: str) -> float:
         return 1.0
     old_dir, _, old_file = old.rpartition("/")
     new_dir, _, new_file = new.rpartition("/")
-    if old_file == new_file:
-        return 0.6
+    if old_file == new_file:  # more for each folder the two paths end with (at most 3)
+        return 0.6 + 0.05 * _shared_tail(old_dir.split("/"), new_dir.split("/"))
     if old_dir == new_dir:
         return 0.4
     return 0.2 if package_of(old) == package_of(new) else 0.0
+
+
+def _shared_tail(old: list[str], new: list[str]) -> int:
+    """How many of the last (up to 3) folders two paths share, from the file up."""
+    shared = 0
+    for old_part, new_part in zip(reversed(old), reversed(new), strict=False):
+        if old_part != new_part or shared == 3:
+            break
+        shared += 1
+    return shared
 
 
 def _params_similarity(old: SymbolSnapshot, new: SymbolSnapshot) -> float:

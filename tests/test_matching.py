@@ -670,6 +670,21 @@ def test_moves(tmp_path: Path, case: MoveCase) -> None:
     assert refs(match.candidates) == case.candidates
 
 
+def test_a_file_moved_among_same_named_files_prefers_the_deepest_shared_path(
+    tmp_path: Path
+) -> None:
+    """serve/sleep/api_router.py -> serve/dev/sleep/api_router.py, not the alphabetically
+    first dev/cache/api_router.py: still an ambiguous move (the copies are identical)."""
+    router = KERNEL.format(name="attach_router")
+    index = build_index(tmp_path, {
+        "v1": {"serve/sleep/api_router.py": router},
+        "v2": {f"serve/dev/{name}/api_router.py": router for name in ("cache", "sleep")},
+    })
+    match = index.match("v1", "v2", "serve/sleep/api_router.py", "attach_router")
+    assert match.new.ref == "serve/dev/sleep/api_router.py::attach_router"
+    assert refs(match.candidates) == {"serve/dev/cache/api_router.py::attach_router"}
+
+
 def test_classify_directly_on_snapshots(tmp_path: Path) -> None:
     index = build_index(tmp_path, {"v1": {"a.py": "def f(a):\n    return a\n"},
                                    "v2": {"b.py": "def f(a, b=2):\n    return a\n"}})
