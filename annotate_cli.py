@@ -761,6 +761,8 @@ def _checked(
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
     for error in input_errors:
         click.echo(f"Error: {error}", err=True)
+    for warning in outcome.split if outcome else ():  # CI runs check, not link
+        click.echo(f"Warning: {warning}", err=True)
     return report.with_input_errors(tuple(_input_error(e) for e in input_errors)), input_errors
 
 
@@ -1078,12 +1080,20 @@ def _unusable_invocation(arguments: list[str]) -> str | None:
     if sys.stdout is None:
         return ("standard output is closed; send it somewhere (> /dev/null to drop it), or "
                 "write the report with --output FILE")
+    after_path_option = False
     for argument in arguments:
-        if any("\udc80" <= character <= "\udcff" for character in argument):
+        is_path = after_path_option or argument.startswith(_PATH_OPTIONS) or (
+            os.path.lexists(argument))
+        after_path_option = argument in _PATH_OPTIONS
+        if not is_path and any("\udc80" <= character <= "\udcff" for character in argument):
             shown = argument.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            return (f"the argument '{shown}' is not UTF-8 text; use a UTF-8 locale (or "
-                    "PYTHONUTF8=1)")
+            return (f"the argument '{shown}' is not valid UTF-8 text (in a locale that is not "
+                    "UTF-8, set PYTHONUTF8=1)")
     return None
+
+
+_PATH_OPTIONS = ("--from", "--db", "--config", "--output", "-o")
+"""Options whose value is a file name, which may be any bytes."""
 
 
 def _interrupt_on_termination() -> None:
@@ -1098,8 +1108,9 @@ def _interrupt_on_termination() -> None:
         raise Terminated(signum)
 
     for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), stop)
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, stop)  # nohup's ignored SIGHUP stays ignored
 
 
 if __name__ == "__main__":

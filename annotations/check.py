@@ -206,7 +206,8 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
     uses = claim_store.uses_of(resolver.database, row["id"])
     if not uses:
         return []
-    return unnamed_uses(resolver.text_of(new), uses)
+    code, class_header = resolver.code_and_bases(new)
+    return unnamed_uses(code, uses, class_header)
 
 
 def _apply_waivers(result: RefResult, rows: Iterable[dict], options: CheckOptions) -> RefResult:

@@ -90,6 +90,8 @@ def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comp
     return Comparison(Status.MOVED, f"the lines moved by {shift:+d}", new)
 
 
+MAX_PLACES = 5
+"""More places than this where a gone file's lines stand: boilerplate, not a move."""
 MIN_TEXT_TO_FOLLOW = 30
 """Characters (white space aside) that lines need before they are looked for in other
 files: a lone ``return x`` stands in many."""
@@ -111,6 +113,10 @@ def _lines_elsewhere(
     ]
     if not found:
         return Comparison(Status.REMOVED, gone)
+    if len(found) > MAX_PLACES:  # a licence header, an import: no evidence of a move
+        return Comparison(Status.REMOVED, f"{gone}; its lines stand at {len(found)} places "
+                                          "in files of its folder or name: no evidence of "
+                                          "where they went")
     listed = ", ".join(f"{new.path}#L{new.start_line}" for new in found)
     if len(found) > 1:
         return Comparison(Status.MOVED, f"{gone}; its lines stand at {len(found)} places "

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotations.errors import AnnotationError
-from annotations.loader import load_annotation_text, load_markdown_text
+from annotations.loader import code_span_ranges, load_annotation_text, load_markdown_text
 from annotations.model import Article, Claim, RepoFilter
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
@@ -92,13 +92,15 @@ class FilePlan:
 
     def replace_on_line(self, line: int, old: str, new: str) -> bool:
         """Replace the ref ``old`` where it stands whole on ``line`` (not inside a longer
-        ref that starts or ends with it, nor where an edit already replaces it): a
-        permalink in a Markdown article's body."""
+        ref that starts or ends with it, nor in a code span, nor where an edit already
+        replaces it): a permalink in a Markdown article's body."""
         if not 0 < line <= len(self.original_lines):
             return False
+        text = self.original_lines[line - 1]
         taken = {edit.start for edit in self._pending.values()
                  if isinstance(edit, Span) and edit.line == line - 1}
-        start = _find_ref(self.original_lines[line - 1], old, taken)
+        taken.update(place for start, end in code_span_ranges(text) for place in range(start, end))
+        start = _find_ref(text, old, taken)
         if start < 0:
             return False
         self.apply(Span(line - 1, start, start + len(old), new))

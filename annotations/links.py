@@ -74,12 +74,12 @@ def annotation_files(config: ProjectConfig) -> tuple[list[Path], list[Path]]:
 
 
 def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    found: dict[Path, None] = {}
+    found: dict[Path, Path] = {}  # the file -> the first name it was found under
     for pattern in patterns:
         for path in sorted(root.glob(pattern)):
             if path.is_file():  # a symlink to a file too, as a symlinked folder is
-                found[path] = None
-    return list(found)
+                found.setdefault(path.resolve(), path)  # one file under two names: once
+    return list(found.values())
 
 
 def load_claims(config: ProjectConfig) -> LoadResult:
@@ -340,7 +340,10 @@ def _relation_error(
     errors = [use.pop("error") for use in uses if "error" in use]
     if errors:
         return errors[0]
-    unnamed = unnamed_uses(resolver.text_of(resolved), uses) if uses else []
+    unnamed: list[str] = []
+    if uses:
+        code, class_header = resolver.code_and_bases(resolved)
+        unnamed = unnamed_uses(code, uses, class_header)
     if unnamed:
         return ResolveError(
             f"{resolved.canonical} does not refer to {', '.join(unnamed)} at its own pin",

@@ -76,6 +76,7 @@ _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 # A fence, also inside block quotes and list items (their markers and indentation first).
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 _CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 """An inline code span: a run of backticks, then anything up to a run of the same length."""
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
@@ -791,7 +792,7 @@ def _indented_code_lines(lines: list[str], first: int, fenced: set[int]) -> set[
             content_column = indent + len(item[0])
         elif indent < content_column and not paragraph_open:
             content_column = 0  # a line left of the item's content, not a lazy one, ends it
-        paragraph_open, in_code = not line.lstrip().startswith("#"), False
+        paragraph_open, in_code = not _HEADING_RE.match(line.lstrip()), False
     return inside
 
 
@@ -811,6 +812,11 @@ def _fenced_code_lines(lines: list[str], first: int) -> set[int]:
             inside.add(index)
             fence = opening["fence"]
     return inside
+
+
+def code_span_ranges(line: str) -> list[tuple[int, int]]:
+    """Where the inline code spans of a Markdown line are (their permalinks are code)."""
+    return [match.span() for match in _CODE_SPAN_RE.finditer(line)]
 
 
 def find_permalinks(line: str) -> list[str]:

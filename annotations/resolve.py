@@ -195,6 +195,16 @@ class Resolver:
             )
         return _from_row(repo, version, key, matching[0])
 
+    def code_and_bases(self, resolved: Resolved) -> tuple[str, str]:
+        """The source of ``resolved`` and the header of the class around it ("" when
+        none): what ``unnamed_uses`` reads."""
+        parent = (resolved.qualname or "").rpartition(".")[0]
+        rows = queries.symbols_in_file(self.database, resolved.version_key, resolved.path) \
+            if parent else []
+        header = next((row["signature"] for row in rows
+                       if row["qualname"] == parent and row["kind"] == "class"), "")
+        return self.text_of(resolved), header
+
     def other_definitions(self, resolved: Resolved) -> list[Resolved]:
         """The other definitions of ``resolved``'s qualname in its file (a property's
         setter, a def under if/else, @overload stubs), in source order."""
@@ -372,24 +382,32 @@ def _is_word(character: str) -> bool:
     return character.isalnum() or character == "_"
 
 
-def unnamed_uses(code: str, uses: Iterable[Mapping[str, Any]]) -> list[str]:
+def unnamed_uses(
+    code: str, uses: Iterable[Mapping[str, Any]], class_header: str = ""
+) -> list[str]:
     """The ``uses:`` targets (rows with ``written``, and ``resolved`` and ``qualname`` once
     resolved) whose name does not occur in ``code`` outside strings, comments and the
-    names of its definitions (a method of the same name is no use of it). A dunder method
-    (``Cls.__init__``) is used through its class: its own name is in every constructor."""
+    names of its definitions (a method of the same name is no use of it).
+
+    A dunder method (``Cls.__init__``) is used through its class (its own name is in every
+    constructor), or through ``super().__init__`` when ``Cls`` is a base named in the
+    ``class_header`` of the class around ``code``."""
     names = code_identifiers(_DEFINED_NAME.sub(" ", code).encode())
+    bases = code_identifiers(class_header.encode()) if b"super" in names else set()
     return [
         use.get("resolved") or use["written"]
         for use in uses
-        if _used_name(use.get("qualname") or use["written"]).encode() not in names
+        if not _uses(names, bases, use.get("qualname") or use["written"])
     ]
 
 
-def _used_name(target: str) -> str:
-    parts = target.rsplit(":", 1)[-1].split(".")
-    if len(parts) > 1 and parts[-1].startswith("__") and parts[-1].endswith("__"):
-        return parts[-2]
-    return parts[-1]
+def _uses(names: set[bytes], bases: set[bytes], target: str) -> bool:
+    parts = [part.encode() for part in target.rsplit(":", 1)[-1].split(".")]
+    name = parts[-1]
+    if len(parts) > 1 and name.startswith(b"__") and name.endswith(b"__"):
+        owner = parts[-2]
+        return owner in names or (owner in bases and name in names)
+    return name in names
 
 
 _DEFINED_NAME = re.compile(r"\b(?:def|class)[ \t]+\w+")

@@ -39,8 +39,10 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 _GITPYTHON_STDERR = re.compile(r"^\s*stderr: '(.*)'\s*$", re.DOTALL)
 """How GitPython wraps a command's standard error in its exception."""
 _LOCKED = re.compile(r"Unable to create '[^']*\.lock': File exists")
-_UNREACHABLE = re.compile(r"does not appear to be a git repository|Could not resolve host|"
-                          r"[Rr]epository '?[^ ]*'? not found|Could not read from remote")
+_UNREACHABLE = re.compile(r"does not appear to be a git repository|"
+                          r"[Rr]epository '?[^ ]*'? not found")
+"""What git says of a location that holds no repository (not of a network that is down,
+which the README's no-GitHub setup expects)."""
 _GIT_ENV = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_ASKPASS": "",
@@ -166,8 +168,8 @@ class GitMirror:
             return SourceError(failed, "another git command may still be fetching into the "
                                        "mirror; if none is, delete that file")
         if _UNREACHABLE.search(reason):
-            return SourceError(failed, f"check git = \"{self.repo.git}\" in [repos."
-                                       f"{self.repo.name}] of annotate.toml")
+            return SourceError(failed, f"check the git location of repo {self.repo.name} "
+                                       f"({self.repo.git})")
         return VersionNotFound(failed)
 
 

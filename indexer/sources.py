@@ -348,10 +348,15 @@ def _tracked_files(root: Path) -> list[Path] | None:
         done = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached"],
                               env=git_env_without_repository(), capture_output=True,
                               check=False)
-    except OSError:
+    except OSError:  # no git installed: every file, as of a folder
         return None
-    if done.returncode != 0:
-        return None
+    reason = done.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"]
+    if done.returncode != 0 and "not a git repository" in reason[0]:
+        return None  # a .git that is not one: a folder like another
+    if done.returncode != 0:  # a work tree git will not read: its build files would sneak in
+        raise SourceError(f"cannot list the files git tracks in {root} ({reason[0]})",
+                          "fix what git says (for another user's folder: git config --global "
+                          f"--add safe.directory {root}), or pass a copy without .git")
     return [root / os.fsdecode(name) for name in sorted(done.stdout.split(b"\0")) if name]
 
 

@@ -297,6 +297,13 @@ CASES: dict[str, Case] = {
         both={"helper.py": "class Helper:\n    def __init__(self):\n        self.x = 1\n"},
         uses=("helper.py::Helper.__init__",),
     ),
+    "relation-dunder-of-a-base-through-super": Case(
+        "class MLA(Helper):\n    def __init__(self):\n        super().__init__()\n",
+        "class MLA(Helper):\n    def __init__(self):\n        super().__init__()\n",
+        "m.py::MLA.__init__", "fresh",
+        both={"helper.py": "class Helper:\n    def __init__(self):\n        self.x = 1\n"},
+        uses=("helper.py::Helper.__init__",),
+    ),
     "relation-dunder-of-another-class": Case(
         MLA.replace("self.proj = Helper()", "super().__init__()"),
         MLA.replace("self.proj = Helper()", "super().__init__()"), "m.py::MLA.__init__", "broken",
@@ -347,6 +354,11 @@ CASES: dict[str, Case] = {
     "lines-file-gone-text-in-two-siblings": Case(
         KERNEL, {"a.cu": KERNEL, "b.cu": KERNEL}, "gone.cu#L4-L6", "moved", path="gone.cu",
         new_ref="a.cu#L4-L6", candidates=1, message="its lines stand at 2 places",
+    ),
+    "lines-file-gone-text-everywhere-is-not-followed": Case(
+        KERNEL, {f"k{n}.cu": KERNEL for n in range(6)}, "gone.cu#L4-L6", "removed",
+        path="gone.cu", message="its lines stand at 6 places in files of its folder or name: "
+                                "no evidence of where they went",
     ),
     "lines-file-gone-short-text-is-not-followed": Case(
         "a\nX\nb\n", {"n.txt": "X\n"}, "m.txt#L2", "removed", path="m.txt",

@@ -182,6 +182,29 @@ def test_interrupted_index_keeps_nothing_half_written(
         ).fetchone() == (FILES, symbols, FILES)
 
 
+def test_a_hangup_ignored_by_nohup_stays_ignored(
+    big_tree: tuple[Path, int], small_tree: Path
+) -> None:
+    """``nohup annotate index ...``: the run goes on when its terminal goes away."""
+    tree, symbols = big_tree
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    process = subprocess.Popen(
+        [*_annotate(), "index", "vllm@v9.0.0", "--from", str(tree)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # what nohup does
+    )
+    try:
+        wait_until_writing(process, DB)
+        os.killpg(process.pid, signal.SIGHUP)
+        out, err = process.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert (process.returncode, err) == (0, "")
+    assert out.startswith(f"vllm@v9.0.0: {FILES} files, {FILES} new blobs parsed, {symbols} ")
+
+
 # ------------------------------------------------------------------------------ sources
 
 
@@ -744,8 +767,21 @@ def test_an_argument_that_is_not_utf8_is_one_error_line() -> None:
     done = subprocess.run([*_annotate(), "search", os.fsdecode(b"a\xff\xfeb")],
                           capture_output=True, text=True, env=dict(os.environ), check=False)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == ("Error: the argument 'a\\xff\\xfeb' is not UTF-8 text; use a UTF-8 "
-                           "locale (or PYTHONUTF8=1)\n")
+    assert done.stderr == ("Error: the argument 'a\\xff\\xfeb' is not valid UTF-8 text (in a "
+                           "locale that is not UTF-8, set PYTHONUTF8=1)\n")
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS file names must be UTF-8")
+def test_a_file_name_argument_may_be_any_bytes(small_tree: Path, tmp_path: Path) -> None:
+    """A path is bytes to the system: only text arguments must be UTF-8."""
+    odd = tmp_path / os.fsdecode(b"tree\xff")
+    shutil.copytree(small_tree, odd)
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    done = subprocess.run([*_annotate(), "--db", str(tmp_path / os.fsdecode(b"i\xff.db")),
+                           "index", "vllm@v0.1.0", "--from", str(odd)],
+                          capture_output=True, text=True, env=dict(os.environ), check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("vllm@v0.1.0: ")
 
 
 def test_a_closed_standard_output_is_one_error_line() -> None:

@@ -281,6 +281,15 @@ def test_permalinks_get_their_new_url_at_the_target() -> None:
     assert after[(link_claim_id("articles/engine.md", UTILS_URL), UTILS_URL)] == "changed"
 
 
+def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
+    text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
+    path = write("articles/engine.md", text)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: articles/engine.md\n")
+    assert path.read_text(encoding="utf-8") == (
+        f"# T\n\nPaste `{ENGINE_URL}` as [the link]({NEW_ENGINE_URL}).\n")
+
+
 def test_fix_reads_an_article_with_links_into_other_repos_as_link_does() -> None:
     """A link into a repo not configured is not a claim, whatever its anchor: fix must
     not find the article unreadable when it checks its edits."""
@@ -618,6 +627,15 @@ def test_a_symlinked_annotation_file_is_read_and_edited_where_it_lives() -> None
     assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/s.yml\n")
     assert link.is_symlink() and link.resolve() == target.resolve()
     assert target.read_text(encoding="utf-8") == text.replace(ENGINE, NEW_ENGINE)
+
+
+def test_one_annotation_file_under_two_names_is_read_once() -> None:
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    write("annotations/a.yml", text)
+    Path("annotations/b.yml").symlink_to("a.yml")
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/a.yml\n")
 
 
 def _immutable(path: Path, on: bool) -> bool:

@@ -651,6 +651,7 @@ CODE_BLOCKS = [
     pytest.param("\t{A}\n\n{B}\n", [5], id="tab-indented-code"),
     pytest.param("    x = 1\n\n    {A}\n\n{B}\n", [7], id="indented-code-over-a-blank-line"),
     pytest.param("## Heading\n    {A}\n", [], id="indented-code-after-a-heading"),
+    pytest.param("#1 reason:\n    {A}\n", [4], id="indented-continuation-of-a-hash-line"),
     pytest.param("```\nx\n```\n    {A}\n", [], id="indented-code-after-a-fence"),
     pytest.param("Text\n    {A}\n\n{B}\n", [4, 6], id="indented-paragraph-continuation"),
     pytest.param("- item\n\n    {A}\n", [5], id="indented-paragraph-of-a-list-item"),

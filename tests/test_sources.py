@@ -543,7 +543,7 @@ def test_a_git_url_that_is_no_repository_says_so(tmp_path: Path) -> None:
     with pytest.raises(VersionNotFound) as caught:
         open_snapshot(_repo(str(missing)), "v0.1.0", _cache())
     assert f"'{missing}' does not appear to be a git repository" in caught.value.message
-    assert f'check git = "{missing}" in [repos.vllm] of annotate.toml' in caught.value.hint
+    assert caught.value.hint.startswith(f"check the git location of repo vllm ({missing});")
 
 
 def _checkout_with_clutter(root: Path) -> None:
@@ -573,6 +573,21 @@ def test_local_directory_is_the_checkout_not_its_clutter(tmp_path: Path, tracked
         expected.add(".gitignore")
     with open_local(_repo(None), "v0.1.0", checkout) as snapshot:
         assert {entry.path for entry in snapshot.info.files} == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving the checkout to another user needs root")
+def test_local_work_tree_git_will_not_read_is_refused(tmp_path: Path) -> None:
+    """Git refuses a work tree another user owns: its tracked files are unknown, and
+    walking the folder would index its build and scratch files without a word."""
+    checkout = tmp_path / "checkout"
+    _checkout_with_clutter(checkout)
+    _git(checkout, "init", "-q")
+    subprocess.run(["chown", "-R", "12345", str(checkout)], check=True)
+    with pytest.raises(SourceError) as caught:
+        open_local(_repo(None), "v0.1.0", checkout)
+    assert caught.value.message.startswith(f"cannot list the files git tracks in {checkout} (")
+    assert "safe.directory" in caught.value.hint
 
 
 def test_local_package_folder_is_refused(tmp_path: Path) -> None:
