@@ -703,7 +703,8 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
     root = context.config.root
     markdown = {display_path(path, root) for path in annotation_files(context.config)[1]}
     wanted = [_claim_in_file(context, claim) for claim in bump]
-    plan = plan_fixes(root, report, wanted, markdown, repo_filter(context.config))
+    plan = plan_fixes(root, report, wanted, markdown, repo_filter(context.config),
+                      older=context.config.older)
     for note in plan.notes:
         click.echo(f"Note: {note}", err=True)
     if dry_run:

@@ -176,6 +176,7 @@ class FixPlan:
     notes: list[str] = field(default_factory=list)
     pins: dict[tuple[str, str], str] = field(default_factory=dict)
     rewrites: dict[tuple[str, str, int, str], str] = field(default_factory=dict)
+    older: Callable[[str, str], bool] = field(default=lambda _a, _b: False, repr=False)
     _originals: dict[str, Article] = field(default_factory=dict, repr=False)
 
     def file(self, display: str) -> FilePlan:
@@ -293,12 +294,15 @@ def _waived(claim: Claim) -> list[tuple]:
 
 def plan_fixes(
     root: Path, report: CheckReport, bump: Iterable[str] = (), markdown: Collection[str] = (),
-    repos: RepoFilter | None = None,
+    repos: RepoFilter | None = None, older: Callable[[str, str], bool] | None = None,
 ) -> FixPlan:
     """The edits ``fix`` makes (``markdown``: the Markdown articles' display paths, read as
     such when the edits are verified, their body permalinks into the repos ``repos``
-    tracks)."""
-    plan = FixPlan(root, frozenset(markdown), repos.tracks if repos else None)
+    tracks). ``older(a, b)``: whether ``REPO@VERSION`` a comes before b (fix moves refs
+    forward only: to a target older than a ref's pin, a check ``--against`` it asks how
+    the claim held then, not where to move it)."""
+    plan = FixPlan(root, frozenset(markdown), repos.tracks if repos else None,
+                   older=older or (lambda _a, _b: False))
     bumps: dict[tuple[str, str], tuple[str, list[RefResult]]] = {}
     for wanted in bump:
         results = _claim_results(report, wanted)
@@ -317,6 +321,11 @@ def plan_fixes(
 
 def _fix_move(plan: FixPlan, result: RefResult) -> None:
     where = f"{result.file}:{result.line}"
+    pin = (result.resolved or "").partition(":")[0]
+    if result.target and plan.older(result.target, pin):
+        plan.notes.append(f"{where}: left {result.ref} as it is: {result.target} is older "
+                          f"than its pin {pin}, and fix moves refs forward only")
+        return
     if result.candidates:
         plan.notes.append(f"{where}: left {result.ref} as it is: the move is ambiguous "
                           f"({', '.join(result.candidates)})")
@@ -421,6 +430,10 @@ def _bump(
         raise FixError(f"claim '{wanted}' comes from a Markdown permalink",
                        hint="bump it by editing the permalink's version")
     target = _claim_target(plan, wanted, first, targets)
+    pin = (first.resolved or "").partition(":")[0]
+    if plan.older(target, pin):
+        raise FixError(f"claim '{wanted}' cannot move back to {target} from {pin}; nothing "
+                       "was changed", hint="fix moves claims forward only")
     for result in results:
         _refuse_unless_it_holds_at_the_target(wanted, target, result)
     for result in results:

@@ -95,6 +95,15 @@ class ProjectConfig:
                 f"configured repos are: {known} (add [repos.{name}] to {CONFIG_FILE})",
             ) from None
 
+    def older(self, first: str, second: str) -> bool:
+        """Whether ``REPO@VERSION`` ``first`` is listed before ``second`` in their repo's
+        ``versions`` (oldest first, as ``target`` defaults to the last); False when the
+        repos differ or either version is not listed."""
+        (repo, _, version), (other, _, later) = first.partition("@"), second.partition("@")
+        versions = self.repos[repo].versions if repo == other and repo in self.repos else ()
+        return (version in versions and later in versions
+                and versions.index(version) < versions.index(later))
+
     def repo_for_github(self, org_name: str) -> RepoConfig | None:
         wanted = org_name.lower()
         return next(

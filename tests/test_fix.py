@@ -638,6 +638,23 @@ def test_one_annotation_file_under_two_names_is_read_once() -> None:
     assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/a.yml\n")
 
 
+def test_fix_against_an_older_version_moves_nothing_back() -> None:
+    """``--against`` an older version asks how a claim held then; its refs stay."""
+    text = (f"article: blog/s.md\nat: vllm@v2\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{NEW_ENGINE.removeprefix('vllm@v2:')}]\n")
+    path = write("annotations/s.yml", text)
+    result = fix("--against", "vllm@v1")
+    assert (result.exit_code, result.stdout) == (0, "0 edits in 0 files\n")
+    assert result.stderr == (
+        f"Note: annotations/s.yml:6: left {NEW_ENGINE.removeprefix('vllm@v2:')} as it is: "
+        "vllm@v1 is older than its pin vllm@v2, and fix moves refs forward only\n")
+    assert path.read_text(encoding="utf-8") == text
+    bumped = fix("--against", "vllm@v1", "--bump", "c")
+    assert (bumped.exit_code, bumped.stderr) == (
+        2, "Error: claim 'c' cannot move back to vllm@v1 from vllm@v2; nothing was changed "
+           "(hint: fix moves claims forward only)\n")
+
+
 def _immutable(path: Path, on: bool) -> bool:
     """Whether ``chattr`` could make ``path`` immutable (or mutable again): root on a file
     system with attributes."""
