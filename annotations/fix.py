@@ -176,7 +176,14 @@ class FixPlan:
     notes: list[str] = field(default_factory=list)
     pins: dict[tuple[str, str], str] = field(default_factory=dict)
     rewrites: dict[tuple[str, str, int, str], str] = field(default_factory=dict)
-    older: Callable[[str, str], bool] = field(default=lambda _a, _b: False, repr=False)
+    older: Callable[[str, str], bool] = field(default=lambda _first, _second: False,
+                                              repr=False)
+
+    def pin_after(self, target: str | None, result: RefResult) -> str | None:
+        """The pin of ``result``'s ref when ``target`` comes before it: fix moves refs
+        and claims forward only."""
+        pin = (result.resolved or "").partition(":")[0]
+        return pin if target and self.older(target, pin) else None
     _originals: dict[str, Article] = field(default_factory=dict, repr=False)
 
     def file(self, display: str) -> FilePlan:
@@ -301,8 +308,9 @@ def plan_fixes(
     tracks). ``older(a, b)``: whether ``REPO@VERSION`` a comes before b (fix moves refs
     forward only: to a target older than a ref's pin, a check ``--against`` it asks how
     the claim held then, not where to move it)."""
-    plan = FixPlan(root, frozenset(markdown), repos.tracks if repos else None,
-                   older=older or (lambda _a, _b: False))
+    plan = FixPlan(root, frozenset(markdown), repos.tracks if repos else None)
+    if older is not None:
+        plan.older = older
     bumps: dict[tuple[str, str], tuple[str, list[RefResult]]] = {}
     for wanted in bump:
         results = _claim_results(report, wanted)
@@ -321,8 +329,8 @@ def plan_fixes(
 
 def _fix_move(plan: FixPlan, result: RefResult) -> None:
     where = f"{result.file}:{result.line}"
-    pin = (result.resolved or "").partition(":")[0]
-    if result.target and plan.older(result.target, pin):
+    pin = plan.pin_after(result.target, result)
+    if pin:
         plan.notes.append(f"{where}: left {result.ref} as it is: {result.target} is older "
                           f"than its pin {pin}, and fix moves refs forward only")
         return
@@ -430,8 +438,8 @@ def _bump(
         raise FixError(f"claim '{wanted}' comes from a Markdown permalink",
                        hint="bump it by editing the permalink's version")
     target = _claim_target(plan, wanted, first, targets)
-    pin = (first.resolved or "").partition(":")[0]
-    if plan.older(target, pin):
+    pin = plan.pin_after(target, first)
+    if pin:
         raise FixError(f"claim '{wanted}' cannot move back to {target} from {pin}; nothing "
                        "was changed", hint="fix moves claims forward only")
     for result in results:

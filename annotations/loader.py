@@ -74,12 +74,11 @@ _URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
 _PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
-# A fence, also inside block quotes and list items (their markers and indentation first).
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
-_HEADING_RE = re.compile(r"#{1,6}(?:[ \t]|$)")
 _CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 """An inline code span: a run of backticks, then anything up to a run of the same length."""
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
+# A fence, also inside block quotes and list items (their markers and indentation first).
 _FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
@@ -792,7 +791,8 @@ def _indented_code_lines(lines: list[str], first: int, fenced: set[int]) -> set[
             content_column = indent + len(item[0])
         elif indent < content_column and not paragraph_open:
             content_column = 0  # a line left of the item's content, not a lazy one, ends it
-        paragraph_open, in_code = not _HEADING_RE.match(line.lstrip()), False
+        # a heading (fences were passed over above) is a block of one line, no paragraph
+        paragraph_open, in_code = not _SINGLE_LINE_BLOCK_RE.match(line), False
     return inside
 
 

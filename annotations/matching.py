@@ -899,7 +899,9 @@ class Matcher:
         parent = self._parent_match(old)
         if parent is not None and old.kind == "attribute":
             return self._removed(old, [])  # a class attribute only follows its class
-        hint = self._hint(old)
+        hint = None if parent is None or parent.new is None else (
+            parent.new.path, parent.new.qualname
+        )
         orphan = parent is not None and parent.new is None
         max_ties = 0 if orphan else MAX_TIES
         ranked, via = self._ranked(old, hint)
@@ -923,15 +925,6 @@ class Matcher:
             old, pool.candidates(old, hint), hint, unique=pool.unique_name(old)
         )
         return ranked, "similarity"
-
-
-
-    def _hint(self, old: SymbolSnapshot) -> tuple[str, str] | None:
-        """Where ``old``'s parent went (its members' candidates there score the parent)."""
-        parent = self._parent_match(old)
-        return None if parent is None or parent.new is None else (
-            parent.new.path, parent.new.qualname
-        )
 
     def _fingerprint_hits(self, old: SymbolSnapshot, column: str) -> list[SymbolSnapshot]:
         value = getattr(old, column)

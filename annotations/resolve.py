@@ -231,8 +231,7 @@ class Resolver:
         parts = dotted.split(".")
         paths = self.paths(key)
         for cut in range(len(parts) - 1, 0, -1):
-            module = "/".join(parts[:cut])
-            for path in (f"{module}.py", f"{module}/__init__.py"):
+            for path in _module_files(".".join(parts[:cut])):
                 if path in paths:
                     try:
                         return self._symbol(repo, version, key, path, ".".join(parts[cut:]))

@@ -130,7 +130,7 @@ class GitMirror:
                               env=git_env_without_repository(), capture_output=True, text=True,
                               check=False)
         if done.returncode != 0:
-            reason = _git_reason(git.GitCommandError("init", done.returncode, done.stderr))
+            reason = _reason_in(done.stderr)
             raise SourceError(f"cannot create the git mirror {self.path} ({reason})",
                               CACHE_HINT)
 
@@ -243,8 +243,12 @@ def _fetch_env() -> dict[str, str]:
 
 
 def _git_reason(error: git.GitError) -> str:
-    text = _GITPYTHON_STDERR.sub(r"\1", str(getattr(error, "stderr", "") or error))
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return _reason_in(_GITPYTHON_STDERR.sub(r"\1", str(getattr(error, "stderr", "") or error)))
+
+
+def _reason_in(stderr: str) -> str:
+    """The line of git's standard error that says why it failed."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     fallback = lines[-1] if lines else ""
     # the first fatal line says why ("... does not appear to be a git repository"), the
     # next ones what failed because of it ("Could not read from remote repository")
