@@ -345,10 +345,17 @@ def _without_blank_edges(lines: list[str], start: int, end: int) -> tuple[int, i
     return start, end
 
 
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
 def split_lines(text: str) -> list[str]:
-    """The lines of ``text`` with their ends, split at "\\n" only: the lines git, GitHub and
-    the indexer count (`str.splitlines` also splits at form feeds, U+2028 and others)."""
-    parts = text.split("\n")
+    """The lines of ``text`` with their ends, split at "\\n", "\\r\\n" and a lone "\\r": the
+    lines Python and the indexer count (`str.splitlines` also splits at form feeds, U+2028
+    and others, which Python's tokenizer does not)."""
+    if "\r" in text:
+        lines = _LINE_END.split(text)
+        return lines[:-1] if lines[-1] == "" else lines
+    parts = text.split("\n")  # 4.6x faster than the regex on gpu_model_runner.py
     lines = [part + "\n" for part in parts[:-1]]
     return lines + [parts[-1]] if parts[-1] else lines
 

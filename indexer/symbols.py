@@ -88,13 +88,11 @@ def _outline(
 
 def _statement_keywords(source: bytes) -> Iterator[int]:
     """Offsets of the keywords that ``_KEYWORD`` finds where a statement may start: at the
-    start of a line, or after the last ``;`` or ``:`` before them on their line."""
-    lone_cr = b"\r" in source and source.count(b"\r") != source.count(b"\r\n")
+    start of a line, or after the last ``;`` or ``:`` before them on their line. A lone CR
+    is taken for a character (`universal_newlines` makes it a LF first)."""
     for match in _KEYWORD.finditer(source):
         keyword = match.start()
         line_start = source.rfind(b"\n", 0, keyword) + 1
-        if lone_cr:  # a lone CR ends a line too
-            line_start = max(line_start, source.rfind(b"\r", 0, keyword) + 1)
         statement_start = max(line_start, source.rfind(b";", line_start, keyword) + 1,
                               source.rfind(b":", line_start, keyword) + 1)
         if _BEFORE_KEYWORD.fullmatch(source, statement_start, keyword):
@@ -117,6 +115,15 @@ class _Definition:
     normalized_header: bytes = field(default=b"")
 
 
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def universal_newlines(source: bytes) -> bytes:
+    """``source`` with each lone CR made a LF: Python ends a line at a lone CR (its
+    universal newlines), tree-sitter does not. The length is kept, so are byte offsets."""
+    return _LONE_CR.sub(b"\n", source) if b"\r" in source else source
+
+
 def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBlob:
     """Parse one blob and return its definitions in source order, and (unless
     ``references`` is false, which only the benchmark asks for) its names and imports."""
@@ -127,11 +134,12 @@ def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBl
         decode_errors = False
     except UnicodeDecodeError:
         decode_errors = True
-    root = _parser().parse(source).root_node
-    definition_nodes, import_nodes = _outline(source, root)
-    finder = _Finder(source)
+    text = universal_newlines(source)
+    root = _parser().parse(text).root_node
+    definition_nodes, import_nodes = _outline(text, root)
+    finder = _Finder(text)
     definitions = finder.find(root, definition_nodes)
-    normalized = _normalized_file(source, definitions, sorted(finder.docstrings))
+    normalized = _normalized_file(text, definitions, sorted(finder.docstrings))
     return ParsedBlob(
         blob_id,
         _fingerprint(source, definitions, normalized),

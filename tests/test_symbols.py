@@ -311,31 +311,45 @@ def test_snippet_matches_the_ast_reference(source: str) -> None:
     assert _symbols(source) == sorted(reference_symbols(source.removeprefix("\ufeff")))
 
 
+@pytest.mark.parametrize("ending", ["\r", "\r\n"], ids=["cr", "crlf"])
+@pytest.mark.parametrize("source", SNIPPETS)
+def test_snippet_with_other_line_ends_matches_the_ast_reference(source: str, ending: str) -> None:
+    source = source.replace("\n", ending)
+    assert not parse_blob("x", source.encode()).has_errors
+    assert _symbols(source) == sorted(reference_symbols(source.removeprefix("\ufeff")))
+
+
 @pytest.mark.parametrize(
-    ("source", "qualnames", "imports"),
+    ("source", "imports"),
     [
-        pytest.param(b"def f(): pass\rclass C:\r    def m(self): pass\r", {"f", "C"}, set(),
-                     id="cr-only"),
-        pytest.param(b"x = 1\r\ndef f(): pass\rclass C:\n    y = 2\r\n", {"x", "f", "C", "C.y"},
-                     set(), id="mixed"),
-        pytest.param(b"import os\rfrom a import b\rdef g():\r    pass\r", {"g"}, {"os", "a"},
-                     id="cr-imports"),
+        pytest.param("def f(): pass\rclass C:\r    def m(self):\r        pass\r\r    x = 1\r",
+                     set(), id="cr-only"),
+        pytest.param("x = 1\r\ndef f(): pass\rclass C:\n    y = 2\r\n    def m(self):\r"
+                     "        pass\n", set(), id="mixed"),
+        pytest.param('import os\rfrom a import b\rdef g():\r    """doc\r    """\r    pass\r',
+                     {(1, "os"), (2, "a")}, id="cr-imports"),
     ],
 )
-def test_a_lone_carriage_return_still_starts_a_line(
-    source: bytes, qualnames: set[str], imports: set[str]
-) -> None:
-    # tree-sitter flags these files, but what follows a lone CR is still found
-    parsed = parse_blob("x", source)
-    assert qualnames <= {symbol.qualname for symbol in parsed.symbols}
-    assert {row[1] for row in parsed.imports} == imports
+def test_a_lone_carriage_return_ends_a_line_as_in_python(source: str, imports: set) -> None:
+    parsed = parse_blob("x", source.encode())
+    assert not parsed.has_errors
+    assert _symbols(source) == sorted(reference_symbols(source))
+    assert {row[:2] for row in parsed.imports} == imports
 
 
-# Where a definition or an import may start, as one regex: at the start of a line (a lone
-# CR starts one too) or after a ``;`` or ``:``. The indexer's faster search (keyword
-# first, then what precedes it on its line) is checked against it.
+def test_a_lone_carriage_return_changes_the_exact_fingerprint_only() -> None:
+    lf, cr = (parse_blob("x", f"def f():{end}    return 1{end}".encode()).symbols[0]
+              for end in ("\n", "\r"))
+    assert (lf.start_line, lf.end_line) == (cr.start_line, cr.end_line) == (1, 2)
+    assert lf.signature == cr.signature
+    assert lf.normalized == cr.normalized and lf.exact != cr.exact
+
+
+# Where a definition or an import may start, as one regex: at the start of a line or after
+# a ``;`` or ``:`` (`universal_newlines` makes lone CRs LFs first). The indexer's faster
+# search (keyword first, then what precedes it on its line) is checked against it.
 _STATEMENT_START_REFERENCE = re.compile(
-    rb"(?:^|(?<=\r)|(?<=[;:]))(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?"
+    rb"(?:^|(?<=[;:]))(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?"
     rb"(def|class|import|from)[ \t\\(.]",
     re.M,
 )
@@ -347,6 +361,7 @@ _LINE_PIECES = [b"def", b"class", b"import", b"from", b"async", b"un", b"x", b"(
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_LINE_PIECES), max_size=30).map(b"".join))
 def test_statement_keywords_are_those_the_reference_regex_finds(source: bytes) -> None:
+    source = symbols_module.universal_newlines(source)
     expected = [match.start(1) for match in _STATEMENT_START_REFERENCE.finditer(source)]
     assert list(symbols_module._statement_keywords(source)) == expected
 
