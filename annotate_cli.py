@@ -318,8 +318,8 @@ def _reextraction_summary(done: Any, seconds: float) -> str:
     previous = ", ".join(name or "not recorded" for name in done.previous)
     return (
         f"{done.blobs} blobs indexed by another extractor ({previous}) parsed again: "
-        f"{done.symbols_before} -> {done.symbols_after} symbols, {seconds:.2f}s "
-        f"({extractor_id()})"
+        f"{done.symbols_before} -> {done.symbols_after} symbols, {done.changed} blobs changed, "
+        f"{seconds:.2f}s ({extractor_id()})"
     )
 
 

@@ -8,8 +8,9 @@ import difflib
 import fnmatch
 import itertools
 import zlib
+from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
@@ -268,6 +269,7 @@ class Reextraction:
     blobs: int
     symbols_before: int
     symbols_after: int
+    changed: int  # blobs whose extraction differs
 
 
 # A Python blob is one that some version has at a .py path; binary ones (no content)
@@ -293,8 +295,11 @@ def reextract(
     """Replace what older extractors stored for each blob by what ``parse`` makes of its
     (blob id, content), in one transaction; None if no blob needed it.
 
-    ``parse`` is given the number of Python blobs and an iterator over them. Comparison
-    results and the claims' link state were computed from the old symbols: they go too.
+    ``parse`` is given the number of Python blobs and an iterator over them. A blob whose
+    extraction is the same is only stamped: a new extractor changes few blobs, and
+    rewriting the rows of the others would cost more than parsing them. When some did
+    change, the comparison results and the claims' link state, computed from the old
+    symbols, go too.
     """
     with database.write() as conn:
         marks = {"extractor": extractor}
@@ -305,15 +310,65 @@ def reextract(
         blob_ids = [row[0] for row in conn.execute(_OUTDATED_PYTHON, marks)]
         before = _count_symbols(conn, set(blob_ids))
         # closed on failure too: parsing stops now, not when the traceback is freed
+        changed = 0
         with contextlib.closing(parse(len(blob_ids), _contents(conn, blob_ids))) as rows:
             for batch in _batched(rows, 256):
-                _replace_extraction(conn, batch, extractor)
+                different = _changed_extraction(conn, batch)
+                _replace_extraction(conn, different, extractor)
+                changed += len(different)
         after = _count_symbols(conn, set(blob_ids))
         conn.execute(f"UPDATE blobs SET extractor = :extractor WHERE {_OUTDATED}", marks)
-        conn.execute(_RECOUNT_SYMBOLS)
-        conn.execute("DELETE FROM match_cache")
-        conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
-    return Reextraction(previous, len(blob_ids), before, after)
+        if changed:
+            conn.execute(_RECOUNT_SYMBOLS)
+            conn.execute("DELETE FROM match_cache")
+            conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
+    return Reextraction(previous, len(blob_ids), before, after, changed)
+
+
+def _changed_extraction(conn, blobs: Sequence[BlobRow]) -> list[BlobRow]:
+    """The blobs whose flags, symbols, names or imports differ from the stored ones."""
+    stored = _stored_extraction(conn, [blob.blob_id for blob in blobs])
+    return [blob for blob in blobs if stored.get(blob.blob_id) != _Extraction.of(blob)]
+
+
+@dataclass
+class _Extraction:
+    """What `_insert_extraction` stores of a blob (imports in any order)."""
+
+    flags: tuple
+    symbols: list[tuple] = field(default_factory=list)
+    names: str | None = None
+    imports: Counter = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, blob: BlobRow) -> _Extraction:
+        flags = (int(blob.parsed), int(blob.has_errors), int(blob.decode_errors), blob.skipped)
+        names = blob.names if blob.names.strip() else None
+        return cls(flags, list(blob.symbols), names, Counter(blob.imports))
+
+
+def _stored_extraction(conn, blob_ids: list[str]) -> dict[str, _Extraction]:
+    marks = ",".join("?" * len(blob_ids))
+    found = {
+        blob_id: _Extraction(tuple(flags)) for blob_id, *flags in conn.execute(
+            "SELECT id, parsed, has_errors, decode_errors, skipped FROM blobs"
+            f" WHERE id IN ({marks})", blob_ids)
+    }
+    for row in conn.execute(
+        f"SELECT {', '.join(SYMBOL_COLUMNS)} FROM symbols WHERE blob_id IN ({marks})"
+        " ORDER BY blob_id, seq", blob_ids
+    ):
+        found[row[0]].symbols.append(tuple(row))
+    for blob_id, names in conn.execute(
+        f"SELECT blob_id, names FROM blob_names WHERE blob_id IN ({marks})", blob_ids
+    ):
+        found[blob_id].names = names
+    for blob_id, *row in conn.execute(
+        "SELECT blob_id, line, module, name, alias, level FROM imports"
+        f" WHERE blob_id IN ({marks})", blob_ids
+    ):
+        found[blob_id].imports[tuple(row)] += 1
+    return found
 
 
 def _contents(conn, blob_ids: list[str], chunk: int = 200) -> Iterator[tuple[str, bytes]]:

@@ -141,7 +141,8 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
     count = len(symbols)
     assert re.fullmatch(
         f"{len(python_blobs)} blobs indexed by another extractor \\(not recorded\\) parsed"
-        f" again: {count} -> {count} symbols, {SECONDS} \\({re.escape(extractor_id())}\\)\n"
+        f" again: {count} -> {count} symbols, 0 blobs changed, {SECONDS}"
+        f" \\({re.escape(extractor_id())}\\)\n"
         "vllm@v0.1.0: already indexed, nothing to do\n",
         result.stdout,
     )

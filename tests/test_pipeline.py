@@ -420,13 +420,76 @@ def test_blobs_of_another_extractor_are_parsed_again(
     symbols = len(fresh["symbols"])
     _age(database)
     done, seconds = pipeline.reextract_outdated(database)
-    assert done == queries.Reextraction((OLD_EXTRACTOR,), len(python_blobs), symbols - 3, symbols)
+    assert done == queries.Reextraction(
+        (OLD_EXTRACTOR,), len(python_blobs), symbols - 3, symbols, len(python_blobs))
     assert seconds > 0
     assert _extraction(database) == fresh
     conn = database.conn
     assert conn.execute("SELECT count(*) FROM match_cache").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM meta WHERE key = 'link_signature'").fetchone()[0] == 0
     assert pipeline.reextract_outdated(database) is None
+
+
+def _symbol_ids(database: Database) -> dict[str, list[int]]:
+    ids: dict[str, list[int]] = {}
+    for blob, symbol in database.conn.execute("SELECT blob_id, id FROM symbols ORDER BY id"):
+        ids.setdefault(blob, []).append(symbol)
+    return ids
+
+
+def test_a_new_extractor_that_extracts_the_same_only_stamps_the_blobs(
+    database: Database, config: ProjectConfig
+) -> None:
+    fresh = _index_tags(database, config)
+    ids = _symbol_ids(database)
+    with database.write() as conn:
+        conn.execute("UPDATE blobs SET extractor = ?", (OLD_EXTRACTOR,))
+        conn.execute("INSERT INTO match_cache VALUES (1, 2, 'a.py', 'f', 'x', 1, 'e', '{}')")
+        conn.execute("INSERT INTO meta VALUES ('link_signature', 'before')")
+    done, _ = pipeline.reextract_outdated(database)
+    assert done.changed == 0 and done.blobs > 0
+    assert _extraction(database) == fresh
+    assert _symbol_ids(database) == ids  # no row rewritten
+    conn = database.conn
+    assert conn.execute("SELECT count(*) FROM match_cache").fetchone()[0] == 1
+    assert conn.execute("SELECT value FROM meta WHERE key = 'link_signature'").fetchone()[0] == (
+        "before")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param("UPDATE symbols SET end_line = end_line + 1 WHERE id = {symbol}", id="symbol"),
+        pytest.param("DELETE FROM symbols WHERE id = {symbol}", id="missing-symbol"),
+        pytest.param("UPDATE blob_names SET names = ' x ' WHERE blob_id = '{blob}'", id="names"),
+        pytest.param("DELETE FROM blob_names WHERE blob_id = '{blob}'", id="missing-names"),
+        pytest.param("UPDATE imports SET level = 3 WHERE rowid = "
+                     "(SELECT min(rowid) FROM imports WHERE blob_id = '{blob}')", id="import"),
+        pytest.param("INSERT INTO imports SELECT * FROM imports WHERE rowid = "
+                     "(SELECT min(rowid) FROM imports WHERE blob_id = '{blob}')",
+                     id="repeated-import"),
+        pytest.param("UPDATE blobs SET has_errors = 1 WHERE id = '{blob}'", id="flag"),
+    ],
+)
+def test_only_the_blobs_whose_extraction_differs_are_rewritten(
+    database: Database, config: ProjectConfig, damage: str
+) -> None:
+    fresh = _index_tags(database, config)
+    ids = _symbol_ids(database)
+    blob = database.conn.execute(
+        "SELECT blob_id FROM imports GROUP BY blob_id ORDER BY count(*) DESC").fetchone()[0]
+    with database.write() as conn:
+        conn.execute("UPDATE blobs SET extractor = ?", (OLD_EXTRACTOR,))
+        conn.execute(damage.format(blob=blob, symbol=ids[blob][0]))
+        conn.execute("INSERT INTO meta VALUES ('link_signature', 'before')")
+    done, _ = pipeline.reextract_outdated(database)
+    assert done.changed == 1
+    assert _extraction(database) == fresh
+    after = _symbol_ids(database)
+    assert {b: i for b, i in after.items() if b != blob} == {
+        b: i for b, i in ids.items() if b != blob}
+    assert after[blob] != ids[blob]
+    assert "link_signature" not in {key for key, in database.conn.execute("SELECT key FROM meta")}
 
 
 def test_only_the_outdated_blobs_are_parsed_again(
