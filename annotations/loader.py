@@ -915,7 +915,7 @@ def _make_paragraph(start: int, parts: list[str]) -> _Paragraph:
         sentence_ends.append(boundary.start())
         sentence_starts.append(boundary.end())
     sentence_ends.append(len(text))
-    reduced = _reduce_links(text).strip() if len(text) <= _MAX_REDUCED else text
+    reduced = _Reduced.of(text).text.strip() if len(text) <= _MAX_REDUCED else text
     return _Paragraph(start, parts, offsets, text, reduced, sentence_ends, sentence_starts)
 
 
@@ -953,14 +953,10 @@ def _is_wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in ("W", "F")
 
 
-def _reduce_links(text: str) -> str:
-    return _AUTOLINK_RE.sub(r"\1", _LINK_RE.sub(r"\1", text))
-
-
 @dataclass(frozen=True)
 class _Reduced:
-    """``_reduce_links`` of a text, and where its links were: (start, end) in the text and
-    (start, end) of their labels in the reduced text."""
+    """A text with its links reduced to their labels, and where its links were: (start,
+    end) in the text and (start, end) of their labels in the reduced text."""
 
     text: str
     raw: list[tuple[int, int]]
