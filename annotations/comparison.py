@@ -7,6 +7,7 @@ tracked by their text.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-8"  # bump when matching or the stored diffs change: old cache rows are ignored
+ENGINE = "matcher-9"  # bump when matching or the stored diffs change: old cache rows are ignored
 
 
 @dataclass(frozen=True)
@@ -106,17 +107,21 @@ def _lines_elsewhere(
     old = resolver.text_of(pinned)
     if len("".join(old.split())) < MIN_TEXT_TO_FOLLOW:
         return Comparison(Status.REMOVED, gone)
-    found = [
-        _moved_lines(pinned, target_key, blob_id, target, place - pinned.start_line, path)
+    places = (
+        (path, blob_id, place)
         for path, blob_id, text in _sibling_files(resolver, pinned.path, target_key)
         for place in places_of(old, text)
+    )
+    found = [
+        _moved_lines(pinned, target_key, blob_id, target, place - pinned.start_line, path)
+        for path, blob_id, place in itertools.islice(places, MAX_PLACES + 1)
     ]
     if not found:
         return Comparison(Status.REMOVED, gone)
     if len(found) > MAX_PLACES:  # a licence header, an import: no evidence of a move
-        return Comparison(Status.REMOVED, f"{gone}; its lines stand at {len(found)} places "
-                                          "in files of its folder or name: no evidence of "
-                                          "where they went")
+        return Comparison(Status.REMOVED, f"{gone}; its lines stand at more than {MAX_PLACES}"
+                                          " places in files of its folder or name: no "
+                                          "evidence of where they went")
     listed = ", ".join(f"{new.path}#L{new.start_line}" for new in found)
     if len(found) > 1:
         return Comparison(Status.MOVED, f"{gone}; its lines stand at {len(found)} places "
