@@ -23,6 +23,12 @@ For a symbol ``old`` of A (``Matcher.match``):
       (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file; a renamed
       candidate only if ``old``'s body has ``MIN_RENAME_TOKENS`` word tokens).
 
+   d. *Methods.* A class that b and c leave removed follows its methods: when at least
+      ``MIN_METHODS_FOLLOWED`` of them, and more than half of those that moved, moved (as
+      orphans) to one class whose name A does not define, and that class scores as a move
+      target (``KimiDeltaAttention`` -> ``KimiGatedDeltaNetAttention``, renamed in another
+      file with other bases: blocked on nothing).
+
    Candidates are scored (b and c alike) by::
 
        score = W_BODY * body + W_NAME * name + W_SCOPE * scope + W_PARAMS * params
@@ -94,7 +100,7 @@ from indexer.literals import blank_literals
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "CANDIDATE_MIN_BODY", "MAX_CLOSEST",
-    "MAX_TIES",
+    "MAX_TIES", "MIN_METHODS_FOLLOWED",
     "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "PARALLEL_MIN_SYMBOLS", "RENAME_MOVE_THRESHOLD",
     "UNIQUE_NAME_BONUS",
     "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE",
@@ -127,6 +133,9 @@ BLOCK_CAP = 50
 """Name or parameter-list buckets larger than this (``forward``, ``__init__``, ``logger``)
 are too common to block on."""
 W_BODY, W_NAME, W_SCOPE, W_PARAMS = 0.55, 0.15, 0.15, 0.15
+MIN_METHODS_FOLLOWED = 2
+"""Methods of a removed class that need to have moved to one new class (and more than
+half of those that moved anywhere) for the class to follow them there."""
 UNIQUE_NAME_BONUS = 0.2
 """Added (score capped at 1) when the only unmatched symbol of a name in A meets the only
 one of that name in B: a rename is unlikely, a rewrite while moving is not."""
@@ -338,7 +347,8 @@ class Match:
     cosmetic or changed; None when removed), ``content_changed`` whether it changed.
     ``candidates`` lists the other close candidates of an ambiguous move, or the closest
     ones of a removed symbol. ``via`` says how the match was found: blob, same-place,
-    parent, exact, normalized, similarity, none.
+    parent, exact, normalized, similarity, methods (a class that followed its methods),
+    none.
     """
 
     old: SymbolSnapshot
@@ -811,6 +821,7 @@ class Matcher:
         self._scorer = _Scorer()
         self._a_same: list[tuple] = []
         self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
+        self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -840,7 +851,10 @@ class Matcher:
         """A class whose place now holds a function or an alias (``X = Y``) of that name:
         its code may live on under another name, which then is its match."""
         moved = self._parent_move(old) or self._search(old)
-        return moved if moved.verdict is Verdict.MOVED else same_place
+        if moved.verdict is Verdict.MOVED:
+            return moved
+        self._forget_methods(old)  # matched as if it was removed (`_where_methods_went`)
+        return same_place
 
     # -- moves -------------------------------------------------------------------------
 
@@ -909,7 +923,46 @@ class Matcher:
             # ``return``, ``pass``: that a method of a removed class says as little as one of
             # another class is no evidence that it moved there
             return self._removed(old, ranked)
-        return self._decide(old, ranked, via, max_ties)
+        found = self._decide(old, ranked, via, max_ties)
+        if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
+            return self._where_methods_went(old, found)
+        return found
+
+    def _where_methods_went(self, cls: SymbolSnapshot, removed: Match) -> Match:
+        """``removed``, unless most of ``cls``'s methods moved to one new class of a new
+        name that scores as a move target (`_eligible`), which is then its match: a class
+        renamed as it moved (``KimiDeltaAttention`` -> ``KimiGatedDeltaNetAttention``)
+        keeps neither the name nor the place that blocking looks for, and its methods,
+        matched one by one as orphans, still find their bodies. A class whose name A
+        defines is that symbol's successor (dots1's model methods went to MiMo V2's, which
+        only moved)."""
+        key = (cls.path, cls.qualname, cls.occurrence, cls.blob_id)
+        self._matches[key] = removed  # while its methods are matched (they ask for it)
+        methods = self._methods(cls)
+        moved = [match.new for match in map(self.match, methods)
+                 if match.verdict is Verdict.MOVED and match.new.kind == "method"]
+        places = Counter((new.path, new.parent) for new in moved)
+        if not places:
+            return removed
+        (path, parent), count = places.most_common(1)[0]
+        target = self.b.lookup(path, parent)
+        if (count < MIN_METHODS_FOLLOWED or 2 * count <= len(moved) or target is None
+                or target.kind != "class" or target.name in self.defined_names()[0]):
+            return removed
+        scored = self._scorer.ranked(cls, [target], None)
+        if not scored or not self._eligible(cls, scored[0]):
+            return removed
+        self._forget_methods(cls)  # matched again as members of a class that moved
+        return self._moved(cls, target, (), scored[0].score, "methods")
+
+    def _methods(self, cls: SymbolSnapshot) -> list[SymbolSnapshot]:
+        return [symbol for symbol in self.a.file_symbols(cls.path)
+                if symbol.parent == cls.qualname and symbol.kind == "method"]
+
+    def _forget_methods(self, cls: SymbolSnapshot) -> None:
+        for method in self._methods(cls):
+            self._matches.pop((method.path, method.qualname, method.occurrence, method.blob_id),
+                              None)
 
     def _ranked(
         self, old: SymbolSnapshot, hint: tuple[str, str] | None
@@ -1025,13 +1078,15 @@ class Matcher:
 
     def defined_names(self) -> tuple[frozenset[str], frozenset[str]]:
         """The names of every symbol of A and of B, from the rows ``pool`` loads."""
-        self.pool()
-        name = mq.MATCH_COLUMNS.index("name")
-        shared = {row[name] for row in self._a_same}
-        return (
-            frozenset(shared.union(row[name] for row in self.a.rows().values())),
-            frozenset(shared.union(row[name] for row in self.b.rows().values())),
-        )
+        if self._names is None:
+            self.pool()
+            name = mq.MATCH_COLUMNS.index("name")
+            shared = {row[name] for row in self._a_same}
+            self._names = (
+                frozenset(shared.union(row[name] for row in self.a.rows().values())),
+                frozenset(shared.union(row[name] for row in self.b.rows().values())),
+            )
+        return self._names
 
     def diff(self, workers: int = 1) -> VersionDiff:
         """Every symbol of A against B (see ``diff_versions``), matched by up to

@@ -576,6 +576,27 @@ def {name}(residual, fn, scale, base, eps, n_splits):
     return out.view(residual.shape[0], -1)
 """
 
+KDA = """\
+class {name}({bases}):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.conv_size = config.short_conv_kernel_size
+        self.q_proj = ColumnParallelLinear(config.hidden_size, self.head_dim * 8)
+        self.layer_idx = layer_idx
+
+    def get_state_shape(self):
+        conv = (self.conv_size - 1, self.head_dim * 8)
+        recurrent = (8, self.head_dim, self.head_dim)
+        return conv, recurrent
+
+    def _forward(self, hidden_states, positions, output):
+        q = self.q_proj(hidden_states)[0]
+        state = self.kv_cache[forward_context.virtual_engine]
+        chunk_kda(q, state, initial_state=state, cu_seqlens=positions)
+        output.copy_(q)
+"""
+
 
 @dataclass(frozen=True)
 class MoveCase:
@@ -645,6 +666,18 @@ MOVES = {
         "P2pConnector.wait_for_layer_load", Verdict.REMOVED,
         candidates=frozenset({"b.py::StoreConnector.wait_for_layer_load"}),
     ),
+    "class-renamed-elsewhere-follows-its-methods": MoveCase(
+        {"a.py": KDA.format(name="KimiDeltaAttention", bases="nn.Module, MambaBase")},
+        {"gdn/kimi.py": KDA.format(name="KimiGatedDeltaNetAttention",
+                                   bases="GatedDeltaNetAttention")},  # blocked on nothing
+        "KimiDeltaAttention", Verdict.MOVED, "gdn/kimi.py::KimiGatedDeltaNetAttention",
+    ),
+    "removed-class-does-not-follow-its-methods-to-a-class-named-at-a": MoveCase(
+        {"a.py": KDA.format(name="Dots1Model", bases="Dots1Base"),
+         "b.py": KDA.format(name="MiMoModel", bases="nn.Module")},  # a copy of Dots1Model
+        {"c.py": KDA.format(name="MiMoModel", bases="nn.Module")},
+        "Dots1Model", Verdict.REMOVED,
+    ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
         {"ops.py": "class AiterOps:\n    @staticmethod\n"
@@ -668,6 +701,26 @@ def test_moves(tmp_path: Path, case: MoveCase) -> None:
     else:
         assert match.new.ref == case.moved_to
     assert refs(match.candidates) == case.candidates
+
+
+@pytest.mark.parametrize("class_first", [True, False], ids=["class-first", "method-first"])
+def test_a_method_of_a_class_left_as_a_factory_is_matched_as_a_member(
+    tmp_path: Path, class_first: bool
+) -> None:
+    """Searching where the class went matches its methods as if it was removed; when it
+    stays (changed) at its place, they are matched again as its members."""
+    index = build_index(tmp_path, {
+        "v1": {"a.py": "class FusedMoE:\n    def tp_size(self):\n        return self.tp\n"},
+        "v2": {"a.py": "def FusedMoE():\n    return None\n",
+               "b.py": "class Experts:\n    def tp_size(self):\n        return self.tp\n"},
+    })
+    matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
+    cls, method = (index.symbol("v1", "a.py", name) for name in ("FusedMoE", "FusedMoE.tp_size"))
+    if class_first:
+        assert matcher.match(cls).verdict is Verdict.CHANGED
+    match = matcher.match(method)
+    assert (match.verdict, match.new.ref) == (Verdict.MOVED, "b.py::Experts.tp_size")
+    assert matcher.match(cls).verdict is Verdict.CHANGED
 
 
 def test_a_file_moved_among_same_named_files_prefers_the_deepest_shared_path(
