@@ -7,14 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakeproject import run_annotate, write_fakes_config
+from fakeproject import isolate, run_annotate, write_fakes_config
 from fakevllm import FakeRepo, build_fake_lmcache, build_fake_vllm, build_fake_wheels
 
 from db.database import Database, open_database
 from indexer.config import ProjectConfig, load_config
-
-# Variables from the user's shell that would leak config into git or pip.
-_LEAKY_PREFIXES = ("GIT_", "PIP_", "GITHUB_")
 
 
 @pytest.fixture(scope="session")
@@ -38,18 +35,9 @@ def fake_lmcache(tmp_path_factory: pytest.TempPathFactory) -> FakeRepo:
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Keep every test away from the user's caches, git/pip config and cwd."""
-    for name in list(os.environ):
-        if name.startswith(_LEAKY_PREFIXES):
-            monkeypatch.delenv(name)
     cache = tmp_path / "xdg-cache"
     cache.mkdir()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("PIP_NO_INPUT", "1")
-    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    isolate(monkeypatch, cache)
     monkeypatch.chdir(tmp_path)
     yield
 

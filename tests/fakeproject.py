@@ -8,13 +8,42 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from db.database import Database
+
+LEAKY_PREFIXES = ("GIT_", "PIP_", "GITHUB_", "ANNOTATE_")
+"""The user's variables that would point a test's git, pip, cache or report paths at the
+user's own (``ANNOTATE_CACHE_DIR`` wins over ``XDG_CACHE_HOME``)."""
+
+
+def isolated_env(environ: Mapping[str, str], cache: Path) -> dict[str, str]:
+    """``environ`` without the user's git, pip, annotate and GitHub settings, with the
+    cache in ``cache``."""
+    env = {name: value for name, value in environ.items()
+           if not name.startswith(LEAKY_PREFIXES)}
+    env.update(
+        XDG_CACHE_HOME=str(cache), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0", PIP_CONFIG_FILE=os.devnull, PIP_NO_INPUT="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
+    return env
+
+
+def isolate(patch: pytest.MonkeyPatch, cache: Path) -> None:
+    """Make this process's environment `isolated_env`'s."""
+    wanted = isolated_env(os.environ, cache)
+    for name in set(os.environ) - set(wanted):
+        patch.delenv(name)
+    for name, value in wanted.items():
+        patch.setenv(name, value)
+
 
 DB = Path(".annotate/index.db")
 """A project's index, where annotate.toml puts it by default."""
@@ -33,9 +62,7 @@ versions = ["v0.5.1"]
 def run_annotate(root: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     """``annotate ARGS`` as a real process in ``root``, isolated from the user's git, pip
     and cache settings (``extra_env`` is set after)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PIP_"))}
-    env.update(XDG_CACHE_HOME=str(root / "xdg-cache"), GIT_CONFIG_GLOBAL=os.devnull,
-               GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", **extra_env)
+    env = {**isolated_env(os.environ, root / "xdg-cache"), **extra_env}
     return subprocess.run([sys.executable, "-m", "annotate_cli", *args],
                           cwd=root, env=env, capture_output=True, text=True, check=False)
 

@@ -22,7 +22,7 @@ import fakevllm
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import DB, copy_project, write_tree
+from fakeproject import DB, copy_project, isolate, write_tree
 from fakeproject import write_file as write
 from fakevllm import FakeRepo
 
@@ -71,15 +71,7 @@ def annotation(article: str, at: str, claims: str) -> str:
 
 def _module_env(patch: pytest.MonkeyPatch, root: Path) -> None:
     """What conftest's per-test isolation does, for a module-scoped fixture."""
-    for name in list(os.environ):
-        if name.startswith(("GIT_", "PIP_")):
-            patch.delenv(name)
-    patch.setenv("XDG_CACHE_HOME", str(root / "xdg-cache"))
-    patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    patch.setenv("GIT_TERMINAL_PROMPT", "0")
-    patch.setenv("PIP_CONFIG_FILE", os.devnull)
-    patch.setenv("PIP_NO_INPUT", "1")
+    isolate(patch, root / "xdg-cache")
     patch.chdir(root)
 
 

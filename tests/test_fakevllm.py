@@ -405,3 +405,4 @@ def test_environment_is_isolated(tmp_path: Path) -> None:
     assert os.environ["GIT_CONFIG_GLOBAL"] == os.devnull
     assert os.environ["PIP_CONFIG_FILE"] == os.devnull
     assert "PIP_FIND_LINKS" not in os.environ
+    assert "ANNOTATE_CACHE_DIR" not in os.environ  # .ci/run sets it to catch a leak

@@ -7,14 +7,13 @@ per module and copied into each test's directory.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import fakevllm
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import copy_project
+from fakeproject import copy_project, isolate
 from fakeproject import write_file as write
 
 from annotate_cli import cli
@@ -86,10 +85,7 @@ def run(*args: str) -> Result:
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fix-index")
     with pytest.MonkeyPatch.context() as patch:
-        for name in list(os.environ):
-            if name.startswith(("GIT_", "PIP_")):
-                patch.delenv(name)
-        patch.setenv("XDG_CACHE_HOME", str(root / "xdg-cache"))
+        isolate(patch, root / "xdg-cache")
         patch.chdir(root)
         write("annotate.toml", CONFIG)
         for version, files in (("v1", V1), ("v2", V2)):
