@@ -208,6 +208,13 @@ class Database:
             )
         if version == SCHEMA_VERSION:
             return
+        if version > 0 and not (os.access(self.path, os.W_OK)
+                                and os.access(self.path.parent, os.W_OK)):
+            raise DatabaseError(
+                f"{self.path} has schema {version}, which this annotate must migrate to "
+                f"{SCHEMA_VERSION}, but it cannot be written there",
+                "copy it to a folder you can write and pass --db COPY, or index afresh",
+            )
         self._use_wal()
         with self.write() as connection:
             current = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -235,16 +242,22 @@ class Database:
 
     def _backup(self, version: int) -> None:
         backup = self.path.with_name(f"{self.path.name}.v{version}.bak")
-        self._notify(f"migrating {self.path} from schema {version}; backup at {backup}")
+        self._notify(f"migrating {self.path} from schema {version} to {SCHEMA_VERSION}; "
+                     f"backup at {backup}")
+        # Written beside it, then renamed: a file already at that name (a stale copy, or
+        # not a database at all) is replaced whole, never written into.
+        partial = backup.with_name(backup.name + ".partial")
+        partial.unlink(missing_ok=True)
         # A second connection reads the committed state: this one holds the write lock,
         # and a backup from a connection that is writing never finishes (SQLITE_LOCKED).
-        source = sqlite3.connect(str(self.path))
-        copy = sqlite3.connect(str(backup))
         try:
-            source.backup(copy)
-        finally:
-            copy.close()
-            source.close()
+            with contextlib.closing(sqlite3.connect(self.path)) as source, \
+                    contextlib.closing(sqlite3.connect(partial)) as copy:
+                source.backup(copy)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        os.replace(partial, backup)
 
 
 def _first_look(connection: sqlite3.Connection) -> tuple[int, int]:

@@ -214,5 +214,38 @@ UPDATE blobs SET extractor = '' WHERE parsed = 0 AND skipped IS NULL
     AND EXISTS (SELECT 1 FROM files f WHERE f.blob_id = blobs.id AND substr(f.path, -3) = '.py');
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# Repairs for databases of development builds whose migrations were edited after they ran
+# (what the rule above forbids): ``meta`` was added to _V2 and ``match_cache`` to _V3,
+# ``blob_names`` was an FTS5 table in an early _V3, ``symbols_qualname`` was dropped from
+# _V1, and _V7's marking was added after _V7 ran. Each statement leaves a sound database
+# as it is (the plain ``blob_names`` is copied as it stands).
+_V8 = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS match_cache (
+    pin INTEGER NOT NULL,
+    target INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    qualname TEXT NOT NULL,
+    exact TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    engine TEXT NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (pin, target, path, qualname, exact, start_line, engine)
+) WITHOUT ROWID;
+CREATE TABLE blob_names_v8 (
+    blob_id TEXT PRIMARY KEY REFERENCES blobs(id),
+    names TEXT NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO blob_names_v8 (blob_id, names) SELECT blob_id, names FROM blob_names;
+DROP TABLE blob_names;
+ALTER TABLE blob_names_v8 RENAME TO blob_names;
+DROP INDEX IF EXISTS symbols_qualname;
+UPDATE blobs SET extractor = '' WHERE parsed = 0 AND skipped IS NULL
+    AND EXISTS (SELECT 1 FROM files f WHERE f.blob_id = blobs.id AND substr(f.path, -3) = '.py');
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -146,7 +146,8 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
         "vllm@v0.1.0: already indexed, nothing to do\n",
         result.stdout,
     )
-    assert listed.stderr.startswith(f"migrating {DB.resolve()} from schema 5; backup at ")
+    assert listed.stderr.startswith(
+        f"migrating {DB.resolve()} from schema 5 to {_schema_version()}; backup at ")
     assert result.stderr == ""
     with _db() as conn:
         assert conn.execute("SELECT blob_id, seq, qualname, exact, normalized FROM symbols"

@@ -205,7 +205,7 @@ def test_two_processes_opening_an_old_database_migrate_it_once() -> None:
     assert len({out for _, out, _ in results}) == 1 and '"v0.1.0"' in results[0][1]
     notices = [err for _, _, err in results if "migrating" in err]
     backup = db.with_name("old.db.v1.bak")
-    assert notices == [f"migrating {db} from schema 1; backup at {backup}\n"]
+    assert notices == [f"migrating {db} from schema 1 to {SCHEMA_VERSION}; backup at {backup}\n"]
     assert sorted(p.name for p in db.parent.glob("old.db*.bak")) == ["old.db.v1.bak"]
     with contextlib.closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)

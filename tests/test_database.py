@@ -129,11 +129,74 @@ def test_older_schema_is_migrated_after_a_backup(tmp_path: Path) -> None:
         assert database.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert database.conn.execute("SELECT name FROM repos").fetchall() == [("vllm",)]
     backup = tmp_path / "index.db.v1.bak"
-    assert notes == [f"migrating {path} from schema 1; backup at {backup}"]
+    assert notes == [f"migrating {path} from schema 1 to {SCHEMA_VERSION}; backup at {backup}"]
     with sqlite3.connect(backup) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
         assert conn.execute("SELECT name FROM repos").fetchall() == [("vllm",)]
     assert _schema(path) == _schema(_fresh(tmp_path / "fresh.db"))
+
+
+# Databases of development builds whose released migrations were edited afterwards: each
+# reaches the schema a fresh database has, keeping its rows (`_V8` repairs them).
+_FTS_BLOB_NAMES = ("CREATE VIRTUAL TABLE blob_names USING fts5("
+                   "blob_id UNINDEXED, names, tokenize = \"unicode61 tokenchars '_'\")")
+EDITED_MIGRATIONS = {
+    "schema-2-without-meta": (2, ["DROP TABLE meta"]),
+    "schema-3-without-match-cache": (3, ["DROP TABLE match_cache"]),
+    "schema-3-with-a-search-table-of-names": (3, ["DROP TABLE blob_names", _FTS_BLOB_NAMES]),
+    "schema-1-with-a-qualname-index": (1, ["CREATE INDEX symbols_qualname ON symbols(qualname)"]),
+}
+
+
+def _full_schema(path: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(path) as conn:
+        return sorted(conn.execute("SELECT type, name, tbl_name FROM sqlite_master"))
+
+
+@pytest.mark.parametrize(("version", "edits"), EDITED_MIGRATIONS.values(),
+                         ids=EDITED_MIGRATIONS.keys())
+def test_a_database_of_an_edited_migration_reaches_the_fresh_schema(
+    tmp_path: Path, version: int, edits: list[str]
+) -> None:
+    path = tmp_path / "index.db"
+    with sqlite3.connect(path) as conn:
+        for script in MIGRATIONS[:version]:
+            for statement in _statements(script):
+                conn.execute(statement)
+        for statement in edits:
+            conn.execute(statement)
+        conn.execute("INSERT INTO blobs (id, size) VALUES ('b', 1)")
+        if version >= 3:
+            conn.execute("INSERT INTO blob_names (blob_id, names) VALUES ('b', ' x y ')")
+        conn.execute(f"PRAGMA user_version = {version}")
+    with open_database(path) as database:
+        conn = database.conn
+        assert conn.execute("SELECT id FROM blobs").fetchall() == [("b",)]
+        names = conn.execute("SELECT blob_id, names FROM blob_names").fetchall()
+        assert names == ([("b", " x y ")] if version >= 3 else [])
+        conn.execute("INSERT INTO meta VALUES ('link_signature', 's')")  # what link writes
+    assert _full_schema(path) == _full_schema(_fresh(tmp_path / "fresh.db"))
+
+
+def test_an_unparsed_python_blob_of_a_schema_7_database_is_marked_for_parsing(
+    tmp_path: Path
+) -> None:
+    """_V7's marking was added after _V7 ran: `_V8` marks again."""
+    path = tmp_path / "index.db"
+    with sqlite3.connect(path) as conn:
+        for script in MIGRATIONS[:7]:
+            for statement in _statements(script):
+                conn.execute(statement)
+        conn.execute("INSERT INTO repos (name) VALUES ('vllm')")
+        conn.execute("INSERT INTO versions VALUES (1, 'vllm', 'v1', 'local', NULL, NULL, 'now',"
+                     " 2, 0, 2, 0.1)")
+        conn.executemany("INSERT INTO blobs (id, size, extractor) VALUES (?, 1, 'x')",
+                         [("py",), ("txt",)])
+        conn.executemany("INSERT INTO files VALUES (1, ?, ?)", [("a.py", "py"), ("a.txt", "txt")])
+        conn.execute("PRAGMA user_version = 7")
+    with open_database(path) as database:
+        marked = database.conn.execute("SELECT id, extractor FROM blobs ORDER BY id").fetchall()
+    assert marked == [("py", ""), ("txt", "x")]
 
 
 def _fresh(path: Path) -> Path:
@@ -322,3 +385,19 @@ def test_writer_gives_up_with_a_clear_error(
         f"{path} stayed locked by another process for 0s; "
         "wait for the other annotate run to finish, then try again"
     )
+
+
+def test_a_file_at_the_backups_name_is_replaced_not_written_into(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    with sqlite3.connect(path) as conn:
+        for statement in _statements(MIGRATIONS[0]):
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+    backup = tmp_path / "index.db.v1.bak"
+    backup.write_bytes(os.urandom(100))  # a stray file, not a database
+    with open_database(path) as database:
+        assert database.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    with sqlite3.connect(backup) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert list(tmp_path.glob("*.partial")) == []
+

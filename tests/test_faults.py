@@ -461,6 +461,28 @@ def test_index_into_an_immutable_database(indexed_db: Path, small_tree: Path) ->
     assert dump(indexed_db) == before
 
 
+def test_an_older_index_on_a_read_only_disk_is_one_error_not_a_failed_migration(
+    mounted: list[Path]
+) -> None:
+    point = Path("ro").resolve()
+    _mount_tmpfs(point, "size=4m")
+    mounted.append(point)
+    path = point / "index.db"
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+    done = subprocess.run(["mount", "-o", "remount,ro", str(point)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    before = path.read_bytes()
+    result = run("--db", str(path), "versions")
+    assert one_error_line(result) == (
+        f"Error: {path} has schema 1, which this annotate must migrate to {SCHEMA_VERSION}, "
+        "but it cannot be written there; copy it to a folder you can write and pass "
+        "--db COPY, or index afresh")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in point.iterdir()) == ["index.db"]
+
+
 def test_an_index_on_a_read_only_disk_is_read(
     indexed_db: Path, small_tree: Path, mounted: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -647,7 +669,7 @@ def test_old_database_is_backed_up_then_migrated_with_its_data(small_tree: Path)
     backup = db.with_name("old.db.v1.bak")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [
-        f"migrating {db} from schema 1; backup at {backup}",
+        f"migrating {db} from schema 1 to {SCHEMA_VERSION}; backup at {backup}",
         "Note: some blobs were indexed by another extractor (an older annotate or tree-sitter);"
         " run 'annotate index' to parse them again",
     ]
@@ -684,7 +706,7 @@ def test_a_failing_migration_changes_nothing(
     monkeypatch.setattr(database_module, "MIGRATIONS", broken)
     result = run("--db", str(db), "versions")
     notice, error = result.stderr.splitlines()
-    assert notice.startswith(f"migrating {db} from schema 1; backup at ")
+    assert notice.startswith(f"migrating {db} from schema 1 to {SCHEMA_VERSION}; backup at ")
     assert result.exit_code == 2
     assert error.startswith("Error: the index database failed: no such table: no_such_table")
     assert dump(db) == old_dump
