@@ -127,15 +127,17 @@ def _note(message: str) -> None:
 
 
 def _note_outdated_links(context: Context, database: Any) -> None:
-    """Commands that read the stored links say so when the annotation files (or the
-    index) changed since the last link, instead of linking again themselves: run from
-    another folder, that would replace the links with that folder's claims."""
+    """Commands that read the stored links say so when the annotation files, the index or
+    annotate's way of linking changed since the last link, instead of linking again
+    themselves: run from another folder, that would replace the links with that folder's
+    claims."""
     from annotations.links import LinkState, link_state
 
     state = link_state(database, context.config)
     if state is LinkState.CHANGED:
-        _note("Note: the annotation files or the index changed since the last link; run "
-              "'annotate link' (or 'annotate check') to bring the claims shown here up to date")
+        _note("Note: the annotation files, the index or annotate changed since the last link; "
+              "run 'annotate link' (or 'annotate check') to bring the claims shown here up to "
+              "date")
     elif state is LinkState.UNREADABLE:
         _note("Note: some annotation files could not be read at the last link, and keep the "
               "claims they had before; run 'annotate link' to see which")

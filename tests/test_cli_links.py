@@ -489,8 +489,8 @@ def test_show_errors(ref: str, message: str) -> None:
 
 
 OUTDATED_LINKS = (
-    "Note: the annotation files or the index changed since the last link; run 'annotate "
-    "link' (or 'annotate check') to bring the claims shown here up to date\n"
+    "Note: the annotation files, the index or annotate changed since the last link; run "
+    "'annotate link' (or 'annotate check') to bring the claims shown here up to date\n"
 )
 
 
