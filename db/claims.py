@@ -81,8 +81,9 @@ def _insert_article(conn, article: ArticleRow) -> None:
     for claim in article.claims:
         # A claim kept from a file that failed to load gives way to one loaded now.
         key = (article.path, claim.claim_id)
-        conn.execute("DELETE FROM claims WHERE article = ? AND claim_id = ?", key)
-        conn.execute("DELETE FROM claim_search WHERE article = ? AND claim_id = ?", key)
+        if conn.execute("DELETE FROM claims WHERE article = ? AND claim_id = ?", key).rowcount:
+            # a scan of the search table (it has no index on these): only when one was kept
+            conn.execute("DELETE FROM claim_search WHERE article = ? AND claim_id = ?", key)
         claim_key = conn.execute(
             "INSERT INTO claims (article, claim_id, text, pin, source_file, line)"
             " VALUES (?,?,?,?,?,?)",

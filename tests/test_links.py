@@ -306,6 +306,19 @@ def test_a_file_that_now_fails_to_load_keeps_its_previous_rows(project: Path) ->
             3) in after["claims"]
 
 
+def test_a_kept_claim_that_gives_way_leaves_one_search_row(project: Path) -> None:
+    write_corpus()
+    swap = ("article: articles/post.md\nat: vllm@v0.1.0\nclaims:\n  - id: swap\n"
+            "    text: {text}\n    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]\n")
+    write("annotations/a.yml", swap.format(text="旧的说法"))
+    assert link().exit_code == 0
+    write("annotations/a.yml", "article: articles/post.md\nclaims: [\n")  # fails: kept
+    write("annotations/b.yml", swap.format(text="新的说法"))
+    assert link().exit_code == 2
+    assert rows("SELECT text FROM claim_search WHERE article = 'articles/post.md'"
+                " AND claim_id = 'swap'") == [("新的说法",)]
+
+
 def test_claims_of_one_article_from_two_files_are_all_kept(project: Path) -> None:
     write_corpus()
     write("annotations/post-more.yml", """\
