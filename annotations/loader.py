@@ -75,8 +75,7 @@ _PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 _URL_TRAILING = ".,;:!?*"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
-_CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
-"""An inline code span: a run of backticks, then anything up to a run of the same length."""
+_BACKTICKS_RE = re.compile(r"`+")
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
 # A fence, also inside block quotes and list items (their markers and indentation first).
 _FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
@@ -750,7 +749,7 @@ def _link_claims(
     for index in range(body_start, len(lines)):
         if index in code:
             continue
-        for url in find_permalinks(_CODE_SPAN_RE.sub(" ", lines[index])):
+        for url in find_permalinks(_without_code_spans(lines[index])):
             if repos is not None and not repos.keeps(_PERMALINK_RE.match(url)["repo"]):
                 continue
             seen[url] = seen.get(url, 0) + 1
@@ -815,8 +814,34 @@ def _fenced_code_lines(lines: list[str], first: int) -> set[int]:
 
 
 def code_span_ranges(line: str) -> list[tuple[int, int]]:
-    """Where the inline code spans of a Markdown line are (their permalinks are code)."""
-    return [match.span() for match in _CODE_SPAN_RE.finditer(line)]
+    """Where the inline code spans of a Markdown line are (their permalinks are code): as
+    CommonMark pairs them, a run of backticks opens one that the next run of the same
+    length closes; a run that none closes is text. Linear in the runs (a regex that
+    backtracks over unclosed runs took minutes on a hostile line)."""
+    runs = [match.span() for match in _BACKTICKS_RE.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for number, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(number)
+    spans, number = [], 0
+    while number < len(runs):
+        start, end = runs[number]
+        same = by_length[end - start]
+        later = bisect.bisect_right(same, number)
+        if later == len(same):
+            number += 1
+            continue
+        closer = same[later]
+        spans.append((start, runs[closer][1]))
+        number = closer + 1
+    return spans
+
+
+def _without_code_spans(line: str) -> str:
+    pieces, last = [], 0
+    for start, end in code_span_ranges(line):
+        pieces += [line[last:start], " "]
+        last = end
+    return "".join(pieces) + line[last:]
 
 
 def find_permalinks(line: str) -> list[str]:

@@ -18,6 +18,7 @@ from annotations.errors import AnnotationError, AnnotationFileError
 from annotations.loader import (
     MAX_CLAIMS,
     MAX_FILE_BYTES,
+    code_span_ranges,
     link_claim_id,
     load_all,
     load_annotation_file,
@@ -647,6 +648,7 @@ CODE_BLOCKS = [
     pytest.param("Inline `` `{A}` `` here\n{B}\n", [4], id="code-span-of-two-backticks"),
     pytest.param("One ` alone, {A}\n", [3], id="lone-backtick-is-no-code-span"),
     pytest.param("Inline `code` then {A}\n", [3], id="link-after-a-code-span"),
+    pytest.param("Not ``code` {A}`\n", [], id="a-run-closes-only-one-of-its-length"),
     pytest.param("    {A}\n\n{B}\n", [5], id="indented-code"),
     pytest.param("\t{A}\n\n{B}\n", [5], id="tab-indented-code"),
     pytest.param("    x = 1\n\n    {A}\n\n{B}\n", [7], id="indented-code-over-a-blank-line"),
@@ -863,3 +865,17 @@ def test_fuzz_arbitrary_bytes(fuzz_dir: Path, data: bytes) -> None:
     path.write_bytes(data)
     result = load_all([path], [path], fuzz_dir)
     assert all(isinstance(error, AnnotationError) for error in result.errors)
+
+
+@pytest.mark.parametrize(("line", "spans"), [
+    pytest.param("a `b` c", [(2, 5)], id="one"),
+    pytest.param("`a` `b`", [(0, 3), (4, 7)], id="two"),
+    pytest.param("`` a ` b ``", [(0, 11)], id="shorter-run-inside"),
+    pytest.param("`a``b`", [(0, 6)], id="longer-run-inside"),
+    pytest.param("``x`", [], id="no-closer-of-its-length"),
+    pytest.param("```", [], id="a-lone-run"),
+    pytest.param("x ``` y ` z `", [(8, 13)], id="an-unclosed-run-is-text"),
+    pytest.param("".join("`" * n + "x" for n in range(1, 60)), [], id="runs-all-of-other-lengths"),
+])
+def test_code_span_ranges(line: str, spans: list[tuple[int, int]]) -> None:
+    assert code_span_ranges(line) == spans
