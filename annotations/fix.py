@@ -185,6 +185,7 @@ class FixPlan:
         pin = (result.resolved or "").partition(":")[0]
         return pin if target and self.older(target, pin) else None
     _originals: dict[str, Article] = field(default_factory=dict, repr=False)
+    _claims: dict[str, dict[str, Claim]] = field(default_factory=dict, repr=False)
 
     def file(self, display: str) -> FilePlan:
         if display not in self.files:
@@ -200,7 +201,16 @@ class FixPlan:
 
     def loaded(self, name: str) -> dict[str, Claim]:
         """The claims of file ``name`` as it was read, by id."""
-        return {claim.claim_id: claim for claim in self._original(name).claims}
+        if name not in self._claims:
+            self._claims[name] = {claim.claim_id: claim for claim in self._original(name).claims}
+        return self._claims[name]
+
+    def uses_of(self, result: RefResult) -> tuple[str, ...]:
+        """The canonical ``uses:`` targets of the result's ref, as its file held them."""
+        claim = self.loaded(result.file).get(result.claim)
+        entries = [ref for ref in claim.refs if (ref.line, ref.text) == (result.line, result.ref)
+                   ] if claim is not None else []
+        return entries[0].uses if entries else ()
 
     def _original(self, name: str) -> Article:
         if name not in self._originals:
@@ -376,11 +386,14 @@ def _rewrite(plan: FixPlan, result: RefResult, new: str) -> str | None:
     else:
         try:
             span = claims.ref_span(result.claim, result.line, result.ref, new)
+            uses = [] if span is None else claims.uses_spans(
+                result.claim, result.line, result.ref, plan.uses_of(result))
         except Unwritable as error:
             return error.message
         if span is None:
             return "it is not found among its claim's refs on that line"
-        file_plan.apply(span)
+        for edit in (span, *uses):
+            file_plan.apply(edit)
     plan.rewrites[(result.file, result.claim, result.line, result.ref)] = new
     return None
 

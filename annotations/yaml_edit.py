@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import yaml
 
-from annotations.errors import AnnotationError
+from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.loader import front_matter_yaml
+from annotations.refs import parse_ref
 
 _ALIAS_AFTER_KEY = re.compile(r"[ \t]*:[ \t]*(\*[^\s,\[\]{}]+)")
 _BOM = "\ufeff"
@@ -51,6 +52,7 @@ class ClaimsYaml:
         self._lines = lines
         self._bom = bom
         self._shared = _shared_nodes(root)
+        self._by_id: dict[str, yaml.MappingNode] | None = None
 
     @classmethod
     def of(cls, lines: list[str]) -> ClaimsYaml:
@@ -65,25 +67,54 @@ class ClaimsYaml:
         return cls(None, lines, bom)
 
     def claim(self, claim_id: str) -> yaml.MappingNode | None:
-        claims = _value_of(self._root, "claims")
-        for item in claims.value if isinstance(claims, yaml.SequenceNode) else ():
-            id_node = _value_of(item, "id")
-            if isinstance(id_node, yaml.ScalarNode) and id_node.value == claim_id:
-                return item
-        return None
+        if self._by_id is None:  # once: fix asks for a claim per edit
+            self._by_id = {}
+            claims = _value_of(self._root, "claims")
+            for item in claims.value if isinstance(claims, yaml.SequenceNode) else ():
+                id_node = _value_of(item, "id")
+                if isinstance(id_node, yaml.ScalarNode):
+                    self._by_id.setdefault(id_node.value, item)
+        return self._by_id.get(claim_id)
 
     def ref_span(self, claim_id: str, line: int, written: str, new: str) -> Span | None:
         """The edit of the claim's ref ``written`` on 1-based ``line``; None when the claim
         or the ref is not found here."""
-        claim = self.claim(claim_id)
-        refs = _value_of(claim, "refs")
+        found = self._ref_item(claim_id, line, written)
+        if found is None:
+            return None
+        node = found[1]
+        if id(node) in self._shared:
+            raise Unwritable("it is an alias that other refs share; write it out")
+        return self._scalar_span(node, new)
+
+    def uses_spans(
+        self, claim_id: str, line: int, written: str, pinned: tuple[str, ...]
+    ) -> list[Span]:
+        """The edits that write out the pin of the ref's unpinned ``uses:`` targets, as
+        ``pinned`` (their canonical texts, in order) has it: an unpinned target takes its
+        ref's pin, which a rewrite of the ref changes."""
+        found = self._ref_item(claim_id, line, written)
+        uses = _value_of(found[0], "uses") if found else None
+        if not isinstance(uses, yaml.SequenceNode):
+            return []
+        spans = []
+        for node, canonical in zip(uses.value, pinned, strict=False):
+            if isinstance(node, yaml.ScalarNode) and not _is_pinned(node.value):
+                if id(node) in self._shared:
+                    raise Unwritable("its uses: target is an alias that other refs share")
+                spans.append(self._scalar_span(node, canonical, "its uses: target"))
+        return spans
+
+    def _ref_item(
+        self, claim_id: str, line: int, written: str
+    ) -> tuple[yaml.Node, yaml.ScalarNode] | None:
+        """The claim's refs entry of ``written`` on 1-based ``line``, and its ref scalar."""
+        refs = _value_of(self.claim(claim_id), "refs")
         for item in refs.value if isinstance(refs, yaml.SequenceNode) else ():
             node = _value_of(item, "ref") if isinstance(item, yaml.MappingNode) else item
             if (isinstance(node, yaml.ScalarNode) and node.value == written
                     and node.end_mark.line == line - 1):
-                if id(node) in self._shared:
-                    raise Unwritable("it is an alias that other refs share; write it out")
-                return self._scalar_span(node, new)
+                return item, node
         return None
 
     def pin_edit(self, claim_id: str, target: str) -> Span | NewLine:
@@ -154,6 +185,13 @@ class ClaimsYaml:
 
     def _column(self, mark: yaml.Mark) -> int:
         return mark.column + (1 if self._bom and mark.line == 0 else 0)
+
+
+def _is_pinned(written: str) -> bool:
+    try:
+        return parse_ref(written.strip()).pinned
+    except RefSyntaxError:
+        return True  # not a ref: left as written (the loader reports it)
 
 
 def _compose(source: str | None) -> yaml.Node | None:

@@ -839,3 +839,17 @@ def test_fix_refuses_to_edit_when_an_annotation_file_is_invalid() -> None:
     assert result.stderr.splitlines()[0].startswith("Error: annotations/bad.yml:2: invalid YAML")
     assert good.read_text(encoding="utf-8") == ANNOTATION
     assert bad.read_text(encoding="utf-8") == "claims: [\n"
+
+
+def test_a_moved_ref_writes_out_the_pin_its_unpinned_uses_target_took_from_it() -> None:
+    """An unpinned `uses:` target takes its ref's pin: rewritten at the target, the ref
+    would carry it along (and verify refused the whole fix); its pin is written out."""
+    use = "vllm/worker/cache_engine.py::CacheEngine._allocate_kv_cache"
+    claims = (f"article: blog/engine.md\nat: vllm@v1\nclaims:\n  - id: engine\n    text: 引擎\n"
+              f"    refs:\n      - ref: {ENGINE}\n        uses: [{use}]\n")
+    path = write("annotations/engine.yml", claims)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "2 edits in 1 file: annotations/engine.yml\n")
+    assert path.read_text() == claims.replace(f"ref: {ENGINE}", f"ref: {NEW_ENGINE}").replace(
+        f"[{use}]", f"[vllm@v1:{use}]")
+    assert statuses() == {("engine", NEW_ENGINE): "fresh"}
