@@ -205,10 +205,15 @@ def _usage_errors_on_one_line(command_path: Callable[[], str]) -> Iterator[None]
 @click.group(cls=OneLineErrorsGroup)
 @click.version_option(package_name="vllm-annotate")
 @click.option("--db", "db_path", metavar="PATH", help="Index database (default from config).")
-@click.option("--config", "config_path", metavar="FILE", help="Config file (annotate.toml).")
+@click.option("--config", "config_path", metavar="FILE",
+              help="Config file (default: annotate.toml, or [tool.annotate] in "
+                   "pyproject.toml, in the current folder only).")
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
-    """Index vLLM versions, link article claims to symbols, and flag stale claims."""
+    """Index vLLM versions, link article claims to symbols, and flag stale claims.
+
+    Give --db and --config before the command: annotate --db other.db check.
+    """
     ctx.obj = Context(db_path, config_path)
 
 
@@ -523,7 +528,12 @@ def _untracked_note(untracked: dict[str, int]) -> str:
 @pass_context
 @reports_errors
 def links(context: Context, symbol: str | None, article: str | None, output_format: str) -> None:
-    """Which claims cite SYMBOL (a ref, a qualname or a short name), or what an article cites."""
+    """Which claims cite SYMBOL, or what an article cites.
+
+    SYMBOL is a short name, a qualname, PATH::QUALNAME, a dotted name
+    (vllm.config.CacheConfig), a ref, or lines: a GitHub permalink or
+    REPO@VERSION:PATH#Lx-Ly (the refs into those lines at that version).
+    """
     from annotations.citations import links_citing
     from db import claims as claim_store
 
@@ -626,7 +636,10 @@ def _link_json(row: dict) -> dict:
 @pass_context
 @reports_errors
 def search(context: Context, text: str, output_format: str, limit: int) -> None:
-    """Full-text search over claim texts, article titles and cited symbols."""
+    """Full-text search over claim texts, article titles and cited symbols.
+
+    Every word and every "quoted phrase" of TEXT must occur, in any order.
+    """
     from db import claims as claim_store
 
     if not text.strip():
@@ -689,14 +702,19 @@ def check(
 
 @cli.command()
 @click.option("--bump", multiple=True, metavar="CLAIM",
-              help="Move this claim's pin to the target version (ARTICLE#ID, FILE#ID or ID).")
+              help="Move this claim's pin to the target version (ARTICLE#ID, FILE#ID or "
+                   "ID); the other rewrites are made too.")
 @click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff; change nothing.")
 @pass_context
 @reports_errors
 def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_run: bool) -> None:
-    """Rewrite refs of unambiguously moved symbols; move claims' pins forward."""
+    """Rewrite refs of unambiguously moved symbols; move claims' pins forward.
+
+    Every run makes every unambiguous rewrite; --bump CLAIM also moves that claim.
+    A claim made of a Markdown permalink cannot be bumped: edit the version in its URL.
+    """
     from annotations.fix import plan_fixes
     from annotations.links import annotation_files, repo_filter
     from annotations.loader import display_path
@@ -1023,7 +1041,11 @@ def diff(
 @pass_context
 @reports_errors
 def history(context: Context, ref_text: str, output_format: str) -> None:
-    """One symbol across every indexed version of its repo, oldest first."""
+    """One symbol across every indexed version of its repo, oldest first.
+
+    "introduced" marks the first indexed version that has it (followed back from the
+    version asked about), not the release that added it.
+    """
     from annotations.diff_report import history_of
     from annotations.diffs.timeline import HEADERS, table_rows, timeline_to_dict
     from annotations.refs import parse_ref
