@@ -291,7 +291,7 @@ def test_keep_going_exits_zero_but_reports(project: Path) -> None:
     result = run("index", "--keep-going", "vllm@v9.9.9", "vllm@v0.1.0")
     assert result.exit_code == 0
     assert result.stdout.startswith("vllm@v0.1.0: 19 files, ")
-    assert result.stderr.startswith("Error: vllm@v9.9.9 was not found (git: ")
+    assert result.stderr.startswith("Warning: vllm@v9.9.9 was not found (git: ")
     assert len(result.stderr.splitlines()) == 1
 
 
