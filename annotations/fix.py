@@ -345,8 +345,9 @@ def _fix_move(plan: FixPlan, result: RefResult) -> None:
                           f"than its pin {pin}, and fix moves refs forward only")
         return
     if result.candidates:
+        places = ", ".join(filter(None, (result.new_ref, *result.candidates)))
         plan.notes.append(f"{where}: left {result.ref} as it is: the move is ambiguous "
-                          f"({', '.join(result.candidates)})")
+                          f"({places})")
         return
     if result.changes:
         plan.notes.append(f"{where}: left {result.ref} as it is: {_moved_and_changed(result)}")

@@ -159,7 +159,8 @@ def test_moved_refs_are_rewritten_and_nothing_else(ending: str) -> None:
     assert result.stdout == "3 edits in 1 file: annotations/engine.yml\n"
     assert result.stderr == (
         f"Note: annotations/engine.yml:17: left {SPLIT} as it is: the move is ambiguous "
-        f"(vllm@v2:{DS}/deepseek_v4_nvidia.py::DeepseekV4ForCausalLM, "
+        f"(vllm@v2:{DS}/deepseek_v4_amd.py::DeepseekV4ForCausalLM, "
+        f"vllm@v2:{DS}/deepseek_v4_nvidia.py::DeepseekV4ForCausalLM, "
         f"vllm@v2:{DS}/deepseek_v4_xpu.py::DeepseekV4ForCausalLM)\n"
     )
     after = statuses()
