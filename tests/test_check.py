@@ -262,6 +262,13 @@ CASES: dict[str, Case] = {
         both={"helper.py": HELPER}, uses=("helper.py::Helper",),
         message="no longer refers to vllm@v1:c/relation-missing/helper.py::Helper",
     ),
+    "relation-missing-in-moved-symbol": Case(
+        MLA, {"attn/mla.py": MLA.replace("Helper()", "None")}, "m.py::MLA.__init__",
+        "relation-missing", ("body",), new_ref="attn/mla.py::MLA.__init__",
+        both={"helper.py": HELPER}, uses=("helper.py::Helper",),
+        message="no longer refers to "
+                "vllm@v1:c/relation-missing-in-moved-symbol/helper.py::Helper",
+    ),
     "relation-holds": Case(
         MLA, MLA.replace("576", "512"), "m.py::MLA.__init__", "changed", ("body",),
         both={"helper.py": HELPER}, uses=("helper.py::Helper",),
@@ -471,6 +478,24 @@ def test_a_name_that_still_names_the_moved_symbol_is_not_moved(
     if status == "fresh":
         assert result["message"] == (f"{ref} still names it at vllm@v2, now in "
                                      "vllm/pkg/experts.py")
+
+
+def test_a_name_that_still_names_the_moved_symbol_is_changed_when_its_code_is(
+    tmp_path: Path
+) -> None:
+    write(Path("annotate.toml"), '[repos.vllm]\nversions = ["v1", "v2"]\n')
+    changed = SCALE.replace("'group'", "'block'")
+    versions = {"v1": REEXPORTS["v1"], "v2": {**REEXPORTS["v2"], "pkg/experts.py": changed}}
+    for version, files in versions.items():
+        source = write_tree(tmp_path / version / "vllm", files).parent
+        assert run("index", f"vllm@{version}", "--from", str(source)).exit_code == 0
+    write(Path("annotations/a.yml"),
+          annotation("blog/a.md", "vllm@v1", claim_yaml("s", ["vllm.pkg.Scale"])))
+    code, report = check_json("--exit-zero")
+    [result] = report["results"]
+    assert (result["status"], result["changes"]) == ("changed", ["members"]), result
+    assert result["message"].startswith("vllm.pkg.Scale still names it at vllm@v2, now in "
+                                        "vllm/pkg/experts.py; "), result
 
 
 def test_table_covers_every_status_and_kind() -> None:

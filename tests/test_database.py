@@ -326,6 +326,35 @@ def test_write_version_twice_is_refused_the_second_time(database: Database) -> N
     assert table_counts(database) == before
 
 
+def test_blob_lookups_find_every_stored_id_past_one_chunk(database: Database) -> None:
+    ids = [f"{n:040x}" for n in range(1001)]  # the lookups ask 500 ids at a time
+    version = queries.VersionRow("vllm", "v1", "local", None, None, len(ids), len(ids), 0.1)
+    queries.write_version(
+        database, {"name": "vllm", "git": None, "pypi": None, "github": None}, version,
+        [(f"f{n}.txt", blob) for n, blob in enumerate(ids)],
+        [queries.BlobRow(blob, 1, None) for blob in ids], extractor="test",
+    )
+    assert queries.known_blobs(database, [*ids, "f" * 40]) == set(ids)
+    assert queries.never_parsed_blobs(database, ids) == set(ids)
+
+
+def test_symbols_named_matches_whole_qualname_components(
+    tmp_path: Path, database: Database, config: ProjectConfig
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "m.py").write_text(
+        "class AB:\n    def f(self):\n        pass\n\n\n"
+        "class B:\n    def f(self):\n        pass\n"
+    )
+    index_version(database, config, "vllm", "v1", from_path=tree)
+    key = queries.require_version(database, "vllm", "v1")
+    assert [row["qualname"] for row in queries.symbols_named(database, key, "B.f")] == ["B.f"]
+    assert [row["qualname"] for row in queries.symbols_named(database, key, "f")] == [
+        "AB.f", "B.f"
+    ]
+
+
 def test_writer_waits_for_another_and_says_so(tmp_path: Path) -> None:
     path = _fresh(tmp_path / "index.db")
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

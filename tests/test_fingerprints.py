@@ -70,6 +70,15 @@ CASES = [
         id="docstring-removed",
     ),
     pytest.param(
+        'def f():\n    # c\n    """doc one"""\n    return 1\n',
+        'def f():\n    # c\n    """doc two"""\n    return 1\n',
+        "f", False, True, None, id="docstring-after-a-comment-change",
+    ),
+    pytest.param(
+        'def f():\n    "doc" "one"\n    return 1\n', 'def f():\n    "doc" "two"\n    return 1\n',
+        "f", False, True, None, id="concatenated-docstring-change",
+    ),
+    pytest.param(
         FUNCTION, FUNCTION.replace("def f(a, b=1):", "def f(\n    a,\n    b=1,\n):"),
         "f", False, True, None, id="args-split-with-magic-trailing-comma",
     ),
@@ -165,6 +174,14 @@ CASES = [
     ),
     pytest.param(
         CLASS, "\n\n" + CLASS, "C", True, True, True, id="class-moved-down",
+    ),
+    pytest.param(
+        CLASS,
+        CLASS.replace(
+            '    def m(self, x):\n        return x + 1\n\n    def n(self):\n        return "n"\n',
+            '    def n(self):\n        return "n"\n\n    def m(self, x):\n        return x + 1\n',
+        ),
+        "C", False, False, True, id="class-methods-reordered",
     ),
 ]
 

@@ -368,6 +368,8 @@ claims:
                  "    at: 'vllm@v2'   # pinned when written  \n", id="replace"),
     pytest.param("blog/bump.md#no-pin", "  - id: no-pin\n", "  - id: no-pin\n    at: vllm@v2\n",
                  id="article-and-id"),
+    pytest.param("./blog/bump.md#no-pin", "  - id: no-pin\n",
+                 "  - id: no-pin\n    at: vllm@v2\n", id="dot-slash-article-and-id"),
 ])
 @pytest.mark.parametrize("ending", ["lf", "crlf"])
 def test_bump_moves_the_claims_pin(claim: str, old: str, new: str, ending: str) -> None:
@@ -586,6 +588,16 @@ def test_bump_refuses_what_it_cannot_edit_in_place(claims: str, error: str) -> N
     stderr = refused_bump("annotations/s.yml", text, "c")
     assert stderr.startswith("Error: claim 'c' cannot move to vllm@v2: " + error)
     assert stderr.count("\n") == 1
+
+
+def test_bump_refuses_an_edit_that_would_change_another_claim() -> None:
+    """The claims share their refs list through an anchor: moving c's ref moves d's."""
+    text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n"
+            f"  - id: c\n    text: x\n    refs: &m [{MERGE}]\n"
+            "  - id: d\n    text: y\n    refs: *m\n")
+    assert refused_bump("annotations/s.yml", text, "c") == (
+        "Error: the edits to annotations/s.yml would also change claim 'd'; nothing was "
+        "changed (hint: edit it by hand)\n")
 
 
 def test_bump_inserts_a_pin_with_the_files_line_ending() -> None:

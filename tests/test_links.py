@@ -243,6 +243,22 @@ def test_relinking_unchanged_files_stores_the_same(project: Path) -> None:
     assert stored() == before
 
 
+@pytest.mark.parametrize("setting", [
+    pytest.param('github = "someone/vllm-fork"', id="github"),
+    pytest.param('pypi = "vllm-fork"', id="pypi"),
+])
+def test_a_repo_setting_changed_in_the_config_makes_the_links_outdated(
+    project: Path, setting: str
+) -> None:
+    write_corpus()
+    assert link().exit_code == 0
+    with open_database(project / DB) as database:
+        assert links.link_state(database, load_config()) is links.LinkState.CURRENT
+        config = Path("annotate.toml").read_text(encoding="utf-8")
+        write("annotate.toml", config.replace("[repos.vllm]\n", f"[repos.vllm]\n{setting}\n"))
+        assert links.link_state(database, load_config()) is links.LinkState.CHANGED
+
+
 def test_relinking_replaces_what_changed_and_removes_what_is_gone(project: Path) -> None:
     write_corpus()
     assert link().exit_code == 0

@@ -150,6 +150,10 @@ SAME_PLACE = {
         "class C(Base):\n    x = 1\n", "class C(Other, Base):\n    x = 1\n", "C",
         Verdict.CHANGED, (BASES,), "bases changed: (Base) -> (Other, Base)",
     ),
+    "empty-bases-dropped-is-no-bases-change": Case(
+        "class C():\n    x = 1\n", "class C:\n    x = 1\n    y = 2\n", "C",
+        Verdict.CHANGED, (MEMBERS,), "members changed: added y",
+    ),
     "class-decorator": Case(
         "@dataclass\nclass C:\n    x: int = 1\n",
         "@dataclass(frozen=True)\nclass C:\n    x: int = 1\n", "C", Verdict.CHANGED, (SIG,),
@@ -485,6 +489,19 @@ def test_removed_with_closest_candidates(tmp_path: Path) -> None:
     assert matching.CANDIDATE_FLOOR <= match.score < matching.MOVE_THRESHOLD
 
 
+def test_a_renamed_candidate_in_another_file_needs_the_rename_threshold(
+    tmp_path: Path
+) -> None:
+    renamed = KERNEL.format(name="fused_prenorm").replace(
+        "return out.view(residual.shape[0], -1)", "return out").replace("mixes", "mx")
+    index = build_index(tmp_path, {"v1": {"a.py": KERNEL.format(name="mhc_pre")},
+                                   "v2": {"b.py": renamed}})
+    match = index.match("v1", "v2", "a.py", "mhc_pre")
+    assert matching.MOVE_THRESHOLD <= match.score < matching.RENAME_MOVE_THRESHOLD
+    assert match.verdict is Verdict.REMOVED
+    assert refs(match.candidates) == {"b.py::fused_prenorm"}
+
+
 def test_removed_without_candidates(tmp_path: Path) -> None:
     index = build_index(tmp_path, {
         "v1": {"u.py": "def is_neuron():\n    return False\n\n\ndef keep():\n    pass\n"},
@@ -678,6 +695,15 @@ MOVES = {
         {"c.py": KDA.format(name="MiMoModel", bases="nn.Module")},
         "Dots1Model", Verdict.REMOVED,
     ),
+    "attribute-of-a-removed-class-follows-no-twin-elsewhere": MoveCase(
+        {"a.py": "class BlockPool:\n"
+                 "    table = build_table(num_blocks, block_size, dtype, device, pin_memory)\n"
+                 "    def free(self, blocks):\n        self.free_list.extend(blocks)\n"},
+        {"b.py": "class Sampler:\n"
+                 "    table = build_table(num_blocks, block_size, dtype, device, pin_memory)\n"
+                 "    def sample(self, logits):\n        return logits.argmax(-1)\n"},
+        "BlockPool.table", Verdict.REMOVED,
+    ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
         {"ops.py": "class AiterOps:\n    @staticmethod\n"
@@ -792,6 +818,20 @@ def test_history_rejects_an_unlisted_version(tmp_path: Path) -> None:
     index = build_index(tmp_path, {"v1": {"a.py": STEP}})
     with pytest.raises(ValueError, match="not among"):
         history(index.database, "vllm", index.symbol("v1", "a.py", "step"), [])
+
+
+@pytest.mark.parametrize(("old", "new", "score"), [
+    pytest.param("m/a.py", "m/a.py", 1.0, id="same-file"),
+    pytest.param("a.py", "m/a.py", 0.6, id="same-name-no-shared-folder"),
+    pytest.param("x/sleep/r.py", "y/sleep/r.py", 0.65, id="same-name-one-shared-folder"),
+    pytest.param("a/b/c/d/r.py", "z/b/c/d/r.py", 0.75, id="same-name-three-shared-folders"),
+    pytest.param("p/a/b/c/r.py", "q/p/a/b/c/r.py", 0.75, id="same-name-shared-folders-capped"),
+    pytest.param("m/a.py", "m/b.py", 0.4, id="same-folder"),
+    pytest.param("vllm/v1/core/a.py", "vllm/v1/worker/b.py", 0.2, id="same-package"),
+    pytest.param("vllm/v1/core/a.py", "lmcache/b.py", 0.0, id="unrelated"),
+])
+def test_path_similarity(old: str, new: str, score: float) -> None:
+    assert matching._path_similarity(old, new) == pytest.approx(score)
 
 
 def test_package_of() -> None:

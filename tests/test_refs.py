@@ -172,6 +172,11 @@ INVALID = [
     pytest.param("a.py::<locals>.f", "invalid qualname '<locals>.f'", id="qualname-locals-first"),
     pytest.param("a.py::f.<locals>", "invalid qualname 'f.<locals>'", id="qualname-locals-last"),
     pytest.param("a.py::1f", "invalid qualname '1f'", id="qualname-not-identifier"),
+    pytest.param(
+        "a.py::f.<locals>.<locals>.g",
+        "invalid qualname 'f.<locals>.<locals>.g'",
+        id="qualname-locals-twice",
+    ),
     pytest.param("a.py::", "missing qualname after '::' in 'a.py::'", id="qualname-missing"),
     pytest.param("::f", "missing path before '::' in '::f'", id="path-missing"),
     pytest.param("#L1", "missing path before '#' in '#L1'", id="path-missing-lines"),
@@ -193,6 +198,7 @@ INVALID = [
     pytest.param("a.py\x00::f", "reference contains the control character U+0000", id="nul"),
     pytest.param("a\nb.py::f", "reference contains the control character U+000A", id="newline"),
     pytest.param("a.py#L9-L3", "line range L9-L3 ends before it starts", id="range-reversed"),
+    pytest.param("a.py#L5-L4", "line range L5-L4 ends before it starts", id="range-one-back"),
     pytest.param("a.py#L0", "line numbers start at 1, got '#L0'", id="line-zero"),
     pytest.param(
         "a.py#L1C3",
@@ -268,6 +274,11 @@ INVALID = [
         "a.py::" + "f" * 5000,
         "reference is too long (5006 characters, max 4096)",
         id="too-long",
+    ),
+    pytest.param(
+        "a.py::" + "f" * 4091,
+        "reference is too long (4097 characters, max 4096)",
+        id="too-long-by-one",
     ),
 ]
 

@@ -459,6 +459,14 @@ def test_github_points_at_the_annotation() -> None:
     ]
 
 
+def test_github_cuts_a_long_claim_text() -> None:
+    result = make(Status.CHANGED, claim_text="word " * 60)
+    _, _, message = parse_command(render(report_of(result), "github").splitlines()[0])
+    quoted = message.splitlines()[1].removeprefix(f"claim kv-blocks of {ARTICLE}: ")
+    assert quoted == ("word " * 40)[: github.MAX_CLAIM_TEXT - 3] + "..."
+    assert len(quoted) == github.MAX_CLAIM_TEXT
+
+
 def test_github_omits_unknown_line() -> None:
     line = render(report_of(make(Status.CHANGED, line=0)), "github").splitlines()[0]
     assert "line=" not in line
@@ -628,6 +636,7 @@ def test_sarif_results_reference_their_rule() -> None:
     ("result", "expected"),
     [
         pytest.param(make(Status.FRESH), None, id="fresh-omitted"),
+        pytest.param(make(Status.FRESH, failing=True), "error", id="fresh-failing-error"),
         pytest.param(make(Status.COSMETIC), "note", id="cosmetic-note"),
         pytest.param(make(Status.UNINDEXED), "note", id="unindexed-note"),
         pytest.param(make(Status.CHANGED), "warning", id="stale-warning"),
@@ -678,6 +687,13 @@ def test_sarif_waiver_is_a_suppression() -> None:
             "justification": "waived until 2030-06-30: rewrite",
         }
     ]
+
+
+def test_sarif_expired_waiver_is_not_a_suppression() -> None:
+    result = make(Status.MOVED, waived_until="2020-01-01", waiver_reason="old",
+                  waiver_expired=True)
+    (item,) = sarif_of(report_of(result))["runs"][0]["results"]
+    assert "suppressions" not in item
 
 
 def test_sarif_unknown_line_has_no_region() -> None:

@@ -393,6 +393,11 @@ def test_quote_stands(quote: str, stands: bool) -> None:
     assert quote_stands(quote, "    gpu_memory_utilization: float = 0.9\n") is stands
 
 
+def test_quote_stands_after_an_occurrence_that_cuts_a_token() -> None:
+    # The first "= 0" is a piece of "= 0.9"; the search goes on to the one that stands.
+    assert quote_stands("= 0", "x = 0.9\ny = 0\n")
+
+
 @pytest.mark.parametrize(
     ("text", "lines"),
     [

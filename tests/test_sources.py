@@ -197,6 +197,14 @@ def test_unreachable_git_url_fails_fast() -> None:
     )
 
 
+def test_the_users_own_git_stall_limit_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_HTTP_LOW_SPEED_TIME", "7")
+    monkeypatch.delenv("GIT_HTTP_LOW_SPEED_LIMIT", raising=False)
+    fetch_env = {**os.environ, **git_source._fetch_env()}  # as GitPython runs git
+    assert fetch_env["GIT_HTTP_LOW_SPEED_TIME"] == "7"
+    assert fetch_env["GIT_HTTP_LOW_SPEED_LIMIT"] == "1000"
+
+
 def test_unknown_tag_names_the_missing_ref(fake_vllm: FakeRepo) -> None:
     with pytest.raises(VersionNotFound) as caught:
         open_snapshot(_repo(fake_vllm.url), "v9.9.9", _cache())
@@ -544,6 +552,15 @@ def test_a_git_url_that_is_no_repository_says_so(tmp_path: Path) -> None:
         open_snapshot(_repo(str(missing)), "v0.1.0", _cache())
     assert f"'{missing}' does not appear to be a git repository" in caught.value.message
     assert caught.value.hint.startswith(f"check the git location of repo vllm ({missing});")
+
+
+def test_a_hint_two_failed_sources_give_is_said_once(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.git"
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo(str(missing), ("git", "git")), "v0.1.0", _cache())
+    hint = f"check the git location of repo vllm ({missing});"
+    assert caught.value.message.count("does not appear to be a git repository") == 2
+    assert caught.value.hint.startswith(hint) and caught.value.hint.count(hint) == 1
 
 
 def _checkout_with_clutter(root: Path) -> None:

@@ -144,6 +144,24 @@ TREE = {
         "    def sized(self, block_size):\n"
         "        return block_size\n"
     ),
+    "vllm/deep/shared.py": "class Depth:\n    pass\n",
+    "vllm/deep/inner/user.py": "from ..shared import Depth\n\nLAYER = Depth\n",
+    "vllm/fast.py": "class Kernel:\n    pass\n",
+    "vllm/slow.py": "class Kernel:\n    pass\n",
+    "vllm/fallback.py": (
+        "try:\n"
+        "    from vllm.fast import Kernel\n"
+        "except ImportError:\n"
+        "    from vllm.slow import Kernel\n"
+    ),
+    "vllm/interleaved.py": (
+        "from vllm.getter import fetch_one as fetch\n"
+        "from vllm.getter import fetch_one\n"
+        "\n"
+        "a = fetch()\n"
+        "b = fetch_one()\n"
+        "c = fetch()\n"
+    ),
     "vllm/scopes.py": (
         "def outer():\n"
         "    def inner():\n"
@@ -226,6 +244,10 @@ BLOCK_SIZE = "vllm/config/cache.py::CacheConfig.block_size"
                  id="imported-from-a-module-outside-the-version-not-a-guess"),
     pytest.param("launch", ("vllm/ext.py", 13), ("attribute", "unresolved", None),
                  id="instance-attribute-not-a-guess"),
+    pytest.param("Depth", ("vllm/deep/inner/user.py", 3),
+                 ("name", "import", "vllm/deep/shared.py::Depth"), id="parent-relative-import"),
+    pytest.param("Kernel", ("vllm/fallback.py", 4), ("import", "import", "vllm/slow.py::Kernel"),
+                 id="import-line-of-a-name-imported-twice-is-its-own"),
     pytest.param("inner", ("vllm/scopes.py", 4),
                  ("name", "local", "vllm/scopes.py::outer.<locals>.inner"), id="nested-function"),
     pytest.param("size", ("vllm/scopes.py", 9), ("name", "local", "vllm/scopes.py::Sizes.size"),
@@ -254,6 +276,13 @@ def test_alias_resolves_to_the_imported_definition(indexed: Path) -> None:
     by_original = references(indexed, "ReplicatedLinear")
     assert by_original[("vllm/models/alias.py", 1)] == ("import", "import", TARGET)
     assert by_original[("vllm/models/alias.py", 4)] == ("name", "import", TARGET)
+
+
+def test_uses_of_a_name_and_its_alias_come_in_line_order(indexed: Path) -> None:
+    with open_database(indexed) as database:
+        result = xref(database, "vllm", "v1", "fetch_one")
+    found = [(r.line, r.context) for r in result.references if r.path == "vllm/interleaved.py"]
+    assert found == [(1, "import"), (2, "import"), (4, "name"), (5, "name"), (6, "name")]
 
 
 def test_a_lazy_aliased_import_from_outside_is_unresolved_once_per_place(indexed: Path) -> None:
