@@ -190,6 +190,8 @@ def classify(old: Comparable, new: Comparable) -> tuple[Verdict, tuple[Change, .
         if _same_but_name(old, new):
             return Verdict.COSMETIC, ()
     changes = describe(old, new)
+    if not changes and kind_group(old.kind) is KindGroup.CLASS:
+        return Verdict.COSMETIC, ()  # the same header, members and code: ``class A():``
     return Verdict.CHANGED, changes or (BodyChange(),)
 
 
@@ -227,7 +229,7 @@ def _class_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
     members = _members_change(old.members(), new.members())
     if members is not None:
         changes.append(members)
-    if not changes or _class_body_changed(old, new):
+    if _class_body_changed(old, new):
         changes.append(BodyChange())
     return tuple(changes)
 

@@ -150,6 +150,11 @@ SAME_PLACE = {
         "class C(Base):\n    x = 1\n", "class C(Other, Base):\n    x = 1\n", "C",
         Verdict.CHANGED, (BASES,), "bases changed: (Base) -> (Other, Base)",
     ),
+    "empty-bases-dropped-alone-is-cosmetic": Case(
+        "class C():\n    x = 1\n\n    def f(self):\n        return self.x\n",
+        "class C:\n    x = 1\n\n    def f(self):\n        return self.x\n", "C",
+        Verdict.COSMETIC,
+    ),
     "empty-bases-dropped-is-no-bases-change": Case(
         "class C():\n    x = 1\n", "class C:\n    x = 1\n    y = 2\n", "C",
         Verdict.CHANGED, (MEMBERS,), "members changed: added y",
