@@ -573,7 +573,8 @@ def _as_displayed(context: Context, path: str) -> str:
 def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
     """Each stored link's check status against its repo's target version (a query: the
     annotation files are not read again)."""
-    report = _run_check(context, (), relink=False)
+    report = _run_check(context, (), relink=False,
+                        source_files=frozenset(row["source_file"] for row in rows))
     status = {(r.file, r.line): r.status.value for r in report.results}
     return [{**row, "status": status.get((row["source_file"], row["line"]))} for row in rows]
 
@@ -749,17 +750,23 @@ def _claim_in_file(context: Context, wanted: str) -> str:
     return f"{_as_displayed(context, where)}#{claim_id}"
 
 
-def _run_check(context: Context, against: tuple[str, ...], relink: bool = True) -> Any:
-    """The check report, refused when an annotation file does not load: such a file keeps
-    its old links, whose lines may no longer be its lines."""
-    report, input_errors = _checked(context, against, relink=relink)
+def _run_check(
+    context: Context, against: tuple[str, ...], relink: bool = True,
+    source_files: frozenset[str] | None = None,
+) -> Any:
+    """The check report (of the refs written in ``source_files``, when given), refused
+    when an annotation file does not load: such a file keeps its old links, whose lines
+    may no longer be its lines."""
+    report, input_errors = _checked(context, against, relink=relink,
+                                    source_files=source_files)
     if input_errors:
         raise UserError(f"{_unreadable_files(input_errors)} (see above); nothing was changed")
     return report
 
 
 def _checked(
-    context: Context, against: tuple[str, ...], today: Any = None, relink: bool = True
+    context: Context, against: tuple[str, ...], today: Any = None, relink: bool = True,
+    source_files: frozenset[str] | None = None,
 ) -> tuple[Any, list[Exception]]:
     """Link (unless ``relink`` is false) and check; print, and return, the annotation
     files' errors beside the report."""
@@ -777,7 +784,8 @@ def _checked(
         context.config.repo(repo)
     if relink:
         require_annotation_files(context.config)
-    options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on)
+    options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on,
+                           source_files)
     with context.database() as stored, _linkable(stored, context.config, relink) as database:
         for repo, version in pins.items():
             queries.require_version(database, repo, version)

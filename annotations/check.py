@@ -34,6 +34,7 @@ class CheckOptions:
     against: dict[str, str]
     today: datetime.date
     fail_on: tuple[str, ...]
+    source_files: frozenset[str] | None = None  # only the refs written in these files
 
 
 def check_all(database: Database, config: ProjectConfig, options: CheckOptions) -> CheckReport:
@@ -43,6 +44,8 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     waivers = claim_store.waivers(database)
     results, repos = [], set()
     for row in claim_store.all_refs(database):
+        if options.source_files is not None and row["source_file"] not in options.source_files:
+            continue
         result = _check_ref(comparer, config, options, row)
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
