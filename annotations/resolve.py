@@ -83,7 +83,7 @@ class Resolver:
         self._paths: dict[int, set[str]] = {}
         self._modules: dict[int, VersionModules] = {}
         self._wheel_folders: dict[int, set[str] | None] = {}
-        self.source = lru_cache(maxsize=256)(self._source)
+        self.source = lru_cache(maxsize=1024)(self._source)
         self.source_lines = lru_cache(maxsize=256)(self._source_lines)
 
     def resolve(self, ref: Ref) -> Resolved:
