@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -117,13 +118,21 @@ def test_every_migration_splits_into_complete_statements(number: int) -> None:
     )
 
 
+def _at_schema(path: Path, version: int, *statements: str) -> None:
+    """A database at ``version``, as the first migrations make it, with ``statements`` run
+    after them."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        for script in MIGRATIONS[:version]:
+            for statement in _statements(script):
+                conn.execute(statement)
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {version}")
+
+
 def test_older_schema_is_migrated_after_a_backup(tmp_path: Path) -> None:
     path = tmp_path / "index.db"
-    with sqlite3.connect(path) as conn:
-        for statement in _statements(MIGRATIONS[0]):
-            conn.execute(statement)
-        conn.execute("INSERT INTO repos (name) VALUES ('vllm')")
-        conn.execute("PRAGMA user_version = 1")
+    _at_schema(path, 1, "INSERT INTO repos (name) VALUES ('vllm')")
     notes: list[str] = []
     with open_database(path, notify=notes.append) as database:
         assert database.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -159,16 +168,8 @@ def test_a_database_of_an_edited_migration_reaches_the_fresh_schema(
     tmp_path: Path, version: int, edits: list[str]
 ) -> None:
     path = tmp_path / "index.db"
-    with sqlite3.connect(path) as conn:
-        for script in MIGRATIONS[:version]:
-            for statement in _statements(script):
-                conn.execute(statement)
-        for statement in edits:
-            conn.execute(statement)
-        conn.execute("INSERT INTO blobs (id, size) VALUES ('b', 1)")
-        if version >= 3:
-            conn.execute("INSERT INTO blob_names (blob_id, names) VALUES ('b', ' x y ')")
-        conn.execute(f"PRAGMA user_version = {version}")
+    names = ["INSERT INTO blob_names VALUES ('b', ' x y ')"] if version >= 3 else []
+    _at_schema(path, version, *edits, "INSERT INTO blobs (id, size) VALUES ('b', 1)", *names)
     with open_database(path) as database:
         conn = database.conn
         assert conn.execute("SELECT id FROM blobs").fetchall() == [("b",)]
@@ -183,17 +184,13 @@ def test_an_unparsed_python_blob_of_a_schema_7_database_is_marked_for_parsing(
 ) -> None:
     """_V7's marking was added after _V7 ran: `_V8` marks again."""
     path = tmp_path / "index.db"
-    with sqlite3.connect(path) as conn:
-        for script in MIGRATIONS[:7]:
-            for statement in _statements(script):
-                conn.execute(statement)
-        conn.execute("INSERT INTO repos (name) VALUES ('vllm')")
-        conn.execute("INSERT INTO versions VALUES (1, 'vllm', 'v1', 'local', NULL, NULL, 'now',"
-                     " 2, 0, 2, 0.1)")
-        conn.executemany("INSERT INTO blobs (id, size, extractor) VALUES (?, 1, 'x')",
-                         [("py",), ("txt",)])
-        conn.executemany("INSERT INTO files VALUES (1, ?, ?)", [("a.py", "py"), ("a.txt", "txt")])
-        conn.execute("PRAGMA user_version = 7")
+    _at_schema(
+        path, 7, "INSERT INTO repos (name) VALUES ('vllm')",
+        "INSERT INTO versions VALUES (1, 'vllm', 'v1', 'local', NULL, NULL, 'now', 2, 0, 2, 0.1)",
+        *(f"INSERT INTO blobs (id, size, extractor) VALUES ('{b}', 1, 'x')" for b in ("py", "txt")),
+        "INSERT INTO files VALUES (1, 'a.py', 'py')",
+        "INSERT INTO files VALUES (1, 'a.txt', 'txt')",
+    )
     with open_database(path) as database:
         marked = database.conn.execute("SELECT id, extractor FROM blobs ORDER BY id").fetchall()
     assert marked == [("py", ""), ("txt", "x")]
@@ -418,10 +415,7 @@ def test_writer_gives_up_with_a_clear_error(
 
 def test_a_file_at_the_backups_name_is_replaced_not_written_into(tmp_path: Path) -> None:
     path = tmp_path / "index.db"
-    with sqlite3.connect(path) as conn:
-        for statement in _statements(MIGRATIONS[0]):
-            conn.execute(statement)
-        conn.execute("PRAGMA user_version = 1")
+    _at_schema(path, 1)
     backup = tmp_path / "index.db.v1.bak"
     backup.write_bytes(os.urandom(100))  # a stray file, not a database
     with open_database(path) as database:
