@@ -40,7 +40,7 @@ from db.database import Database
 from indexer.config import CONFIG_FILE, ProjectConfig
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 5
+LINK_FORMAT = 6
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a

@@ -96,7 +96,7 @@ from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
 from db.queries import file_blob, require_version
-from indexer.literals import blank_literals
+from indexer.literals import blank_literals, universal_newlines
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "CANDIDATE_MIN_BODY", "MAX_CLOSEST",
@@ -271,7 +271,7 @@ class SourceStore:
     def content(self, blob_id: str) -> bytes:
         found = self._contents.get(blob_id)
         if found is None:
-            found = mq.blob_contents(self.database, [blob_id]).get(blob_id, b"")
+            found = universal_newlines(mq.blob_contents(self.database, [blob_id]).get(blob_id, b""))
             if len(self._contents) >= self._max_blobs:
                 self._contents.pop(next(iter(self._contents)))
             self._contents[blob_id] = found
@@ -285,7 +285,7 @@ class SourceStore:
                  if blob_id in self._contents}
         missing = [blob_id for blob_id in wanted if blob_id not in found]
         loaded = mq.blob_contents(self.database, missing) if missing else {}
-        found.update((blob_id, loaded.get(blob_id, b"")) for blob_id in missing)
+        found.update((blob_id, universal_newlines(loaded.get(blob_id, b""))) for blob_id in missing)
         return found
 
     def blob_rows(self, blob_id: str) -> list[tuple]:

@@ -31,7 +31,7 @@ from db import queries
 from db import references as store
 from db.database import Database
 from indexer.config import ProjectConfig
-from indexer.literals import WORD_BYTES, literal_ranges
+from indexer.literals import WORD_BYTES, literal_ranges, universal_newlines
 
 _OWNER = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*\Z")  # ``owner.`` before a name
 
@@ -92,7 +92,7 @@ def xref(
     definitions = store.definitions_in(database, (blob for _, blob in candidates))
     imports = store.imports_of(database, (blob for _, blob in candidates))
     for path, blob_id in candidates:
-        content = queries.blob_content(database, blob_id) or b""
+        content = universal_newlines(queries.blob_content(database, blob_id) or b"")
         scanner = _FileScanner(path, content, definitions.get(blob_id, []),
                                imports.get(blob_id, []), modules, unique)
         result.references.extend(scanner.occurrences(short))

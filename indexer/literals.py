@@ -27,6 +27,17 @@ LITERAL = re.compile(rb"(?=[#'\"])(" + _STRING + rb"|#[^\n]*)", re.DOTALL)
 comment)."""
 
 
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def universal_newlines(source: bytes) -> bytes:
+    """``source`` with each lone CR made a LF: Python ends a line at a lone CR (its
+    universal newlines), tree-sitter and a count of LFs do not. The length is kept, so
+    are byte offsets. The indexer parses this text, so lines and spans are read from it
+    too (every reader of a blob's content as text)."""
+    return _LONE_CR.sub(b"\n", source) if b"\r" in source else source
+
+
 def blank_literals(code: bytes) -> bytes:
     """``code`` with each string literal and comment replaced by a space."""
     return LITERAL.sub(b" ", code)

@@ -31,6 +31,7 @@ import tree_sitter
 import tree_sitter_python
 
 from indexer.fingerprints import NormalizedFile, digest, shape_digest
+from indexer.literals import universal_newlines
 from indexer.models import ParsedBlob, Symbol, SymbolKind
 from indexer.references import imports_in, names_in
 
@@ -113,15 +114,6 @@ class _Definition:
     signature: str
     members: list[_Definition] | None = None
     normalized_header: bytes = field(default=b"")
-
-
-_LONE_CR = re.compile(rb"\r(?!\n)")
-
-
-def universal_newlines(source: bytes) -> bytes:
-    """``source`` with each lone CR made a LF: Python ends a line at a lone CR (its
-    universal newlines), tree-sitter does not. The length is kept, so are byte offsets."""
-    return _LONE_CR.sub(b"\n", source) if b"\r" in source else source
 
 
 def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBlob:

@@ -322,6 +322,14 @@ CASES: dict[str, Case] = {
                                  path="kernel.cu", message="file unchanged"),
     "lines-unchanged": Case(KERNEL, KERNEL + "// end\n", "kernel.cu#L4-L6", "fresh",
                             path="kernel.cu", message="lines unchanged"),
+    "lines-moved-past-a-lone-cr": Case(
+        KERNEL, "// v2\r// more\n" + KERNEL, "kernel.cu#L4-L6", "moved", path="kernel.cu",
+        new_ref="kernel.cu#L6-L8", message="the lines moved by +2",
+    ),
+    "lines-of-a-cr-only-file-moved": Case(
+        KERNEL.replace("\n", "\r"), "// v2\r" + KERNEL.replace("\n", "\r"), "kernel.cu#L4-L6",
+        "moved", path="kernel.cu", new_ref="kernel.cu#L5-L7", message="the lines moved by +1",
+    ),
     "lines-moved": Case(KERNEL, "// v2\n// more\n" + KERNEL, "kernel.cu#L4-L6", "moved",
                         path="kernel.cu", new_ref="kernel.cu#L6-L8",
                         message="the lines moved by +2"),

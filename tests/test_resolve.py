@@ -407,8 +407,7 @@ def test_quote_stands_after_an_occurrence_that_cuts_a_token() -> None:
         pytest.param("a\r\nb\n\n", ["a\r\n", "b\n", "\n"], id="crlf-and-blank"),
         pytest.param("\f\nx = 'a\u2028b'\x85\n", ["\f\n", "x = 'a\u2028b'\x85\n"],
                      id="only-newline-ends-a-line"),
-        pytest.param("a\rb\r\r\nc", ["a\r", "b\r", "\r\n", "c"], id="lone-cr-as-in-python"),
-        pytest.param("a\r", ["a\r"], id="final-lone-cr"),
+        pytest.param("a\rb\r\nc", ["a\rb\r\n", "c"], id="a-lone-cr-is-made-a-lf-before"),
     ],
 )
 def test_split_lines(text: str, lines: list[str]) -> None:

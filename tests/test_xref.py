@@ -29,6 +29,8 @@ class ColumnParallelLinear(ReplicatedLinear):
 LAYERS_INIT = "from .linear import ReplicatedLinear\n"
 
 TREE = {
+    "vllm/mac.py": "import os\r\r\rdef helper():\r    return os.sep\r\r\rclass K:\r"
+                   "    def run(self):\r        return helper()\r",
     "vllm/__init__.py": "",
     "vllm/layers/__init__.py": LAYERS_INIT,
     "vllm/layers/linear.py": LINEAR,
@@ -269,6 +271,16 @@ def test_strings_comments_and_definitions_are_not_references(indexed: Path) -> N
     attributes = references(indexed, "block_size")
     assert ("vllm/config/cache.py", 2) not in attributes  # block_size: int = 16
     assert attributes[("vllm/engine/args.py", 5)][0] == "attribute"  # = CacheConfig.block_size
+
+
+def test_lines_and_scopes_of_a_file_with_lone_carriage_returns(indexed: Path) -> None:
+    """Lines end at a lone CR, as the symbols count them: the call stands in ``K.run``."""
+    with open_database(indexed) as database:
+        result = xref(database, "vllm", "v1", "helper")
+    assert [(d["path"], d["start_line"]) for d in result.definitions] == [("vllm/mac.py", 4)]
+    found = [(r.line, r.context, r.enclosing) for r in result.references
+             if r.path == "vllm/mac.py"]
+    assert found == [(10, "name", "K.run")]
 
 
 def test_alias_resolves_to_the_imported_definition(indexed: Path) -> None:
