@@ -247,17 +247,24 @@ class Database:
         # Written beside it, then renamed: a file already at that name (a stale copy, or
         # not a database at all) is replaced whole, never written into.
         partial = backup.with_name(backup.name + ".partial")
-        partial.unlink(missing_ok=True)
+        _remove_with_journals(partial)
         # A second connection reads the committed state: this one holds the write lock,
         # and a backup from a connection that is writing never finishes (SQLITE_LOCKED).
         try:
             with contextlib.closing(sqlite3.connect(self.path)) as source, \
                     contextlib.closing(sqlite3.connect(partial)) as copy:
                 source.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")  # one file: no -wal to follow
         except BaseException:
-            partial.unlink(missing_ok=True)
+            _remove_with_journals(partial)
             raise
+        _remove_with_journals(backup)  # a stale -wal beside it would be replayed into it
         os.replace(partial, backup)
+
+
+def _remove_with_journals(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def _first_look(connection: sqlite3.Connection) -> tuple[int, int]:

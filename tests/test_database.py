@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 import threading
 from pathlib import Path
@@ -424,3 +425,24 @@ def test_a_file_at_the_backups_name_is_replaced_not_written_into(tmp_path: Path)
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     assert list(tmp_path.glob("*.partial")) == []
 
+
+
+def test_a_stale_backup_with_its_own_wal_is_replaced_whole(tmp_path: Path) -> None:
+    """A -wal left beside an older backup would be replayed into the new one."""
+    path = tmp_path / "index.db"
+    _at_schema(path, 1, "INSERT INTO repos (name) VALUES ('real')")
+    stale, backup = tmp_path / "stale.db", tmp_path / "index.db.v1.bak"
+    writer = sqlite3.connect(stale)
+    writer.execute("PRAGMA journal_mode = WAL")
+    with writer:
+        writer.execute("CREATE TABLE stale_only (x)")
+    shutil.copyfile(stale, backup)
+    shutil.copyfile(stale.with_name("stale.db-wal"), backup.with_name(backup.name + "-wal"))
+    writer.close()
+    with open_database(path):
+        pass
+    with contextlib.closing(sqlite3.connect(backup)) as conn:
+        assert conn.execute("SELECT name FROM repos").fetchall() == [("real",)]
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        tables = {name for name, in conn.execute("SELECT name FROM sqlite_master")}
+    assert "stale_only" not in tables
