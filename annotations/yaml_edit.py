@@ -211,18 +211,30 @@ def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:
 
 
 def _shared_nodes(root: yaml.Node | None) -> set[int]:
-    """The ids of the nodes that stand in more than one place (an anchor and its aliases)."""
+    """The ids of the nodes that stand in more than one place: an anchor and its aliases,
+    and every node inside them (``uses: &u [a]`` shares ``a`` too)."""
     seen: set[int] = set()
-    shared: set[int] = set()
+    anchors: list[yaml.Node] = []
     pending = [root] if root is not None else []
     while pending:
         node = pending.pop()
         if id(node) in seen:
-            shared.add(id(node))
+            anchors.append(node)
             continue
         seen.add(id(node))
-        if isinstance(node, yaml.SequenceNode):
-            pending.extend(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            pending.extend(part for pair in node.value for part in pair)
+        pending.extend(_children(node))
+    shared: set[int] = set()
+    while anchors:
+        node = anchors.pop()
+        if id(node) not in shared:
+            shared.add(id(node))
+            anchors.extend(_children(node))
     return shared
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []

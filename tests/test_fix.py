@@ -19,7 +19,7 @@ from fakeproject import write_file as write
 from annotate_cli import cli
 from annotations.fix import FixError, FixPlan
 from annotations.loader import link_claim_id
-from annotations.yaml_edit import Span
+from annotations.yaml_edit import ClaimsYaml, Span
 
 GH = "https://github.com/vllm-project/vllm/blob"
 CONFIG = '[repos.vllm]\nversions = ["v0", "v1", "v2"]\n'  # v0 is never indexed
@@ -596,8 +596,26 @@ def test_bump_refuses_an_edit_that_would_change_another_claim() -> None:
             f"  - id: c\n    text: x\n    refs: &m [{MERGE}]\n"
             "  - id: d\n    text: y\n    refs: *m\n")
     assert refused_bump("annotations/s.yml", text, "c") == (
-        "Error: the edits to annotations/s.yml would also change claim 'd'; nothing was "
-        "changed (hint: edit it by hand)\n")
+        f"Error: claim 'c' cannot move to vllm@v2: {MERGE} cannot be rewritten (it is an "
+        "alias that other refs share; write it out); nothing was changed (hint: edit it by "
+        "hand)\n")
+
+
+def test_the_files_are_read_again_and_an_edit_that_strays_is_refused(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last safety net: an edit that lands elsewhere than meant (forced here onto claim
+    d's text) is caught when the edited file is read again, and nothing is written."""
+    text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n"
+            f"  - id: c\n    text: x\n    refs: [{ENGINE}]\n"
+            "  - id: d\n    text: y\n    refs: [vllm/utils.py::cdiv]\n")
+    path = write("annotations/s.yml", text)
+    monkeypatch.setattr(ClaimsYaml, "ref_span", lambda *args: Span(7, 10, 11, "z"))
+    result = fix()
+    assert (result.exit_code, result.stderr) == (2, (  # c's ref is not as meant, d's text
+        "Error: the edits to annotations/s.yml would also change claim 'c'; nothing was "
+        "changed (hint: edit it by hand)\n"))
+    assert path.read_text() == text
 
 
 def test_bump_inserts_a_pin_with_the_files_line_ending() -> None:
@@ -866,3 +884,18 @@ def test_a_moved_ref_writes_out_the_pin_its_unpinned_uses_target_took_from_it() 
     assert path.read_text() == claims.replace(f"ref: {ENGINE}", f"ref: {NEW_ENGINE}").replace(
         f"[{use}]", f"[vllm@v1:{use}]")
     assert statuses() == {("engine", NEW_ENGINE): "fresh"}
+
+
+def test_a_uses_list_shared_through_an_anchor_leaves_only_its_ref() -> None:
+    """Writing the pin into an anchor would change the other claim: that ref is left, with
+    a note, and the rest of the file is fixed."""
+    use = "vllm/worker/cache_engine.py::CacheEngine._allocate_kv_cache"
+    claims = (f"article: blog/engine.md\nat: vllm@v1\nclaims:\n  - id: engine\n    text: a\n"
+              f"    refs:\n      - ref: {ENGINE}\n        uses: &u [{use}]\n"
+              f"  - id: again\n    text: b\n    refs:\n      - ref: {ENGINE}\n        uses: *u\n"
+              f"  - id: graph\n    text: c\n    refs: [{GRAPH}]\n")
+    path = write("annotations/engine.yml", claims)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/engine.yml\n")
+    assert path.read_text() == claims.replace(f"[{GRAPH}]", f"[{NEW_GRAPH}]")
+    assert result.stderr.count("its uses: target is an alias that other refs share") == 2
