@@ -251,7 +251,8 @@ def db_option(command: F) -> F:
               help="Read the one version given from this checkout or wheel.")
 @click.option("--keep-going", is_flag=True,
               help="Exit 0 even when some versions cannot be fetched (they are reported).")
-@click.option("--workers", type=click.IntRange(1, 64), help="Parser processes (default: cores).")
+@click.option("--workers", type=click.IntRange(1, 64),
+              help="Parser processes (default: cores, at most 8).")
 @click.option("--no-references", is_flag=True, hidden=True,
               help="Skip names and imports (the benchmark compares with and without).")
 @db_option

@@ -16,7 +16,7 @@ import fakevllm as fv
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from fakeproject import copy_project, invoke
+from fakeproject import copy_project, invoke, isolate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,11 +35,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "annotate.toml").write_text(
         '[repos.vllm]\nsources = ["git"]\nversions = ["v0.1.0", "v0.2.0"]\n'
     )
-    for tag in ("v0.1.0", "v0.2.0"):
-        fv.write_snapshot(root / tag, fv.VERSIONS[tag])
-        result = CliRunner().invoke(cli, ["--config", str(root / "annotate.toml"), "index",
-                                          f"vllm@{tag}", "--from", str(root / tag)])
-        assert result.exit_code == 0, result.output
+    with pytest.MonkeyPatch.context() as patch:  # before conftest's per-test isolation
+        isolate(patch, root / "xdg-cache")
+        for tag in ("v0.1.0", "v0.2.0"):
+            fv.write_snapshot(root / tag, fv.VERSIONS[tag])
+            result = CliRunner().invoke(cli, ["--config", str(root / "annotate.toml"), "index",
+                                              f"vllm@{tag}", "--from", str(root / tag)])
+            assert result.exit_code == 0, result.output
     return root
 
 

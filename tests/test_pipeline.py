@@ -307,7 +307,7 @@ def test_a_blob_at_python_and_other_paths_is_parsed_and_listed_at_the_python_one
 
 ACROSS_VERSIONS = [
     pytest.param(("notes.txt",), ("notes.txt", "real.py"), 1024, id="text-then-python"),
-    pytest.param(("notes.txt",), ("real.py",), 100, id="unstored-text-then-python"),
+    pytest.param(("notes.txt",), ("real.py",), 100, id="text-then-python-elsewhere"),
     pytest.param(("notes.txt",), ("real.py",), len(SOURCE) - 1,
                  id="too-large-text-then-python"),
     pytest.param(("real.py",), ("notes.txt",), 1024, id="python-then-text"),
