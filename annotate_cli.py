@@ -604,10 +604,13 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
     if not rows:
         click.echo("No claims cite it.")
         return
-    if not by_symbol:
-        _table(["line", "claim", "version", "state", "status", "symbol"],
-               ([r["line"], r["claim_id"], r["version"], r["state"], r.get("status") or "-",
-                 r["resolved"] or r["written"]] for r in rows))
+    if not by_symbol:  # an article's claims may come from several files: then say which
+        several = len({r["source_file"] for r in rows}) > 1
+        _table(["file:line" if several else "line", "claim", "version", "state", "status",
+                "symbol"],
+               ([f"{r['source_file']}:{r['line']}" if several else r["line"], r["claim_id"],
+                 r["version"], r["state"], r.get("status") or "-", r["resolved"] or r["written"]]
+                for r in rows))
         return
     targets = sorted({_link_target(r) for r in rows})
     for target in targets:

@@ -335,6 +335,22 @@ def test_a_kept_claim_that_gives_way_leaves_one_search_row(project: Path) -> Non
                 " AND claim_id = 'swap'") == [("新的说法",)]
 
 
+def test_links_of_an_article_from_two_files_say_which_file_each_line_is_in(
+    project: Path
+) -> None:
+    write_corpus()
+    write("annotations/post-more.yml", "article: articles/post.md\nat: vllm@v0.1.0\nclaims:\n"
+          "  - id: swap\n    text: 交换空间\n"
+          "    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]\n")
+    assert link().exit_code == 0
+    result = CliRunner().invoke(cli, ["links", "--article", "articles/post.md"])
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:2] == ["file:line", "claim"]
+    assert {line.split()[0].rsplit(":", 1)[0] for line in lines[1:]} == {
+        "annotations/post-more.yml", "articles/post.md"}
+    assert "annotations/post-more.yml:6" in {line.split()[0] for line in lines[1:]}
+
+
 def test_claims_of_one_article_from_two_files_are_all_kept(project: Path) -> None:
     write_corpus()
     write("annotations/post-more.yml", """\
