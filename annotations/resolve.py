@@ -86,6 +86,7 @@ class Resolver:
         self._wheel_folders: dict[int, set[str] | None] = {}
         self.source = lru_cache(maxsize=1024)(self._source)
         self.source_lines = lru_cache(maxsize=256)(self._source_lines)
+        self.file_symbols = lru_cache(maxsize=256)(self._file_symbols)
 
     def resolve(self, ref: Ref) -> Resolved:
         repo, version = self._pin(ref)
@@ -185,7 +186,7 @@ class Resolver:
 
     def _symbol(self, repo: str, version: str, key: int, path: str, qualname: str) -> Resolved:
         self._blob(repo, version, key, path)
-        rows = queries.symbols_in_file(self.database, key, path)
+        rows = self.file_symbols(key, path)
         matching = [row for row in rows if row["qualname"] == qualname]
         if not matching:
             names = list(dict.fromkeys(row["qualname"] for row in rows))  # defined twice: once
@@ -200,7 +201,7 @@ class Resolver:
         """The source of ``resolved`` and the header of the class around it ("" when
         none): what ``unnamed_uses`` reads."""
         parent = (resolved.qualname or "").rpartition(".")[0]
-        rows = queries.symbols_in_file(self.database, resolved.version_key, resolved.path) \
+        rows = self.file_symbols(resolved.version_key, resolved.path) \
             if parent else []
         header = next((row["signature"] for row in rows
                        if row["qualname"] == parent and row["kind"] == "class"), "")
@@ -211,7 +212,7 @@ class Resolver:
         setter, a def under if/else, @overload stubs), in source order."""
         if resolved.qualname is None:
             return []
-        rows = queries.symbols_in_file(self.database, resolved.version_key, resolved.path)
+        rows = self.file_symbols(resolved.version_key, resolved.path)
         return [_from_row(resolved.repo, resolved.version, resolved.version_key, row)
                 for row in rows if row["qualname"] == resolved.qualname
                 and row["start_line"] != resolved.start_line]
@@ -303,7 +304,7 @@ class Resolver:
             return self._lines(repo, version, key, path, None, None)
         start, end = self._trimmed(blob_id, ref.start_line, ref.end_line or ref.start_line)
         covering = [
-            row for row in queries.symbols_in_file(self.database, key, path)
+            row for row in self.file_symbols(key, path)
             if row["start_line"] <= start and row["end_line"] >= end
         ]
         if covering:
@@ -325,6 +326,10 @@ class Resolver:
             raise ResolveError(f"the content of blob {blob_id} is not stored",
                                hint="only files up to 1 MiB are stored")
         return universal_newlines(content).decode("utf-8", "replace")
+
+    def _file_symbols(self, version_key: int, path: str) -> tuple[dict, ...]:
+        """The symbol rows of a file at a version (read, not changed: they are shared)."""
+        return tuple(queries.symbols_in_file(self.database, version_key, path))
 
     def _source_lines(self, blob_id: str) -> list[str]:
         return split_lines(self.source(blob_id))
