@@ -258,13 +258,10 @@ class _Context:
         return _Fatal()
 
 
-class _DepthLimitedLoader(yaml.SafeLoader):
-    """A SafeLoader whose composer stops past MAX_DEPTH (no RecursionError) or MAX_NODES."""
+class _Limited(yaml.composer.Composer):
+    """A composer that stops past MAX_DEPTH (no RecursionError) or MAX_NODES."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.depth = 0
-        self.count = 0
+    depth = count = 0
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
         self.depth += 1
@@ -276,6 +273,23 @@ class _DepthLimitedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+
+
+class _DepthLimitedLoader(_Limited, yaml.SafeLoader):
+    """PyYAML's own SafeLoader, all in Python, composing with the limits."""
+
+
+if yaml.__with_libyaml__:
+    class _FastLoader(_Limited, yaml.cyaml.CParser, yaml.constructor.SafeConstructor,
+                      yaml.resolver.Resolver):
+        """libyaml's events (10x faster than PyYAML's scanner and parser, which are most
+        of a large collection's link), composed in Python with the limits."""
+
+        def __init__(self, stream: str) -> None:
+            yaml.cyaml.CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
 
 
 def _compose(text: str, ctx: _Context) -> yaml.Node | None:
@@ -296,7 +310,16 @@ def _compose(text: str, ctx: _Context) -> yaml.Node | None:
 
 
 def _compose_single(text: str) -> yaml.Node | None:
-    loader = _DepthLimitedLoader(text)
+    if yaml.__with_libyaml__:
+        try:
+            return _composed(_FastLoader, text)
+        except (yaml.YAMLError, _ComposeLimit, UnicodeError, ValueError):
+            pass  # said as PyYAML's own parser says it: its messages, its lines
+    return _composed(_DepthLimitedLoader, text)
+
+
+def _composed(loader_class: type[_Limited], text: str) -> yaml.Node | None:
+    loader = loader_class(text)
     try:
         return loader.get_single_node()
     finally:

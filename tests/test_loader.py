@@ -879,3 +879,60 @@ def test_fuzz_arbitrary_bytes(fuzz_dir: Path, data: bytes) -> None:
 ])
 def test_code_span_ranges(line: str, spans: list[tuple[int, int]]) -> None:
     assert code_span_ranges(line) == spans
+
+
+# --- the two YAML parsers --------------------------------------------------------------
+
+CATALOGUE = Path(__file__).resolve().parent.parent / "articles"
+YAML_TEXTS = {
+    "block-and-flow": "a: 1\nb: [x, 'y', \"z\"]\nc: {d: e}\n",
+    "cjk-and-escapes": 'text: "缓存\\t引擎 \\u00e9"\nraw: 缓存引擎\n',
+    "anchors-and-aliases": "a: &x [1, 2]\nb: *x\nc: &y {k: v}\nd: *y\n",
+    "block-scalars": "a: |\n  line one\n  line two\nb: >-\n  folded\n  text\n",
+    "implicit-tags": "d: 2027-01-01\nn: null\nt: ~\nb: yes\nf: 1.5\ni: 0x1f\ne:\n",
+    "crlf-and-comments": "# c\r\na: 1  # trailing\r\nb:\r\n  - x\r\n",
+    "bom-and-document-marker": "\ufeff---\na: 1\n",
+    "quoted-keys": "'a: b': 1\n\"c\": 2\n? complex\n: 3\n",
+}
+
+
+def _nodes(node: yaml.Node | None) -> list[tuple]:
+    """What the loader reads of the nodes: not their style (libyaml writes a plain one '',
+    PyYAML None) nor where they end, nor where an empty value stands (at the end of the
+    text, libyaml counts one more line: ``?``)."""
+    if node is None:
+        return []
+    empty = isinstance(node, yaml.ScalarNode) and node.value == ""
+    found = [(type(node).__name__, node.tag, None if empty else node.start_mark.line)]
+    if isinstance(node, yaml.ScalarNode):
+        return [found[0] + (node.value,)]
+    for item in node.value:
+        for part in item if isinstance(item, tuple) else (item,):
+            found.extend(_nodes(part))
+    return found
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="libyaml is not installed")
+@pytest.mark.parametrize("text", [
+    *(pytest.param(text, id=name) for name, text in YAML_TEXTS.items()),
+    *(pytest.param(path.read_text(encoding="utf-8"), id=path.stem)
+      for path in sorted(CATALOGUE.glob("*/*.yml"))[:4]),
+])
+def test_libyaml_events_compose_what_pyyaml_composes(text: str) -> None:
+    fast = loader._composed(loader._FastLoader, text)
+    assert _nodes(fast) == _nodes(loader._composed(loader._DepthLimitedLoader, text))
+    assert _nodes(fast)  # not an empty document
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="ab:-[]{},&*|>'\"#\n\t 1\\`%@", max_size=40))
+def test_what_pyyaml_composes_the_loader_composes_alike(text: str) -> None:
+    """Text PyYAML reads is read alike (libyaml's events, or PyYAML again where libyaml
+    refuses); text it refuses may pass libyaml (a tab after a scalar: '1\\t'). Tags and
+    complex keys (``!``, ``?``), which no annotation file needs, are left out: there the
+    two resolve an empty ``!`` differently."""
+    try:
+        expected = _nodes(loader._composed(loader._DepthLimitedLoader, text))
+    except (yaml.YAMLError, UnicodeError, ValueError, loader._ComposeLimit):
+        return
+    assert _nodes(loader._compose_single(text)) == expected
