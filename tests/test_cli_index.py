@@ -603,6 +603,10 @@ CONFIGS = [
         "{path} [repos.vllm]: github 'not a repo' is not ORG/NAME; write it as in its URL: "
         "github = \"vllm-project/vllm\"", id="github-not-org-name"),
     pytest.param(
+        "[repos.vllm]\ngithub = 'vllm-project/vllm/tree/main'\n",
+        "{path} [repos.vllm]: github 'vllm-project/vllm/tree/main' is not ORG/NAME; write it as "
+        "in its URL: github = \"vllm-project/vllm\"", id="github-with-more-than-org-name"),
+    pytest.param(
         "[repos.lmcahce]\nversions = ['v0.5.1']\n",
         "{path}: [repos.lmcahce] names no git, pypi or github; did you mean [repos.lmcache]",
         id="misspelt-built-in-repo"),

@@ -13,6 +13,7 @@ from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from annotations.loader import link_claim_id
+from db.claims import MAX_SEARCH_TERMS
 
 GH = "https://github.com/vllm-project/vllm/blob"
 UTIL = "vllm/config/cache.py::CacheConfig.gpu_memory_utilization"
@@ -384,6 +385,17 @@ def test_search_of_many_words() -> None:
     assert (many.exit_code, many.stderr) == (
         2, "Error: the search has 150 different words or phrases (at most 100); search for "
            "the few that matter\n")
+
+
+@pytest.mark.parametrize(("words", "error"), [
+    pytest.param(MAX_SEARCH_TERMS, "", id="at-the-limit"),
+    pytest.param(MAX_SEARCH_TERMS + 1, f"Error: the search has {MAX_SEARCH_TERMS + 1} different "
+                 f"words or phrases (at most {MAX_SEARCH_TERMS}); search for the few that "
+                 "matter\n", id="one-over"),
+])
+def test_search_terms_limit_is_inclusive(words: int, error: str) -> None:
+    result = run("search", "--", " ".join(f"w{number}" for number in range(words)))
+    assert (result.exit_code, result.stderr) == (2 if error else 0, error)
 
 
 # -- show ----------------------------------------------------------------------------------------

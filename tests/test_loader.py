@@ -134,6 +134,14 @@ def test_file_default_pin_and_unpinned_refs() -> None:
     assert claim.at is None and not claim.refs[0].ref.pinned
 
 
+def test_a_claims_own_pin_wins_over_the_files() -> None:
+    text = ("article: a\nat: vllm@v1\nclaims:\n- {id: a, text: t, refs: [x.py::f], at: o@v2}\n"
+            "- {id: b, text: t, refs: [x.py::f, vllm@v3:y.py::g]}\n")
+    first, second = load_annotation_text(text, "a.yaml").claims
+    assert (first.at, first.refs[0].ref.repo, first.refs[0].ref.version) == ("o@v2", "o", "v2")
+    assert [entry.ref.version for entry in second.refs] == ["v1", "v3"]
+
+
 def test_scalars_are_read_as_written() -> None:
     text = "article: a\nclaims:\n- {id: 0123, text: yes, refs: [x.py::f]}\n"
     (claim,) = load_annotation_text(text, "a.yaml").claims
@@ -153,6 +161,11 @@ def test_utf8_bom_is_dropped(tmp_path: Path) -> None:
     path = tmp_path / "a.yaml"
     path.write_bytes(b"\xef\xbb\xbf" + EXAMPLE.encode())
     assert load_annotation_file(path).claims[0].claim_id == "replicated"
+
+
+def test_utf8_bom_before_front_matter_is_dropped(tmp_path: Path) -> None:
+    path = _write(tmp_path, "a.md", "\ufeff---\ntitle: T\n---\nbody\n")
+    assert load_markdown_article(path, "a.md").title == "T"
 
 
 # -- the error catalogue --------------------------------------------------------------------------
@@ -692,6 +705,29 @@ def test_markdown_long_sentence_is_cut_after_its_links_are_reduced() -> None:
     assert claims[1].text.endswith("It loads (load), then frees (free) at the end.")
 
 
+def _sentence(length: int) -> str:
+    """``xxx… see URL end.``, ``length`` characters long."""
+    tail = f" see {GH}/v1/a.py end."
+    return "x" * (length - len(tail)) + tail
+
+
+@pytest.mark.parametrize(("paragraph", "text"), [
+    pytest.param("First. " + _sentence(293), None, id="paragraph-of-300"),
+    pytest.param("First. " + _sentence(294), _sentence(294), id="paragraph-of-301"),
+    pytest.param("First. " * 50 + _sentence(300), _sentence(300), id="sentence-of-300"),
+])
+def test_markdown_link_text_limit_is_inclusive(paragraph: str, text: str | None) -> None:
+    """A paragraph (else the sentence) of MAX_LINK_TEXT characters is a link's claim text."""
+    (claim,) = load_markdown_text(paragraph + "\n", "a.md").claims
+    assert claim.text == (paragraph if text is None else text)
+
+
+def test_markdown_a_line_after_a_heading_starts_a_paragraph() -> None:
+    text = f"# Notes\nsee {GH}/v1/a.py\n"
+    assert [claim.text for claim in load_markdown_text(text, "a.md").claims] == [
+        f"see {GH}/v1/a.py"]
+
+
 def test_markdown_long_paragraph_uses_the_sentence() -> None:
     filler = "Filler words here. " * 30
     text = f"{filler}The key point is {GH}/v1/a.py#L3 right here. {filler}\n"
@@ -936,3 +972,42 @@ def test_what_pyyaml_composes_the_loader_composes_alike(text: str) -> None:
     except (yaml.YAMLError, UnicodeError, ValueError, loader._ComposeLimit):
         return
     assert _nodes(loader._compose_single(text)) == expected
+
+
+def _flow_claims(count: int, indent: str = "") -> str:
+    return "".join(f"{indent}- {{id: c{i}, text: t, refs: [a.py::f]}}\n" for i in range(count))
+
+
+def test_limits_are_inclusive(tmp_path: Path) -> None:
+    """A file of exactly MAX_FILE_BYTES, with exactly MAX_CLAIMS claims, is read."""
+    text = "article: a\nclaims:\n" + _flow_claims(MAX_CLAIMS)
+    text += "#" * (MAX_FILE_BYTES - len(text.encode()) - 1) + "\n"
+    assert len(text.encode()) == MAX_FILE_BYTES
+    result = load_all([_write(tmp_path, "a.yaml", text)], [], tmp_path)
+    assert result.errors == []
+    assert len(result.articles[0].claims) == MAX_CLAIMS
+
+
+@pytest.mark.parametrize(("links", "error"), [
+    pytest.param(1, None, id="at-the-limit"),
+    pytest.param(2, f"a.md: too many claims ({MAX_CLAIMS + 1}, max {MAX_CLAIMS})",
+                 id="one-over"),
+])
+def test_front_matter_claims_and_permalink_claims_count_together(
+    tmp_path: Path, links: int, error: str | None
+) -> None:
+    front = "---\nclaims:\n" + _flow_claims(MAX_CLAIMS - 1, "  ") + "---\n"
+    body = "".join(f"see {GH}/v1/a.py#L{line}\n" for line in range(1, links + 1))
+    assert _md_errors(tmp_path, front + body) == ([error] if error else [])
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param("---\ntitle: T\n---\nsee {url}\n", id="dashes"),
+    pytest.param("---\ntitle: T\n...\nsee {url}\n", id="closed-by-dots"),
+    pytest.param("---  \ntitle: T\n---\t\nsee {url}\n", id="trailing-blanks"),
+])
+def test_front_matter_fences_as_yaml_writes_them(text: str) -> None:
+    article = load_markdown_text(text.format(url=f"{GH}/v1/a.py"), "a.md")
+    assert article.title == "T"
+    assert [(claim.line, claim.refs[0].text) for claim in article.claims] == [
+        (4, f"{GH}/v1/a.py")]

@@ -882,6 +882,7 @@ def test_markdown_all_fresh() -> None:
         pytest.param("a\\|b", "a\\\\\\|b", id="backslash-pipe"),
         pytest.param("$x$", "\\$x\\$", id="math"),
         pytest.param("模型", "模型", id="chinese"),
+        pytest.param("a\x00b\x1bc\x7fd\x9be", "a b c d e", id="control-characters"),
     ],
 )
 def test_markdown_text_escaping(raw: str, escaped: str) -> None:
@@ -995,3 +996,77 @@ def test_the_last_claims_of_a_file_not_read_are_not_reported() -> None:
     kept = make(Status.CHANGED, file="annotations/good.yml")
     report = report_of(kept, make(Status.CHANGED, file="annotations/bad.yml"))
     assert report.with_input_errors((UNREAD,)).results == (kept,)
+
+
+# --- details each format shares ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "shown"), [
+    pytest.param(12, "annotations/paged-attention.yaml:12", id="known-line"),
+    pytest.param(0, "annotations/paged-attention.yaml", id="line-zero"),
+    pytest.param(None, "annotations/paged-attention.yaml", id="no-line"),
+])
+def test_text_location_names_the_line_only_when_known(line: int | None, shown: str) -> None:
+    row = render(report_of(make(Status.CHANGED, line=line)), "text").splitlines()[3]
+    assert re.split(r"\s{2,}", row.strip())[1:3] == ["kv-blocks", shown]
+
+
+@pytest.mark.parametrize(("targets", "note"), [
+    pytest.param(("vllm@v9",), "target vllm@v9 is not indexed, so its refs were compared with "
+                 "nothing: run 'annotate index vllm@v9'", id="one"),
+    pytest.param(("vllm@v9", "lmcache@v8"), "target vllm@v9, lmcache@v8 are not indexed, so its "
+                 "refs were compared with nothing: run 'annotate index vllm@v9 lmcache@v8'",
+                 id="two"),
+])
+def test_unindexed_targets_are_named_in_the_summary(targets: tuple[str, ...], note: str) -> None:
+    report = CheckReport((make(Status.UNINDEXED),), targets, unindexed_targets=targets)
+    assert render(report, "text").splitlines()[-1] == (
+        f"1 claim, 1 ref: 0 fresh, 0 cosmetic, 0 changed, 0 moved, 0 removed, 0 quote-missing, "
+        f"0 relation-missing, 0 broken, 1 unindexed; nothing stale; {note} (or add "
+        '"unindexed" to fail_on)')
+
+
+def test_text_diff_colours_headers_bold_and_lines_by_sign() -> None:
+    diff = "--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n same"
+    coloured = render(report_of(make(Status.CHANGED, diff=diff)), "text", color=True)
+    assert coloured.splitlines()[4:10] == [
+        "      \x1b[1m--- a\x1b[0m", "      \x1b[1m+++ b\x1b[0m",
+        "      \x1b[36m@@ -1 +1 @@\x1b[0m", "      \x1b[31m-old\x1b[0m",
+        "      \x1b[32m+new\x1b[0m", "       same",
+    ]
+
+
+@pytest.mark.parametrize(("value", "columns"), [
+    pytest.param("abc", 3, id="ascii"),
+    pytest.param("分页", 4, id="wide"),
+    pytest.param("ＡＢ", 4, id="fullwidth"),
+    pytest.param("ｶﾅ", 2, id="halfwidth"),
+])
+def test_text_width_counts_terminal_columns(value: str, columns: int) -> None:
+    assert text.width(value) == columns
+
+
+@pytest.mark.parametrize(("stale", "verdict"), [
+    pytest.param(1, "**Stale:** 1 ref needs attention.", id="one"),
+    pytest.param(2, "**Stale:** 2 refs need attention.", id="two"),
+])
+def test_markdown_verdict_counts_the_refs_needing_attention(stale: int, verdict: str) -> None:
+    results = [make(Status.REMOVED, claim=f"c{n}") for n in range(stale)]
+    output = render(report_of(*results, make(Status.FRESH, claim="ok")), "markdown")
+    assert output.splitlines()[2].endswith(f"against <code>vllm@v0.3.0</code>. {verdict}")
+
+
+@pytest.mark.parametrize(("stale", "verdict"), [
+    pytest.param(True, "\x1b[31mstale\x1b[0m", id="stale-red"),
+    pytest.param(False, "\x1b[32mnothing stale\x1b[0m", id="nothing-stale-green"),
+])
+def test_text_summary_verdict_colour(stale: bool, verdict: str) -> None:
+    report = report_of(make(Status.REMOVED if stale else Status.FRESH))
+    assert render(report, "text", color=True).endswith(f"; {verdict}")
+
+
+def test_tabs_in_diffs_are_expanded_to_four_columns() -> None:
+    diff = "--- a\n+++ b\n@@ -1 +1 @@\n-\tx = 1\n+\tx = 2"
+    report = report_of(make(Status.CHANGED, diff=diff))
+    assert render(report, "text").splitlines()[7:9] == ["      -   x = 1", "      +   x = 2"]
+    assert "\n-   x = 1\n+   x = 2\n```" in render(report, "markdown")

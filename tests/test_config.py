@@ -1,0 +1,112 @@
+"""``annotate.toml``: what each setting becomes once loaded (its refusals are in
+test_cli_index's CONFIGS)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexer.config import DEFAULT_FAIL_ON, ProjectConfig, default_cache_dir, load_config
+
+
+def loaded(toml: str) -> ProjectConfig:
+    Path("annotate.toml").write_text(toml, encoding="utf-8")
+    return load_config()
+
+
+@pytest.mark.parametrize(("first", "second", "older"), [
+    pytest.param("vllm@v0.20.0", "vllm@v0.25.0", True, id="listed-before"),
+    pytest.param("vllm@v0.25.0", "vllm@v0.20.0", False, id="listed-after"),
+    pytest.param("vllm@v0.23.1rc0", "vllm@v0.23.1rc0", False, id="same-version"),
+    pytest.param("vllm@v0.1.0", "vllm@v0.25.0", False, id="first-not-listed"),
+    pytest.param("vllm@v0.20.0", "vllm@v9", False, id="second-not-listed"),
+    pytest.param("lmcache@v0.20.0", "vllm@v0.25.0", False, id="different-repos"),
+    pytest.param("nosuch@v0.20.0", "nosuch@v0.25.0", False, id="repo-not-configured"),
+])
+def test_older_follows_the_configured_versions(first: str, second: str, older: bool) -> None:
+    assert load_config().older(first, second) is older
+
+
+@pytest.mark.parametrize(("github", "close"), [
+    pytest.param("vllm-project/vlm", "vllm-project/vllm", id="one-edit"),
+    pytest.param("vllm-project/vl", "vllm-project/vllm", id="two-edits"),
+    pytest.param("vllm-project/vxxm", "vllm-project/vllm", id="two-substitutions"),
+    pytest.param("vllm-project/xxxm", None, id="three-substitutions"),
+    pytest.param("VLLM-Project/VLM", "vllm-project/vllm", id="case-is-ignored"),
+    pytest.param("vllm-project/v", None, id="three-edits"),
+    pytest.param("vllm-project/vllm-ascend", None, id="sibling-repo"),
+    pytest.param("LMCache/LMCach", "LMCache/LMCache", id="another-repo"),
+])
+def test_github_close_to_finds_typos_only(github: str, close: str | None) -> None:
+    assert load_config().github_close_to(github) == close
+
+
+@pytest.mark.parametrize(("toml", "github"), [
+    pytest.param('git = "https://github.com/me/proj.git"', "me/proj", id="dot-git-url"),
+    pytest.param('git = "https://github.com/me/proj/"', "me/proj", id="trailing-slash"),
+    pytest.param('git = "https://github.com/me/proj"', "me/proj", id="plain-url"),
+    pytest.param('git = "https://gitlab.com/me/proj.git"', None, id="not-github"),
+    pytest.param('git = "https://github.com/me/proj.git"\ngithub = "other/name"', "other/name",
+                 id="github-wins-over-git"),
+])
+def test_a_new_repo_takes_its_github_name_from_its_git_url(toml: str, github: str | None
+                                                         ) -> None:
+    assert loaded(f"[repos.mine]\n{toml}\n").repo("mine").github == github
+
+
+def test_a_built_in_repo_keeps_its_github_name_when_git_points_at_a_fork() -> None:
+    config = loaded('[repos.vllm]\ngit = "https://github.com/me/vllm-fork.git"\n')
+    repo = config.repo("vllm")
+    assert (repo.git, repo.github) == ("https://github.com/me/vllm-fork.git", "vllm-project/vllm")
+
+
+@pytest.mark.parametrize(("toml", "fail_on"), [
+    pytest.param("", DEFAULT_FAIL_ON, id="default"),
+    pytest.param('fail_on = ["removed"]\n', ("removed",), id="one-status"),
+    pytest.param("fail_on = []\n", (), id="empty-list-fails-on-nothing"),
+])
+def test_fail_on(toml: str, fail_on: tuple[str, ...]) -> None:
+    assert loaded(toml).fail_on == fail_on
+
+
+@pytest.mark.parametrize(("toml", "versions", "target"), [
+    pytest.param("", ("v0.20.0", "v0.23.1rc0", "v0.25.0"), "v0.25.0", id="built-in"),
+    pytest.param("[repos.vllm]\nversions = ['v1', 'v2']\n", ("v1", "v2"), "v2",
+                 id="target-is-the-last-version"),
+    pytest.param("[repos.vllm]\nversions = ['v1', 'v2']\ntarget = 'v1'\n", ("v1", "v2"), "v1",
+                 id="target-set"),
+    pytest.param("[repos.vllm]\nversions = []\n", (), None, id="no-versions"),
+    pytest.param("[repos.vllm]\npypi = 'vllm-nightly'\n",
+                 ("v0.20.0", "v0.23.1rc0", "v0.25.0"), "v0.25.0", id="other-keys-kept"),
+])
+def test_versions_and_target(toml: str, versions: tuple[str, ...], target: str | None) -> None:
+    repo = loaded(toml).repo("vllm")
+    assert (repo.versions, repo.target_version) == (versions, target)
+
+
+@pytest.mark.parametrize(("toml", "vllm", "lmcache"), [
+    pytest.param("", ("git", "pypi"), ("git", "pypi"), id="default"),
+    pytest.param("sources = ['pypi']\n", ("pypi",), ("pypi",), id="top-level-for-all"),
+    pytest.param("sources = ['pypi']\n[repos.vllm]\nsources = ['git']\n", ("git",), ("pypi",),
+                 id="repo-overrides"),
+])
+def test_sources(toml: str, vllm: tuple[str, ...], lmcache: tuple[str, ...]) -> None:
+    config = loaded(toml)
+    assert (config.repo("vllm").sources, config.repo("lmcache").sources) == (vllm, lmcache)
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    pytest.param({"ANNOTATE_CACHE_DIR": "own", "XDG_CACHE_HOME": "xdg"}, "own",
+                 id="annotate-cache-dir-first"),
+    pytest.param({"XDG_CACHE_HOME": "xdg"}, "xdg/annotate", id="xdg-cache-home"),
+    pytest.param({"HOME": "home"}, "home/.cache/annotate", id="home"),
+])
+def test_default_cache_dir(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str
+) -> None:
+    for name in ("ANNOTATE_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert default_cache_dir() == Path(expected)

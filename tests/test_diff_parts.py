@@ -1,0 +1,252 @@
+"""The parts of ``annotate diff``: the side-by-side table, started and stopped using, and
+the citations of nested symbols, on a small corpus indexed from snapshots."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import fakevllm
+import pytest
+
+from annotations.diffs import build, html_page
+from annotations.diffs.model import DiffReport, SymbolChange
+from annotations.diffs.sidebyside import MAX_ROWS, side_by_side
+from annotations.diffs.usage import MAX_NAMES, usage_changes
+from annotations.links import link_if_changed
+from db.database import open_database
+from db.match_queries import MATCH_COLUMNS
+from indexer.config import load_config
+from indexer.pipeline import index_version
+
+# --- side by side ---------------------------------------------------------------------
+
+
+def notes(table: str) -> list[str]:
+    """The text of the table's full-width rows (folds and notes)."""
+    return re.findall(r'<tr class="fold"><td colspan="4">([^<]*)</td></tr>', table)
+
+
+def code_rows(table: str) -> int:
+    return table.count('<tr><td class="ln">')
+
+
+def numbered(count: int, prefix: str) -> str:
+    return "\n".join(f"{prefix} {number}" for number in range(count))
+
+
+@pytest.mark.parametrize(("old", "new", "folds"), [
+    pytest.param("a = 0\n" + numbered(9, "x"), "a = 1\n" + numbered(9, "x"),
+                 ["⋯ 6 unchanged lines"], id="first-line-changed"),
+    pytest.param(numbered(9, "x") + "\na = 0", numbered(9, "x") + "\na = 1",
+                 ["⋯ 6 unchanged lines"], id="last-line-changed"),
+    pytest.param(numbered(5, "x") + "\na = 0\n" + numbered(5, "y"),
+                 numbered(5, "x") + "\na = 1\n" + numbered(5, "y"),
+                 ["⋯ 2 unchanged lines", "⋯ 2 unchanged lines"], id="middle-line-changed"),
+    pytest.param("a = 0", "a = 1", [], id="one-line"),
+])
+def test_unchanged_runs_are_folded_and_nothing_else(old: str, new: str, folds: list[str]
+                                                   ) -> None:
+    assert notes(side_by_side(old, new, 1, 1)) == folds
+
+
+def test_rows_are_capped_and_the_rest_counted() -> None:
+    table = side_by_side(numbered(MAX_ROWS + 50, "old"), numbered(MAX_ROWS + 50, "new"), 1, 1)
+    assert code_rows(table) == MAX_ROWS
+    assert notes(table) == ["… 50 more rows not shown"]
+
+
+def test_rows_up_to_the_cap_are_all_shown() -> None:
+    table = side_by_side(numbered(MAX_ROWS, "old"), numbered(MAX_ROWS, "new"), 1, 1)
+    assert (code_rows(table), notes(table)) == (MAX_ROWS, [])
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    pytest.param("def f():\r\n    return 1", "def f():\n    return 1", id="crlf-and-lf"),
+    pytest.param("def f():\n\treturn 1", "def f():\n    return 1", id="tab-and-spaces"),
+])
+def test_line_endings_and_tabs_do_not_differ(old: str, new: str) -> None:
+    assert notes(side_by_side(old, new, 1, 1)) == ["⋯ 2 unchanged lines", "No line differs."]
+
+
+def test_control_characters_are_replaced() -> None:
+    table = side_by_side("a = '\x07'", "a = '\x1b[2J'", 1, 1)
+    assert "\x07" not in table and "\x1b" not in table
+    assert table.count("\ufffd") == 2
+
+
+@pytest.mark.parametrize(("old", "new", "marked"), [
+    pytest.param("total = first + second", "total = first + third", True, id="one-word"),
+    pytest.param("total = first + second", "raise ValueError('no such block')", False,
+                 id="little-in-common"),
+    pytest.param("x = " + "a, " * 100 + "b", "x = " + "a, " * 100 + "c", False,
+                 id="too-long-to-compare"),
+])
+def test_words_that_differ_are_marked_in_similar_lines(old: str, new: str, marked: bool
+                                                      ) -> None:
+    table = side_by_side(old, new, 1, 1)
+    assert ("<del>" in table, "<ins>" in table) == (marked, marked)
+    assert '<td class="c del">' in table and '<td class="c add">' in table
+
+
+# --- started and stopped using --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    blob_id: str
+    start_byte: int
+    end_byte: int
+
+
+def usage_of(old: str, new: str, defined: set[str], **limit: int) -> tuple:
+    """The usage of a function ``f`` whose code goes from ``old`` to ``new``."""
+    contents = {"a": old.encode(), "b": new.encode()}
+    start, name = MATCH_COLUMNS.index("start_byte"), MATCH_COLUMNS.index("name")
+    row = tuple(0 if index == start else "f" if index == name else None
+                for index in range(len(MATCH_COLUMNS)))
+    pair = (Symbol("f", "a", 0, len(contents["a"])), Symbol("f", "b", 0, len(contents["b"])))
+    names = frozenset(defined | {"f"})
+    [usage] = usage_changes([pair], contents, lambda: (names, names), lambda _blob: [row],
+                            **limit)
+    return usage.started, usage.stopped, usage.started_total, usage.stopped_total
+
+
+def test_started_using_lists_the_first_names_and_counts_them_all() -> None:
+    used = [f"n{number:02}" for number in range(MAX_NAMES + 5)]
+    new = "def f():\n    return [" + ", ".join(used) + "]\n"
+    assert usage_of("def f():\n    return []\n", new, set(used)) == (
+        tuple(used[:MAX_NAMES]), (), MAX_NAMES + 5, 0)
+    assert usage_of("def f():\n    return []\n", new, set(used), limit=2) == (
+        tuple(used[:2]), (), MAX_NAMES + 5, 0)
+
+
+def test_keywords_are_not_names_used_even_when_a_symbol_is_called_so() -> None:
+    """``match`` (a soft keyword) is also the name of many a method."""
+    old = "def f(x):\n    return helper(x)\n"
+    new = "def f(x):\n    match x:\n        case _:\n            return x\n"
+    assert usage_of(old, new, {"match", "case", "_", "helper"}) == ((), ("helper",), 0, 1)
+
+
+# --- a small corpus -------------------------------------------------------------------
+
+BOX = 'class Box:\n    def size(self):\n        return {}\n\n    def colour(self):\n' \
+      '        return "red"\n'
+KNOB = "def turn():\n    return {}\n"
+NEST = {"n1": {"nest/box.py": BOX.format(1), "tools/knob.py": KNOB.format(1)},
+        "n2": {"nest/box.py": BOX.format(2),
+               "tools/knob.py": KNOB.format(2) + "\n\ndef push():\n    return 0\n"}}
+NEST_CLAIMS = """\
+article: notes/nest.md
+at: nest@n1
+claims:
+  - id: size-lines
+    text: the lines of Box.size, inside Box
+    refs: [nest/box.py#L2-L3]
+  - id: size-twice
+    text: a ref written twice
+    refs: [nest/box.py::Box.size, nest/box.py::Box.size]
+"""
+
+
+@pytest.fixture(scope="module")
+def nest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("nest")
+    (root / "annotate.toml").write_text(
+        '[repos.nest]\ngithub = "example/nest"\nversions = ["n1", "n2"]\n', encoding="utf-8")
+    (root / "annotations").mkdir()
+    (root / "annotations" / "nest.yml").write_text(NEST_CLAIMS, encoding="utf-8")
+    config = load_config(root)
+    with open_database(config.db) as database:
+        for version, files in NEST.items():
+            fakevllm.write_snapshot(root / "src" / version, files)
+            index_version(database, config, "nest", version, from_path=root / "src" / version,
+                          workers=1)
+        outcome = link_if_changed(database, config, force=True)
+    assert outcome is not None and not outcome.errors
+    return root
+
+
+def nest_diff(root: Path, **options: object) -> DiffReport:
+    config = load_config(root)
+    with open_database(config.db) as database:
+        return build.build_report(database, config, "nest", "n1", "n2", **options)
+
+
+def nest_report(root: Path, **options: object) -> dict[str, SymbolChange]:
+    return {change.ref: change for change in nest_diff(root, **options).changes}
+
+
+def test_a_line_ref_cites_the_innermost_symbol_and_a_ref_written_twice_once(nest: Path
+                                                                             ) -> None:
+    changes = nest_report(nest)
+    assert list(changes) == ["nest/box.py::Box", "nest/box.py::Box.size", "tools/knob.py::turn",
+                             "tools/knob.py::push"]
+    assert [citation.claim for citation in changes["nest/box.py::Box.size"].citations] == [
+        "size-lines", "size-twice"]
+    assert changes["nest/box.py::Box"].citations == ()
+
+
+def test_sources_shown_side_by_side_are_whole_lines(nest: Path) -> None:
+    size = nest_report(nest, diff_limit=5)["nest/box.py::Box.size"]
+    assert (size.old_source, size.new_source) == (
+        "    def size(self):\n        return 1", "    def size(self):\n        return 2")
+
+
+def test_html_opens_and_anchors_only_what_claims_cite(nest: Path) -> None:
+    page = html_page.render(nest_diff(nest, diff_limit=5))
+    assert page.count('<details class="sym" id=') == 1
+    assert '<details class="sym" id="changed:nest/box.py::Box.size" open>' in page
+    assert page.count('<details class="sym">') == 2  # Box and turn: not cited, closed
+    assert '<span class="chip">content' not in page  # a changed symbol's content: no news
+
+
+def test_html_lead_and_package_table(nest: Path) -> None:
+    page = html_page.render(nest_diff(nest))
+    assert '<p class="lead">4 symbols of n1 compared; <b>4</b> symbols changed' in page
+    start = page.index("<tr><td><code>tools</code>")
+    dot = '<td class="num"><span class="muted">·</span></td>'
+    one = '<td class="num">1</td>'
+    # cosmetic, changed, moved, removed, added; then unchanged
+    assert page[start:page.index("</tr>", start)] == (
+        f"<tr><td><code>tools</code></td>{dot}{one}{dot}{dot}{one}"
+        '<td class="num muted">0</td>')
+
+
+@pytest.mark.parametrize(("packages", "opened"), [
+    pytest.param(12, True, id="twelve-open"),
+    pytest.param(13, False, id="thirteen-closed"),
+])
+def test_html_package_table_is_open_when_short(nest: Path, packages: int, opened: bool) -> None:
+    report = replace(nest_diff(nest), packages={f"p{number}": {"changed": 1}
+                                                for number in range(packages)})
+    page = html_page.render(report)
+    assert ('<details class="packages" open>' in page) is opened
+
+
+@pytest.mark.parametrize(("open_up_to", "opened"), [
+    pytest.param(3, ["nest", "tools"], id="at-the-limit-every-group"),
+    pytest.param(2, ["nest"], id="over-it-the-groups-claims-cite"),
+])
+def test_html_opens_package_groups_of_small_sections(
+    nest: Path, monkeypatch: pytest.MonkeyPatch, open_up_to: int, opened: list[str]
+) -> None:
+    monkeypatch.setattr(html_page, "OPEN_GROUPS_UP_TO", open_up_to)
+    page = html_page.render(nest_diff(nest))
+    changed = page[page.index('<section id="changed">'):page.index('<section id="moved">')]
+    groups = re.findall(r'<details class="group"( open)?><summary><code>([^<]*)</code>', changed)
+    assert [package for is_open, package in groups if is_open] == opened
+    assert [package for _, package in groups] == ["nest", "tools"]
+
+
+@pytest.mark.parametrize(("claims", "lead"), [
+    pytest.param(1, "1 claim in 1 article cites listed symbols.", id="one"),
+    pytest.param(2, "2 claims in 1 article cite listed symbols.", id="two"),
+])
+def test_html_counts_the_claims_citing(nest: Path, claims: int, lead: str) -> None:
+    report = nest_diff(nest)
+    [article] = report.articles
+    report = replace(report, articles=(replace(article, claims=article.claims[:claims]),))
+    assert f'<p class="lead">{lead}</p>' in html_page.render(report)
