@@ -1014,9 +1014,9 @@ def test_text_location_names_the_line_only_when_known(line: int | None, shown: s
 @pytest.mark.parametrize(("targets", "note"), [
     pytest.param(("vllm@v9",), "target vllm@v9 is not indexed, so its refs were compared with "
                  "nothing: run 'annotate index vllm@v9'", id="one"),
-    pytest.param(("vllm@v9", "lmcache@v8"), "target vllm@v9, lmcache@v8 are not indexed, so its "
-                 "refs were compared with nothing: run 'annotate index vllm@v9 lmcache@v8'",
-                 id="two"),
+    pytest.param(("vllm@v9", "lmcache@v8"), "targets vllm@v9, lmcache@v8 are not indexed, so "
+                 "their refs were compared with nothing: run 'annotate index vllm@v9 "
+                 "lmcache@v8'", id="two"),
 ])
 def test_unindexed_targets_are_named_in_the_summary(targets: tuple[str, ...], note: str) -> None:
     report = CheckReport((make(Status.UNINDEXED),), targets, unindexed_targets=targets)

@@ -150,9 +150,10 @@ def unindexed_target_note(report: CheckReport) -> str:
         return ""
     targets = report.unindexed_targets
     runs = " ".join(targets)
-    return (f"target {', '.join(targets)} {'is' if len(targets) == 1 else 'are'} not indexed, "
-            f"so its refs were compared with nothing: run 'annotate index {runs}' (or add "
-            "\"unindexed\" to fail_on)")
+    one = len(targets) == 1
+    return (f"target{'' if one else 's'} {', '.join(targets)} {'is' if one else 'are'} not "
+            f"indexed, so {'its' if one else 'their'} refs were compared with nothing: run "
+            f"'annotate index {runs}' (or add \"unindexed\" to fail_on)")
 
 
 def unreadable_note(report: CheckReport) -> str:
