@@ -1,10 +1,11 @@
 """Where a claim's values stand in its file's text, for edits that touch only them.
 
 The claims' YAML (an annotation file, or a Markdown article's front matter) is composed
-with PyYAML's marks, which give each value's line and column in the file. An edit is a
-`Span` of one line to replace, or a line to insert; a value written in a form that cannot
-be rewritten in place (over several lines, with escapes, through an alias another claim
-shares) raises `Unwritable`, with the reason.
+with PyYAML's marks (libyaml's where PyYAML refuses the text but `link` reads it), which
+give each value's line and column in the file. An edit is a `Span` of one line to replace,
+or a line to insert; a value written in a form that cannot be rewritten in place (over
+several lines, with escapes, through an alias another claim shares) raises `Unwritable`,
+with the reason.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from annotations.refs import parse_ref
 
 _ALIAS_AFTER_KEY = re.compile(r"[ \t]*:[ \t]*(\*[^\s,\[\]{}]+)")
 _BOM = "\ufeff"
+# PyYAML first; libyaml reads some text PyYAML refuses (a tab after a scalar), as `link`
+# does, with marks that count characters the same way.
+_LOADERS = (yaml.SafeLoader, yaml.CSafeLoader) if yaml.__with_libyaml__ else (yaml.SafeLoader,)
 
 
 class Unwritable(AnnotationError):
@@ -137,7 +141,7 @@ class ClaimsYaml:
             return Span(line, *alias.span(1), target)
         if id(value) in self._shared:
             raise Unwritable("its 'at:' is an anchor that other values share")
-        if isinstance(value, yaml.ScalarNode) and value.value == "" and value.style is None:
+        if isinstance(value, yaml.ScalarNode) and value.value == "" and _style(value) is None:
             return self._empty_pin(value, target)
         return self._scalar_span(value, target, "its 'at:'")
 
@@ -153,7 +157,7 @@ class ClaimsYaml:
         line = key.start_mark.line
         between = self._lines[line][self._column(key.end_mark):self._column(value.start_mark)]
         simple = (
-            key.style is None and value.style in (None, "'", '"')
+            _style(key) is None and _style(value) in (None, "'", '"')
             and value.start_mark.index > key.end_mark.index
             and value.end_mark.line == line and between.strip() == ":"
             and not self._lines[line][:self._column(key.start_mark)].rstrip().endswith("?")
@@ -169,14 +173,15 @@ class ClaimsYaml:
         """The span of the scalar's text between its quotes, counted from its end (an
         anchor or a tag may come before it)."""
         line, end = node.end_mark.line, self._column(node.end_mark)
-        quoted = node.style in ("'", '"')
+        style = _style(node)
+        quoted = style in ("'", '"')
         last = end - 1 if quoted else end
         first = last - len(node.value)
         text = self._lines[line]
         plain = (
-            node.start_mark.line == line and node.style in (None, "'", '"')
+            node.start_mark.line == line and style in (None, "'", '"')
             and first >= self._column(node.start_mark) and text[first:last] == node.value
-            and (not quoted or text[first - 1] == node.style)
+            and (not quoted or text[first - 1] == style)
         )
         if not plain:
             raise Unwritable(f"{what} is not written as plain text on one line (escapes, "
@@ -185,6 +190,11 @@ class ClaimsYaml:
 
     def _column(self, mark: yaml.Mark) -> int:
         return mark.column + (1 if self._bom and mark.line == 0 else 0)
+
+
+def _style(node: yaml.Node) -> str | None:
+    """A scalar's quote, block indicator or None when plain (libyaml says '' for plain)."""
+    return getattr(node, "style", None) or None
 
 
 def _is_pinned(written: str) -> bool:
@@ -197,10 +207,12 @@ def _is_pinned(written: str) -> bool:
 def _compose(source: str | None) -> yaml.Node | None:
     if source is None:
         return None
-    try:
-        return yaml.compose(source, Loader=yaml.SafeLoader)
-    except (yaml.YAMLError, RecursionError):  # not this file's YAML: its front matter is
-        return None
+    for loader in _LOADERS:
+        try:
+            return yaml.compose(source, Loader=loader)
+        except (yaml.YAMLError, RecursionError):  # not this file's YAML: its front matter is
+            continue
+    return None
 
 
 def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import fakevllm
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 from fakeproject import copy_project, isolate
 from fakeproject import write_file as write
@@ -173,6 +174,42 @@ def test_moved_refs_are_rewritten_and_nothing_else(ending: str) -> None:
     second = fix()
     assert second.stdout == "0 edits in 0 files\n"
     assert path.read_bytes() == encode(FIXED)
+
+
+def _tabbed(text: str) -> str:
+    """Tabs after scalars and inside a flow list: libyaml reads them, PyYAML does not."""
+    return text.replace("title: '缓存引擎'", "title: '缓存引擎'\t").replace("refs: [", "refs: [\t")
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="libyaml is not installed")
+def test_a_file_only_libyaml_reads_is_fixed_as_link_reads_it() -> None:
+    with pytest.raises(yaml.YAMLError):
+        yaml.compose(_tabbed(ANNOTATION), Loader=yaml.SafeLoader)
+    path = write("annotations/engine.yml", _tabbed(ANNOTATION))
+    result = fix()
+    assert result.stdout == "3 edits in 1 file: annotations/engine.yml\n"
+    assert path.read_text(encoding="utf-8") == _tabbed(FIXED)
+
+
+def _scalar_marks(node: yaml.Node) -> list[tuple]:
+    if isinstance(node, yaml.ScalarNode):
+        start, end = node.start_mark, node.end_mark
+        return [(node.value, start.index, start.line, start.column, end.index, end.line,
+                 end.column, node.style or None)]
+    parts = (p for item in node.value for p in (item if isinstance(item, tuple) else (item,)))
+    return [mark for part in parts for mark in _scalar_marks(part)]
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="libyaml is not installed")
+@pytest.mark.parametrize("text", [
+    pytest.param(ANNOTATION, id="annotation"),
+    pytest.param("t: '😀缓存'\nrefs: [ab, \"c😀d\", e]\nx: |\n  block\nk: &a v\nm: *a\n",
+                 id="astral-quoted-block-alias"),
+])
+def test_libyaml_marks_count_what_pyyaml_marks_count(text: str) -> None:
+    """fix places edits by marks: where PyYAML refuses a file, libyaml's must mean the same."""
+    expected = _scalar_marks(yaml.compose(text, Loader=yaml.SafeLoader))
+    assert _scalar_marks(yaml.compose(text, Loader=yaml.CSafeLoader)) == expected
 
 
 def test_a_rewritten_file_keeps_its_mode() -> None:
