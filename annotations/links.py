@@ -40,13 +40,14 @@ from db.database import Database
 from indexer.config import CONFIG_FILE, ProjectConfig
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 6
+LINK_FORMAT = 7
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
 qualname defined twice; 5: permalinks in indented code or in code spans are not claims,
 a permalink's blank edge lines are left out, a quote stands only as whole names and
-numbers, a definition's own name is no use of a uses: target."""
+numbers, a definition's own name is no use of a uses: target; 6: a lone CR ends a line;
+7: a permalink in a link's destination runs to its end (raw non-ASCII paths)."""
 
 
 @dataclass

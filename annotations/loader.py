@@ -868,9 +868,22 @@ def _without_code_spans(line: str) -> str:
 
 
 def find_permalinks(line: str) -> list[str]:
-    """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed."""
-    urls = (match.group(0).rstrip(_URL_TRAILING) for match in _URL_RE.finditer(line))
-    return [url for url in urls if _PERMALINK_RE.match(url)]
+    """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed. A
+    link's destination (``[text](URL)``, ``<URL>``) is a URL to its end, raw non-ASCII
+    paths included; in prose a URL ends at the first character no URL holds, so the
+    Chinese text that often follows it with no space is not taken in."""
+    matches = list(_URL_RE.finditer(line))
+    ends = _destination_ends(line) if matches else {}
+    urls = (line[match.start():max(match.end(), ends.get(match.start(), 0))]
+            for match in matches)
+    return [url.rstrip(_URL_TRAILING) for url in urls if _PERMALINK_RE.match(url)]
+
+
+def _destination_ends(line: str) -> dict[int, int]:
+    """Where each link destination of the line ends, by where it starts."""
+    ends = {match.start(2): match.end(2) for match in _LINK_RE.finditer(line)}
+    ends.update((match.start(1), match.end(1)) for match in _AUTOLINK_RE.finditer(line))
+    return ends
 
 
 def link_claim_id(article: str, url: str, occurrence: int = 1) -> str:

@@ -680,6 +680,22 @@ CODE_BLOCKS = [
 ]
 
 
+@pytest.mark.parametrize(("line", "urls"), [
+    pytest.param(f"[x]({GH}/v1/docs/中文/a.py#L3)", [f"{GH}/v1/docs/中文/a.py#L3"],
+                 id="link-destination-to-its-end"),
+    pytest.param(f"[x](<{GH}/v1/文档.py>)", [f"{GH}/v1/文档.py"], id="bracketed-destination"),
+    pytest.param(f"见 <{GH}/v1/文档.py>。", [f"{GH}/v1/文档.py"], id="autolink-to-its-end"),
+    pytest.param(f"见{GH}/v1/a.py#L10中的实现。", [f"{GH}/v1/a.py#L10"],
+                 id="prose-ends-at-chinese"),
+    pytest.param(f"[{GH}/v1/a.py 中](https://example.com)", [f"{GH}/v1/a.py"],
+                 id="url-in-link-text-ends-as-prose"),
+    pytest.param(f"see [x]({GH}/v1/a.py#L1).", [f"{GH}/v1/a.py#L1"], id="ascii-unchanged"),
+])
+def test_markdown_permalink_urls_end_where_markdown_ends_them(line: str, urls: list[str]) -> None:
+    claims = load_markdown_text(f"# T\n\n{line}\n", "a.md").claims
+    assert [entry.text for claim in claims for entry in claim.refs] == urls
+
+
 @pytest.mark.parametrize(("body", "lines"), CODE_BLOCKS)
 def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: list[int]) -> None:
     """Code shown in an article is not its author citing it: a header pasted from vLLM's
