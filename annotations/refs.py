@@ -44,7 +44,7 @@ _PLAIN_VIEW = re.compile(r"\?plain=[01]\Z")
 _GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _GITHUB_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 _URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_WORDISH_RE = re.compile(r"[\w.]+")
+_WORDISH_RE = re.compile(r"[\w.<>]+")
 _BAD_CHARS = frozenset({"Cc", "Zl", "Zp"})
 _QUOTED_IN_URL = frozenset("%#?")
 _ANCHOR_HELP = "expected '#Lx' or '#Lx-Ly'"
@@ -148,8 +148,9 @@ def is_qualname(text: str) -> bool:
 
 
 def is_dotted(text: str) -> bool:
-    """True for one or more identifiers joined by '.'."""
-    return all(part.isidentifier() for part in text.split("."))
+    """True for one or more identifiers joined by '.', inner ones possibly '<locals>'
+    (``vllm.beam_search.make_key.<locals>.key``: a module's dotted name, then a qualname)."""
+    return is_qualname(text)
 
 
 # -- parsing helpers ---------------------------------------------------------------------------

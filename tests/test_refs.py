@@ -47,6 +47,8 @@ VALID = [
         id="dotted-pinned",
     ),
     pytest.param("vllm", Ref(None, None, RefForm.DOTTED, dotted="vllm"), id="dotted-single"),
+    pytest.param("vllm.a.f.<locals>.g",
+                 Ref(None, None, RefForm.DOTTED, dotted="vllm.a.f.<locals>.g"), id="dotted-locals"),
     pytest.param(
         "lmcache@v0.5.1:a/b.py#L3-L9",
         Ref("lmcache", "v0.5.1", RefForm.LINES, path="a/b.py", start_line=3, end_line=9),
@@ -214,6 +216,11 @@ INVALID = [
         "vllm.config.",
         "invalid dotted name 'vllm.config.': expected identifiers joined by '.'",
         id="dotted-trailing-dot",
+    ),
+    pytest.param(
+        "vllm.a.f.<locals>.<locals>.g",
+        "invalid dotted name 'vllm.a.f.<locals>.<locals>.g': expected identifiers joined by '.'",
+        id="dotted-locals-twice",
     ),
     pytest.param(
         "https://gitlab.com/a/b/blob/v1/x.py",

@@ -56,6 +56,11 @@ RESOLVES = [
         27, 31, id="symbol-locals",
     ),
     pytest.param(
+        "vllm@v0.1.0:vllm.engine.async_llm_engine.build_guarded_step.<locals>.guarded_step",
+        "vllm@v0.1.0:vllm/engine/async_llm_engine.py::build_guarded_step.<locals>.guarded_step",
+        27, 31, id="dotted-locals",
+    ),
+    pytest.param(
         f"vllm@v0.1.0:vllm.config.cache.{UTIL}", f"vllm@v0.1.0:{CACHE}::{UTIL}", 22, 22,
         id="dotted-module-file",
     ),
