@@ -576,8 +576,9 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
     annotation files are not read again)."""
     report = _run_check(context, (), relink=False,
                         source_files=frozenset(row["source_file"] for row in rows))
-    status = {(r.file, r.line): r.status.value for r in report.results}
-    return [{**row, "status": status.get((row["source_file"], row["line"]))} for row in rows]
+    status = {(r.file, r.line, r.claim, r.ref): r.status.value for r in report.results}
+    return [{**row, "status": status.get(
+        (row["source_file"], row["line"], row["claim_id"], row["written"]))} for row in rows]
 
 
 def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None = None) -> None:

@@ -278,6 +278,16 @@ class _Limited(yaml.composer.Composer):
 class _DepthLimitedLoader(_Limited, yaml.SafeLoader):
     """PyYAML's own SafeLoader, all in Python, composing with the limits."""
 
+    def get_single_node(self) -> yaml.Node | None:
+        try:
+            return super().get_single_node()
+        except (ValueError, OverflowError) as error:  # chr() of an escape such as \UFFFFFFFF
+            if isinstance(error, UnicodeError):
+                raise
+            raise yaml.scanner.ScannerError(
+                problem="an escape names no Unicode character (at most \\U0010FFFF)",
+                problem_mark=self.get_mark()) from None
+
 
 if yaml.__with_libyaml__:
     class _FastLoader(_Limited, yaml.cyaml.CParser, yaml.constructor.SafeConstructor,
@@ -307,6 +317,16 @@ def _compose(text: str, ctx: _Context) -> yaml.Node | None:
         raise ctx.fatal(line, message) from None
     except (yaml.YAMLError, ValueError, RecursionError) as error:
         raise ctx.fatal(None, f"invalid YAML: {error}") from None
+
+
+def compose_yaml(text: str) -> yaml.Node | None:
+    """``text``'s YAML as `link` reads it, or None when it is not YAML that `link` reads:
+    `fix` edits the very tree whose claims were stored (libyaml and PyYAML read a few
+    texts differently, such as a U+FEFF that starts a line)."""
+    try:
+        return _compose_single(text)
+    except (yaml.YAMLError, _ComposeLimit, ValueError, RecursionError):
+        return None
 
 
 def _compose_single(text: str) -> yaml.Node | None:

@@ -1,8 +1,8 @@
 """Where a claim's values stand in its file's text, for edits that touch only them.
 
 The claims' YAML (an annotation file, or a Markdown article's front matter) is composed
-with PyYAML's marks (libyaml's where PyYAML refuses the text but `link` reads it), which
-give each value's line and column in the file. An edit is a `Span` of one line to replace,
+as `link` composes it (`loader.compose_yaml`), with marks that give each value's line and
+column in the file. An edit is a `Span` of one line to replace,
 or a line to insert; a value written in a form that cannot be rewritten in place (over
 several lines, with escapes, through an alias another claim shares) raises `Unwritable`,
 with the reason.
@@ -16,14 +16,11 @@ from dataclasses import dataclass
 import yaml
 
 from annotations.errors import AnnotationError, RefSyntaxError
-from annotations.loader import front_matter_yaml
+from annotations.loader import compose_yaml, front_matter_yaml
 from annotations.refs import parse_ref
 
 _ALIAS_AFTER_KEY = re.compile(r"[ \t]*:[ \t]*(\*[^\s,\[\]{}]+)")
 _BOM = "\ufeff"
-# PyYAML first; libyaml reads some text PyYAML refuses (a tab after a scalar), as `link`
-# does, with marks that count characters the same way.
-_LOADERS = (yaml.SafeLoader, yaml.CSafeLoader) if yaml.__with_libyaml__ else (yaml.SafeLoader,)
 
 
 class Unwritable(AnnotationError):
@@ -205,14 +202,7 @@ def _is_pinned(written: str) -> bool:
 
 
 def _compose(source: str | None) -> yaml.Node | None:
-    if source is None:
-        return None
-    for loader in _LOADERS:
-        try:
-            return yaml.compose(source, Loader=loader)
-        except (yaml.YAMLError, RecursionError):  # not this file's YAML: its front matter is
-            continue
-    return None
+    return None if source is None else compose_yaml(source)
 
 
 def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:

@@ -150,6 +150,17 @@ def crlf(text: str) -> bytes:
     return text.replace("\n", "\r\n").encode("utf-8")
 
 
+def test_links_gives_each_ref_on_a_line_its_own_status() -> None:
+    """Claim 'pool' has a fresh ref and a moved one on one line (links reuses this fixture)."""
+    write("annotations/engine.yml", ANNOTATION)
+    assert run("link").exit_code == 0
+    listed = json.loads(run("links", "--article", "blog/engine.md", "--format", "json").stdout)
+    shown = {(row["claim"], row["ref"]): row["status"] for row in listed}
+    assert shown[("pool", f"{GRAPH}_pool")] == "fresh"
+    assert shown[("pool", GRAPH)] == "moved"
+    assert shown == statuses()
+
+
 @pytest.mark.parametrize("ending", ["lf", "crlf"])
 def test_moved_refs_are_rewritten_and_nothing_else(ending: str) -> None:
     encode = crlf if ending == "crlf" else str.encode
@@ -189,6 +200,18 @@ def test_a_file_only_libyaml_reads_is_fixed_as_link_reads_it() -> None:
     result = fix()
     assert result.stdout == "3 edits in 1 file: annotations/engine.yml\n"
     assert path.read_text(encoding="utf-8") == _tabbed(FIXED)
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="libyaml is not installed")
+def test_fix_edits_the_tree_link_read_where_the_two_parsers_differ() -> None:
+    """libyaml drops a U+FEFF that starts a line, PyYAML keeps it in the value: link read
+    the ref as libyaml does (moved, not broken), so fix must find it the same way."""
+    head = "article: blog/bom.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: t\n"
+    path = write("annotations/bom.yml", f"{head}    refs: [vllm/utils.py::cdiv,\n\ufeff{ENGINE}]\n")
+    assert statuses()[("c", ENGINE)] == "moved"
+    assert fix().stdout == "1 edit in 1 file: annotations/bom.yml\n"
+    assert path.read_text(encoding="utf-8") == (
+        f"{head}    refs: [vllm/utils.py::cdiv,\n\ufeff{NEW_ENGINE}]\n")
 
 
 def _scalar_marks(node: yaml.Node) -> list[tuple]:

@@ -206,6 +206,11 @@ YAML_ERRORS = [
         ["a.yaml:2: invalid YAML: unacceptable character U+0007"],
         id="unprintable-character",
     ),
+    *(pytest.param(
+        f'article: a\ntitle: "x{escape}"\n',
+        ["a.yaml:2: invalid YAML: an escape names no Unicode character (at most \\U0010FFFF)"],
+        id=f"escape-{name}") for name, escape in (("past-unicode", "\\U0011FFFF"),
+                                                  ("past-a-c-int", "\\UFFFFFFFF"))),
     pytest.param(
         "- a\n- b\n", ["a.yaml:1: the top level must be a mapping, not a list"], id="list"
     ),
