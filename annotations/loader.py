@@ -301,6 +301,12 @@ if yaml.__with_libyaml__:
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
+        def compose_scalar_node(self, anchor: str | None) -> yaml.ScalarNode:
+            event = self.peek_event()
+            if event.tag == "!":  # PyYAML resolves a lone '!' as untagged ('at: !' is null)
+                event.implicit = (True, False)
+            return super().compose_scalar_node(anchor)
+
 
 def _compose(text: str, ctx: _Context) -> yaml.Node | None:
     try:
