@@ -2,10 +2,9 @@
 
 The claims' YAML (an annotation file, or a Markdown article's front matter) is composed
 as `link` composes it (`loader.compose_yaml`), with marks that give each value's line and
-column in the file. An edit is a `Span` of one line to replace,
-or a line to insert; a value written in a form that cannot be rewritten in place (over
-several lines, with escapes, through an alias another claim shares) raises `Unwritable`,
-with the reason.
+column in the file. An edit is a `Span` of one line to replace, or a line to insert; a
+value written in a form that cannot be rewritten in place (over several lines, with
+escapes, through an alias another claim shares) raises `Unwritable`, with the reason.
 """
 
 from __future__ import annotations
