@@ -180,6 +180,19 @@ def test_a_database_of_an_edited_migration_reaches_the_fresh_schema(
     assert _full_schema(path) == _full_schema(_fresh(tmp_path / "fresh.db"))
 
 
+def test_a_search_table_of_names_holding_a_blob_twice_is_repaired(tmp_path: Path) -> None:
+    """The early FTS5 ``blob_names`` had no key: a blob written twice keeps its first row."""
+    path = tmp_path / "index.db"
+    _at_schema(path, 3, "DROP TABLE blob_names", _FTS_BLOB_NAMES,
+               "INSERT INTO blobs (id, size) VALUES ('b', 1)",
+               "INSERT INTO blob_names VALUES ('b', ' x y ')",
+               "INSERT INTO blob_names VALUES ('b', ' x y z ')")
+    with open_database(path) as database:
+        names = database.conn.execute("SELECT blob_id, names FROM blob_names").fetchall()
+    assert names == [("b", " x y ")]
+    assert _full_schema(path) == _full_schema(_fresh(tmp_path / "fresh.db"))
+
+
 def test_an_unparsed_python_blob_of_a_schema_7_database_is_marked_for_parsing(
     tmp_path: Path
 ) -> None:
@@ -189,12 +202,14 @@ def test_an_unparsed_python_blob_of_a_schema_7_database_is_marked_for_parsing(
         path, 7, "INSERT INTO repos (name) VALUES ('vllm')",
         "INSERT INTO versions VALUES (1, 'vllm', 'v1', 'local', NULL, NULL, 'now', 2, 0, 2, 0.1)",
         *(f"INSERT INTO blobs (id, size, extractor) VALUES ('{b}', 1, 'x')" for b in ("py", "txt")),
+        "INSERT INTO blobs (id, size, extractor, skipped) VALUES ('big', 1, 'x', 'too large')",
         "INSERT INTO files VALUES (1, 'a.py', 'py')",
         "INSERT INTO files VALUES (1, 'a.txt', 'txt')",
+        "INSERT INTO files VALUES (1, 'big.py', 'big')",
     )
     with open_database(path) as database:
         marked = database.conn.execute("SELECT id, extractor FROM blobs ORDER BY id").fetchall()
-    assert marked == [("py", ""), ("txt", "x")]
+    assert marked == [("big", "x"), ("py", ""), ("txt", "x")]  # a skipped blob stays skipped
 
 
 def _fresh(path: Path) -> Path:
@@ -425,6 +440,43 @@ def test_a_file_at_the_backups_name_is_replaced_not_written_into(tmp_path: Path)
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     assert list(tmp_path.glob("*.partial")) == []
 
+
+
+def test_a_partial_backup_left_by_an_interrupted_run_is_started_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    _at_schema(path, 1, "INSERT INTO repos (name) VALUES ('real')")
+    partial = tmp_path / "index.db.v1.bak.partial"
+    partial.write_bytes(os.urandom(100))  # what a run killed while copying left behind
+    with open_database(path) as database:
+        assert database.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    with contextlib.closing(sqlite3.connect(tmp_path / "index.db.v1.bak")) as conn:
+        assert conn.execute("SELECT name FROM repos").fetchall() == [("real",)]
+    assert not partial.exists()
+
+
+def test_a_stale_backup_with_its_own_rollback_journal_is_replaced_whole(tmp_path: Path) -> None:
+    """A hot -journal left beside an older backup would be rolled back into the new one."""
+    path = tmp_path / "index.db"
+    _at_schema(path, 1, "INSERT INTO repos (name) VALUES ('real')")
+    stale, backup = tmp_path / "stale.db", tmp_path / "index.db.v1.bak"
+    with contextlib.closing(sqlite3.connect(stale, isolation_level=None)) as writer:
+        writer.execute("CREATE TABLE stale_only (x)")
+        writer.execute("PRAGMA cache_size = 1")  # pages spill: the journal is hot at once
+        writer.execute("BEGIN")
+        writer.execute("DROP TABLE stale_only")
+        writer.execute("CREATE TABLE stale_too (x)")
+        writer.executemany("INSERT INTO stale_too VALUES (?)", [(b"x" * 900,)] * 100)
+        shutil.copyfile(stale, backup)
+        shutil.copyfile(stale.with_name("stale.db-journal"),
+                        backup.with_name(backup.name + "-journal"))
+        writer.execute("ROLLBACK")
+    with open_database(path):
+        pass
+    with contextlib.closing(sqlite3.connect(backup)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("SELECT name FROM repos").fetchall() == [("real",)]
+        tables = {name for name, in conn.execute("SELECT name FROM sqlite_master")}
+    assert not tables & {"stale_only", "stale_too"}
 
 
 def test_a_stale_backup_with_its_own_wal_is_replaced_whole(tmp_path: Path) -> None:

@@ -470,6 +470,12 @@ STYLE_HEAD = "article: blog/style.md\nat: vllm@v1\nclaims:\n"
     pytest.param("- id: c\n  text: x\n  at: ~\n  refs: [vllm/utils.py::cdiv]\n",
                  "- id: c\n  text: x\n  at: vllm@v2\n  refs: [vllm/utils.py::cdiv]\n",
                  id="null-at"),
+    pytest.param("  - id: 'c'\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 "  - id: 'c'\n    at: vllm@v2\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 id="quoted-id"),
+    pytest.param("  - {id: \"c\", text: x, refs: [vllm/utils.py::cdiv]}\n",
+                 "  - {id: \"c\", at: vllm@v2, text: x, refs: [vllm/utils.py::cdiv]}\n",
+                 id="flow-double-quoted-id"),
 ])
 def test_bump_writes_the_pin_in_the_claims_own_style(claim: str, bumped: str) -> None:
     path = write("annotations/style.yml", STYLE_HEAD + claim)
@@ -635,6 +641,12 @@ def test_edits_that_change_more_than_meant_are_refused(edit: Span, error: str) -
     pytest.param("  - ? id\n    : c\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
                  "its 'id:' is written in a way fix cannot add an 'at:' after",
                  id="explicit-id-key"),
+    pytest.param('  - id: "c\\\n      "\n    text: x\n    refs: [vllm/utils.py::cdiv]\n',
+                 "its 'id:' is written in a way fix cannot add an 'at:' after",
+                 id="quoted-id-ending-on-the-next-line"),
+    pytest.param(f'  - id: c\n    text: x\n    refs: ["\\ {MERGE}"]\n',
+                 f" {MERGE} cannot be rewritten (it is not written as plain text on one line "
+                 "(escapes, a block scalar or a line break))", id="ref-after-an-escaped-space"),
     pytest.param("  - id: c\n    text: x\n    at: &p vllm@v1\n    refs: [vllm/utils.py::cdiv]\n"
                  "  - id: d\n    text: y\n    at: *p\n    refs: [vllm/utils.py::cdiv]\n",
                  "its 'at:' is an anchor that other values share", id="shared-pin-anchor"),
@@ -943,6 +955,19 @@ def test_a_moved_ref_writes_out_the_pin_its_unpinned_uses_target_took_from_it() 
     assert (result.exit_code, result.stdout) == (0, "2 edits in 1 file: annotations/engine.yml\n")
     assert path.read_text() == claims.replace(f"ref: {ENGINE}", f"ref: {NEW_ENGINE}").replace(
         f"[{use}]", f"[vllm@v1:{use}]")
+    assert statuses() == {("engine", NEW_ENGINE): "fresh"}
+
+
+def test_a_pinned_uses_target_is_left_as_written_when_its_ref_moves() -> None:
+    """Only an unpinned target takes its ref's pin: one with its own keeps its text, even
+    written as no canonical ref is (with a space before it)."""
+    use = "vllm/worker/cache_engine.py::CacheEngine._allocate_kv_cache"
+    claims = (f"article: blog/engine.md\nat: vllm@v1\nclaims:\n  - id: engine\n    text: 引擎\n"
+              f"    refs:\n      - ref: {ENGINE}\n        uses: [' vllm@v1:{use}']\n")
+    path = write("annotations/engine.yml", claims)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/engine.yml\n")
+    assert path.read_text() == claims.replace(f"ref: {ENGINE}", f"ref: {NEW_ENGINE}")
     assert statuses() == {("engine", NEW_ENGINE): "fresh"}
 
 

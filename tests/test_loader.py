@@ -544,6 +544,14 @@ def test_single_file_loader_raises_first_error(tmp_path: Path) -> None:
     assert (caught.value.file, caught.value.line) == ("a.yaml", 2)
 
 
+def test_a_text_libyaml_cannot_take_is_read_by_pyyaml() -> None:
+    """A lone surrogate (a text given to the loader, not a file) cannot be encoded for
+    libyaml: PyYAML reads it and says which character it refuses, on which line."""
+    with pytest.raises(AnnotationFileError) as caught:
+        load_annotation_text("article: a\nclaims: [\ud800]\n", "a.yaml")
+    assert str(caught.value) == "a.yaml:2: invalid YAML: unacceptable character U+D800"
+
+
 def test_too_many_claims(tmp_path: Path) -> None:
     claims = "".join(f"- {{id: c{i}, text: t, refs: [a.py::f]}}\n" for i in range(MAX_CLAIMS + 1))
     text = "article: a\nclaims:\n" + claims
@@ -1007,6 +1015,19 @@ def test_limits_are_inclusive(tmp_path: Path) -> None:
     result = load_all([_write(tmp_path, "a.yaml", text)], [], tmp_path)
     assert result.errors == []
     assert len(result.articles[0].claims) == MAX_CLAIMS
+
+
+@pytest.mark.parametrize(("uses", "error"), [
+    pytest.param(loader.MAX_NODES - 17, None, id="at-the-limit"),
+    pytest.param(loader.MAX_NODES - 16, "a.yaml:7: more than 100000 YAML nodes (aliases counted as "
+                 "expanded)", id="one-over"),
+])
+def test_the_node_limit_is_inclusive(tmp_path: Path, uses: int, error: str | None) -> None:
+    """17 nodes besides the uses: targets (every mapping, sequence, key and value)."""
+    text = ("article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - ref: a.py::f\n"
+            "        uses: [" + "a.py::f, " * uses + "]\n")
+    result = load_all([_write(tmp_path, "a.yaml", text)], [], tmp_path)
+    assert [str(e).split(" (hint")[0] for e in result.errors] == ([error] if error else [])
 
 
 @pytest.mark.parametrize(("links", "error"), [

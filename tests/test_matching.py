@@ -620,6 +620,28 @@ class {name}({bases}):
 """
 
 
+STATE_SHAPE = """\
+    def get_state_shape(self):
+        conv = (self.conv_size - 1, self.head_dim * 8)
+        recurrent = (8, self.head_dim, self.head_dim)
+        return conv, recurrent
+
+"""
+INIT = KDA[KDA.index("    def __init__"):KDA.index("    def get_state_shape")]
+assert STATE_SHAPE in KDA and INIT
+KDA_TWO_METHODS = KDA.replace(STATE_SHAPE, "")  # __init__ and _forward
+KDA_ONE_METHOD = KDA_TWO_METHODS.replace(INIT, "")  # _forward
+WINDOW = """
+    @property
+    def window(self):
+        return self.conv_size * self.head_dim
+
+    @window.setter
+    def window(self, value):
+        self.conv_size = value // self.head_dim
+"""
+
+
 @dataclass(frozen=True)
 class MoveCase:
     """What became of ``old`` (``a.py::qualname`` at v1) at v2: the ref it moved to,
@@ -694,6 +716,18 @@ MOVES = {
                                    bases="GatedDeltaNetAttention")},  # blocked on nothing
         "KimiDeltaAttention", Verdict.MOVED, "gdn/kimi.py::KimiGatedDeltaNetAttention",
     ),
+    "class-renamed-elsewhere-follows-its-two-methods": MoveCase(
+        {"a.py": KDA_TWO_METHODS.format(name="KimiDeltaAttention", bases="nn.Module, MambaBase")},
+        {"gdn/kimi.py": KDA_TWO_METHODS.format(name="KimiGatedDeltaNetAttention",
+                                               bases="GatedDeltaNetAttention")},
+        "KimiDeltaAttention", Verdict.MOVED, "gdn/kimi.py::KimiGatedDeltaNetAttention",
+    ),
+    "class-renamed-elsewhere-does-not-follow-its-one-method": MoveCase(
+        {"a.py": KDA_ONE_METHOD.format(name="KimiDeltaAttention", bases="nn.Module, MambaBase")},
+        {"gdn/kimi.py": KDA_ONE_METHOD.format(name="KimiGatedDeltaNetAttention",
+                                              bases="GatedDeltaNetAttention")},
+        "KimiDeltaAttention", Verdict.REMOVED,
+    ),
     "removed-class-does-not-follow-its-methods-to-a-class-named-at-a": MoveCase(
         {"a.py": KDA.format(name="Dots1Model", bases="Dots1Base"),
          "b.py": KDA.format(name="MiMoModel", bases="nn.Module")},  # a copy of Dots1Model
@@ -752,6 +786,37 @@ def test_a_method_of_a_class_left_as_a_factory_is_matched_as_a_member(
     match = matcher.match(method)
     assert (match.verdict, match.new.ref) == (Verdict.MOVED, "b.py::Experts.tp_size")
     assert matcher.match(cls).verdict is Verdict.CHANGED
+
+
+@pytest.mark.parametrize("class_first", [True, False], ids=["class-first", "method-first"])
+def test_the_methods_of_a_class_that_followed_them_are_matched_as_its_members(
+    tmp_path: Path, class_first: bool
+) -> None:
+    """Searching where a renamed class went matches its methods as orphans; once it follows
+    them, they are matched again as its members, a property's setter (the second definition
+    of its name) too, whichever is matched first."""
+    index = build_index(tmp_path, {
+        "v1": {"a.py": KDA.format(name="KimiDeltaAttention", bases="nn.Module, MambaBase")
+               + WINDOW},
+        "v2": {"gdn/kimi.py": KDA.format(name="KimiGatedDeltaNetAttention",
+                                         bases="GatedDeltaNetAttention") + WINDOW},
+    })
+    matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
+    cls = index.symbol("v1", "a.py", "KimiDeltaAttention")
+    methods = [index.symbol("v1", "a.py", qualname, occurrence) for qualname, occurrence in (
+        ("KimiDeltaAttention.__init__", 0), ("KimiDeltaAttention.window", 0),
+        ("KimiDeltaAttention.window", 1))]
+    if class_first:
+        assert matcher.match(cls).verdict is Verdict.MOVED
+    matches = [matcher.match(method) for method in methods]
+    moved = matcher.match(cls)
+    assert (moved.verdict, moved.new.ref, moved.via) == (
+        Verdict.MOVED, "gdn/kimi.py::KimiGatedDeltaNetAttention", "methods")
+    assert [(m.verdict, m.new and m.new.ref, m.new and m.new.occurrence, m.via, m.score)
+            for m in matches] == [
+        (Verdict.MOVED, f"gdn/kimi.py::KimiGatedDeltaNetAttention.{name}", occurrence,
+         "parent", moved.score)
+        for name, occurrence in (("__init__", 0), ("window", 0), ("window", 1))]
 
 
 def test_a_file_moved_among_same_named_files_prefers_the_deepest_shared_path(

@@ -170,6 +170,13 @@ INVALID = [
     pytest.param(
         "vllm/a.py", "missing '::QUALNAME' or '#Lx-Ly' after path 'vllm/a.py'", id="bare-path"
     ),
+    pytest.param(
+        "setup-tools.py",
+        "missing '::QUALNAME' or '#Lx-Ly' after path 'setup-tools.py'",
+        id="bare-path-no-dotted-name",
+    ),
+    pytest.param("vllm//a.py", "path 'vllm//a.py' has an empty segment", id="bare-path-bad"),
+    pytest.param("a.py::f::g", "invalid qualname 'f::g'", id="qualname-with-colons"),
     pytest.param("a.py::A..b", "invalid qualname 'A..b'", id="qualname-empty-part"),
     pytest.param("a.py::<locals>.f", "invalid qualname '<locals>.f'", id="qualname-locals-first"),
     pytest.param("a.py::f.<locals>", "invalid qualname 'f.<locals>'", id="qualname-locals-last"),
