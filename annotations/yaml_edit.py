@@ -153,7 +153,7 @@ class ClaimsYaml:
         line = key.start_mark.line
         between = self._lines[line][self._column(key.end_mark):self._column(value.start_mark)]
         simple = (
-            _style(key) is None and _style(value) in (None, "'", '"')
+            _style(key) in (None, "'", '"') and _style(value) in (None, "'", '"')
             and value.start_mark.index > key.end_mark.index
             and value.end_mark.line == line and between.strip() == ":"
             and not self._lines[line][:self._column(key.start_mark)].rstrip().endswith("?")

@@ -476,6 +476,12 @@ STYLE_HEAD = "article: blog/style.md\nat: vllm@v1\nclaims:\n"
     pytest.param("  - {id: \"c\", text: x, refs: [vllm/utils.py::cdiv]}\n",
                  "  - {id: \"c\", at: vllm@v2, text: x, refs: [vllm/utils.py::cdiv]}\n",
                  id="flow-double-quoted-id"),
+    pytest.param('  - {"id": "c", "text": "x", "refs": ["vllm/utils.py::cdiv"]}\n',
+                 '  - {"id": "c", at: vllm@v2, "text": "x", "refs": ["vllm/utils.py::cdiv"]}\n',
+                 id="json-style-quoted-keys"),
+    pytest.param("  - 'id': c\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 "  - 'id': c\n    at: vllm@v2\n    text: x\n    refs: [vllm/utils.py::cdiv]\n",
+                 id="single-quoted-key"),
 ])
 def test_bump_writes_the_pin_in_the_claims_own_style(claim: str, bumped: str) -> None:
     path = write("annotations/style.yml", STYLE_HEAD + claim)
