@@ -33,7 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotations.errors import AnnotationError
-from annotations.loader import code_span_ranges, load_annotation_text, load_markdown_text
+from annotations.loader import (
+    URL_TRAILING,
+    code_span_ranges,
+    load_annotation_text,
+    load_markdown_text,
+)
 from annotations.model import Article, Claim, RepoFilter
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
@@ -155,7 +160,7 @@ def _find_ref(line: str, ref: str, taken: Collection[int] = ()) -> int:
     while start >= 0:
         end = start + len(ref)
         if ref.startswith("https://"):
-            whole = not _URL_CHARS.match(line, end).group(0).rstrip(".,;:!?*")
+            whole = not _URL_CHARS.match(line, end).group(0).rstrip(URL_TRAILING)
         else:
             whole = not _EXTENDS_BEFORE.match(line[start - 1:start]) and not (
                 _EXTENDS_AFTER.match(line, end))

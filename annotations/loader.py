@@ -72,7 +72,9 @@ _AT_HINT = "'at' takes REPO@VERSION, e.g. vllm@v0.20.0"
 _LINE_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
 _PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
-_URL_TRAILING = ".,;:!?*"
+URL_TRAILING = ".,;:!?*_~"
+"""What ends a URL in prose rather than belonging to it, as GitHub's autolinks read it
+(``~~URL~~`` and ``_URL_`` are struck out and emphasised, not part of the path)."""
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _BACKTICKS_RE = re.compile(r"`+")
@@ -902,7 +904,7 @@ def find_permalinks(line: str) -> list[str]:
     ends = _destination_ends(line) if matches else {}
     urls = (line[match.start():max(match.end(), ends.get(match.start(), 0))]
             for match in matches)
-    return [url.rstrip(_URL_TRAILING) for url in urls if _PERMALINK_RE.match(url)]
+    return [url.rstrip(URL_TRAILING) for url in urls if _PERMALINK_RE.match(url)]
 
 
 def _destination_ends(line: str) -> dict[int, int]:

@@ -338,6 +338,13 @@ def test_permalinks_get_their_new_url_at_the_target() -> None:
     assert after[(link_claim_id("articles/engine.md", UTILS_URL), UTILS_URL)] == "changed"
 
 
+@pytest.mark.parametrize("around", ["~~", "_", "*"], ids=["struck-out", "emphasised", "bold"])
+def test_a_permalink_in_markdown_emphasis_is_rewritten_inside_it(around: str) -> None:
+    path = write("articles/e.md", f"# T\n\n{around}旧链接：{ENGINE_URL}{around}\n")
+    assert fix().stdout == "1 edit in 1 file: articles/e.md\n"
+    assert path.read_text(encoding="utf-8") == f"# T\n\n{around}旧链接：{NEW_ENGINE_URL}{around}\n"
+
+
 def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
     text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
     path = write("articles/engine.md", text)

@@ -703,6 +703,9 @@ CODE_BLOCKS = [
     pytest.param(f"[{GH}/v1/a.py 中](https://example.com)", [f"{GH}/v1/a.py"],
                  id="url-in-link-text-ends-as-prose"),
     pytest.param(f"see [x]({GH}/v1/a.py#L1).", [f"{GH}/v1/a.py#L1"], id="ascii-unchanged"),
+    pytest.param(f"~~旧链接：{GH}/v1/a.py#L1-L9~~", [f"{GH}/v1/a.py#L1-L9"], id="struck-out"),
+    pytest.param(f"_见 {GH}/v1/a.py#L66_", [f"{GH}/v1/a.py#L66"], id="emphasised"),
+    pytest.param(f"{GH}/v1/a_b/c~d.py", [f"{GH}/v1/a_b/c~d.py"], id="inner-underscore-tilde"),
 ])
 def test_markdown_permalink_urls_end_where_markdown_ends_them(line: str, urls: list[str]) -> None:
     claims = load_markdown_text(f"# T\n\n{line}\n", "a.md").claims
