@@ -36,6 +36,7 @@ from annotations.errors import AnnotationError
 from annotations.loader import (
     URL_TRAILING,
     code_span_ranges,
+    html_comment_ranges,
     load_annotation_text,
     load_markdown_text,
 )
@@ -97,14 +98,15 @@ class FilePlan:
 
     def replace_on_line(self, line: int, old: str, new: str) -> bool:
         """Replace the ref ``old`` where it stands whole on ``line`` (not inside a longer
-        ref that starts or ends with it, nor in a code span, nor where an edit already
-        replaces it): a permalink in a Markdown article's body."""
+        ref that starts or ends with it, nor in a code span or an HTML comment, nor where an
+        edit already replaces it): a permalink in a Markdown article's body."""
         if not 0 < line <= len(self.original_lines):
             return False
         text = self.original_lines[line - 1]
         taken = {edit.start for edit in self._pending.values()
                  if isinstance(edit, Span) and edit.line == line - 1}
-        taken.update(place for start, end in code_span_ranges(text) for place in range(start, end))
+        shown_only = [*code_span_ranges(text), *html_comment_ranges(text)]
+        taken.update(place for start, end in shown_only for place in range(start, end))
         start = _find_ref(text, old, taken)
         if start < 0:
             return False

@@ -47,8 +47,9 @@ code, or into repos not configured, are not claims; 4: a quote picks the definit
 qualname defined twice; 5: permalinks in indented code or in code spans are not claims,
 a permalink's blank edge lines are left out, a quote stands only as whole names and
 numbers, a definition's own name is no use of a uses: target; 6: a lone CR ends a line;
-7: a permalink in a link's destination runs to its end (raw non-ASCII paths), a dotted
-name may hold '<locals>'."""
+7: a permalink in a link's destination runs to its end (raw non-ASCII paths) and one in
+prose ends before a trailing '_' or '~', permalinks in HTML comments and <pre> blocks are
+not claims, a dotted name may hold '<locals>'."""
 
 
 @dataclass

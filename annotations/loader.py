@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import enum
 import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +86,9 @@ _FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
 _LINK_RE = re.compile(r"!?\[([^\]]{0,500})\]\( ?<?([^)\s>]{0,2000})>?(?: \"[^\"]{0,500}\")? ?\)")
+_HTML_COMMENT_RE = re.compile(r"<!--.*?-->")
+_RAW_HTML_OPEN_RE = re.compile(r" {0,3}<(?P<tag>pre|script|style|textarea)(?:[\s>]|$)",
+                               re.IGNORECASE)
 _AUTOLINK_RE = re.compile(r"<(https?://[^>\s]+)>")
 _MAX_REDUCED = 10 * MAX_LINK_TEXT
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
@@ -796,11 +800,8 @@ def _link_claims(
     body = _Body(lines, body_start)
     claims: list[Claim] = []
     seen: dict[str, int] = {}
-    code = _code_lines(lines, body_start)
-    for index in range(body_start, len(lines)):
-        if index in code:
-            continue
-        for url in find_permalinks(_without_code_spans(lines[index])):
+    for index, visible in _visible_lines(lines, body_start):
+        for url in find_permalinks(visible):
             if repos is not None and not repos.keeps(_PERMALINK_RE.match(url)["repo"]):
                 continue
             seen[url] = seen.get(url, 0) + 1
@@ -810,6 +811,76 @@ def _link_claims(
             if len(claims) > MAX_CLAIMS:
                 raise ctx.fatal(index + 1, f"too many claims (more than {MAX_CLAIMS})")
     return claims
+
+
+def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str]]:
+    """The body's lines whose links a reader sees, each with its inline code and its HTML
+    comments blanked: code blocks, ``<pre>`` blocks and comments (a note to self, a link
+    kept for later) show no link."""
+    hidden = _code_lines(lines, first) | _html_block_lines(lines, first)
+    comment = _Comment.NONE
+    for index in range(first, len(lines)):
+        if comment is _Comment.INLINE and not lines[index].strip():
+            comment = _Comment.NONE  # never closed in its paragraph: it was text
+        if index in hidden:
+            if comment is not _Comment.NONE:  # a comment hides the block's opening too
+                comment = _without_comments(lines[index], comment)[1]
+            continue
+        visible, comment = _without_comments(_without_code_spans(lines[index]), comment)
+        yield index, visible
+
+
+class _Comment(enum.Enum):
+    """Whether an HTML comment is open: none, one that began its line (an HTML block, which
+    runs to its ``-->``), or one inside a paragraph (which the paragraph's end closes)."""
+
+    NONE = "none"
+    BLOCK = "block"
+    INLINE = "inline"
+
+
+def _without_comments(line: str, comment: _Comment) -> tuple[str, _Comment]:
+    """``line`` with its HTML comments (``<!-- ... -->``) cut out, and the comment still
+    open at its end; ``comment`` is the one open at its start."""
+    kept, position = [], 0
+    while position < len(line):
+        if comment is not _Comment.NONE:
+            end = line.find("-->", position)
+            if end < 0:
+                break
+            position, comment = end + 3, _Comment.NONE
+            continue
+        start = line.find("<!--", position)
+        if start < 0:
+            kept.append(line[position:])
+            break
+        kept.append(line[position:start] + " ")
+        block = not line[:start].strip() and start <= 3
+        position, comment = start + 4, _Comment.BLOCK if block else _Comment.INLINE
+    return "".join(kept), comment
+
+
+def html_comment_ranges(line: str) -> list[tuple[int, int]]:
+    """Where the HTML comments that open and close on ``line`` are."""
+    return [match.span() for match in _HTML_COMMENT_RE.finditer(line)]
+
+
+def _html_block_lines(lines: list[str], first: int) -> set[int]:
+    """Indexes of the lines of raw-text HTML blocks (``<pre>``, ``<script>``, ``<style>``,
+    ``<textarea>``), as CommonMark reads them: from the opening tag's line to the line
+    that closes it, or to the end."""
+    inside: set[int] = set()
+    closing: str | None = None
+    for index in range(first, len(lines)):
+        if closing is None:
+            opening = _RAW_HTML_OPEN_RE.match(lines[index])
+            if opening is None:
+                continue
+            closing = f"</{opening['tag'].lower()}>"
+        inside.add(index)
+        if closing in lines[index].lower():
+            closing = None
+    return inside
 
 
 def _code_lines(lines: list[str], first: int) -> set[int]:

@@ -345,6 +345,16 @@ def test_a_permalink_in_markdown_emphasis_is_rewritten_inside_it(around: str) ->
     assert path.read_text(encoding="utf-8") == f"# T\n\n{around}旧链接：{NEW_ENGINE_URL}{around}\n"
 
 
+def test_a_permalink_kept_in_an_html_comment_is_neither_a_claim_nor_rewritten() -> None:
+    text = (f"# T\n\n<!-- old: {ENGINE_URL} --> see [the engine]({ENGINE_URL}).\n"
+            f"<!--\nTODO {UTILS_URL}\n-->\n<pre>{KERNEL_URL}</pre>\n")
+    path = write("articles/engine.md", text)
+    assert fix().stdout == "1 edit in 1 file: articles/engine.md\n"
+    assert path.read_text(encoding="utf-8") == text.replace(
+        f"engine]({ENGINE_URL})", f"engine]({NEW_ENGINE_URL})")
+    assert [ref for _, ref in statuses()] == [NEW_ENGINE_URL]
+
+
 def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
     text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
     path = write("articles/engine.md", text)

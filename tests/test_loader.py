@@ -690,6 +690,15 @@ CODE_BLOCKS = [
     pytest.param("- a\n  - b\n\n      {A}\n", [6], id="indented-paragraph-of-a-nested-item"),
     pytest.param("- item\n\nText\n\n    {A}\n\n{B}\n", [9],
                  id="indented-code-after-the-list-ends"),
+    pytest.param("<!-- {A} -->\n{B}\n", [4], id="html-comment"),
+    pytest.param("Text <!-- todo {A} --> then {B}\n", [3], id="html-comment-inside-a-line"),
+    pytest.param("<!--\n{A}\n\n{A}\n-->\n{B}\n", [8], id="html-comment-over-a-blank-line"),
+    pytest.param("Text <!-- a\nnote {A} --> {B}\n", [4], id="html-comment-over-two-lines"),
+    pytest.param("`<!--` {B}\n{B}\n", [3, 4], id="html-comment-opener-in-a-code-span"),
+    pytest.param("<pre>\n{A}\n</pre>\n{B}\n", [6], id="pre-block"),
+    pytest.param("<PRE class=\"x\">{A}</PRE>\n{B}\n", [4], id="pre-block-on-one-line"),
+    pytest.param("<pre>\n{A}\n", [], id="unclosed-pre-runs-to-the-end"),
+    pytest.param("<prefix> {B}\n", [3], id="a-tag-named-like-pre-is-not-pre"),
 ]
 
 
