@@ -84,8 +84,16 @@ _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
 _FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
+_REFERENCE_DEFINITION_RE = re.compile(r" {0,3}\[(?P<label>[^\]]{1,999})\]:[ \t]*<?(?P<url>[^\s>]+)")
+# A full ([text][label]), collapsed ([label][]) or shortcut ([label]) reference link; a
+# shortcut is not followed by '(' or ':' (an inline link, a definition).
+_REFERENCE_USE_RE = re.compile(
+    r"!?\[(?P<text>[^\]]{1,999})\](?:\[(?P<ref>[^\]]{0,999})\]|(?![(:\[]))")
+_QUOTE_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
 _LINK_RE = re.compile(r"!?\[([^\]]{0,500})\]\( ?<?([^)\s>]{0,2000})>?(?: \"[^\"]{0,500}\")? ?\)")
+_LINK_OR_REFERENCE_RE = re.compile(  # an inline link, or a full or collapsed reference link
+    _LINK_RE.pattern + r"|!?\[(?P<reference_text>[^\]]{1,500})\]\[[^\]]{0,999}\]")
 _HTML_COMMENT_RE = re.compile(r"<!--.*?-->")
 _RAW_HTML_OPEN_RE = re.compile(r" {0,3}<(?P<tag>pre|script|style|textarea)(?:[\s>]|$)",
                                re.IGNORECASE)
@@ -1003,8 +1011,8 @@ def _link_claim(
     entry = RefEntry(url, ref, line)
     claim_id = link_claim_id(article, url, occurrence)
     return Claim(
-        article, claim_id, body.link_text(index, url), None, (entry,), (), ctx.display, line,
-        body_link=True,
+        article, claim_id, body.text_of_link(index, url), None, (entry,), (), ctx.display,
+        line, body_link=True,
     )
 
 
@@ -1048,6 +1056,28 @@ class _Body:
             new = index == first or _starts_block(lines, index)
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
+        self.uses: dict[str, tuple[int, str]] | None = None
+
+    def text_of_link(self, index: int, url: str) -> str:
+        """The text around the link to ``url`` on line ``index``; for a link reference
+        definition (``[label]: URL``), the text around the first link that uses it."""
+        definition = _REFERENCE_DEFINITION_RE.match(self.lines[index])
+        if definition is not None and definition["url"] == url:
+            use = self._use_of(definition["label"])
+            if use is not None:
+                return self.link_text(*use)
+        return self.link_text(index, url)
+
+    def _use_of(self, label: str) -> tuple[int, str] | None:
+        """The line of the first link to reference ``label`` (``[text][label]``,
+        ``[label][]`` or ``[label]``), and that link's text."""
+        if self.uses is None:  # once: an article may define many references
+            self.uses = {}
+            for index in self.starts:
+                for match in _REFERENCE_USE_RE.finditer(self.lines[index]):
+                    key = _reference_key(match["ref"] or match["text"])
+                    self.uses.setdefault(key, (index, match[0]))
+        return self.uses.get(_reference_key(label))
 
     def link_text(self, index: int, url: str) -> str:
         """The text around a link on line `index`: its paragraph, or else its sentence."""
@@ -1079,9 +1109,20 @@ def _make_paragraph(start: int, parts: list[str]) -> _Paragraph:
     return _Paragraph(start, parts, offsets, text, reduced, sentence_ends, sentence_starts)
 
 
+def _reference_key(label: str) -> str:
+    """A link label as CommonMark matches labels: case and inner white space aside."""
+    return " ".join(label.split()).casefold()
+
+
 def _starts_block(lines: list[str], index: int) -> bool:
-    """True when line `index` does not continue the paragraph of the line before it."""
+    """True when line `index` does not continue the paragraph of the line before it (in a
+    block quote, a line continues the one before it at the same depth)."""
     line, previous = lines[index], lines[index - 1]
+    quote, previous_quote = _QUOTE_RE.match(line), _QUOTE_RE.match(previous)
+    if quote and previous_quote:
+        if quote[0].count(">") != previous_quote[0].count(">"):
+            return True
+        line, previous = line[quote.end():], previous[previous_quote.end():]
     return (
         not line.strip()
         or not previous.strip()
@@ -1127,12 +1168,13 @@ class _Reduced:
         pieces: list[str] = []
         raw, labels = [], []
         length = last = 0
-        for link in _LINK_RE.finditer(text):
+        for link in _LINK_OR_REFERENCE_RE.finditer(text):
+            label = link[1] if link[1] is not None else link["reference_text"]
             length += link.start() - last
-            pieces += [text[last:link.start()], link[1]]
+            pieces += [text[last:link.start()], label]
             raw.append(link.span())
-            labels.append((length, length + len(link[1])))
-            length += len(link[1])
+            labels.append((length, length + len(label)))
+            length += len(label)
             last = link.end()
         pieces.append(text[last:])
         return cls(_AUTOLINK_RE.sub(r"\1", "".join(pieces)), raw, labels)

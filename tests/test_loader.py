@@ -731,6 +731,26 @@ def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: lis
     assert all(claim.body_link for claim in claims)
 
 
+@pytest.mark.parametrize(("body", "texts"), [
+    pytest.param(f"用 [`capture`][cap] 逐个捕获，见 [x][]。\n\n[cap]: {GH}/v1/a.py#L1\n"
+                 f"[X]: <{GH}/v1/b.py#L2> \"t\"\n",
+                 ["用 `capture` 逐个捕获，见 x。"] * 2, id="reference-definitions"),
+    pytest.param(f"See [the pool].\n\n[The  Pool]: {GH}/v1/a.py#L1\n", ["See [the pool]."],
+                 id="shortcut-reference-any-case-and-spacing"),
+    pytest.param(f"[unused]: {GH}/v1/a.py#L1\n", [f"[unused]: {GH}/v1/a.py#L1"],
+                 id="unused-definition-keeps-its-line"),
+    pytest.param(f"> 显存不够时，\n> 直接报错，见 {GH}/v1/a.py#L1 。\n",
+                 [f"显存不够时，直接报错，见 {GH}/v1/a.py#L1 。"], id="wrapped-block-quote"),
+    pytest.param(f"> 外层\n> > 内层 {GH}/v1/a.py#L1\n", [f"内层 {GH}/v1/a.py#L1"],
+                 id="deeper-quote-starts-a-paragraph"),
+    pytest.param(f"> 一段\n>\n> 另一段 {GH}/v1/a.py#L1\n", [f"另一段 {GH}/v1/a.py#L1"],
+                 id="blank-quote-line-ends-a-paragraph"),
+])
+def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
+    claims = load_markdown_text(f"# T\n\n{body}", "a.md").claims
+    assert [claim.text for claim in claims] == texts
+
+
 def test_markdown_long_sentence_is_cut_after_its_links_are_reduced() -> None:
     """A window of the raw sentence could start inside the URL of the link before."""
     filler = "Filler words here. " * 30
