@@ -49,7 +49,8 @@ a permalink's blank edge lines are left out, a quote stands only as whole names 
 numbers, a definition's own name is no use of a uses: target; 6: a lone CR ends a line;
 7: a permalink in a link's destination runs to its end (raw non-ASCII paths) and one in
 prose ends before a trailing '_' or '~', permalinks in HTML comments and <pre> blocks are
-not claims, a dotted name may hold '<locals>'."""
+not claims, a dotted name may hold '<locals>', a reference definition's claim text is
+its use's, a block quote's wrapped lines are one paragraph."""
 
 
 @dataclass
