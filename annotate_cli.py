@@ -610,7 +610,8 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
         _table(["file:line" if several else "line", "claim", "version", "state", "status",
                 "symbol"],
                ([f"{r['source_file']}:{r['line']}" if several else r["line"], r["claim_id"],
-                 r["version"], r["state"], r.get("status") or "-", r["resolved"] or r["written"]]
+                 r["version"] or "-", r["state"], r.get("status") or "-",
+                 r["resolved"] or r["written"]]
                 for r in rows))
         return
     targets = sorted({_link_target(r) for r in rows})

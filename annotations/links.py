@@ -287,6 +287,9 @@ def _ref_row(
     outcome.refs += 1
     row: dict = {"seq": seq, "written": entry.text, "line": entry.line, "quote": entry.quote,
                  "repo": entry.ref.repo, "version": entry.ref.version}
+    if entry.unreadable is not None:
+        return _broken(row, claim, entry.unreadable.located(claim.source_file, entry.line),
+                       outcome)
     try:
         resolved = _quoted_definition(resolver, resolver.resolve(entry.ref), entry)
     except UnindexedVersion as error:

@@ -32,7 +32,7 @@ from annotations.model import (
     RepoFilter,
     Waiver,
 )
-from annotations.refs import Ref, format_ref, parse_pin, parse_ref
+from annotations.refs import Ref, RefForm, format_ref, parse_pin, parse_ref
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Largest file read (2 MiB)."""
@@ -813,9 +813,7 @@ def _link_claims(
             if repos is not None and not repos.keeps(_PERMALINK_RE.match(url)["repo"]):
                 continue
             seen[url] = seen.get(url, 0) + 1
-            claim = _link_claim(body, index, url, seen[url], article, ctx)
-            if claim is not None:
-                claims.append(claim)
+            claims.append(_link_claim(body, index, url, seen[url], article, ctx))
             if len(claims) > MAX_CLAIMS:
                 raise ctx.fatal(index + 1, f"too many claims (more than {MAX_CLAIMS})")
     return claims
@@ -1001,14 +999,12 @@ def link_claim_id(article: str, url: str, occurrence: int = 1) -> str:
 
 def _link_claim(
     body: _Body, index: int, url: str, occurrence: int, article: str, ctx: _Context
-) -> Claim | None:
+) -> Claim:
     line = index + 1
     try:
-        ref = parse_ref(url)
+        entry = RefEntry(url, parse_ref(url), line)
     except RefSyntaxError as error:
-        ctx.error(line, error.message, hint=error.hint)
-        return None
-    entry = RefEntry(url, ref, line)
+        entry = RefEntry(url, Ref(None, None, RefForm.PERMALINK), line, unreadable=error)
     claim_id = link_claim_id(article, url, occurrence)
     return Claim(
         article, claim_id, body.text_of_link(index, url), None, (entry,), (), ctx.display,

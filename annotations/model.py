@@ -26,7 +26,9 @@ class RefEntry:
     """One ref of a claim: `text` as written, `ref` parsed (and pinned by the claim's `at`).
 
     `uses` holds the canonical text of each ref listed under ``uses:``, pinned like `ref`.
-    `line` is the 1-based line of the ref in its source file.
+    `line` is the 1-based line of the ref in its source file. `unreadable` is why a
+    permalink in an article's body could not be read (its `ref` then names nothing): it
+    is a broken claim, not an error that hides the article's other claims.
     """
 
     text: str
@@ -34,6 +36,7 @@ class RefEntry:
     line: int
     quote: str | None = None
     uses: tuple[str, ...] = ()
+    unreadable: AnnotationError | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

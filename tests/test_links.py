@@ -584,7 +584,14 @@ LINK_ERRORS = [
     pytest.param(
         "articles/bad.md", f"# T\n\nSee {GH}/v0.2.0/vllm/utils.py#L5-L1.\n",
         ["articles/bad.md:3: line range L5-L1 ends before it starts"],
-        NO_ARTICLES, id="markdown-permalink-syntax",
+        ONE_REF, id="markdown-permalink-syntax-is-a-broken-claim",
+    ),
+    pytest.param(
+        "articles/bad.md", f"# T\n\nSee {GH}/v0.2.0/vllm/utils.py#L5-L1.\n\n"
+                           f"And {GH}/v0.2.0/vllm/utils.py#L1-L5.\n",
+        ["articles/bad.md:3: line range L5-L1 ends before it starts"],
+        "1 article, 2 claims, 2 refs: 1 linked, 0 unindexed, 1 broken",
+        id="markdown-permalink-syntax-leaves-the-other-claims",
     ),
     pytest.param(
         "articles/bad.md", f"# T\n\nSee {GH}/v0.2.0/vllm/utls.py#L5.\n",
