@@ -355,6 +355,17 @@ def test_a_permalink_kept_in_an_html_comment_is_neither_a_claim_nor_rewritten() 
     assert [ref for _, ref in statuses()] == [NEW_ENGINE_URL]
 
 
+def test_an_unreadable_permalink_is_listed_broken_beside_its_articles_other_claims() -> None:
+    bad = f"{GH}/v1/vllm/utils.py#L9-L2"
+    write("articles/e.md", f"# T\n\nBad {bad}.\n\nGood {ENGINE_URL}.\n")
+    assert run("link").exit_code == 2
+    rows = [line.split()[:5] for line in
+            run("links", "--article", "articles/e.md").stdout.splitlines()[1:]]
+    assert rows == [["3", link_claim_id("articles/e.md", bad), "-", "broken", "broken"],
+                    ["5", link_claim_id("articles/e.md", ENGINE_URL), "v1", "linked", "moved"]]
+    assert fix().stdout == "1 edit in 1 file: articles/e.md\n"
+
+
 def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
     text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
     path = write("articles/engine.md", text)
