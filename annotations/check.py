@@ -20,6 +20,7 @@ from annotations.resolve import (
     ResolveError,
     Resolver,
     UnindexedVersion,
+    linked_lines,
     quote_stands,
     unnamed_uses,
 )
@@ -184,6 +185,9 @@ def _finish(
         elif status is Status.CHANGED:
             status = Status.FRESH
             message = f"changed ({', '.join(comparison.changes)}), but the quote still stands"
+    elif status is Status.CHANGED and _linked_lines_stand(resolver, row, pinned, new):
+        status = Status.FRESH
+        message = f"changed ({', '.join(comparison.changes)}), but the linked lines still stand"
     repo = config.repo(pinned.repo)
     return replace(
         result,
@@ -197,6 +201,18 @@ def _finish(
         new_url=repo.permalink(new.version, new.path, new.start_line, new.end_line)
         if new else None,
     )
+
+
+def _linked_lines_stand(
+    resolver: Resolver, row: dict, pinned: Resolved, new: Resolved | None
+) -> bool:
+    """Whether the lines a permalink links inside its symbol stand in the symbol at the
+    target (a change elsewhere in a long function leaves them as the author read them)."""
+    lines = linked_lines(row["written"], pinned.start_line, pinned.end_line)
+    if lines is None or new is None:
+        return False
+    linked = "".join(resolver.source_lines(pinned.blob_id)[lines[0] - 1:lines[1]]).strip()
+    return bool(linked) and quote_stands(linked, resolver.text_of(new))
 
 
 _RELATION_CHECKED = (Status.FRESH, Status.COSMETIC, Status.CHANGED, Status.MOVED)

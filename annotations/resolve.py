@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from annotations.errors import AnnotationError
+from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.modules import VersionModules
-from annotations.refs import Ref, RefForm
+from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
 from db.database import Database
 from indexer.config import ProjectConfig
@@ -358,6 +358,23 @@ def split_lines(text: str) -> list[str]:
     parts = text.split("\n")
     lines = [part + "\n" for part in parts[:-1]]
     return lines + [parts[-1]] if parts[-1] else lines
+
+
+def linked_lines(written: str, start_line: int, end_line: int) -> tuple[int, int] | None:
+    """The lines a permalink ``written`` links inside the symbol it resolved to (lines
+    ``start_line``-``end_line``), when they are fewer than the symbol's: they are the
+    author's evidence, as a quote is. None for any other ref."""
+    if not written.startswith("https://"):
+        return None
+    try:
+        ref = parse_ref(written)
+    except RefSyntaxError:
+        return None
+    if ref.start_line is None or ref.end_line is None:
+        return None
+    if ref.start_line <= start_line and end_line <= ref.end_line:
+        return None
+    return max(ref.start_line, start_line), min(ref.end_line, end_line)
 
 
 def quote_stands(quote: str, text: str) -> bool:

@@ -366,6 +366,24 @@ def test_an_unreadable_permalink_is_listed_broken_beside_its_articles_other_clai
     assert fix().stdout == "1 edit in 1 file: articles/e.md\n"
 
 
+@pytest.mark.parametrize(("anchor", "status"), [
+    ("#L10-L11", "fresh"), ("#L11", "fresh"), ("#L12", "changed"), ("#L10-L12", "changed"),
+], ids=["header-lines-stand", "docstring-stands", "changed-line", "whole-symbol"])
+def test_a_permalink_into_a_changed_symbol_is_judged_by_its_lines(anchor: str, status: str) -> None:
+    """cdiv's return line changed at v2: a link to its other lines still holds, as a
+    quote of them would; check and diff --annotated agree."""
+    url = f"{GH}/v1/vllm/utils.py{anchor}"
+    write("articles/e.md", f"# T\n\nCeiling division {url}.\n")
+    report = json.loads(run("check", "--format", "json", "--exit-zero").stdout)
+    (result,) = report["results"]
+    assert result["status"] == status
+    if status == "fresh":
+        assert result["message"] == "changed (body), but the linked lines still stand"
+    diff = json.loads(run("diff", "vllm@v1", "vllm@v2", "--annotated", "--format", "json").stdout)
+    cited = [change["ref"] for change in diff["changed"] if change.get("claims")]
+    assert cited == ([] if status == "fresh" else ["vllm/utils.py::cdiv"])
+
+
 def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
     text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
     path = write("articles/engine.md", text)

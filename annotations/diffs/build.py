@@ -16,7 +16,7 @@ from annotations.diffs.model import Citation, DiffReport, Location, Section, Sym
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
-from annotations.resolve import quote_stands
+from annotations.resolve import linked_lines, quote_stands, split_lines
 from db.database import Database
 from db.queries import require_version
 from indexer.config import ProjectConfig, RepoConfig
@@ -103,16 +103,29 @@ def build_report(
 
 
 def _without_standing_quotes(item: _Item, citations: tuple[Citation, ...]) -> tuple:
-    """The citations but those whose quote still stands in the changed symbol at B:
-    ``check`` calls such a ref fresh (the quote is the author's evidence). A moved symbol
-    keeps them: its refs must be rewritten all the same."""
-    new = item.match.new if item.match is not None else None
-    if item.section is not Section.CHANGED or new is None or not any(
-            citation.quote for citation in citations):
+    """The citations but those whose quote, or a permalink's linked lines, still stand in
+    the changed symbol at B: ``check`` calls such a ref fresh (the author's evidence). A
+    moved symbol keeps them: its refs must be rewritten all the same."""
+    match = item.match
+    if item.section is not Section.CHANGED or match is None or match.new is None:
         return citations
-    text = new.source
-    return tuple(citation for citation in citations
-                 if not (citation.quote and quote_stands(citation.quote, text)))
+    evidence = [_evidence(citation, match.old) for citation in citations]
+    if not any(evidence):
+        return citations
+    text = match.new.source
+    return tuple(citation for citation, quote in zip(citations, evidence, strict=True)
+                 if not (quote and quote_stands(quote, text)))
+
+
+def _evidence(citation: Citation, old: SymbolSnapshot) -> str | None:
+    """A citation's quote, or the lines its permalink links inside the symbol at A."""
+    if citation.quote:
+        return citation.quote
+    lines = linked_lines(citation.written, old.start_line, old.end_line)
+    if lines is None:
+        return None
+    first, last = lines[0] - old.start_line, lines[1] - old.start_line
+    return "".join(split_lines(old.source)[first:last + 1]).strip() or None
 
 
 # --- listed symbols -------------------------------------------------------------------
