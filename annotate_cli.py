@@ -617,10 +617,11 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
     targets = sorted({_link_target(r) for r in rows})
     for target in targets:
         click.echo(target)
-        for row in rows:
-            if _link_target(row) == target:
-                click.echo(f"  {row['article']}#{row['claim_id']} @{row['version']}: "
-                           f"{_flat(row['text'])}")
+        lines = dict.fromkeys(  # a claim citing the target twice is listed once
+            f"  {row['article']}#{row['claim_id']} @{row['version']}: {_flat(row['text'])}"
+            for row in rows if _link_target(row) == target)
+        for line in lines:
+            click.echo(line)
 
 
 def _link_target(row: dict) -> str:

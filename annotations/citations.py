@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from annotations.errors import RefSyntaxError
 from annotations.refs import RefForm, parse_ref
-from annotations.resolve import ResolveError, Resolver
+from annotations.resolve import ResolveError, Resolver, linked_lines
 from db import claims as claim_store
 from db.database import Database
 from db.queries import require_version
@@ -23,8 +23,10 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to(database, ref.qualname or "", ref.path)
         if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:
-            return claim_store.links_in_lines(database, ref.path, ref.start_line,
+            rows = claim_store.links_in_lines(database, ref.path, ref.start_line,
                                               ref.end_line, ref.version, ref.repo)
+            return [row for row in rows if ref.start_line is None
+                    or _links_into(row, ref.start_line, ref.end_line or ref.start_line)]
     rows = claim_store.links_to(database, symbol.rsplit(":", 1)[-1])
     seen = {_key(row) for row in rows}
     for path, qualname in sorted(_defined_as(database, config, symbol)):
@@ -33,6 +35,14 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
                 seen.add(_key(row))
                 rows.append(row)
     return rows
+
+
+def _links_into(row: dict, start: int, end: int) -> bool:
+    """Whether a stored ref cites lines ``start``-``end``: a permalink by the lines it
+    links (not all of the symbol they fall in), any other ref by what it resolved to."""
+    first, last = linked_lines(row["written"], row["start_line"], row["end_line"]) or (
+        row["start_line"], row["end_line"])
+    return first <= end and start <= last
 
 
 def _key(row: dict) -> tuple:

@@ -384,6 +384,18 @@ def test_a_permalink_into_a_changed_symbol_is_judged_by_its_lines(anchor: str, s
     assert cited == ([] if status == "fresh" else ["vllm/utils.py::cdiv"])
 
 
+def test_links_by_lines_lists_the_permalinks_into_those_lines_and_each_claim_once() -> None:
+    header, body = f"{GH}/v1/vllm/utils.py#L10", f"{GH}/v1/vllm/utils.py#L12"
+    write("articles/e.md", f"# T\n\nHeader {header}.\n\nBody {body}.\n")
+    write("annotations/twice.yml", "article: t\nat: vllm@v1\nclaims:\n  - id: twice\n    "
+                                   "text: t\n    refs: [vllm/utils.py::cdiv, vllm.utils.cdiv]\n")
+    assert run("link").exit_code == 0
+    listed = run("links", "vllm@v1:vllm/utils.py#L12").stdout.splitlines()
+    assert listed == ["vllm/utils.py::cdiv",
+                      f"  articles/e.md#{link_claim_id('articles/e.md', body)} @v1: Body {body}.",
+                      "  t#twice @v1: t"]
+
+
 def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
     text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
     path = write("articles/engine.md", text)
