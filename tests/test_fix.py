@@ -396,6 +396,14 @@ def test_links_by_lines_lists_the_permalinks_into_those_lines_and_each_claim_onc
                       "  t#twice @v1: t"]
 
 
+def test_a_rewritten_permalink_keeps_githubs_source_view() -> None:
+    old = ENGINE_URL.replace("#", "?plain=1#")
+    path = write("articles/e.md", f"# T\n\nSee [the engine]({old}).\n")
+    assert fix().stdout == "1 edit in 1 file: articles/e.md\n"
+    assert path.read_text(encoding="utf-8") == (
+        f"# T\n\nSee [the engine]({NEW_ENGINE_URL.replace('#', '?plain=1#')}).\n")
+
+
 def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
     text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
     path = write("articles/engine.md", text)
