@@ -72,7 +72,7 @@ class Database:
                 connection = self._connect()
                 version, tables = _first_look(connection)
             self.conn = connection
-            foreign = version == 0 and tables > 0
+            foreign = tables > 0 and not _has_index_tables(connection)
         except sqlite3.DatabaseError as error:
             if connection is not None:
                 connection.close()
@@ -247,7 +247,19 @@ class Database:
         # Written beside it, then renamed: a file already at that name (a stale copy, or
         # not a database at all) is replaced whole, never written into.
         partial = backup.with_name(backup.name + ".partial")
-        _remove_with_journals(partial)
+        try:
+            _remove_with_journals(partial)
+            self._copy_to(partial)
+            _remove_with_journals(backup)  # a stale -wal beside it would be replayed into it
+            os.replace(partial, backup)
+        except OSError as error:  # a folder in the way, say
+            _remove_with_journals(partial, quiet=True)
+            raise DatabaseError(
+                f"cannot write the migration backup {backup}: {error.strerror}",
+                f"move {error.filename or backup} away, or free some space, then try again",
+            ) from None
+
+    def _copy_to(self, partial: Path) -> None:
         # A second connection reads the committed state: this one holds the write lock,
         # and a backup from a connection that is writing never finishes (SQLITE_LOCKED).
         try:
@@ -256,15 +268,28 @@ class Database:
                 source.backup(copy)
                 copy.execute("PRAGMA journal_mode = DELETE")  # one file: no -wal to follow
         except BaseException:
-            _remove_with_journals(partial)
+            _remove_with_journals(partial, quiet=True)
             raise
-        _remove_with_journals(backup)  # a stale -wal beside it would be replayed into it
-        os.replace(partial, backup)
 
 
-def _remove_with_journals(path: Path) -> None:
+def _remove_with_journals(path: Path, quiet: bool = False) -> None:
+    """Remove the file at ``path`` and its journals; ``quiet`` leaves what cannot be
+    removed (a folder) for the error already being raised to name."""
     for suffix in ("", "-wal", "-shm", "-journal"):
-        path.with_name(path.name + suffix).unlink(missing_ok=True)
+        try:
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+        except OSError:
+            if not quiet:
+                raise
+
+
+def _has_index_tables(connection: sqlite3.Connection) -> bool:
+    """Whether the tables every schema version has are there: another program's SQLite
+    file may set a user_version of its own, and must never be migrated."""
+    found = {row[0] for row in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN"
+        " ('repos', 'versions', 'blobs')")}
+    return len(found) == 3
 
 
 def _first_look(connection: sqlite3.Connection) -> tuple[int, int]:

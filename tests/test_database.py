@@ -17,7 +17,7 @@ from fakevllm import FakeRepo
 from db import database as database_module
 from db import queries
 from db.database import Database, _statements, open_database
-from db.errors import DatabaseBusy, MissingIndex, NotADatabase, SchemaTooNew
+from db.errors import DatabaseBusy, DatabaseError, MissingIndex, NotADatabase, SchemaTooNew
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer.config import ProjectConfig
 from indexer.pipeline import index_version
@@ -257,14 +257,38 @@ def test_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> No
     assert [p.name for p in path.parent.iterdir()] == ["index.db"]  # no -wal, -shm, backup
 
 
-def test_another_programs_sqlite_file_is_refused_and_left_alone(tmp_path: Path) -> None:
-    path = tmp_path / "other.db"
+@pytest.mark.parametrize("user_version", [0, 5, -1, SCHEMA_VERSION, SCHEMA_VERSION + 1])
+def test_another_programs_sqlite_file_is_refused_and_left_alone(
+    tmp_path: Path, user_version: int
+) -> None:
+    """Many programs set a user_version of their own: it says nothing of the tables."""
+    (tmp_path / "d").mkdir()
+    path = tmp_path / "d" / "other.db"
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE repos (owner TEXT, stars INTEGER)")
+        conn.execute(f"PRAGMA user_version = {user_version}")
     before = path.read_bytes()
     with pytest.raises(NotADatabase, match="is an SQLite database but not an annotate index"):
         open_database(path)
     assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == ["other.db"]  # no backup, -wal, -shm
+
+
+@pytest.mark.parametrize("in_the_way", ["index.db.v1.bak", "index.db.v1.bak.partial"])
+def test_a_folder_where_the_backup_goes_is_one_error_and_the_index_stays(
+    tmp_path: Path, in_the_way: str
+) -> None:
+    (tmp_path / "d").mkdir()
+    path = tmp_path / "d" / "index.db"
+    _at_schema(path, 1, "INSERT INTO repos (name) VALUES ('real')")
+    (path.parent / in_the_way).mkdir()
+    with pytest.raises(DatabaseError, match="cannot write the migration backup") as raised:
+        open_database(path)
+    assert raised.value.hint.startswith(f"move {path.parent / in_the_way} away")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    left = {p.name for p in path.parent.iterdir()} - {"index.db-wal", "index.db-shm"}
+    assert left == {"index.db", in_the_way}  # no .partial
 
 
 def test_empty_file_becomes_a_database(tmp_path: Path) -> None:
