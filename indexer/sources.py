@@ -329,13 +329,25 @@ class DirectorySnapshot(Snapshot):
             if full.is_symlink() or not full.is_file():
                 continue  # a symlink, a submodule, or a tracked file deleted on disk
             relative = path_text(os.fsencode(full.relative_to(root).as_posix()))
-            data = full.read_bytes()
+            data = _read_file(full)
             self._files[relative] = full
             entries.append(FileEntry(relative, blob_id(data), len(data)))
         self.info = SnapshotInfo(repo, version, "local", files=tuple(entries))
 
     def read(self, entry: FileEntry) -> bytes:
-        return self._files[entry.path].read_bytes()
+        return _read_file(self._files[entry.path])
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise _unreadable(path, error) from None
+
+
+def _unreadable(path: str | Path, error: OSError) -> SourceError:
+    return SourceError(f"cannot read {path} ({error.strerror})",
+                       "make it readable, or index a copy of the folder without it")
 
 
 def _tracked_files(root: Path) -> list[Path] | None:
@@ -362,13 +374,25 @@ def _tracked_files(root: Path) -> list[Path] | None:
 
 def _files_under(root: Path) -> list[Path]:
     found = []
-    for folder, subfolders, names in os.walk(root):
+    for folder, subfolders, names in os.walk(root, onerror=_refuse_folder):
         subfolders[:] = sorted(
             name for name in subfolders
-            if name not in (".git", "__pycache__") and not Path(folder, name, "pyvenv.cfg").exists()
+            if name not in (".git", "__pycache__") and not _is_venv(Path(folder, name))
         )
         found += [Path(folder, name) for name in sorted(names)]
     return found
+
+
+def _refuse_folder(error: OSError) -> None:
+    """A folder that cannot be listed would leave its files out unsaid."""
+    raise _unreadable(error.filename, error)
+
+
+def _is_venv(folder: Path) -> bool:
+    try:
+        return (folder / "pyvenv.cfg").exists()
+    except OSError as error:
+        raise _unreadable(folder, error) from None
 
 
 REPOSITORY_VARIABLES = (

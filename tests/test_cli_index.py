@@ -171,6 +171,35 @@ def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
         "changes; name the checkout's version otherwise (vllm@v0.3.0-local) to index it\n")
 
 
+@pytest.mark.parametrize("unreadable", ["file", "folder"])
+def test_a_checkout_with_what_cannot_be_read_is_one_error(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unreadable: str
+) -> None:
+    """Permission denied, which root (the tests' user in CI) never meets: os's answer is
+    stood in for, for one file or for a folder's listing."""
+    checkout = tmp_path / "checkout"
+    fv.write_snapshot(checkout, fv.VERSIONS["v0.3.0"])
+    secret = checkout / "vllm" / ("utils.py" if unreadable == "file" else "engine")
+    real_read, real_exists = Path.read_bytes, Path.exists
+
+    def read_bytes(path: Path) -> bytes:
+        if path == secret:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_read(path)
+
+    def exists(path: Path) -> bool:
+        if path.parent == secret:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_exists(path)
+
+    monkeypatch.setattr(Path, "read_bytes" if unreadable == "file" else "exists",
+                        read_bytes if unreadable == "file" else exists)
+    result = run("index", "vllm@v0.3.0", "--from", str(checkout))
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: cannot read {secret} (Permission denied); make it "
+                             "readable, or index a copy of the folder without it\n")
+
+
 def test_index_from_a_wheel(project: Path, fake_wheels: Path) -> None:
     wheel = fake_wheels / fv.wheel_filename("vllm", "0.2.0")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
