@@ -212,8 +212,9 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
                               f"choose from {', '.join(CHECK_STATUSES)}")
     return ProjectConfig(
         root=root,
-        db=root / Path(table.get("db", ".annotate/index.db")).expanduser(),
-        cache_dir=root / Path(cache_dir).expanduser() if cache_dir else default_cache_dir(),
+        db=root / _local_path(table.get("db", ".annotate/index.db"), "db", where),
+        cache_dir=root / _local_path(cache_dir, "cache_dir", where) if cache_dir
+        else default_cache_dir(),
         repos=repos,
         annotations=_or_default(_globs(table, "annotations", where), ProjectConfig.annotations),
         articles=_or_default(_globs(table, "articles", where), ProjectConfig.articles),
@@ -251,9 +252,13 @@ def _repo(
     if "github" in table and not GITHUB_NAME.fullmatch(table["github"]):
         raise ConfigError(f"{where} [repos.{name}]: github '{table['github']}' is not ORG/NAME",
                           'write it as in its URL: github = "vllm-project/vllm"')
+    if "pypi" in table and not PYPI_NAME.fullmatch(table["pypi"]):
+        raise ConfigError(f"{where} [repos.{name}]: pypi '{table['pypi']}' is not a PyPI "
+                          "project name", 'write it as pip takes it: pypi = "vllm"')
     repo = replace(
         repo,
-        git=_git_location(table["git"], root) if "git" in table else repo.git,
+        git=_git_location(table["git"], root, f"{where} [repos.{name}]") if "git" in table
+        else repo.git,
         pypi=table.get("pypi", repo.pypi),
         github=table.get("github", repo.github or _github_from_url(table.get("git"))),
         versions=versions if versions is not None else repo.versions,
@@ -278,6 +283,8 @@ def _check_version_in(version: str, where: str) -> None:
         raise ConfigError(f"{where}: {error.message}", error.hint) from None
 
 
+PYPI_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+"""A project name as PyPI takes it (PEP 508): never an option pip would read."""
 GITHUB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+")
 """``ORG/NAME`` as in a GitHub URL."""
 
@@ -288,12 +295,23 @@ def is_remote_git(location: str) -> bool:
     return "://" in location or location.startswith("git@")
 
 
-def _git_location(location: str, root: Path) -> str:
+def _git_location(location: str, root: Path, where: str) -> str:
     """A relative local path is relative to the config file's folder, like ``db``."""
     if is_remote_git(location):
         return location
-    path = Path(location).expanduser()
+    path = _local_path(location, "git", where)
     return location if path.is_absolute() else str(root / path)
+
+
+def _local_path(value: str, key: str, where: str) -> Path:
+    """A path value, ``~`` expanded; one error for what names no path."""
+    if "\0" in value:
+        raise ConfigError(f"{where}: '{key}' holds a NUL character", "write a plain path")
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # ~user, of no such user
+        raise ConfigError(f"{where}: '{key}' = '{value}' starts with the home folder of a "
+                          "user this machine does not have", "write the path in full") from None
 
 
 def _or_default(value: tuple[str, ...] | None, default: tuple[str, ...]) -> tuple[str, ...]:

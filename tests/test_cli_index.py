@@ -635,6 +635,22 @@ CONFIGS = [
         "[repos.vllm]\ngithub = 'vllm-project/vllm/tree/main'\n",
         "{path} [repos.vllm]: github 'vllm-project/vllm/tree/main' is not ORG/NAME; write it as "
         "in its URL: github = \"vllm-project/vllm\"", id="github-with-more-than-org-name"),
+    *(pytest.param(
+        f"{table}{key} = \"{value}\"\n", f"{{path}}{where}: '{key}' {problem}",
+        id=f"{key}-{name}",
+    ) for table, where in (("", ""),) for key in ("db", "cache_dir")
+      for value, problem, name in (
+        ("~nosuchuser/x", "= '~nosuchuser/x' starts with the home folder of a user this "
+                          "machine does not have; write the path in full", "unknown-user"),
+        ("a\\u0000b", "holds a NUL character; write a plain path", "nul"))),
+    pytest.param(
+        "[repos.vllm]\ngit = '~nosuchuser/vllm'\n",
+        "{path} [repos.vllm]: 'git' = '~nosuchuser/vllm' starts with the home folder of a user "
+        "this machine does not have; write the path in full", id="git-unknown-user"),
+    pytest.param(
+        "[repos.vllm]\npypi = '-r/etc/passwd'\n",
+        "{path} [repos.vllm]: pypi '-r/etc/passwd' is not a PyPI project name; write it as pip "
+        "takes it: pypi = \"vllm\"", id="pypi-not-a-name"),
     pytest.param(
         "[repos.lmcahce]\nversions = ['v0.5.1']\n",
         "{path}: [repos.lmcahce] names no git, pypi or github; did you mean [repos.lmcache]",
