@@ -249,39 +249,48 @@ class FixPlan:
         """Write every edited file, or none: each goes to a temporary file beside it first,
         and the temporary files replace the originals once all of them are written."""
         staged: list[tuple[Path, Path]] = []
-        for name, file_plan in self.edited():
-            temporary = file_plan.path.with_name(file_plan.path.name + ".annotate-fix")
-            try:
+        try:
+            for name, file_plan in self.edited():
+                temporary = file_plan.path.with_name(file_plan.path.name + ".annotate-fix")
                 staged.append((temporary, file_plan.path))
-                temporary.write_bytes(file_plan.text.encode("utf-8"))
-                shutil.copymode(file_plan.path, temporary)
-            except OSError as error:
-                for written, _ in staged:
-                    if written.is_file():  # not a folder of that name that was in the way
-                        written.unlink()
-                denied = isinstance(error, PermissionError) or error.errno == errno.EROFS
-                raise FixError(f"cannot write {name}'s new text to {temporary.name} "
-                               f"({error.strerror}); nothing was changed",
-                               hint="make its folder writable" if denied else None) from None
-        self._replace_all(staged)
+                _write_staged(name, temporary, file_plan)
+            self._replace_all(staged)
+        except BaseException:  # an error, or Ctrl-C or SIGTERM: no temporary file stays
+            for temporary, _ in staged:
+                if temporary.is_file():  # not a folder of that name that was in the way
+                    temporary.unlink()
+            raise
         return [name for name, _ in self.edited()]
 
     def _replace_all(self, staged: list[tuple[Path, Path]]) -> None:
         """Move the temporary files over the originals; when one cannot be replaced (an
-        immutable file), put back the ones already replaced, so that nothing changed."""
+        immutable file), or the run is interrupted, put back the ones already replaced,
+        so that nothing changed."""
         originals = {plan.path: plan.original for _, plan in self.edited()}
         done: list[Path] = []
-        for temporary, path in staged:
-            try:
-                os.replace(temporary, path)
-            except OSError as error:
-                for _, waiting in staged[len(done):]:
-                    waiting.with_name(waiting.name + ".annotate-fix").unlink(missing_ok=True)
-                for replaced in done:
-                    replaced.write_bytes(originals[replaced].encode("utf-8"))
-                raise FixError(f"cannot replace {path.name} ({error.strerror}); nothing was "
-                               "changed", hint="make it writable") from None
-            done.append(path)
+        try:
+            for temporary, path in staged:
+                try:
+                    os.replace(temporary, path)
+                except OSError as error:
+                    raise FixError(f"cannot replace {path.name} ({error.strerror}); nothing "
+                                   "was changed", hint="make it writable") from None
+                done.append(path)
+        except BaseException:
+            for replaced in done:
+                replaced.write_bytes(originals[replaced].encode("utf-8"))
+            raise
+
+
+def _write_staged(name: str, temporary: Path, file_plan: FilePlan) -> None:
+    try:
+        temporary.write_bytes(file_plan.text.encode("utf-8"))
+        shutil.copymode(file_plan.path, temporary)
+    except OSError as error:
+        denied = isinstance(error, PermissionError) or error.errno == errno.EROFS
+        raise FixError(f"cannot write {name}'s new text to {temporary.name} "
+                       f"({error.strerror}); nothing was changed",
+                       hint="make its folder writable" if denied else None) from None
 
 
 def _unmeant_change(before: Article, after: Article, plan: FixPlan, name: str) -> str | None:

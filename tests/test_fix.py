@@ -7,6 +7,7 @@ per module and copied into each test's directory.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -851,6 +852,37 @@ def test_a_file_that_cannot_be_replaced_puts_back_those_already_replaced() -> No
     assert first.read_text(encoding="utf-8") == text
     assert second.read_text(encoding="utf-8") == text.replace("blog/s.md", "blog/t.md")
     assert sorted(path.name for path in Path("annotations").iterdir()) == ["a.yml", "b.yml"]
+
+
+@pytest.mark.parametrize("when", ["staging", "replacing"])
+def test_an_interrupted_fix_leaves_every_file_as_it_was(
+    monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Ctrl-C (or SIGTERM, which the CLI raises the same way) at the second file: the
+    interrupt is raised where it would land, in the second write or the second replace."""
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    files = [write(f"annotations/{name}.yml", text.replace("blog/s.md", f"blog/{name}.md"))
+             for name in ("a", "b", "c")]
+    before = [path.read_bytes() for path in files]
+    calls = []
+    real = os.replace if when == "replacing" else Path.write_bytes
+
+    def interrupted(*args: object) -> object:
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    if when == "replacing":
+        monkeypatch.setattr("annotations.fix.os.replace", interrupted)
+    else:
+        monkeypatch.setattr(Path, "write_bytes", interrupted)
+    result = fix()
+    assert result.exit_code == 130
+    assert [path.read_bytes() for path in files] == before
+    assert sorted(path.name for path in Path("annotations").iterdir()) == [
+        "a.yml", "b.yml", "c.yml"]
 
 
 def test_a_claim_named_like_a_permalinks_is_bumped() -> None:
