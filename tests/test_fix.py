@@ -435,7 +435,8 @@ def test_fix_reads_an_article_with_links_into_other_repos_as_link_does() -> None
     pytest.param(f"{GH}/v1/vllm/sampling.py#L2-L3",
                  f"{GH}/v2/vllm/sample/sampling.py#L1-L4", id="symbol-changed-length"),
     pytest.param(f"{GH}/v1/vllm/worker/cache_engine.py?plain=1#L10C5-L11C20",
-                 f"{GH}/v2/vllm/v1/worker/cache_engine.py#L11-L12", id="githubs-own-variants"),
+                 f"{GH}/v2/vllm/v1/worker/cache_engine.py?plain=1#L11-L12",
+                 id="githubs-own-variants-keep-the-source-view-not-the-columns"),
 ])
 def test_a_permalink_inside_a_symbol_keeps_its_lines(old: str, new: str) -> None:
     path = write("articles/inside.md", _linking_article(old))
