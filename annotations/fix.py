@@ -402,14 +402,14 @@ def _rewrite(plan: FixPlan, result: RefResult, new: str) -> str | None:
             return "it is not written on that line"
     else:
         try:
-            span = claims.ref_span(result.claim, result.line, result.ref, new)
-            uses = [] if span is None else claims.uses_spans(
-                result.claim, result.line, result.ref, plan.uses_of(result))
+            spans = claims.ref_spans(result.claim, result.line, result.ref, new)
+            uses = claims.uses_spans(result.claim, result.line, result.ref,
+                                     plan.uses_of(result)) if spans else []
         except Unwritable as error:
             return error.message
-        if span is None:
+        if not spans:
             return "it is not found among its claim's refs on that line"
-        for edit in (span, *uses):
+        for edit in (*spans, *uses):
             file_plan.apply(edit)
     plan.rewrites[(result.file, result.claim, result.line, result.ref)] = new
     return None

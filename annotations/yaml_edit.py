@@ -76,16 +76,15 @@ class ClaimsYaml:
                     self._by_id.setdefault(id_node.value, item)
         return self._by_id.get(claim_id)
 
-    def ref_span(self, claim_id: str, line: int, written: str, new: str) -> Span | None:
-        """The edit of the claim's ref ``written`` on 1-based ``line``; None when the claim
-        or the ref is not found here."""
-        found = self._ref_item(claim_id, line, written)
-        if found is None:
-            return None
-        node = found[1]
-        if id(node) in self._shared:
-            raise Unwritable("it is an alias that other refs share; write it out")
-        return self._scalar_span(node, new)
+    def ref_spans(self, claim_id: str, line: int, written: str, new: str) -> list[Span]:
+        """The edits of the claim's ref ``written`` on 1-based ``line``, one per time it is
+        written there (``refs: [A, A]``); none when the claim or the ref is not found."""
+        spans = []
+        for _, node in self._ref_items(claim_id, line, written):
+            if id(node) in self._shared:
+                raise Unwritable("it is an alias that other refs share; write it out")
+            spans.append(self._scalar_span(node, new))
+        return spans
 
     def uses_spans(
         self, claim_id: str, line: int, written: str, pinned: tuple[str, ...]
@@ -93,29 +92,30 @@ class ClaimsYaml:
         """The edits that write out the pin of the ref's unpinned ``uses:`` targets, as
         ``pinned`` (their canonical texts, in order) has it: an unpinned target takes its
         ref's pin, which a rewrite of the ref changes."""
-        found = self._ref_item(claim_id, line, written)
-        uses = _value_of(found[0], "uses") if found else None
-        if not isinstance(uses, yaml.SequenceNode):
-            return []
         spans = []
-        for node, canonical in zip(uses.value, pinned, strict=False):
-            if isinstance(node, yaml.ScalarNode) and not _is_pinned(node.value):
-                if id(node) in self._shared:
-                    raise Unwritable("its uses: target is an alias that other refs share")
-                spans.append(self._scalar_span(node, canonical, "its uses: target"))
+        for item, _ in self._ref_items(claim_id, line, written):
+            uses = _value_of(item, "uses")
+            for node, canonical in zip(uses.value if isinstance(uses, yaml.SequenceNode)
+                                       else (), pinned, strict=False):
+                if isinstance(node, yaml.ScalarNode) and not _is_pinned(node.value):
+                    if id(node) in self._shared:
+                        raise Unwritable("its uses: target is an alias that other refs share")
+                    spans.append(self._scalar_span(node, canonical, "its uses: target"))
         return spans
 
-    def _ref_item(
+    def _ref_items(
         self, claim_id: str, line: int, written: str
-    ) -> tuple[yaml.Node, yaml.ScalarNode] | None:
-        """The claim's refs entry of ``written`` on 1-based ``line``, and its ref scalar."""
+    ) -> list[tuple[yaml.Node, yaml.ScalarNode]]:
+        """The claim's refs entries of ``written`` on 1-based ``line``, each with its ref
+        scalar."""
         refs = _value_of(self.claim(claim_id), "refs")
+        found = []
         for item in refs.value if isinstance(refs, yaml.SequenceNode) else ():
             node = _value_of(item, "ref") if isinstance(item, yaml.MappingNode) else item
             if (isinstance(node, yaml.ScalarNode) and node.value == written
                     and node.end_mark.line == line - 1):
-                return item, node
-        return None
+                found.append((item, node))
+        return found
 
     def pin_edit(self, claim_id: str, target: str) -> Span | NewLine:
         """The edit that makes ``target`` the claim's own ``at:``."""

@@ -236,6 +236,18 @@ def test_libyaml_marks_count_what_pyyaml_marks_count(text: str) -> None:
     assert _scalar_marks(yaml.compose(text, Loader=yaml.CSafeLoader)) == expected
 
 
+@pytest.mark.parametrize("refs", [
+    "[vllm/utils.py::cdiv, {E}, {E}]",
+    "[{{ref: {E}, quote: \"def __init__\"}}, '{E}']",
+], ids=["twice", "twice-with-and-without-a-quote"])
+def test_a_ref_written_twice_on_one_line_is_rewritten_both_times(refs: str) -> None:
+    text = f"article: blog/t.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n    refs: {refs}\n"
+    path = write("annotations/t.yml", text.format(E=ENGINE))
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "2 edits in 1 file: annotations/t.yml\n")
+    assert path.read_text(encoding="utf-8") == text.format(E=NEW_ENGINE)
+
+
 def test_a_rewritten_file_keeps_its_mode() -> None:
     path = write("annotations/engine.yml", ANNOTATION)
     path.chmod(0o640)
@@ -756,7 +768,7 @@ def test_the_files_are_read_again_and_an_edit_that_strays_is_refused(
             f"  - id: c\n    text: x\n    refs: [{ENGINE}]\n"
             "  - id: d\n    text: y\n    refs: [vllm/utils.py::cdiv]\n")
     path = write("annotations/s.yml", text)
-    monkeypatch.setattr(ClaimsYaml, "ref_span", lambda *args: Span(7, 10, 11, "z"))
+    monkeypatch.setattr(ClaimsYaml, "ref_spans", lambda *args: [Span(7, 10, 11, "z")])
     result = fix()
     assert (result.exit_code, result.stderr) == (2, (  # c's ref is not as meant, d's text
         "Error: the edits to annotations/s.yml would also change claim 'c'; nothing was "
