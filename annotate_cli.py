@@ -57,8 +57,9 @@ def reports_errors(command: F) -> F:
                 raise UserError(f"the index database is locked by another process ({error}); "
                                 f"{LOCKED_HINT}") from None
             if "readonly" in str(error):
-                raise UserError(f"the index database cannot be written ({error}); make it "
-                                "and its folder writable, or pass another --db PATH") from None
+                raise UserError(f"the index database cannot be written ({error}); make it, "
+                                "its -wal and -shm files and its folder writable, or pass "
+                                "another --db PATH") from None
             raise UserError(
                 f"the index database failed: {error}; if it is damaged, rebuild it with "
                 "'annotate index' into a fresh --db PATH"

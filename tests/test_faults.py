@@ -457,7 +457,8 @@ def test_index_into_an_immutable_database(indexed_db: Path, small_tree: Path) ->
     finally:
         subprocess.run(["chattr", "-i", str(indexed_db)], capture_output=True)
     one_error_line(result, "the index database cannot be written", "readonly database",
-                   "make it and its folder writable, or pass another --db PATH")
+                   "make it, its -wal and -shm files and its folder writable, or pass "
+                   "another --db PATH")
     assert dump(indexed_db) == before
 
 
