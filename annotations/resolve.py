@@ -362,8 +362,9 @@ def split_lines(text: str) -> list[str]:
 
 def linked_lines(written: str, start_line: int, end_line: int) -> tuple[int, int] | None:
     """The lines a permalink ``written`` links inside the symbol it resolved to (lines
-    ``start_line``-``end_line``), when they are fewer than the symbol's: they are the
-    author's evidence, as a quote is. None for any other ref."""
+    ``start_line``-``end_line``), when they start below its first line: they are the
+    author's evidence, as a quote is. A link from its first line (GitHub's link to a
+    function is ``#L`` of its ``def``) cites the whole symbol. None for any other ref."""
     if not written.startswith("https://"):
         return None
     try:
@@ -372,9 +373,9 @@ def linked_lines(written: str, start_line: int, end_line: int) -> tuple[int, int
         return None
     if ref.start_line is None or ref.end_line is None:
         return None
-    if ref.start_line <= start_line and end_line <= ref.end_line:
+    if ref.start_line <= start_line:
         return None
-    return max(ref.start_line, start_line), min(ref.end_line, end_line)
+    return ref.start_line, min(ref.end_line, end_line)
 
 
 def quote_stands(quote: str, text: str) -> bool:

@@ -11,10 +11,11 @@ import fakevllm
 import pytest
 
 from annotations.diffs import build, html_page
-from annotations.diffs.model import DiffReport, SymbolChange
+from annotations.diffs.model import Citation, DiffReport, SymbolChange
 from annotations.diffs.sidebyside import MAX_ROWS, side_by_side
 from annotations.diffs.usage import MAX_NAMES, usage_changes
 from annotations.links import link_if_changed
+from annotations.matching import SymbolSnapshot
 from db.database import open_database
 from db.match_queries import MATCH_COLUMNS
 from indexer.config import load_config
@@ -250,3 +251,14 @@ def test_html_counts_the_claims_citing(nest: Path, claims: int, lead: str) -> No
     [article] = report.articles
     report = replace(report, articles=(replace(article, claims=article.claims[:claims]),))
     assert f'<p class="lead">{lead}</p>' in html_page.render(report)
+
+
+def test_a_permalink_pinned_at_another_version_has_no_linked_lines_at_a() -> None:
+    """Its line numbers count in its own version's file, not in the symbol at A: such a
+    citation stays listed, as before linked lines were evidence."""
+    old = SymbolSnapshot(repo="vllm", version="v1", path="vllm/m.py", qualname="merge",
+                         kind="function", start_line=1, end_line=4, signature="", exact="",
+                         normalized="", shape=None, blob_id="b", start_byte=0, end_byte=0)
+    url = "https://github.com/vllm-project/vllm/blob/v0/vllm/m.py#L4"
+    citation = Citation("a.md", None, "c", "t", "v0", url, 3)
+    assert build._evidence(citation, old) is None

@@ -380,8 +380,10 @@ def test_an_unreadable_permalink_is_listed_broken_beside_its_articles_other_clai
 
 
 @pytest.mark.parametrize(("anchor", "status"), [
-    ("#L10-L11", "fresh"), ("#L11", "fresh"), ("#L12", "changed"), ("#L10-L12", "changed"),
-], ids=["header-lines-stand", "docstring-stands", "changed-line", "whole-symbol"])
+    ("#L11", "fresh"), ("#L11-L12", "changed"), ("#L12", "changed"), ("#L10", "changed"),
+    ("#L10-L11", "changed"), ("#L10-L12", "changed"),
+], ids=["docstring-stands", "changed-line-in-range", "changed-line", "def-line-cites-it-all",
+        "from-the-def-line-cites-it-all", "whole-symbol"])
 def test_a_permalink_into_a_changed_symbol_is_judged_by_its_lines(anchor: str, status: str) -> None:
     """cdiv's return line changed at v2: a link to its other lines still holds, as a
     quote of them would; check and diff --annotated agree."""

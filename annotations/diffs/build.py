@@ -118,9 +118,12 @@ def _without_standing_quotes(item: _Item, citations: tuple[Citation, ...]) -> tu
 
 
 def _evidence(citation: Citation, old: SymbolSnapshot) -> str | None:
-    """A citation's quote, or the lines its permalink links inside the symbol at A."""
+    """A citation's quote, or the lines its permalink links inside the symbol at A (a
+    permalink pinned elsewhere counts its lines in another file: none then)."""
     if citation.quote:
         return citation.quote
+    if citation.version != old.version:
+        return None
     lines = linked_lines(citation.written, old.start_line, old.end_line)
     if lines is None:
         return None
