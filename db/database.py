@@ -72,7 +72,7 @@ class Database:
                 connection = self._connect()
                 version, tables = _first_look(connection)
             self.conn = connection
-            foreign = tables > 0 and not _has_index_tables(connection)
+            foreign = tables > 0 and (version == 0 or not _has_index_tables(connection))
         except sqlite3.DatabaseError as error:
             if connection is not None:
                 connection.close()
@@ -283,13 +283,20 @@ def _remove_with_journals(path: Path, quiet: bool = False) -> None:
                 raise
 
 
+_INDEX_COLUMNS = {
+    ("repos", "name"), ("repos", "pypi"), ("repos", "github"), ("versions", "repo"),
+    ("versions", "commit_sha"), ("versions", "symbol_count"), ("blobs", "id"),
+    ("blobs", "content"),
+}
+"""Columns every schema version's tables have: generic table names are not enough."""
+
+
 def _has_index_tables(connection: sqlite3.Connection) -> bool:
-    """Whether the tables every schema version has are there: another program's SQLite
-    file may set a user_version of its own, and must never be migrated."""
-    found = {row[0] for row in connection.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN"
-        " ('repos', 'versions', 'blobs')")}
-    return len(found) == 3
+    """Whether the tables and columns every schema version has are there: another
+    program's SQLite file may set a user_version of its own, and must never be migrated."""
+    found = {(table, row[0]) for table in ("repos", "versions", "blobs")
+             for row in connection.execute("SELECT name FROM pragma_table_info(?)", (table,))}
+    return _INDEX_COLUMNS.issubset(found)
 
 
 def _first_look(connection: sqlite3.Connection) -> tuple[int, int]:

@@ -258,14 +258,20 @@ def test_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("user_version", [0, 5, -1, SCHEMA_VERSION, SCHEMA_VERSION + 1])
+@pytest.mark.parametrize("tables", [
+    "CREATE TABLE repos (owner TEXT, stars INTEGER)",
+    "CREATE TABLE repos (id INTEGER PRIMARY KEY, url TEXT); CREATE TABLE versions (id "
+    "INTEGER, name TEXT); CREATE TABLE blobs (sha TEXT, data BLOB)",
+], ids=["one-table", "tables-named-as-ours"])
 def test_another_programs_sqlite_file_is_refused_and_left_alone(
-    tmp_path: Path, user_version: int
+    tmp_path: Path, user_version: int, tables: str
 ) -> None:
-    """Many programs set a user_version of their own: it says nothing of the tables."""
+    """Many programs set a user_version of their own, and name tables as we do: neither
+    says the file is an index."""
     (tmp_path / "d").mkdir()
     path = tmp_path / "d" / "other.db"
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE repos (owner TEXT, stars INTEGER)")
+        conn.executescript(tables)
         conn.execute(f"PRAGMA user_version = {user_version}")
     before = path.read_bytes()
     with pytest.raises(NotADatabase, match="is an SQLite database but not an annotate index"):
