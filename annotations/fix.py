@@ -212,12 +212,12 @@ class FixPlan:
             self._claims[name] = {claim.claim_id: claim for claim in self._original(name).claims}
         return self._claims[name]
 
-    def uses_of(self, result: RefResult) -> tuple[str, ...]:
-        """The canonical ``uses:`` targets of the result's ref, as its file held them."""
+    def uses_of(self, result: RefResult) -> list[tuple[str, ...]]:
+        """The canonical ``uses:`` targets of each entry of the result's ref on its line
+        (a ref written twice there has two), as its file held them."""
         claim = self.loaded(result.file).get(result.claim)
-        entries = [ref for ref in claim.refs if (ref.line, ref.text) == (result.line, result.ref)
-                   ] if claim is not None else []
-        return entries[0].uses if entries else ()
+        return [ref.uses for ref in claim.refs if (ref.line, ref.text) == (result.line, result.ref)
+                ] if claim is not None else []
 
     def _original(self, name: str) -> Article:
         if name not in self._originals:

@@ -87,16 +87,18 @@ class ClaimsYaml:
         return spans
 
     def uses_spans(
-        self, claim_id: str, line: int, written: str, pinned: tuple[str, ...]
+        self, claim_id: str, line: int, written: str, pinned: list[tuple[str, ...]]
     ) -> list[Span]:
         """The edits that write out the pin of the ref's unpinned ``uses:`` targets, as
-        ``pinned`` (their canonical texts, in order) has it: an unpinned target takes its
-        ref's pin, which a rewrite of the ref changes."""
+        ``pinned`` has it (for each entry of the ref on its line, the canonical texts of
+        its targets, in order): an unpinned target takes its ref's pin, which a rewrite of
+        the ref changes."""
         spans = []
-        for item, _ in self._ref_items(claim_id, line, written):
+        items = self._ref_items(claim_id, line, written)
+        for (item, _), canonical_texts in zip(items, pinned, strict=False):
             uses = _value_of(item, "uses")
             for node, canonical in zip(uses.value if isinstance(uses, yaml.SequenceNode)
-                                       else (), pinned, strict=False):
+                                       else (), canonical_texts, strict=False):
                 if isinstance(node, yaml.ScalarNode) and not _is_pinned(node.value):
                     if id(node) in self._shared:
                         raise Unwritable("its uses: target is an alias that other refs share")

@@ -239,13 +239,15 @@ def test_libyaml_marks_count_what_pyyaml_marks_count(text: str) -> None:
 @pytest.mark.parametrize("refs", [
     "[vllm/utils.py::cdiv, {E}, {E}]",
     "[{{ref: {E}, quote: \"def __init__\"}}, '{E}']",
-], ids=["twice", "twice-with-and-without-a-quote"])
+    "[{E}, {{ref: {E}, uses: [{U}]}}]",
+], ids=["twice", "twice-with-and-without-a-quote", "twice-one-with-uses"])
 def test_a_ref_written_twice_on_one_line_is_rewritten_both_times(refs: str) -> None:
     text = f"article: blog/t.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n    refs: {refs}\n"
-    path = write("annotations/t.yml", text.format(E=ENGINE))
+    uses = "vllm/worker/cache_engine.py::CacheEngine._allocate_kv_cache"
+    path = write("annotations/t.yml", text.format(E=ENGINE, U=uses))
     result = fix()
-    assert (result.exit_code, result.stdout) == (0, "2 edits in 1 file: annotations/t.yml\n")
-    assert path.read_text(encoding="utf-8") == text.format(E=NEW_ENGINE)
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") == text.format(E=NEW_ENGINE, U=f"vllm@v1:{uses}")
 
 
 def test_a_rewritten_file_keeps_its_mode() -> None:
