@@ -402,8 +402,8 @@ def test_a_permalink_into_a_changed_symbol_is_judged_by_its_lines(anchor: str, s
 
 
 def test_links_by_lines_lists_the_permalinks_into_those_lines_and_each_claim_once() -> None:
-    header, body = f"{GH}/v1/vllm/utils.py#L10", f"{GH}/v1/vllm/utils.py#L12"
-    write("articles/e.md", f"# T\n\nHeader {header}.\n\nBody {body}.\n")
+    docstring, body = f"{GH}/v1/vllm/utils.py#L11", f"{GH}/v1/vllm/utils.py#L12"
+    write("articles/e.md", f"# T\n\nDocstring {docstring}.\n\nBody {body}.\n")
     write("annotations/twice.yml", "article: t\nat: vllm@v1\nclaims:\n  - id: twice\n    "
                                    "text: t\n    refs: [vllm/utils.py::cdiv, vllm.utils.cdiv]\n")
     assert run("link").exit_code == 0
