@@ -35,10 +35,9 @@ from pathlib import Path
 from annotations.errors import AnnotationError
 from annotations.loader import (
     URL_TRAILING,
-    code_span_ranges,
-    html_comment_ranges,
     load_annotation_text,
     load_markdown_text,
+    markdown_visible_lines,
 )
 from annotations.model import Article, Claim, RepoFilter
 from annotations.results import CheckReport, RefResult, Status
@@ -74,6 +73,7 @@ class FilePlan:
     edits: int = 0
     _pending: dict[tuple, Span | NewLine] = field(default_factory=dict, repr=False)
     _claims: ClaimsYaml | None = field(default=None, repr=False)
+    _visible: dict[int, str] | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, path: Path) -> FilePlan:
@@ -98,20 +98,30 @@ class FilePlan:
 
     def replace_on_line(self, line: int, old: str, new: str) -> bool:
         """Replace the ref ``old`` where it stands whole on ``line`` (not inside a longer
-        ref that starts or ends with it, nor in a code span or an HTML comment, nor where an
-        edit already replaces it): a permalink in a Markdown article's body."""
-        if not 0 < line <= len(self.original_lines):
+        ref that starts or ends with it, nor where the loader saw no link: in code or an
+        HTML comment, nor where an edit already replaces it): a permalink in a Markdown
+        article's body."""
+        visible = self._visible_lines().get(line - 1)
+        if visible is None or not 0 < line <= len(self.original_lines):
             return False
         text = self.original_lines[line - 1]
         taken = {edit.start for edit in self._pending.values()
                  if isinstance(edit, Span) and edit.line == line - 1}
-        shown_only = [*code_span_ranges(text), *html_comment_ranges(text)]
-        taken.update(place for start, end in shown_only for place in range(start, end))
+        hidden = zip(visible, text, strict=False)  # the text has its line ending too
+        taken.update(column for column, (seen, written) in enumerate(hidden) if seen != written)
         start = _find_ref(text, old, taken)
         if start < 0:
             return False
         self.apply(Span(line - 1, start, start + len(old), new))
         return True
+
+    def _visible_lines(self) -> dict[int, str]:
+        if self._visible is None:
+            bom = self.original.startswith("\ufeff")
+            self._visible = markdown_visible_lines(self.original.removeprefix("\ufeff"))
+            if bom and 0 in self._visible:  # the loader reads the text without it
+                self._visible[0] = "\ufeff" + self._visible[0]
+        return self._visible
 
     def apply(self, edit: Span | NewLine) -> None:
         if isinstance(edit, Span):

@@ -84,17 +84,15 @@ _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
 _FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
                        r"(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
-_REFERENCE_DEFINITION_RE = re.compile(r" {0,3}\[(?P<label>[^\]]{1,999})\]:[ \t]*<?(?P<url>[^\s>]+)")
+_REFERENCE_DEFINITION_RE = re.compile(
+    r" {0,3}\[(?P<label>[^\[\]]{1,999})\]:[ \t]*<?(?P<url>[^\s>]+)")
 # A full ([text][label]), collapsed ([label][]) or shortcut ([label]) reference link; a
 # shortcut is not followed by '(' or ':' (an inline link, a definition).
 _REFERENCE_USE_RE = re.compile(
-    r"!?\[(?P<text>[^\]]{1,999})\](?:\[(?P<ref>[^\]]{0,999})\]|(?![(:\[]))")
+    r"!?\[(?P<text>[^\[\]]{1,999})\](?:\[(?P<ref>[^\[\]]{0,999})\]|(?![(:\[]))")
 _QUOTE_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
 _LINK_RE = re.compile(r"!?\[([^\]]{0,500})\]\( ?<?([^)\s>]{0,2000})>?(?: \"[^\"]{0,500}\")? ?\)")
-_LINK_OR_REFERENCE_RE = re.compile(  # an inline link, or a full or collapsed reference link
-    _LINK_RE.pattern + r"|!?\[(?P<reference_text>[^\]]{1,500})\]\[[^\]]{0,999}\]")
-_HTML_COMMENT_RE = re.compile(r"<!--.*?-->")
 _RAW_HTML_OPEN_RE = re.compile(r" {0,3}<(?P<tag>pre|script|style|textarea)(?:[\s>]|$)",
                                re.IGNORECASE)
 _AUTOLINK_RE = re.compile(r"<(https?://[^>\s]+)>")
@@ -821,19 +819,43 @@ def _link_claims(
 
 def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str]]:
     """The body's lines whose links a reader sees, each with its inline code and its HTML
-    comments blanked: code blocks, ``<pre>`` blocks and comments (a note to self, a link
-    kept for later) show no link."""
-    hidden = _code_lines(lines, first) | _html_block_lines(lines, first)
-    comment = _Comment.NONE
+    comments blanked (the same length: a column is the line's own): code blocks, raw-text
+    HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
+    link. A comment hides what it holds, code and ``<pre>`` included."""
+    code = _code_lines(lines, first)
+    comment, raw_html = _Comment.NONE, False
     for index in range(first, len(lines)):
-        if comment is _Comment.INLINE and not lines[index].strip():
+        line = lines[index]
+        if comment is _Comment.INLINE and not line.strip():
             comment = _Comment.NONE  # never closed in its paragraph: it was text
-        if index in hidden:
-            if comment is not _Comment.NONE:  # a comment hides the block's opening too
-                comment = _without_comments(lines[index], comment)[1]
+        if comment is not _Comment.NONE:
+            line, comment = _blank_comments(line, comment)
+            if comment is not _Comment.NONE or not line.strip():
+                continue
+        elif raw_html or index in code:
+            raw_html = raw_html and not _closes_raw_html(line)
             continue
-        visible, comment = _without_comments(_without_code_spans(lines[index]), comment)
+        elif _RAW_HTML_OPEN_RE.match(line):
+            raw_html = not _closes_raw_html(line)
+            continue
+        visible, comment = _blank_comments(_blank_code_spans(line), comment)
         yield index, visible
+
+
+def markdown_visible_lines(text: str) -> dict[int, str]:
+    """A Markdown article's body lines that a reader sees, by 0-based index, with inline
+    code and HTML comments blanked (see `_visible_lines`): where `fix` may rewrite a
+    permalink, as the loader found it."""
+    lines = _LINE_BREAK_RE.split(text)
+    close = _front_matter_close(lines) if lines[0].rstrip() == "---" else None
+    return dict(_visible_lines(lines, 0 if close is None else close + 1))
+
+
+def _closes_raw_html(line: str) -> bool:
+    """Whether a raw-text HTML block ends on ``line``: at any of the four end tags, as
+    CommonMark ends it."""
+    lowered = line.lower()
+    return any(tag in lowered for tag in ("</pre>", "</script>", "</style>", "</textarea>"))
 
 
 class _Comment(enum.Enum):
@@ -845,48 +867,27 @@ class _Comment(enum.Enum):
     INLINE = "inline"
 
 
-def _without_comments(line: str, comment: _Comment) -> tuple[str, _Comment]:
-    """``line`` with its HTML comments (``<!-- ... -->``) cut out, and the comment still
+def _blank_comments(line: str, comment: _Comment) -> tuple[str, _Comment]:
+    """``line`` with its HTML comments (``<!-- ... -->``) blanked, and the comment still
     open at its end; ``comment`` is the one open at its start."""
-    kept, position = [], 0
+    pieces, position = [], 0
     while position < len(line):
         if comment is not _Comment.NONE:
             end = line.find("-->", position)
-            if end < 0:
-                break
-            position, comment = end + 3, _Comment.NONE
+            stop = len(line) if end < 0 else end + 3
+            pieces.append(" " * (stop - position))
+            position = stop
+            if end >= 0:
+                comment = _Comment.NONE
             continue
         start = line.find("<!--", position)
         if start < 0:
-            kept.append(line[position:])
+            pieces.append(line[position:])
             break
-        kept.append(line[position:start] + " ")
-        block = not line[:start].strip() and start <= 3
-        position, comment = start + 4, _Comment.BLOCK if block else _Comment.INLINE
-    return "".join(kept), comment
-
-
-def html_comment_ranges(line: str) -> list[tuple[int, int]]:
-    """Where the HTML comments that open and close on ``line`` are."""
-    return [match.span() for match in _HTML_COMMENT_RE.finditer(line)]
-
-
-def _html_block_lines(lines: list[str], first: int) -> set[int]:
-    """Indexes of the lines of raw-text HTML blocks (``<pre>``, ``<script>``, ``<style>``,
-    ``<textarea>``), as CommonMark reads them: from the opening tag's line to the line
-    that closes it, or to the end."""
-    inside: set[int] = set()
-    closing: str | None = None
-    for index in range(first, len(lines)):
-        if closing is None:
-            opening = _RAW_HTML_OPEN_RE.match(lines[index])
-            if opening is None:
-                continue
-            closing = f"</{opening['tag'].lower()}>"
-        inside.add(index)
-        if closing in lines[index].lower():
-            closing = None
-    return inside
+        pieces.append(line[position:start])
+        block = start <= 3 and not line[:start].strip()
+        position, comment = start, _Comment.BLOCK if block else _Comment.INLINE
+    return "".join(pieces), comment
 
 
 def _code_lines(lines: list[str], first: int) -> set[int]:
@@ -964,10 +965,11 @@ def code_span_ranges(line: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _without_code_spans(line: str) -> str:
+def _blank_code_spans(line: str) -> str:
+    """``line`` with its inline code spans blanked (the same length)."""
     pieces, last = [], 0
     for start, end in code_span_ranges(line):
-        pieces += [line[last:start], " "]
+        pieces += [line[last:start], " " * (end - start)]
         last = end
     return "".join(pieces) + line[last:]
 
@@ -1052,6 +1054,7 @@ class _Body:
             new = index == first or _starts_block(lines, index)
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
+        self.first = first
         self.uses: dict[str, tuple[int, str]] | None = None
 
     def text_of_link(self, index: int, url: str) -> str:
@@ -1069,10 +1072,11 @@ class _Body:
         ``[label][]`` or ``[label]``), and that link's text."""
         if self.uses is None:  # once: an article may define many references
             self.uses = {}
-            for index in self.starts:
-                for match in _REFERENCE_USE_RE.finditer(self.lines[index]):
+            for index, visible in _visible_lines(self.lines, self.first):
+                for match in _REFERENCE_USE_RE.finditer(visible):
                     key = _reference_key(match["ref"] or match["text"])
-                    self.uses.setdefault(key, (index, match[0]))
+                    written = self.lines[index][match.start():match.end()]
+                    self.uses.setdefault(key, (index, written))
         return self.uses.get(_reference_key(label))
 
     def link_text(self, index: int, url: str) -> str:
@@ -1164,13 +1168,12 @@ class _Reduced:
         pieces: list[str] = []
         raw, labels = [], []
         length = last = 0
-        for link in _LINK_OR_REFERENCE_RE.finditer(text):
-            label = link[1] if link[1] is not None else link["reference_text"]
+        for link in _LINK_RE.finditer(text):
             length += link.start() - last
-            pieces += [text[last:link.start()], label]
+            pieces += [text[last:link.start()], link[1]]
             raw.append(link.span())
-            labels.append((length, length + len(label)))
-            length += len(label)
+            labels.append((length, length + len(link[1])))
+            length += len(link[1])
             last = link.end()
         pieces.append(text[last:])
         return cls(_AUTOLINK_RE.sub(r"\1", "".join(pieces)), raw, labels)

@@ -421,6 +421,18 @@ def test_a_rewritten_permalink_keeps_githubs_source_view() -> None:
         f"# T\n\nSee [the engine]({NEW_ENGINE_URL.replace('#', '?plain=1#')}).\n")
 
 
+@pytest.mark.parametrize("line", [
+    "<!-- old link:\n{U} --> The engine is {U} today.",
+    "Use `<!--` to hide; the engine is {U} and `-->` closes.",
+], ids=["comment-over-two-lines-before-it", "comment-markers-in-code-spans"])
+def test_fix_rewrites_the_permalink_the_loader_saw(line: str) -> None:
+    text = f"# A\n\n{line.format(U=ENGINE_URL)}\n"
+    path = write("articles/a.md", text)
+    assert fix().stdout == "1 edit in 1 file: articles/a.md\n"
+    head, _, tail = text.rpartition(ENGINE_URL)
+    assert path.read_text(encoding="utf-8") == head + NEW_ENGINE_URL + tail
+
+
 def test_a_permalink_shown_in_a_code_span_before_its_link_is_left_as_code() -> None:
     text = f"# T\n\nPaste `{ENGINE_URL}` as [the link]({ENGINE_URL}).\n"
     path = write("articles/engine.md", text)

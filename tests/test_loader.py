@@ -699,6 +699,9 @@ CODE_BLOCKS = [
     pytest.param("<PRE class=\"x\">{A}</PRE>\n{B}\n", [4], id="pre-block-on-one-line"),
     pytest.param("<pre>\n{A}\n", [], id="unclosed-pre-runs-to-the-end"),
     pytest.param("<prefix> {B}\n", [3], id="a-tag-named-like-pre-is-not-pre"),
+    pytest.param("```html\n<pre>\n```\n\n{B}\n", [7], id="pre-shown-in-a-fence-opens-nothing"),
+    pytest.param("<!--\n<pre>\n-->\n\n{B}\n", [7], id="pre-in-a-comment-opens-nothing"),
+    pytest.param("<pre>\n</script>\n{B}\n", [5], id="any-raw-end-tag-closes"),
 ]
 
 
@@ -734,7 +737,13 @@ def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: lis
 @pytest.mark.parametrize(("body", "texts"), [
     pytest.param(f"用 [`capture`][cap] 逐个捕获，见 [x][]。\n\n[cap]: {GH}/v1/a.py#L1\n"
                  f"[X]: <{GH}/v1/b.py#L2> \"t\"\n",
-                 ["用 `capture` 逐个捕获，见 x。"] * 2, id="reference-definitions"),
+                 ["用 [`capture`][cap] 逐个捕获，见 [x][]。"] * 2, id="reference-definitions"),
+    pytest.param(f"```python\nx = sizes[1]\n```\n\n<!-- see [1] -->\n\nThe top-k step[1] sorts."
+                 f"\n\n[1]: {GH}/v1/a.py#L1\n", ["The top-k step[1] sorts."],
+                 id="reference-used-in-code-or-a-comment-is-not-its-use"),
+    pytest.param(f"Indexed as `kv_cache[layer][block]`, see {GH}/v1/a.py#L1.\n",
+                 [f"Indexed as `kv_cache[layer][block]`, see {GH}/v1/a.py#L1."],
+                 id="brackets-in-code-stay-as-written"),
     pytest.param(f"See [the pool].\n\n[The  Pool]: {GH}/v1/a.py#L1\n", ["See [the pool]."],
                  id="shortcut-reference-any-case-and-spacing"),
     pytest.param(f"[unused]: {GH}/v1/a.py#L1\n", [f"[unused]: {GH}/v1/a.py#L1"],
