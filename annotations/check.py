@@ -20,6 +20,7 @@ from annotations.resolve import (
     ResolveError,
     Resolver,
     UnindexedVersion,
+    header_offset,
     linked_lines,
     quote_stands,
     unnamed_uses,
@@ -208,10 +209,12 @@ def _linked_lines_stand(
 ) -> bool:
     """Whether the lines a permalink links inside its symbol stand in the symbol at the
     target (a change elsewhere in a long function leaves them as the author read them)."""
-    lines = linked_lines(row["written"], pinned.start_line, pinned.end_line)
+    source = resolver.source_lines(pinned.blob_id)
+    header = pinned.start_line + header_offset(source[pinned.start_line - 1:pinned.end_line])
+    lines = linked_lines(row["written"], pinned.start_line, pinned.end_line, header)
     if lines is None or new is None:
         return False
-    linked = "".join(resolver.source_lines(pinned.blob_id)[lines[0] - 1:lines[1]]).strip()
+    linked = "".join(source[lines[0] - 1:lines[1]]).strip()
     return bool(linked) and quote_stands(linked, resolver.text_of(new))
 
 

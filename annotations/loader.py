@@ -828,10 +828,11 @@ def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str]]:
         line = lines[index]
         if comment is _Comment.INLINE and not line.strip():
             comment = _Comment.NONE  # never closed in its paragraph: it was text
-        if comment is not _Comment.NONE:
-            line, comment = _blank_comments(line, comment)
-            if comment is not _Comment.NONE or not line.strip():
+        if comment is not _Comment.NONE:  # the line goes on past the comment's end
+            end = line.find("-->")
+            if end < 0:
                 continue
+            line, comment = " " * (end + 3) + line[end + 3:], _Comment.NONE
         elif raw_html or index in code:
             raw_html = raw_html and not _closes_raw_html(line)
             continue
@@ -1073,10 +1074,12 @@ class _Body:
         if self.uses is None:  # once: an article may define many references
             self.uses = {}
             for index, visible in _visible_lines(self.lines, self.first):
-                for match in _REFERENCE_USE_RE.finditer(visible):
+                line = self.lines[index]
+                for match in _REFERENCE_USE_RE.finditer(line):
+                    if visible[match.start()] != "[":  # in code or a comment
+                        continue
                     key = _reference_key(match["ref"] or match["text"])
-                    written = self.lines[index][match.start():match.end()]
-                    self.uses.setdefault(key, (index, written))
+                    self.uses.setdefault(key, (index, match[0]))
         return self.uses.get(_reference_key(label))
 
     def link_text(self, index: int, url: str) -> str:

@@ -360,11 +360,14 @@ def split_lines(text: str) -> list[str]:
     return lines + [parts[-1]] if parts[-1] else lines
 
 
-def linked_lines(written: str, start_line: int, end_line: int) -> tuple[int, int] | None:
+def linked_lines(
+    written: str, start_line: int, end_line: int, header_line: int | None = None
+) -> tuple[int, int] | None:
     """The lines a permalink ``written`` links inside the symbol it resolved to (lines
-    ``start_line``-``end_line``), when they start below its first line: they are the
-    author's evidence, as a quote is. A link from its first line (GitHub's link to a
-    function is ``#L`` of its ``def``) cites the whole symbol. None for any other ref."""
+    ``start_line``-``end_line``, its ``def`` or ``class`` on ``header_line`` when it has
+    decorators), when they start below that line: they are the author's evidence, as a
+    quote is. A link from it or above (GitHub's link to a function is ``#L`` of its
+    ``def``) cites the whole symbol. None for any other ref."""
     if not written.startswith("https://"):
         return None
     try:
@@ -373,9 +376,18 @@ def linked_lines(written: str, start_line: int, end_line: int) -> tuple[int, int
         return None
     if ref.start_line is None or ref.end_line is None:
         return None
-    if ref.start_line <= start_line:
+    if ref.start_line <= max(start_line, header_line or start_line):
         return None
     return ref.start_line, min(ref.end_line, end_line)
+
+
+_HEADER = re.compile(r"[ \t]*(?:async[ \t]+def|def|class)\b")
+
+
+def header_offset(symbol_lines: list[str]) -> int:
+    """How many lines a symbol's decorators take before its ``def`` or ``class`` (0 for an
+    undecorated one, or an attribute)."""
+    return next((number for number, line in enumerate(symbol_lines) if _HEADER.match(line)), 0)
 
 
 def quote_stands(quote: str, text: str) -> bool:

@@ -294,7 +294,9 @@ _INDEX_COLUMNS = {
 def _has_index_tables(connection: sqlite3.Connection) -> bool:
     """Whether the tables and columns every schema version has are there: another
     program's SQLite file may set a user_version of its own, and must never be migrated."""
-    found = {(table, row[0]) for table in ("repos", "versions", "blobs")
+    tables = {row[0] for row in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    found = {(table, row[0]) for table in ("repos", "versions", "blobs") if table in tables
              for row in connection.execute("SELECT name FROM pragma_table_info(?)", (table,))}
     return _INDEX_COLUMNS.issubset(found)
 

@@ -262,7 +262,10 @@ def test_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> No
     "CREATE TABLE repos (owner TEXT, stars INTEGER)",
     "CREATE TABLE repos (id INTEGER PRIMARY KEY, url TEXT); CREATE TABLE versions (id "
     "INTEGER, name TEXT); CREATE TABLE blobs (sha TEXT, data BLOB)",
-], ids=["one-table", "tables-named-as-ours"])
+    "CREATE TABLE a (name, pypi, github, repo, commit_sha, symbol_count, id, content); "
+    "CREATE VIEW repos AS SELECT * FROM a; CREATE VIEW versions AS SELECT * FROM a; "
+    "CREATE VIEW blobs AS SELECT * FROM a",
+], ids=["one-table", "tables-named-as-ours", "views-with-our-columns"])
 def test_another_programs_sqlite_file_is_refused_and_left_alone(
     tmp_path: Path, user_version: int, tables: str
 ) -> None:

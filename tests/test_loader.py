@@ -702,6 +702,9 @@ CODE_BLOCKS = [
     pytest.param("```html\n<pre>\n```\n\n{B}\n", [7], id="pre-shown-in-a-fence-opens-nothing"),
     pytest.param("<!--\n<pre>\n-->\n\n{B}\n", [7], id="pre-in-a-comment-opens-nothing"),
     pytest.param("<pre>\n</script>\n{B}\n", [5], id="any-raw-end-tag-closes"),
+    pytest.param("Text <!-- old\nnote --> is at {B} <!-- more\nnote --> today.\n", [4],
+                 id="between-a-comment-closing-and-one-opening"),
+    pytest.param("<!-- a\nb --> and {B} <!-- c\nd -->\n", [4], id="between-two-block-comments"),
 ]
 
 
@@ -741,6 +744,8 @@ def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: lis
     pytest.param(f"```python\nx = sizes[1]\n```\n\n<!-- see [1] -->\n\nThe top-k step[1] sorts."
                  f"\n\n[1]: {GH}/v1/a.py#L1\n", ["The top-k step[1] sorts."],
                  id="reference-used-in-code-or-a-comment-is-not-its-use"),
+    pytest.param(f"The engine [`CacheEngine`][] allocates.\n\n[`CacheEngine`]: {GH}/v1/a.py#L1\n",
+                 ["The engine [`CacheEngine`][] allocates."], id="reference-label-in-code"),
     pytest.param(f"Indexed as `kv_cache[layer][block]`, see {GH}/v1/a.py#L1.\n",
                  [f"Indexed as `kv_cache[layer][block]`, see {GH}/v1/a.py#L1."],
                  id="brackets-in-code-stay-as-written"),
