@@ -40,6 +40,7 @@ from annotations.loader import (
     markdown_visible_lines,
 )
 from annotations.model import Article, Claim, RepoFilter
+from annotations.refs import PLAIN_VIEW
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
 
@@ -437,7 +438,7 @@ def _new_permalink(result: RefResult) -> str | None:
     of the symbol when its length changed); no anchor stays none, and one line is ``#Lx``."""
     if not result.new_url:
         return None
-    plain = _PLAIN_VIEW.search(result.ref.split("#", 1)[0])  # GitHub's source view, kept
+    plain = PLAIN_VIEW.search(result.ref.split("#", 1)[0])  # GitHub's source view, kept
     base = result.new_url.split("#", 1)[0] + (plain[0] if plain else "")
     written, old, new = (_anchor(url) for url in (result.ref, result.old_url, result.new_url))
     if written is None or new is None:
@@ -456,7 +457,6 @@ def _anchor(url: str | None) -> tuple[int, int] | None:
     return start, int(match.group(2) or start)
 
 
-_PLAIN_VIEW = re.compile(r"\?plain=[01]\Z")
 _ANCHOR = re.compile(r"#L([0-9]+)(?:C[0-9]+)?(?:-L?([0-9]+)(?:C[0-9]+)?)?\Z")
 
 

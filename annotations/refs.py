@@ -40,7 +40,8 @@ _ANCHOR_RE = re.compile(r"L([0-9]{1,9})(?:-L?([0-9]{1,9}))?")
 # code view) and ask for the plain view of a rendered file (?plain=1); both are ignored.
 _PERMALINK_ANCHOR_RE = re.compile(
     r"L([0-9]{1,9})(?:C[0-9]{1,9})?(?:-L?([0-9]{1,9})(?:C[0-9]{1,9})?)?")
-_PLAIN_VIEW = re.compile(r"\?plain=[01]\Z")
+PLAIN_VIEW = re.compile(r"\?plain=[01]\Z")
+"""GitHub's source view (``?plain=1``) at the end of a permalink's path."""
 _GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _GITHUB_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 _URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -273,7 +274,7 @@ def _parse_permalink(s: str) -> Ref:
             hint=_PERMALINK_SHAPE,
         )
     location, hash_sign, fragment = s[len(GITHUB_PREFIX) :].partition("#")
-    location = _PLAIN_VIEW.sub("", location)
+    location = PLAIN_VIEW.sub("", location)
     if "?" in location:
         raise RefSyntaxError(f"GitHub permalink '{_clip(s)}' must not have a query string")
     parts = location.split("/", 4)
