@@ -23,7 +23,6 @@ from annotations.resolve import (
     header_offset,
     linked_lines,
     quote_stands,
-    unnamed_uses,
 )
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
@@ -228,8 +227,7 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
     uses = claim_store.uses_of(resolver.database, row["id"])
     if not uses:
         return []
-    code, class_header = resolver.code_and_bases(new)
-    return unnamed_uses(code, uses, class_header)
+    return resolver.unnamed_uses_in(new, uses)
 
 
 def _apply_waivers(result: RefResult, rows: Iterable[dict], options: CheckOptions) -> RefResult:

@@ -31,7 +31,6 @@ from annotations.resolve import (
     Resolver,
     UnindexedVersion,
     quote_stands,
-    unnamed_uses,
 )
 from annotations.wording import counted
 from db import claims as claim_store
@@ -347,10 +346,7 @@ def _relation_error(
     errors = [use.pop("error") for use in uses if "error" in use]
     if errors:
         return errors[0]
-    unnamed: list[str] = []
-    if uses:
-        code, class_header = resolver.code_and_bases(resolved)
-        unnamed = unnamed_uses(code, uses, class_header)
+    unnamed = resolver.unnamed_uses_in(resolved, uses) if uses else []
     if unnamed:
         return ResolveError(
             f"{resolved.canonical} does not refer to {', '.join(unnamed)} at its own pin",

@@ -197,15 +197,16 @@ class Resolver:
             )
         return _from_row(repo, version, key, matching[0])
 
-    def code_and_bases(self, resolved: Resolved) -> tuple[str, str]:
-        """The source of ``resolved`` and the header of the class around it ("" when
-        none): what ``unnamed_uses`` reads."""
+    def unnamed_uses_in(
+        self, resolved: Resolved, uses: Iterable[Mapping[str, Any]]
+    ) -> list[str]:
+        """`unnamed_uses` of ``resolved``'s source, with the header of the class around it
+        ("" when none), whose bases ``super()`` names."""
         parent = (resolved.qualname or "").rpartition(".")[0]
-        rows = self.file_symbols(resolved.version_key, resolved.path) \
-            if parent else []
+        rows = self.file_symbols(resolved.version_key, resolved.path) if parent else ()
         header = next((row["signature"] for row in rows
                        if row["qualname"] == parent and row["kind"] == "class"), "")
-        return self.text_of(resolved), header
+        return unnamed_uses(self.text_of(resolved), uses, header)
 
     def other_definitions(self, resolved: Resolved) -> list[Resolved]:
         """The other definitions of ``resolved``'s qualname in its file (a property's
