@@ -20,8 +20,7 @@ from annotations.resolve import (
     ResolveError,
     Resolver,
     UnindexedVersion,
-    header_offset,
-    linked_lines,
+    linked_text,
     quote_stands,
 )
 from annotations.results import CheckReport, RefResult, Status
@@ -208,13 +207,11 @@ def _linked_lines_stand(
 ) -> bool:
     """Whether the lines a permalink links inside its symbol stand in the symbol at the
     target (a change elsewhere in a long function leaves them as the author read them)."""
-    source = resolver.source_lines(pinned.blob_id)
-    header = pinned.start_line + header_offset(source[pinned.start_line - 1:pinned.end_line])
-    lines = linked_lines(row["written"], pinned.start_line, pinned.end_line, header)
-    if lines is None or new is None:
+    if new is None:
         return False
-    linked = "".join(source[lines[0] - 1:lines[1]]).strip()
-    return bool(linked) and quote_stands(linked, resolver.text_of(new))
+    linked = linked_text(row["written"], pinned.start_line, pinned.end_line, lambda: (
+        resolver.source_lines(pinned.blob_id)[pinned.start_line - 1:pinned.end_line]))
+    return linked is not None and quote_stands(linked, resolver.text_of(new))
 
 
 _RELATION_CHECKED = (Status.FRESH, Status.COSMETIC, Status.CHANGED, Status.MOVED)

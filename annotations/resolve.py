@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -361,34 +361,40 @@ def split_lines(text: str) -> list[str]:
     return lines + [parts[-1]] if parts[-1] else lines
 
 
-def linked_lines(
-    written: str, start_line: int, end_line: int, header_line: int | None = None
-) -> tuple[int, int] | None:
+def linked_lines(written: str, start_line: int, end_line: int) -> tuple[int, int] | None:
     """The lines a permalink ``written`` links inside the symbol it resolved to (lines
-    ``start_line``-``end_line``, its ``def`` or ``class`` on ``header_line`` when it has
-    decorators), when they start below that line: they are the author's evidence, as a
-    quote is. A link from it or above (GitHub's link to a function is ``#L`` of its
-    ``def``) cites the whole symbol. None for any other ref."""
+    ``start_line``-``end_line``), when they start below its first line; None for any
+    other ref."""
     if not written.startswith("https://"):
         return None
     try:
         ref = parse_ref(written)
     except RefSyntaxError:
         return None
-    if ref.start_line is None or ref.end_line is None:
-        return None
-    if ref.start_line <= max(start_line, header_line or start_line):
+    if ref.start_line is None or ref.end_line is None or ref.start_line <= start_line:
         return None
     return ref.start_line, min(ref.end_line, end_line)
 
 
+def linked_text(
+    written: str, start_line: int, end_line: int, symbol_lines: Callable[[], list[str]]
+) -> str | None:
+    """The text a permalink ``written`` links inside its symbol (lines ``start_line``-
+    ``end_line``, which ``symbol_lines`` reads only for such a permalink), when it starts
+    below the symbol's ``def`` or ``class`` line: the author's evidence, as a quote is. A
+    link from that line or above (GitHub's link to a function is ``#L`` of its ``def``)
+    cites the whole symbol: None then, as for any other ref."""
+    lines = linked_lines(written, start_line, end_line)
+    if lines is None:
+        return None
+    source = symbol_lines()
+    header = next((number for number, line in enumerate(source) if _HEADER.match(line)), 0)
+    if lines[0] <= start_line + header:  # the def line, below decorators
+        return None
+    return "".join(source[lines[0] - start_line:lines[1] - start_line + 1]).strip() or None
+
+
 _HEADER = re.compile(r"[ \t]*(?:async[ \t]+def|def|class)\b")
-
-
-def header_offset(symbol_lines: list[str]) -> int:
-    """How many lines a symbol's decorators take before its ``def`` or ``class`` (0 for an
-    undecorated one, or an attribute)."""
-    return next((number for number, line in enumerate(symbol_lines) if _HEADER.match(line)), 0)
 
 
 def quote_stands(quote: str, text: str) -> bool:

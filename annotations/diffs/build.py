@@ -16,7 +16,7 @@ from annotations.diffs.model import Citation, DiffReport, Location, Section, Sym
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
-from annotations.resolve import header_offset, linked_lines, quote_stands, split_lines
+from annotations.resolve import linked_text, quote_stands, split_lines
 from db.database import Database
 from db.queries import require_version
 from indexer.config import ProjectConfig, RepoConfig
@@ -124,13 +124,8 @@ def _evidence(citation: Citation, old: SymbolSnapshot) -> str | None:
         return citation.quote
     if citation.version != old.version:
         return None
-    source = split_lines(old.source)
-    header = old.start_line + header_offset(source)
-    lines = linked_lines(citation.written, old.start_line, old.end_line, header)
-    if lines is None:
-        return None
-    first, last = lines[0] - old.start_line, lines[1] - old.start_line
-    return "".join(source[first:last + 1]).strip() or None
+    return linked_text(citation.written, old.start_line, old.end_line,
+                       lambda: split_lines(old.source))
 
 
 # --- listed symbols -------------------------------------------------------------------
