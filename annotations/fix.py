@@ -413,14 +413,13 @@ def _rewrite(plan: FixPlan, result: RefResult, new: str) -> str | None:
             return "it is not written on that line"
     else:
         try:
-            spans = claims.ref_spans(result.claim, result.line, result.ref, new)
-            uses = claims.uses_spans(result.claim, result.line, result.ref,
-                                     plan.uses_of(result)) if spans else []
+            edits = claims.ref_edits(result.claim, result.line, result.ref, new,
+                                     plan.uses_of(result))
         except Unwritable as error:
             return error.message
-        if not spans:
+        if not edits:
             return "it is not found among its claim's refs on that line"
-        for edit in (*spans, *uses):
+        for edit in edits:
             file_plan.apply(edit)
     plan.rewrites[(result.file, result.claim, result.line, result.ref)] = new
     return None

@@ -76,25 +76,26 @@ class ClaimsYaml:
                     self._by_id.setdefault(id_node.value, item)
         return self._by_id.get(claim_id)
 
-    def ref_spans(self, claim_id: str, line: int, written: str, new: str) -> list[Span]:
-        """The edits of the claim's ref ``written`` on 1-based ``line``, one per time it is
-        written there (``refs: [A, A]``); none when the claim or the ref is not found."""
+    def ref_edits(
+        self, claim_id: str, line: int, written: str, new: str, pinned: list[tuple[str, ...]]
+    ) -> list[Span]:
+        """The edits that rewrite the claim's ref ``written`` on 1-based ``line`` to
+        ``new``, one per time it is written there (``refs: [A, A]``), then those that write
+        out the pin of its unpinned ``uses:`` targets, as ``pinned`` has it (for each entry,
+        the canonical texts of its targets, in order): an unpinned target takes its ref's
+        pin, which the rewrite changes. No edit when the claim or the ref is not found."""
+        items = self._ref_items(claim_id, line, written)
         spans = []
-        for _, node in self._ref_items(claim_id, line, written):
+        for _, node in items:
             if id(node) in self._shared:
                 raise Unwritable("it is an alias that other refs share; write it out")
             spans.append(self._scalar_span(node, new))
-        return spans
+        return spans + self._uses_spans(items, pinned)
 
-    def uses_spans(
-        self, claim_id: str, line: int, written: str, pinned: list[tuple[str, ...]]
+    def _uses_spans(
+        self, items: list[tuple[yaml.Node, yaml.ScalarNode]], pinned: list[tuple[str, ...]]
     ) -> list[Span]:
-        """The edits that write out the pin of the ref's unpinned ``uses:`` targets, as
-        ``pinned`` has it (for each entry of the ref on its line, the canonical texts of
-        its targets, in order): an unpinned target takes its ref's pin, which a rewrite of
-        the ref changes."""
         spans = []
-        items = self._ref_items(claim_id, line, written)
         for (item, _), canonical_texts in zip(items, pinned, strict=False):
             uses = _value_of(item, "uses")
             for node, canonical in zip(uses.value if isinstance(uses, yaml.SequenceNode)

@@ -787,7 +787,7 @@ def test_the_files_are_read_again_and_an_edit_that_strays_is_refused(
             f"  - id: c\n    text: x\n    refs: [{ENGINE}]\n"
             "  - id: d\n    text: y\n    refs: [vllm/utils.py::cdiv]\n")
     path = write("annotations/s.yml", text)
-    monkeypatch.setattr(ClaimsYaml, "ref_spans", lambda *args: [Span(7, 10, 11, "z")])
+    monkeypatch.setattr(ClaimsYaml, "ref_edits", lambda *args: [Span(7, 10, 11, "z")])
     result = fix()
     assert (result.exit_code, result.stderr) == (2, (  # c's ref is not as meant, d's text
         "Error: the edits to annotations/s.yml would also change claim 'c'; nothing was "
