@@ -770,13 +770,15 @@ def front_matter_yaml(text: str) -> str | None:
     """A Markdown article's front matter as the loader reads it, with the file's line and
     column numbers; None when it has none (or it is not closed)."""
     lines = _LINE_BREAK_RE.split(text)
-    if lines[0].rstrip() != "---":
-        return None
     close = _front_matter_close(lines)
     return None if close is None else _front_matter_text(lines, close)
 
 
 def _front_matter_close(lines: list[str]) -> int | None:
+    """The index of the line that closes the front matter; None when there is none, or
+    it is not closed."""
+    if lines[0].rstrip() != "---":
+        return None
     return next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
 
 
@@ -803,10 +805,11 @@ def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> 
 def _link_claims(
     lines: list[str], body_start: int, article: str, ctx: _Context, repos: RepoFilter | None
 ) -> list[Claim]:
-    body = _Body(lines, body_start)
+    visible_lines = dict(_visible_lines(lines, body_start))
+    body = _Body(lines, body_start, visible_lines)
     claims: list[Claim] = []
     seen: dict[str, int] = {}
-    for index, visible in _visible_lines(lines, body_start):
+    for index, visible in visible_lines.items():
         for url in find_permalinks(visible):
             if repos is not None and not repos.keeps(_PERMALINK_RE.match(url)["repo"]):
                 continue
@@ -848,7 +851,7 @@ def markdown_visible_lines(text: str) -> dict[int, str]:
     code and HTML comments blanked (see `_visible_lines`): where `fix` may rewrite a
     permalink, as the loader found it."""
     lines = _LINE_BREAK_RE.split(text)
-    close = _front_matter_close(lines) if lines[0].rstrip() == "---" else None
+    close = _front_matter_close(lines)
     return dict(_visible_lines(lines, 0 if close is None else close + 1))
 
 
@@ -1046,16 +1049,17 @@ class _Paragraph:
 
 
 class _Body:
-    """A Markdown body split into paragraphs once (each link's text is then cheap to find)."""
+    """A Markdown body split into paragraphs once (each link's text is then cheap to find);
+    ``visible`` holds its lines as a reader sees them (`_visible_lines`)."""
 
-    def __init__(self, lines: list[str], first: int) -> None:
+    def __init__(self, lines: list[str], first: int, visible: dict[int, str]) -> None:
         self.lines = lines
+        self.visible = visible
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
             new = index == first or _starts_block(lines, index)
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
-        self.first = first
         self.uses: dict[str, tuple[int, str]] | None = None
 
     def text_of_link(self, index: int, url: str) -> str:
@@ -1073,7 +1077,7 @@ class _Body:
         ``[label][]`` or ``[label]``), and that link's text."""
         if self.uses is None:  # once: an article may define many references
             self.uses = {}
-            for index, visible in _visible_lines(self.lines, self.first):
+            for index, visible in self.visible.items():
                 line = self.lines[index]
                 for match in _REFERENCE_USE_RE.finditer(line):
                     if visible[match.start()] != "[":  # in code or a comment
