@@ -196,14 +196,14 @@ class FixPlan:
     rewrites: dict[tuple[str, str, int, str], str] = field(default_factory=dict)
     older: Callable[[str, str], bool] = field(default=lambda _first, _second: False,
                                               repr=False)
+    _originals: dict[str, Article] = field(default_factory=dict, repr=False)
+    _claims: dict[str, dict[str, Claim]] = field(default_factory=dict, repr=False)
 
     def pin_after(self, target: str | None, result: RefResult) -> str | None:
         """The pin of ``result``'s ref when ``target`` comes before it: fix moves refs
         and claims forward only."""
         pin = (result.resolved or "").partition(":")[0]
         return pin if target and self.older(target, pin) else None
-    _originals: dict[str, Article] = field(default_factory=dict, repr=False)
-    _claims: dict[str, dict[str, Claim]] = field(default_factory=dict, repr=False)
 
     def file(self, display: str) -> FilePlan:
         if display not in self.files:
