@@ -57,6 +57,12 @@ For a symbol ``old`` of A (``Matcher.match``):
    name belongs to one unmatched symbol on each side (not a dunder): a class moved *and*
    rewritten keeps its name (a function does not become a method by its name alone).
 
+   A best candidate whose qualname A defined at places that B no longer has is presumed
+   to succeed that symbol, not ``old``, when B has no more new places of the qualname than
+   A left (`Matcher._taken`): ``old`` is then removed, with it among the candidates (a
+   deleted model's ``forward`` and ``MiMoV2FlashForCausalLM.forward``, whose file was
+   merged into another). ``old`` of that very qualname is not held back.
+
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates`` (a
    class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
    like ``logger = init_logger(__name__)``) are no evidence of a move: ``removed``. A
@@ -822,6 +828,7 @@ class Matcher:
         self._a_same: list[tuple] = []
         self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
+        self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -1002,7 +1009,7 @@ class Matcher:
             return self._removed(old, ranked)
         best = eligible[0]
         ties = [s.symbol for s in eligible[1:] if best.score - s.score <= AMBIGUITY_MARGIN]
-        if len(ties) > max_ties:
+        if len(ties) > max_ties or self._taken(old, best.symbol):
             return self._removed(old, ranked)
         return self._moved(old, best.symbol, tuple(ties), best.score, via)
 
@@ -1015,6 +1022,26 @@ class Matcher:
             return False
         threshold = MOVE_THRESHOLD if new.path == old.path else RENAME_MOVE_THRESHOLD
         return scored.score >= threshold
+
+    def _taken(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
+        """Whether ``new`` is presumed to succeed a symbol of A of its own qualname that
+        left its place (``MiMoV2FlashForCausalLM.forward``, whose file was merged into
+        another), and not ``old``, whatever their bodies share: when B's new places of
+        that qualname are no more than A's places it left."""
+        if new.qualname == old.qualname:
+            return False
+        left = self._places(self.a, self.b, new)
+        return bool(left) and len(self._places(self.b, self.a, new)) <= len(left)
+
+    def _places(self, this: _VersionView, other: _VersionView, new: SymbolSnapshot) -> list[str]:
+        """The paths where version ``this`` defines ``new``'s qualname (in its kind group)
+        and ``other`` does not."""
+        key = (this.key, new.qualname)
+        if key not in self._qualname_places:
+            self._qualname_places[key] = mq.places_of(self.database, this.key, new.qualname)
+        group = kind_group(new.kind)
+        return [path for path, kind in self._qualname_places[key]
+                if kind_group(kind) is group and not other.has(path, new.qualname)]
 
     def _moved(
         self, old: SymbolSnapshot, new: SymbolSnapshot, others: tuple[SymbolSnapshot, ...],

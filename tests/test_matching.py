@@ -620,6 +620,8 @@ class {name}({bases}):
 """
 
 
+FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
+
 STATE_SHAPE = """\
     def get_state_shape(self):
         conv = (self.conv_size - 1, self.head_dim * 8)
@@ -742,6 +744,21 @@ MOVES = {
                  "    table = build_table(num_blocks, block_size, dtype, device, pin_memory)\n"
                  "    def sample(self, logits):\n        return logits.argmax(-1)\n"},
         "BlockPool.table", Verdict.REMOVED,
+    ),
+    "a-lookalike-does-not-take-the-place-of-a-symbol-that-moved-there": MoveCase(
+        {"a.py": "class BaiChuanForCausalLM:\n" + FORWARD,
+         "b.py": "class MiMoForCausalLM:\n" + FORWARD},
+        {"c.py": "class MiMoForCausalLM:\n" + FORWARD},  # b.py was merged into c.py
+        "BaiChuanForCausalLM.forward", Verdict.REMOVED,
+        candidates=frozenset({"c.py::MiMoForCausalLM.forward"}),
+    ),
+    "a-lookalike-takes-a-second-new-place-of-a-name": MoveCase(
+        {"a.py": KERNEL.format(name="mhc_post"),
+         "b.py": "def mhc_post_tilelang(x):\n    return launch_kernel(x)\n"},
+        {"kernels.py": "def mhc_post_tilelang(x):\n    return launch_kernel(x)\n",
+         "tilelang.py": KERNEL.format(name="mhc_post_tilelang").replace(
+             "n_splits):", "n_splits, stream=None):")},
+        "mhc_post", Verdict.MOVED, "tilelang.py::mhc_post_tilelang",
     ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
