@@ -66,8 +66,10 @@ For a symbol ``old`` of A (``Matcher.match``):
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates`` (a
    class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
    like ``logger = init_logger(__name__)``) are no evidence of a move: ``removed``. A
-   member of a removed class moves only to an unambiguous candidate (otherwise it is
-   boilerplate such as ``get_hf_processor`` of a deleted model), and only when its body
+   member that left its class (removed, or kept or moved without it) moves only to an
+   unambiguous candidate (otherwise it is boilerplate such as ``get_hf_processor`` of a
+   deleted model, or ``supports_expert_map`` dropped from a dozen kept classes); a member
+   of a removed class, only when its body
    has ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
    ``return`` says nothing of where it went); a class attribute
    only ever follows its class (same name, in the class's match): a bare field
@@ -924,7 +926,7 @@ class Matcher:
             parent.new.path, parent.new.qualname
         )
         orphan = parent is not None and parent.new is None
-        max_ties = 0 if orphan else MAX_TIES
+        max_ties = 0 if parent is not None else MAX_TIES
         ranked, via = self._ranked(old, hint)
         if orphan and self._scorer.code_token_count(old) < MIN_RENAME_TOKENS:
             # ``return``, ``pass``: that a method of a removed class says as little as one of

@@ -621,6 +621,7 @@ class {name}({bases}):
 
 
 FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
+EXPERT_MAP = "\n    def supports_expert_map(self):\n        return False\n"
 
 STATE_SHAPE = """\
     def get_state_shape(self):
@@ -759,6 +760,19 @@ MOVES = {
          "tilelang.py": KERNEL.format(name="mhc_post_tilelang").replace(
              "n_splits):", "n_splits, stream=None):")},
         "mhc_post", Verdict.MOVED, "tilelang.py::mhc_post_tilelang",
+    ),
+    "a-method-that-left-a-kept-class-takes-no-ambiguous-move": MoveCase(
+        {"a.py": "class Experts:\n" + FORWARD + EXPERT_MAP},
+        {"a.py": "class Experts:\n" + FORWARD, "b.py": "class CPUExperts:\n" + EXPERT_MAP,
+         "c.py": "class HPCExperts:\n" + EXPERT_MAP},
+        "Experts.supports_expert_map", Verdict.REMOVED,
+        candidates=frozenset({"b.py::CPUExperts.supports_expert_map",
+                              "c.py::HPCExperts.supports_expert_map"}),
+    ),
+    "a-method-that-left-a-kept-class-moves-to-its-one-new-place": MoveCase(
+        {"a.py": "class Experts:\n" + FORWARD + EXPERT_MAP},
+        {"a.py": "class Experts:\n" + FORWARD, "b.py": "class CPUExperts:\n" + EXPERT_MAP},
+        "Experts.supports_expert_map", Verdict.MOVED, "b.py::CPUExperts.supports_expert_map",
     ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
