@@ -539,6 +539,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     SYMBOL is a short name, a qualname, PATH::QUALNAME, a dotted name
     (vllm.config.CacheConfig), a ref, or lines: a GitHub permalink or
     REPO@VERSION:PATH#Lx-Ly (the refs into those lines at that version).
+    A claim whose symbol moved to SYMBOL at the target version cites it too.
     """
     from annotations.citations import links_citing
     from db import claims as claim_store
@@ -558,11 +559,28 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
                                 "check the path, or run 'annotate link'")
         else:
             rows = links_citing(database, context.config, symbol or "")
-            if not rows:
-                _note_unknown_name(database, symbol or "")
     if article is not None:
         rows = _with_current_status(context, rows)
+    else:
+        rows += _moved_here(context, symbol or "", rows)
+        if not rows:
+            with context.database() as database:
+                _note_unknown_name(database, symbol or "")
     _print_links(rows, output_format, by_symbol=article is None)
+
+
+def _moved_here(context: Context, symbol: str, listed: list[dict]) -> list[dict]:
+    """The links whose symbol moved to ``symbol`` at the target version (a check of the
+    stored links: the annotation files are not read again), but those ``listed``."""
+    from annotations.citations import follows_moves, link_key, links_moved_to
+
+    if not follows_moves(symbol):
+        return []
+    report = _run_check(context, (), relink=False)
+    with context.database() as database:
+        moved = links_moved_to(database, context.config, symbol, report.results)
+    seen = {link_key(row) for row in listed}
+    return [row for row in moved if link_key(row) not in seen]
 
 
 def _as_displayed(context: Context, path: str) -> str:
@@ -619,13 +637,27 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
     for target in targets:
         click.echo(target)
         lines = dict.fromkeys(  # a claim citing the target twice is listed once
-            f"  {row['article']}#{row['claim_id']} @{row['version']}: {_flat(row['text'])}"
+            f"  {row['article']}#{row['claim_id']} @{row['version']}{_moved_from(row)}: "
+            f"{_flat(row['text'])}"
             for row in rows if _link_target(row) == target)
         for line in lines:
             click.echo(line)
 
 
+def _moved_from(row: dict) -> str:
+    if "moved_to" not in row:
+        return ""
+    version = row["moved_to"].split(":", 1)[0].rsplit("@", 1)[-1]
+    return f" (as {_stored_target(row)}, moved here at {version})"
+
+
 def _link_target(row: dict) -> str:
+    if "moved_to" in row:
+        return row["moved_to"].split(":", 1)[1]
+    return _stored_target(row)
+
+
+def _stored_target(row: dict) -> str:
     if row["qualname"]:
         return f"{row['path']}::{row['qualname']}"
     return f"{row['path']}#L{row['start_line']}-L{row['end_line']}"
@@ -637,6 +669,7 @@ def _link_json(row: dict) -> dict:
         "ref": row["written"], "resolved": row["resolved"], "version": row["version"],
         "state": row["state"], "file": row["source_file"], "line": row["line"],
         **({"status": row["status"]} if "status" in row else {}),
+        **({"moved_to": row["moved_to"]} if "moved_to" in row else {}),
     }
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from annotations.errors import RefSyntaxError
-from annotations.refs import RefForm, parse_ref
+from annotations.refs import Ref, RefForm, parse_ref
 from annotations.resolve import ResolveError, Resolver, linked_lines
+from annotations.results import RefResult
 from db import claims as claim_store
 from db.database import Database
 from db.queries import require_version
@@ -28,13 +31,57 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
             return [row for row in rows if ref.start_line is None
                     or _links_into(row, ref.start_line, ref.end_line or ref.start_line)]
     rows = claim_store.links_to(database, symbol.rsplit(":", 1)[-1])
-    seen = {_key(row) for row in rows}
+    seen = {link_key(row) for row in rows}
     for path, qualname in sorted(_defined_as(database, config, symbol)):
         for row in claim_store.links_to(database, qualname, path):
-            if _key(row) not in seen:
-                seen.add(_key(row))
+            if link_key(row) not in seen:
+                seen.add(link_key(row))
                 rows.append(row)
     return rows
+
+
+def links_moved_to(
+    database: Database, config: ProjectConfig, symbol: str, results: Iterable[RefResult]
+) -> list[dict]:
+    """The stored links whose symbol moved to ``symbol`` (read as `links_citing` reads
+    it) at their repo's target version, by the check ``results``: a claim about
+    ``KimiDeltaAttention`` pinned at v0.20.0 cites ``KimiGatedDeltaNetAttention`` once
+    v0.25.0 is the target. Each row is the link's, with ``moved_to`` the canonical ref of
+    the place it moved to. Lines name no symbol to follow: none for them."""
+    wanted = _wanted(database, config, symbol)
+    if wanted is None:
+        return []
+    stored = {link_key(row): row for row in claim_store.all_links(database)}
+    found = []
+    for result in results:
+        if result.new_ref is None:
+            continue
+        new = parse_ref(result.new_ref)
+        row = stored.get((result.file, result.line, result.claim, result.ref))
+        if row is not None and wanted(new.path or "", new.qualname or ""):
+            found.append({**row, "moved_to": result.new_ref})
+    return found
+
+
+def _wanted(
+    database: Database, config: ProjectConfig, symbol: str
+) -> Callable[[str, str], bool] | None:
+    """Whether a (path, qualname) is ``symbol``; None for lines."""
+    if not follows_moves(symbol):
+        return None
+    try:
+        ref: Ref | None = parse_ref(symbol)
+    except RefSyntaxError:
+        ref = None
+    if ref is not None and ref.form is RefForm.SYMBOL:
+        return lambda path, qualname: claim_store.names(
+            path, qualname, ref.qualname or "", ref.path)
+    short = symbol.rsplit(":", 1)[-1]
+    targets = [(name, version) for name, repo in config.repos.items()
+               if (version := repo.target_version)]
+    defined = _defined_as(database, config, symbol, targets)
+    return lambda path, qualname: (
+        claim_store.names(path, qualname, short) or (path, qualname) in defined)
 
 
 def _links_into(row: dict, start: int, end: int) -> bool:
@@ -45,20 +92,34 @@ def _links_into(row: dict, start: int, end: int) -> bool:
     return first <= end and start <= last
 
 
-def _key(row: dict) -> tuple:
+def follows_moves(symbol: str) -> bool:
+    """Whether `links_moved_to` may find links for ``symbol`` (lines name no symbol)."""
+    try:
+        form = parse_ref(symbol).form
+    except RefSyntaxError:
+        return True
+    return form not in (RefForm.LINES, RefForm.PERMALINK)
+
+
+def link_key(row: dict) -> tuple:
+    """What tells one stored ref from another: its file, line, claim and text."""
     return row["source_file"], row["line"], row["claim_id"], row["written"]
 
 
-def _defined_as(database: Database, config: ProjectConfig, symbol: str) -> set[tuple[str, str]]:
+def _defined_as(
+    database: Database, config: ProjectConfig, symbol: str,
+    more_pins: Iterable[tuple[str, str]] = (),
+) -> set[tuple[str, str]]:
     """The (path, qualname) a dotted name resolves to at its own pin, or else at each
-    version some stored link is pinned at."""
+    version some stored link is pinned at (and at ``more_pins``)."""
     try:
         ref = parse_ref(symbol)
     except RefSyntaxError:
         return set()
     if ref.form is not RefForm.DOTTED or "." not in (ref.dotted or ""):
         return set()
-    pins = [(ref.repo, ref.version)] if ref.pinned else claim_store.linked_versions(database)
+    pins = [(ref.repo, ref.version)] if ref.pinned else list(dict.fromkeys(
+        [*claim_store.linked_versions(database), *more_pins]))
     resolver = Resolver(database, config)
     found = set()
     for repo, version in pins:

@@ -155,15 +155,22 @@ def links_to(database: Database, qualname: str, path: str | None = None) -> list
         " ORDER BY path, qualname, article, claim_id",
         (qualname, last, "%." + like_escape(last)),
     )
-    return [
-        row for row in rows
-        if (
-            row["qualname"] == qualname
-            or row["qualname"].endswith("." + qualname)
-            or _dotted_name(row["path"], row["qualname"]) == qualname
-        )
-        and (path is None or row["path"] == path)
-    ]
+    return [row for row in rows if names(row["path"], row["qualname"], qualname, path)]
+
+
+def names(path: str, qualname: str, wanted: str, wanted_path: str | None = None) -> bool:
+    """Whether ``wanted`` (a qualname, the end of one, or a dotted name) names the symbol
+    ``qualname`` of ``path`` (in ``wanted_path``, when given)."""
+    return (
+        qualname == wanted
+        or qualname.endswith("." + wanted)
+        or _dotted_name(path, qualname) == wanted
+    ) and (wanted_path is None or path == wanted_path)
+
+
+def all_links(database: Database) -> list[dict]:
+    """Every stored ref, in the order of ``claim_links``."""
+    return list(database.query("SELECT * FROM claim_links"))
 
 
 def _dotted_name(path: str, qualname: str) -> str | None:

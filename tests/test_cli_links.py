@@ -187,6 +187,57 @@ def test_links_of_a_path_only_cite_that_path() -> None:
     )
 
 
+GRAPHS = """\
+article: blog/graphs.md
+at: vllm@v0.1.0
+claims:
+  - id: capture
+    text: "CUDA graph 按批大小逐个捕获"
+    refs: [vllm/compilation/cuda_graph.py::capture_graph]
+"""
+OLD_GRAPH = "vllm/compilation/cuda_graph.py::capture_graph"
+NEW_GRAPH = "vllm/compilation/cuda_graph.py::capture_cudagraph"
+
+
+@pytest.fixture
+def graphs(project: Path) -> None:
+    """A claim about ``capture_graph`` at v0.1.0, renamed ``capture_cudagraph`` at v0.2.0,
+    linked alone."""
+    (project / "annotations").mkdir()
+    (project / "annotations" / "graphs.yml").write_text(GRAPHS, encoding="utf-8")
+    ok("link")
+
+
+@pytest.mark.usefixtures("graphs")
+@pytest.mark.parametrize("symbol", [
+    pytest.param("capture_cudagraph", id="short-name"),
+    pytest.param(NEW_GRAPH, id="path-and-qualname"),
+    pytest.param(f"vllm@v0.3.0:{NEW_GRAPH}", id="full-ref"),
+    pytest.param("vllm.compilation.cuda_graph.capture_cudagraph", id="dotted-name"),
+])
+def test_links_to_a_symbol_list_the_claims_whose_symbol_moved_there(symbol: str) -> None:
+    assert ok("links", symbol) == (
+        f"{NEW_GRAPH}\n  blog/graphs.md#capture @v0.1.0 (as {OLD_GRAPH}, moved here at "
+        "v0.3.0): CUDA graph 按批大小逐个捕获\n")
+    (found,) = json.loads(ok("links", "--format", "json", symbol))
+    assert (found["ref"], found["version"], found["moved_to"]) == (
+        OLD_GRAPH, "v0.1.0", f"vllm@v0.3.0:{NEW_GRAPH}")
+
+
+@pytest.mark.usefixtures("graphs")
+def test_links_to_the_old_name_list_the_claim_as_it_was_linked() -> None:
+    assert ok("links", "capture_graph") == (
+        f"{OLD_GRAPH}\n  blog/graphs.md#capture @v0.1.0: CUDA graph 按批大小逐个捕获\n")
+    (found,) = json.loads(ok("links", "--format", "json", "capture_graph"))
+    assert "moved_to" not in found
+
+
+@pytest.mark.usefixtures("graphs")
+def test_links_to_lines_follow_no_move() -> None:
+    assert ok("links", f"vllm@v0.3.0:{NEW_GRAPH.split('::')[0]}#L1-L400") == (
+        "No claims cite it.\n")
+
+
 def test_links_to_an_uncited_symbol() -> None:
     assert ok("links", "LLMEngine.add_request") == "No claims cite it.\n"
     assert json.loads(ok("links", "--format", "json", "LLMEngine.add_request")) == []
