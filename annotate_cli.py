@@ -774,6 +774,9 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
     for note in plan.notes:
         click.echo(f"Note: {note}", err=True)
     if dry_run:
+        for name in plan.read_only():
+            click.echo(f"Note: {name} is read-only: fix without --dry-run edits no file while "
+                       "it is", err=True)
         click.echo(plan.diff(), nl=False)
         return
     written = plan.write()

@@ -256,9 +256,18 @@ class FixPlan:
                 raise FixError(f"the edits to {name} would also change {unmeant}; nothing "
                                "was changed", hint=_BY_HAND)
 
+    def read_only(self) -> list[str]:
+        """The edited files whose owner made them read-only (no write bit: root may write
+        any file, so the mode is what says it), or that this user may not write. Renaming
+        a new file over one would change it all the same (a new inode: a hard link to it
+        is split off), so fix writes none of them."""
+        return [name for name, plan in self.edited() if _read_only(plan.path)]
+
     def write(self) -> list[str]:
         """Write every edited file, or none: each goes to a temporary file beside it first,
-        and the temporary files replace the originals once all of them are written."""
+        and the temporary files replace the originals once all of them are written. A
+        read-only file is refused before any is written."""
+        self._refuse_read_only()
         staged: list[tuple[Path, Path]] = []
         try:
             for name, file_plan in self.edited():
@@ -272,6 +281,18 @@ class FixPlan:
                     temporary.unlink()
             raise
         return [name for name, _ in self.edited()]
+
+    def _refuse_read_only(self) -> None:
+        names = self.read_only()
+        if not names:
+            return
+        one = len(names) == 1
+        it = "it" if one else "them"
+        globs = " and ".join(sorted({"'articles'" if name in self.markdown else "'annotations'"
+                                     for name in names}))
+        raise FixError(f"{', '.join(names)} {'is' if one else 'are'} read-only; nothing was "
+                       "changed", hint=f"make {it} writable, or leave {it} out of the config's "
+                       f"{globs} globs")
 
     def _replace_all(self, staged: list[tuple[Path, Path]]) -> None:
         """Move the temporary files over the originals; when one cannot be replaced (an
@@ -291,6 +312,14 @@ class FixPlan:
             for replaced in done:
                 replaced.write_bytes(originals[replaced].encode("utf-8"))
             raise
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False  # gone since it was read: writing it fails, and says why
+    return not mode & 0o222 or not os.access(path, os.W_OK)
 
 
 def _write_staged(name: str, temporary: Path, file_plan: FilePlan) -> None:

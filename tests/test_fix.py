@@ -859,31 +859,100 @@ def test_fix_against_an_older_version_moves_nothing_back() -> None:
            "(hint: fix moves claims forward only)\n")
 
 
-def _immutable(path: Path, on: bool) -> bool:
-    """Whether ``chattr`` could make ``path`` immutable (or mutable again): root on a file
-    system with attributes."""
-    flag = "+i" if on else "-i"
-    done = subprocess.run(["chattr", flag, str(path)], capture_output=True, check=False)
-    return done.returncode == 0
-
-
-def test_a_file_that_cannot_be_replaced_puts_back_those_already_replaced() -> None:
+def test_a_read_only_file_is_refused_and_no_file_is_edited() -> None:
+    """A file made read-only is not replaced (renaming a new file over it would change it
+    all the same, split off its hard links): as root too, who may write any file."""
     text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
             f"    refs: [{ENGINE}]\n")
     first = write("annotations/a.yml", text)
     second = write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md"))
-    if not _immutable(second, on=True):
-        pytest.skip("chattr +i needs root and a file system with attributes")
+    second.chmod(0o444)
+    linked = Path("kept/b.yml")
+    linked.parent.mkdir()
+    os.link(second, linked)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: annotations/b.yml is read-only; nothing was changed (hint: make it writable, "
+        "or leave it out of the config's 'annotations' globs)\n")
+    assert first.read_text(encoding="utf-8") == text
+    assert second.read_text(encoding="utf-8") == text.replace("blog/s.md", "blog/t.md")
+    assert os.path.samefile(second, linked)
+    assert second.stat().st_mode & 0o777 == 0o444
+    assert sorted(path.name for path in Path("annotations").iterdir()) == ["a.yml", "b.yml"]
+
+    dry = fix("--dry-run")
+    assert dry.exit_code == 0
+    assert dry.stderr == ("Note: annotations/b.yml is read-only: fix without --dry-run edits "
+                          "no file while it is\n")
+    assert "+++ b/annotations/a.yml\n" in dry.stdout
+    assert "+++ b/annotations/b.yml\n" in dry.stdout
+
+    second.chmod(0o644)
+    assert fix().stdout == "2 edits in 2 files: annotations/a.yml, annotations/b.yml\n"
+
+
+def test_read_only_files_are_named_together_with_the_globs_that_leave_them_out() -> None:
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    files = [write("annotations/a.yml", text), write("articles/engine.md", ARTICLE)]
+    for path in files:
+        path.chmod(0o400)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (2, "")
+    notes, error = result.stderr.splitlines()  # an ambiguous move's note, in the article
+    assert notes.startswith("Note: articles/engine.md:14: left ")
+    assert error == (
+        "Error: annotations/a.yml, articles/engine.md are read-only; nothing was changed "
+        "(hint: make them writable, or leave them out of the config's 'annotations' and "
+        "'articles' globs)")
+    assert [path.read_text(encoding="utf-8") for path in files] == [text, ARTICLE]
+
+
+def _attribute(path: Path, flag: str, on: bool) -> bool:
+    """Whether ``chattr`` could set (or clear) ``flag`` on ``path``: root on a file system
+    with attributes."""
+    done = subprocess.run(["chattr", ("+" if on else "-") + flag, str(path)],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_a_file_that_cannot_be_replaced_puts_back_those_already_replaced() -> None:
+    """An append-only file (``chattr +a``) is writable, so not refused up front as a
+    read-only one is, but cannot be renamed over: a.yml is replaced first, then put back."""
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    first = write("annotations/a.yml", text)
+    second = write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md"))
+    if not _attribute(second, "a", on=True):
+        pytest.skip("chattr +a needs root and a file system with attributes")
     try:
         result = fix()
     finally:
-        _immutable(second, on=False)
+        _attribute(second, "a", on=False)
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == ("Error: cannot replace b.yml (Operation not permitted); nothing "
                              "was changed (hint: make it writable)\n")
     assert first.read_text(encoding="utf-8") == text
     assert second.read_text(encoding="utf-8") == text.replace("blog/s.md", "blog/t.md")
     assert sorted(path.name for path in Path("annotations").iterdir()) == ["a.yml", "b.yml"]
+
+
+def test_an_immutable_file_is_refused_as_a_read_only_one() -> None:
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    first = write("annotations/a.yml", text)
+    second = write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md"))
+    if not _attribute(second, "i", on=True):
+        pytest.skip("chattr +i needs root and a file system with attributes")
+    try:
+        result = fix()
+    finally:
+        _attribute(second, "i", on=False)
+    assert (result.exit_code, result.stderr) == (
+        2, "Error: annotations/b.yml is read-only; nothing was changed (hint: make it "
+           "writable, or leave it out of the config's 'annotations' globs)\n")
+    assert first.read_text(encoding="utf-8") == text
 
 
 @pytest.mark.parametrize("when", ["staging", "replacing"])
