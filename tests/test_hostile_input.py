@@ -155,6 +155,33 @@ def test_oversized_and_bomb_files_are_refused_and_the_others_still_reported(
     assert not Path("SENTINEL").exists()
 
 
+# ------------------------------------------------------------------------------ Markdown scans
+
+PERMALINK = "https://github.com/vllm-project/vllm/blob/v0.1.0/a.py#L1"
+HOSTILE_LINES = {  # what a line is made of, each line after a permalink the article cites
+    "unclosed-links": "[a](",
+    "unclosed-bracketed-links": "[a](<",
+    "unclosed-labels": "[",
+}
+
+
+def hostile_article() -> str:
+    """An article of MAX_FILE_BYTES, one line per HOSTILE_LINES, each citing PERMALINK."""
+    size = (MAX_FILE_BYTES - 20) // len(HOSTILE_LINES) - len(PERMALINK) - 3
+    return "# Hostile\n\n" + "".join(
+        f"{PERMALINK} {unit * (size // len(unit))}\n\n" for unit in HOSTILE_LINES.values())
+
+
+def test_a_hostile_markdown_line_is_read_in_linear_time(empty_index: Path) -> None:
+    write("articles/hostile.md", hostile_article())
+    started = time.monotonic()
+    result = run("link")
+    assert time.monotonic() - started < 20  # no scan of thousands of characters from each '['
+    count = len(HOSTILE_LINES)
+    assert result.stdout == (f"1 article, {count} claims, {count} refs: 0 linked, "
+                             f"{count} unindexed, 0 broken\n")
+
+
 # ------------------------------------------------------------------------------ refs are data
 
 SENTINEL = str(Path(tempfile.gettempdir()) / f"annotate-hostile-{os.getpid()}")

@@ -765,6 +765,24 @@ def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     assert [claim.text for claim in claims] == texts
 
 
+@pytest.mark.parametrize(("text", "reduced"), [
+    pytest.param('See [a](x "t") now', "See a now", id="title"),
+    pytest.param("See [a]( <x y> ) now", "See [a]( <x y> ) now", id="space-in-destination"),
+    pytest.param("See [a]( <x> ) now", "See a now", id="spaces-and-angle-brackets"),
+    pytest.param("See ![a](x) now", "See a now", id="image"),
+    pytest.param("See [a [b](x) now", "See a [b now", id="label-from-the-first-bracket"),
+    pytest.param('See [a](x "t" y) now', 'See [a](x "t" y) now', id="text-after-the-title"),
+    pytest.param("[" + "a" * 500 + "](x)", "a" * 500, id="label-of-500"),
+    pytest.param("[" + "a" * 501 + "](x)", "[" + "a" * 501 + "](x)", id="label-of-501"),
+    pytest.param("[a](" + "x" * 2000 + ")", "a", id="destination-of-2000"),
+    pytest.param("[a](" + "x" * 2001 + ")", "[a](" + "x" * 2001 + ")", id="destination-of-2001"),
+    pytest.param('[a](x "' + "t" * 500 + '")', "a", id="title-of-500"),
+    pytest.param('[a](x "' + "t" * 501 + '")', '[a](x "' + "t" * 501 + '")', id="title-of-501"),
+])
+def test_inline_links_are_reduced_to_their_labels(text: str, reduced: str) -> None:
+    assert loader._Reduced.of(text).text == reduced
+
+
 def test_a_body_permalink_that_cannot_be_read_is_a_claim_of_its_own() -> None:
     """Not an error that hides the article: the link stores it as a broken ref."""
     text = f"intro\n\nsee {GH}/v1/x.py#L5-C3 now\n\nand {GH}/v1/x.py#L5\n"
