@@ -99,7 +99,7 @@ _DESTINATION_END_RE = re.compile(r"[)\s>]")
 _OPEN_RE, _CLOSE_RE, _QUOTE_MARK_RE = re.compile(r"\["), re.compile(r"\]"), re.compile('"')
 _RAW_HTML_OPEN_RE = re.compile(r" {0,3}<(?P<tag>pre|script|style|textarea)(?:[\s>]|$)",
                                re.IGNORECASE)
-_AUTOLINK_RE = re.compile(r"<(https?://[^>\s]+)>")
+_AUTOLINK_RE = re.compile(r"<(https?://[^<>\s]+)>")
 _MAX_REDUCED = 10 * MAX_LINK_TEXT
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 

@@ -713,6 +713,8 @@ CODE_BLOCKS = [
                  id="link-destination-to-its-end"),
     pytest.param(f"[x](<{GH}/v1/文档.py>)", [f"{GH}/v1/文档.py"], id="bracketed-destination"),
     pytest.param(f"见 <{GH}/v1/文档.py>。", [f"{GH}/v1/文档.py"], id="autolink-to-its-end"),
+    pytest.param(f"见 <https://x<{GH}/v1/文档.py>。", [f"{GH}/v1/文档.py"],
+                 id="autolink-after-an-unclosed-one"),
     pytest.param(f"见{GH}/v1/a.py#L10中的实现。", [f"{GH}/v1/a.py#L10"],
                  id="prose-ends-at-chinese"),
     pytest.param(f"[{GH}/v1/a.py 中](https://example.com)", [f"{GH}/v1/a.py"],
