@@ -39,7 +39,7 @@ from db.database import Database
 from indexer.config import CONFIG_FILE, ProjectConfig
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 8
+LINK_FORMAT = 9
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -49,7 +49,8 @@ numbers, a definition's own name is no use of a uses: target; 6: a lone CR ends 
 7: a permalink in a link's destination runs to its end (raw non-ASCII paths) and one in
 prose ends before a trailing '_' or '~', permalinks in HTML comments and <pre> blocks are
 not claims, a dotted name may hold '<locals>', a reference definition's claim text is
-its use's, a block quote's wrapped lines are one paragraph; 8: an autolink holds no '<'."""
+its use's, a block quote's wrapped lines are one paragraph; 8: an autolink holds no '<';
+9: a link or autolink in a code span stays as written in a claim's text."""
 
 
 @dataclass

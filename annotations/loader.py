@@ -1012,31 +1012,53 @@ class _InlineLink(NamedTuple):
 
 
 class _Next:
-    """Where the characters ``pattern`` matches stand in a text, to find the next one
-    from an index in log time (scanning for it would be linear in the distance)."""
+    """Where some characters of a text stand, to find the next one from an index in log
+    time (scanning for it would be linear in the distance)."""
 
-    def __init__(self, pattern: re.Pattern[str], text: str) -> None:
-        self.found = [match.start() for match in pattern.finditer(text)]
+    def __init__(self, found: list[int]) -> None:
+        self.found = found
 
     def at_or_after(self, index: int) -> int | None:
         later = bisect.bisect_left(self.found, index)
         return self.found[later] if later < len(self.found) else None
 
 
-def _inline_links(text: str) -> list[_InlineLink]:
+class _Spans:
+    """Spans of a text (its code spans), in order and apart, to tell in log time whether
+    one holds a position."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.spans = spans
+        self.starts = [start for start, _ in spans]
+
+    def hold(self, position: int) -> bool:
+        index = bisect.bisect_right(self.starts, position) - 1
+        return index >= 0 and position < self.spans[index][1]
+
+    def outside(self, pattern: re.Pattern[str], text: str) -> list[int]:
+        """Where ``pattern`` matches in ``text``, but not in the spans."""
+        return [match.start() for match in pattern.finditer(text) if not self.hold(match.start())]
+
+
+_NO_SPANS = _Spans([])
+
+
+def _inline_links(text: str, code: _Spans = _NO_SPANS) -> list[_InlineLink]:
     """The inline links of ``text``, ``[label](<destination> "title")`` (a space allowed
     after '(' and before ')', '!' before an image), left to right, none inside another:
     a label runs from the first '[' after the last ']' (and the last link) to the next
-    ']'. Linear in the text: each ']' is looked at once, and where a destination or a
-    title ends is looked up, not scanned for (a regex scanned up to 2,000 characters
-    from each '[': a 2 MB line of ``[a](`` took 98 s)."""
+    ']'. A '[' or ']' in the ``code`` spans is text (code spans bind tighter than links).
+    Linear in the text: each ']' is looked at once, and where a destination or a title
+    ends is looked up, not scanned for (a regex scanned up to 2,000 characters from each
+    '[': a 2 MB line of ``[a](`` took 98 s)."""
     if "](" not in text:
         return []
-    opens = _Next(_OPEN_RE, text)
-    ends, quotes = _Next(_DESTINATION_END_RE, text), _Next(_QUOTE_MARK_RE, text)
+    opens = _Next(code.outside(_OPEN_RE, text))
+    ends = _Next([match.start() for match in _DESTINATION_END_RE.finditer(text)])
+    quotes = _Next([match.start() for match in _QUOTE_MARK_RE.finditer(text)])
     links: list[_InlineLink] = []
     after = 0  # where the next label may start: past the last ']' and the last link
-    for close in (match.start() for match in _CLOSE_RE.finditer(text)):
+    for close in code.outside(_CLOSE_RE, text):
         if close < after:
             continue
         label = opens.at_or_after(max(after, close - 1 - _MAX_LABEL))
@@ -1266,7 +1288,7 @@ class _Reduced:
         pieces: list[str] = []
         raw, labels = [], []
         length = last = 0
-        for link in _inline_links(text):
+        for link in _inline_links(text, _Spans(code_span_ranges(text))):
             length += link.start - last
             pieces += [text[last:link.start], link.label]
             raw.append((link.start, link.end))
@@ -1274,7 +1296,7 @@ class _Reduced:
             length += len(link.label)
             last = link.end
         pieces.append(text[last:])
-        return cls(_AUTOLINK_RE.sub(r"\1", "".join(pieces)), raw, labels)
+        return cls(_unwrap_autolinks("".join(pieces)), raw, labels)
 
     def position(self, raw: int) -> int:
         """About where ``raw`` of the text is in the reduced text (in a link: its label)."""
@@ -1283,3 +1305,9 @@ class _Reduced:
             return raw
         (_, end), (label_start, label_end) = self.raw[index], self.labels[index]
         return label_start if raw < end else label_end + raw - end
+
+
+def _unwrap_autolinks(text: str) -> str:
+    """``text`` with its autolinks (``<https://…>``) unwrapped, but not in its code spans."""
+    code = _Spans(code_span_ranges(text))
+    return _AUTOLINK_RE.sub(lambda link: link[0] if code.hold(link.start()) else link[1], text)

@@ -751,6 +751,9 @@ def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: lis
     pytest.param(f"Indexed as `kv_cache[layer][block]`, see {GH}/v1/a.py#L1.\n",
                  [f"Indexed as `kv_cache[layer][block]`, see {GH}/v1/a.py#L1."],
                  id="brackets-in-code-stay-as-written"),
+    pytest.param(f"Index it as `f[0](x)`, see {GH}/v1/a.py#L1.\n",
+                 [f"Index it as `f[0](x)`, see {GH}/v1/a.py#L1."],
+                 id="inline-link-in-code-stays-as-written"),
     pytest.param(f"See [the pool].\n\n[The  Pool]: {GH}/v1/a.py#L1\n", ["See [the pool]."],
                  id="shortcut-reference-any-case-and-spacing"),
     pytest.param(f"[unused]: {GH}/v1/a.py#L1\n", [f"[unused]: {GH}/v1/a.py#L1"],
@@ -780,6 +783,11 @@ def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     pytest.param("[a](" + "x" * 2001 + ")", "[a](" + "x" * 2001 + ")", id="destination-of-2001"),
     pytest.param('[a](x "' + "t" * 500 + '")', "a", id="title-of-500"),
     pytest.param('[a](x "' + "t" * 501 + '")', '[a](x "' + "t" * 501 + '")', id="title-of-501"),
+    pytest.param("Call `f[0](x)` now", "Call `f[0](x)` now", id="link-in-a-code-span"),
+    pytest.param("[not a `link](/foo`)", "[not a `link](/foo`)", id="code-span-over-the-brackets"),
+    pytest.param("[`a]`](x) now", "`a]` now", id="bracket-in-code-in-the-label"),
+    pytest.param("[`f`](x) and `<https://x>`", "`f` and `<https://x>`",
+                 id="autolink-in-a-code-span"),
 ])
 def test_inline_links_are_reduced_to_their_labels(text: str, reduced: str) -> None:
     assert loader._Reduced.of(text).text == reduced
