@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import datetime
-import enum
 import functools
 import hashlib
 import re
@@ -99,6 +98,7 @@ _DESTINATION_END_RE = re.compile(r"[)\s>]")
 _OPEN_RE, _CLOSE_RE, _QUOTE_MARK_RE = re.compile(r"\["), re.compile(r"\]"), re.compile('"')
 _RAW_HTML_OPEN_RE = re.compile(r" {0,3}<(?P<tag>pre|script|style|textarea)(?:[\s>]|$)",
                                re.IGNORECASE)
+_COMMENT_OPEN_RE = re.compile(r" {0,3}<!--")
 _AUTOLINK_RE = re.compile(r"<(https?://[^<>\s]+)>")
 _MAX_REDUCED = 10 * MAX_LINK_TEXT
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
@@ -829,24 +829,23 @@ def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str]]:
     comments blanked (the same length: a column is the line's own): code blocks, raw-text
     HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
     link. A comment hides what it holds, code and ``<pre>`` included."""
-    code = _code_lines(lines, first)
-    comment, raw_html = _Comment.NONE, False
+    blocks = _html_and_fenced_blocks(lines, first)
+    code = _indented_code_lines(lines, first, blocks.lines)
+    comment = False  # a comment opened in a paragraph is open
     for index in range(first, len(lines)):
         line = lines[index]
-        if comment is _Comment.INLINE and not line.strip():
-            comment = _Comment.NONE  # never closed in its paragraph: it was text
-        if comment is not _Comment.NONE:  # the line goes on past the comment's end
+        shown = blocks.shown.get(index, 0)
+        if index in code or (index in blocks.lines and not shown):
+            comment = False  # a block ends a paragraph, and its comment was text
+            continue
+        if shown or not line.strip():
+            comment = False  # the paragraph ended: a comment never closed in it was text
+        if comment:  # the line goes on past the comment's end
             end = line.find("-->")
             if end < 0:
                 continue
-            line, comment = " " * (end + 3) + line[end + 3:], _Comment.NONE
-        elif raw_html or index in code:
-            raw_html = raw_html and not _closes_raw_html(line)
-            continue
-        elif _RAW_HTML_OPEN_RE.match(line):
-            raw_html = not _closes_raw_html(line)
-            continue
-        visible, comment = _blank_comments(_blank_code_spans(line), comment)
+            shown, comment = end + 3, False
+        visible, comment = _blank_comments(_blank_code_spans(" " * shown + line[shown:]))
         yield index, visible
 
 
@@ -866,56 +865,36 @@ def _closes_raw_html(line: str) -> bool:
     return any(tag in lowered for tag in ("</pre>", "</script>", "</style>", "</textarea>"))
 
 
-class _Comment(enum.Enum):
-    """Whether an HTML comment is open: none, one that began its line (an HTML block, which
-    runs to its ``-->``), or one inside a paragraph (which the paragraph's end closes)."""
-
-    NONE = "none"
-    BLOCK = "block"
-    INLINE = "inline"
-
-
-def _blank_comments(line: str, comment: _Comment) -> tuple[str, _Comment]:
-    """``line`` with its HTML comments (``<!-- ... -->``) blanked, and the comment still
-    open at its end; ``comment`` is the one open at its start."""
+def _blank_comments(line: str) -> tuple[str, bool]:
+    """``line`` with its HTML comments (``<!-- ... -->``) blanked, and whether one is
+    still open at its end."""
     pieces, position = [], 0
     while position < len(line):
-        if comment is not _Comment.NONE:
-            end = line.find("-->", position)
-            stop = len(line) if end < 0 else end + 3
-            pieces.append(" " * (stop - position))
-            position = stop
-            if end >= 0:
-                comment = _Comment.NONE
-            continue
         start = line.find("<!--", position)
         if start < 0:
             pieces.append(line[position:])
-            break
-        pieces.append(line[position:start])
-        block = start <= 3 and not line[:start].strip()
-        position, comment = start, _Comment.BLOCK if block else _Comment.INLINE
-    return "".join(pieces), comment
+            return "".join(pieces), False
+        end = line.find("-->", start)
+        stop = len(line) if end < 0 else end + 3
+        pieces += [line[position:start], " " * (stop - start)]
+        position = stop
+        if end < 0:
+            return "".join(pieces), True
+    return "".join(pieces), False
 
 
-def _code_lines(lines: list[str], first: int) -> set[int]:
-    """Indexes of the lines in code blocks, fenced or indented: a URL there is code shown,
-    not a link."""
-    fenced = _fenced_code_lines(lines, first)
-    return fenced | _indented_code_lines(lines, first, fenced)
-
-
-def _indented_code_lines(lines: list[str], first: int, fenced: set[int]) -> set[int]:
+def _indented_code_lines(lines: list[str], first: int, blocks: set[int]) -> set[int]:
     """Indexes of the lines of indented code blocks, as CommonMark reads them: indented
     four columns past the content of the list item they are in (if any), and not the
-    continuation of a paragraph. Block quotes are not looked into."""
+    continuation of a paragraph (``blocks`` are the lines of the other blocks that end
+    one). Block quotes are not looked into."""
     inside: set[int] = set()
     content_column = 0  # where the content of the list item around starts; 0 outside lists
     paragraph_open = in_code = False
     for index in range(first, len(lines)):
         line = lines[index].expandtabs(4)
-        if index in fenced or not line.strip():
-            paragraph_open = False  # a fence, like a blank line, ends a paragraph
+        if index in blocks or not line.strip():
+            paragraph_open = False  # a fence or HTML block, like a blank line, ends a paragraph
             continue
         indent = len(line) - len(line.lstrip())
         if indent >= content_column + 4 and (in_code or not paragraph_open):
@@ -932,22 +911,66 @@ def _indented_code_lines(lines: list[str], first: int, fenced: set[int]) -> set[
     return inside
 
 
-def _fenced_code_lines(lines: list[str], first: int) -> set[int]:
-    """Indexes of the lines in fenced code blocks (fences included), as CommonMark reads
-    them: a URL there is code shown, not a link (a header pasted from vLLM's sources,
-    ``# Adapted from https://github.com/...``); an unclosed fence runs to the end."""
-    inside: set[int] = set()
-    fence = ""
+@dataclass
+class _Blocks:
+    """The lines of a body's fenced code blocks and HTML blocks (fences and tags included),
+    and for a comment's last line, the column past its ``-->``: a reader sees what
+    follows."""
+
+    lines: set[int] = field(default_factory=set)
+    shown: dict[int, int] = field(default_factory=dict)
+
+
+_RAW_HTML, _COMMENT = "<pre>", "<!--"
+
+
+def _html_and_fenced_blocks(lines: list[str], first: int) -> _Blocks:
+    """The fenced code blocks and HTML blocks (raw text, ``<pre>``, and comments) of a
+    body, found in one pass as CommonMark finds them: a block that starts a line runs to
+    its end (an unclosed one to the body's), and what it holds is text: a fence in a
+    comment or ``<pre>`` opens nothing, nor does a ``<!--`` or ``<pre>`` in a fence. A
+    URL in a fence is code shown, not a link (a header pasted from vLLM's sources,
+    ``# Adapted from https://github.com/...``)."""
+    blocks = _Blocks()
+    block = ""  # the open block: its fence, _RAW_HTML or _COMMENT
     for index in range(first, len(lines)):
-        opening = _FENCE_RE.match(lines[index])
-        if fence:
-            inside.add(index)
-            if opening and opening["fence"].startswith(fence) and not opening["info"].strip():
-                fence = ""
-        elif opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
-            inside.add(index)
-            fence = opening["fence"]
-    return inside
+        opening = not block
+        block = block or _block_opened(lines[index])
+        if not block:
+            continue
+        blocks.lines.add(index)
+        end = _block_end(block, lines[index], opening)
+        if end is not None:
+            if block == _COMMENT:
+                blocks.shown[index] = end
+            block = ""
+    return blocks
+
+
+def _block_opened(line: str) -> str:
+    """The block ``line`` opens: its fence, _RAW_HTML or _COMMENT; "" for none. An HTML
+    block starts at most three columns in (a tab is four: indented code, or a paragraph's
+    text)."""
+    fence = _FENCE_RE.match(line)
+    if fence and not (fence["fence"][0] == "`" and "`" in fence["info"]):
+        return fence["fence"]
+    if _RAW_HTML_OPEN_RE.match(line):
+        return _RAW_HTML
+    return _COMMENT if _COMMENT_OPEN_RE.match(line) else ""
+
+
+def _block_end(block: str, line: str, opening: bool) -> int | None:
+    """The column past the end of ``block`` on ``line``, None when the block goes on;
+    ``opening``: the block opened on the line. A fence closes at one at least as long, with
+    no info; ``<pre>`` at any raw-text end tag; a comment at its ``-->``."""
+    if block == _COMMENT:
+        end = line.find("-->", line.find("<!--") if opening else 0)
+        return None if end < 0 else end + 3
+    if block == _RAW_HTML:
+        return len(line) if _closes_raw_html(line) else None
+    fence = None if opening else _FENCE_RE.match(line)
+    closes = fence and fence["fence"].startswith(block) and not fence["info"].strip()
+    return len(line) if closes else None
 
 
 def code_span_ranges(line: str) -> list[tuple[int, int]]:

@@ -427,7 +427,10 @@ def test_a_rewritten_permalink_keeps_githubs_source_view() -> None:
 @pytest.mark.parametrize("line", [
     "<!-- old link:\n{U} --> The engine is {U} today.",
     "Use `<!--` to hide; the engine is {U} and `-->` closes.",
-], ids=["comment-over-two-lines-before-it", "comment-markers-in-code-spans"])
+    "<!--\n```\n-->\n```\n{U}\n```\n\nThe engine is {U} today.",
+    "<pre>\n```\n</pre>\n```\n{U}\n```\n\nThe engine is {U} today.",
+], ids=["comment-over-two-lines-before-it", "comment-markers-in-code-spans",
+        "fence-after-a-comment-holding-one", "fence-after-a-pre-holding-one"])
 def test_fix_rewrites_the_permalink_the_loader_saw(line: str) -> None:
     text = f"# A\n\n{line.format(U=ENGINE_URL)}\n"
     path = write("articles/a.md", text)

@@ -739,6 +739,33 @@ def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: lis
     assert all(claim.body_link for claim in claims)
 
 
+@pytest.mark.parametrize(("body", "lines"), [
+    pytest.param("<!--\n```\n-->\n\n{B}\n", [7], id="fence-in-a-comment-opens-nothing"),
+    pytest.param("<!--\n```\n-->\n```\n{A}\n```\n{B}\n", [9],
+                 id="fence-after-a-comment-holding-one"),
+    pytest.param("<pre>\n```\n</pre>\n\n{B}\n", [7], id="fence-in-a-pre-opens-nothing"),
+    pytest.param("<pre>\n~~~\n</pre>\n~~~\n{A}\n~~~\n{B}\n", [9],
+                 id="fence-after-a-pre-holding-one"),
+    pytest.param("   <!--\n```\n-->\n{B}\n", [6], id="comment-indented-three-holds-a-fence"),
+    pytest.param("```\n<!--\n```\n{B}\n", [6], id="comment-opener-in-a-fence-opens-nothing"),
+    pytest.param("```\n-->\n```\n<!--\n{A}\n-->\n{B}\n", [9],
+                 id="comment-closer-in-a-fence-closes-nothing"),
+    pytest.param("Text <!-- a\n```\n```\n{B}\n\n-->\n", [6],
+                 id="a-fence-ends-the-paragraph-of-an-open-comment"),
+    pytest.param("Text\n\t<!-- a\n\n{B}\n", [6], id="tab-indented-opener-continues-a-paragraph"),
+    pytest.param("\t<!-- a\n\n{B}\n", [5], id="tab-indented-opener-is-indented-code"),
+    pytest.param("<!-- a -->\n    {A}\n\n{B}\n", [6], id="indented-code-after-a-comment"),
+    pytest.param("<pre>a</pre>\n    {A}\n\n{B}\n", [6], id="indented-code-after-a-pre"),
+])
+def test_html_blocks_and_fences_are_found_in_one_pass(body: str, lines: list[int]) -> None:
+    """As CommonMark reads blocks, line by line: an HTML block (a comment, ``<pre>``) that
+    starts a line runs to its end, and a fence in it is text; a fence's content is text,
+    and ``<!--`` or ``-->`` there opens or closes nothing. An HTML block starts at most
+    three columns in (a tab is four)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 @pytest.mark.parametrize(("body", "texts"), [
     pytest.param(f"用 [`capture`][cap] 逐个捕获，见 [x][]。\n\n[cap]: {GH}/v1/a.py#L1\n"
                  f"[X]: <{GH}/v1/b.py#L2> \"t\"\n",
