@@ -58,8 +58,8 @@ For a symbol ``old`` of A (``Matcher.match``):
    rewritten keeps its name (a function does not become a method by its name alone).
 
    A best candidate whose qualname A defined at places that B no longer has is presumed
-   to succeed that symbol, not ``old``, when B has no more new places of the qualname than
-   A left (`Matcher._taken`): ``old`` is then removed, with it among the candidates (a
+   to succeed that symbol, not ``old``, when B defines the qualname no more often than A
+   did (`Matcher._taken`): ``old`` is then removed, with it among the candidates (a
    deleted model's ``forward`` and ``MiMoV2FlashForCausalLM.forward``, whose file was
    merged into another). ``old`` of that very qualname is not held back.
 
@@ -830,7 +830,7 @@ class Matcher:
         self._a_same: list[tuple] = []
         self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
-        self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
+        self._qualname_kinds: dict[tuple[int, str], list[str]] = {}  # see _definitions
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -1028,22 +1028,20 @@ class Matcher:
     def _taken(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
         """Whether ``new`` is presumed to succeed a symbol of A of its own qualname that
         left its place (``MiMoV2FlashForCausalLM.forward``, whose file was merged into
-        another), and not ``old``, whatever their bodies share: when B's new places of
-        that qualname are no more than A's places it left."""
+        another), and not ``old``, whatever their bodies share: when B defines that
+        qualname no more often than A did. ``new`` is new, so A then had it somewhere B
+        has it no longer: each of B's new places has a predecessor of its name."""
         if new.qualname == old.qualname:
             return False
-        left = self._places(self.a, self.b, new)
-        return bool(left) and len(self._places(self.b, self.a, new)) <= len(left)
+        return self._definitions(self.b, new) <= self._definitions(self.a, new)
 
-    def _places(self, this: _VersionView, other: _VersionView, new: SymbolSnapshot) -> list[str]:
-        """The paths where version ``this`` defines ``new``'s qualname (in its kind group)
-        and ``other`` does not."""
-        key = (this.key, new.qualname)
-        if key not in self._qualname_places:
-            self._qualname_places[key] = mq.places_of(self.database, this.key, new.qualname)
+    def _definitions(self, view: _VersionView, new: SymbolSnapshot) -> int:
+        """How many definitions of ``new``'s qualname, in its kind group, ``view`` has."""
+        key = (view.key, new.qualname)
+        if key not in self._qualname_kinds:
+            self._qualname_kinds[key] = mq.kinds_of(self.database, view.key, new.qualname)
         group = kind_group(new.kind)
-        return [path for path, kind in self._qualname_places[key]
-                if kind_group(kind) is group and not other.has(path, new.qualname)]
+        return sum(kind_group(kind) is group for kind in self._qualname_kinds[key])
 
     def _moved(
         self, old: SymbolSnapshot, new: SymbolSnapshot, others: tuple[SymbolSnapshot, ...],

@@ -753,6 +753,13 @@ MOVES = {
         "BaiChuanForCausalLM.forward", Verdict.REMOVED,
         candidates=frozenset({"c.py::MiMoForCausalLM.forward"}),
     ),
+    "a-lookalike-takes-a-new-copy-of-a-symbol-that-stayed": MoveCase(
+        {"a.py": "class BaiChuanForCausalLM:\n" + FORWARD,
+         "b.py": "class MiMoForCausalLM:\n" + FORWARD.replace("residual, fn", "fn, residual")},
+        {"b.py": "class MiMoForCausalLM:\n" + FORWARD.replace("residual, fn", "fn, residual"),
+         "c.py": "class MiMoForCausalLM:\n" + FORWARD},
+        "BaiChuanForCausalLM.forward", Verdict.MOVED, "c.py::MiMoForCausalLM.forward",
+    ),
     "a-lookalike-takes-a-second-new-place-of-a-name": MoveCase(
         {"a.py": KERNEL.format(name="mhc_post"),
          "b.py": "def mhc_post_tilelang(x):\n    return launch_kernel(x)\n"},
