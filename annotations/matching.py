@@ -63,9 +63,11 @@ For a symbol ``old`` of A (``Matcher.match``):
    deleted model's ``forward`` and ``MiMoV2FlashForCausalLM.forward``, whose file was
    merged into another). ``old`` of that very qualname is not held back.
 
-   Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates`` (a
-   class split into per-platform copies). More than ``MAX_TIES`` such ties (boilerplate
-   like ``logger = init_logger(__name__)``) are no evidence of a move: ``removed``. A
+   Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates``, and so
+   is every other new copy of a class that moved, however it scores (a class split into
+   per-platform copies: the copy a reader runs need not be the closest text). More than
+   ``MAX_TIES`` ties (boilerplate like ``logger = init_logger(__name__)``) are no evidence
+   of a move: ``removed``. A
    member that left its class (removed, or kept or moved without it) moves only to an
    unambiguous candidate (otherwise it is boilerplate such as ``get_hf_processor`` of a
    deleted model, or ``supports_expert_map`` dropped from a dozen kept classes); a member
@@ -1013,7 +1015,21 @@ class Matcher:
         ties = [s.symbol for s in eligible[1:] if best.score - s.score <= AMBIGUITY_MARGIN]
         if len(ties) > max_ties or self._taken(old, best.symbol):
             return self._removed(old, ranked)
+        if old.kind == "class":
+            ties += self._other_copies(best.symbol, ties)
         return self._moved(old, best.symbol, tuple(ties), best.score, via)
+
+    def _other_copies(
+        self, cls: SymbolSnapshot, known: list[SymbolSnapshot]
+    ) -> list[SymbolSnapshot]:
+        """The copies of ``cls`` that B newly defines in other files, however they score: a
+        class split into per-platform copies (DeepSeek V4's ``amd``, ``nvidia``, ``xpu``
+        models) went to each of them, and the closest text need not be the one a reader
+        runs."""
+        copies = [self.b.lookup(path, cls.qualname, cls.occurrence)
+                  for path in self._class_copies(cls)]
+        return [copy for copy in dict.fromkeys(copies)
+                if copy is not None and copy.kind == "class" and copy not in known]
 
     def _eligible(self, old: SymbolSnapshot, scored: _Scored) -> bool:
         """Whether a candidate's score makes it a move target (see the module docstring)."""
