@@ -59,7 +59,8 @@ For a symbol ``old`` of A (``Matcher.match``):
 
    A best candidate whose qualname A defined at places that B no longer has is presumed
    to succeed that symbol, not ``old``, when B defines the qualname no more often than A
-   did (`Matcher._taken`): ``old`` is then removed, with it among the candidates (a
+   did and a symbol that left scores as a move to it (`Matcher._taken`): ``old`` is then
+   removed, with it among the candidates (a
    deleted model's ``forward`` and ``MiMoV2FlashForCausalLM.forward``, whose file was
    merged into another). ``old`` of that very qualname is not held back.
 
@@ -88,7 +89,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -832,7 +833,7 @@ class Matcher:
         self._a_same: list[tuple] = []
         self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
-        self._qualname_kinds: dict[tuple[int, str], list[str]] = {}  # see _definitions
+        self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -1045,19 +1046,41 @@ class Matcher:
         """Whether ``new`` is presumed to succeed a symbol of A of its own qualname that
         left its place (``MiMoV2FlashForCausalLM.forward``, whose file was merged into
         another), and not ``old``, whatever their bodies share: when B defines that
-        qualname no more often than A did. ``new`` is new, so A then had it somewhere B
-        has it no longer: each of B's new places has a predecessor of its name."""
+        qualname no more often than A did (``new`` is new, so each of B's new places then
+        has a predecessor of its name), and one that left scores as a move to ``new`` (a
+        deleted legacy ``fused_norm`` unlike it does not keep ``fused_norm_v2``, renamed in
+        its file, from taking its name)."""
         if new.qualname == old.qualname:
             return False
-        return self._definitions(self.b, new) <= self._definitions(self.a, new)
+        places_a, places_b = self._places(self.a, new), self._places(self.b, new)
+        if len(places_b) > len(places_a):
+            return False
+        return any(
+            self._eligible(symbol, scored)
+            for symbol in self._left(places_a, new)
+            for scored in self._scorer.ranked(symbol, [new], None)
+        )
 
-    def _definitions(self, view: _VersionView, new: SymbolSnapshot) -> int:
-        """How many definitions of ``new``'s qualname, in its kind group, ``view`` has."""
+    def _places(self, view: _VersionView, new: SymbolSnapshot) -> list[str]:
+        """The path of each definition of ``new``'s qualname, in its kind group, in
+        ``view``."""
         key = (view.key, new.qualname)
-        if key not in self._qualname_kinds:
-            self._qualname_kinds[key] = mq.kinds_of(self.database, view.key, new.qualname)
+        if key not in self._qualname_places:
+            self._qualname_places[key] = mq.places_of(self.database, view.key, new.qualname)
         group = kind_group(new.kind)
-        return sum(kind_group(kind) is group for kind in self._qualname_kinds[key])
+        return [path for path, kind in self._qualname_places[key] if kind_group(kind) is group]
+
+    def _left(self, places_a: list[str], new: SymbolSnapshot) -> Iterator[SymbolSnapshot]:
+        """A's definitions of ``new``'s qualname (in its kind group) in the files of
+        ``places_a`` where B does not define it."""
+        for path in dict.fromkeys(places_a):
+            if self.b.has(path, new.qualname):
+                continue
+            occurrence = 0
+            while (symbol := self.a.lookup(path, new.qualname, occurrence)) is not None:
+                if kind_group(symbol.kind) is kind_group(new.kind):
+                    yield symbol
+                occurrence += 1
 
     def _moved(
         self, old: SymbolSnapshot, new: SymbolSnapshot, others: tuple[SymbolSnapshot, ...],

@@ -38,14 +38,14 @@ def classes_in_several_files(database: Database, version_key: int) -> dict[str, 
     return {qualname: paths for qualname, paths in found.items() if len(set(paths)) > 1}
 
 
-def kinds_of(database: Database, version_key: int, qualname: str) -> list[str]:
-    """The kind of each definition of ``qualname`` in a version."""
+def places_of(database: Database, version_key: int, qualname: str) -> list[tuple[str, str]]:
+    """(path, kind) of each definition of ``qualname`` in a version."""
     name = qualname.rsplit(".", 1)[-1]
-    return [kind for (kind,) in database.conn.execute(
-        "SELECT s.kind FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
+    return database.conn.execute(
+        "SELECT f.path, s.kind FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
         f" AND {PYTHON_FILE} WHERE f.version_id = ? AND s.name = ? AND s.qualname = ?",
         (version_key, name, qualname),
-    )]
+    ).fetchall()
 
 
 def version_label(database: Database, version_key: int) -> tuple[str, str] | None:

@@ -770,6 +770,12 @@ MOVES = {
              "n_splits):", "n_splits, stream=None):")},
         "mhc_post", Verdict.MOVED, "tilelang.py::mhc_post_tilelang",
     ),
+    "a-rename-in-its-file-takes-a-name-whose-old-holder-it-does-not-resemble": MoveCase(
+        {"a.py": KERNEL.format(name="fused_norm_v2"),
+         "legacy.py": "def fused_norm(x):\n    return torch.ops.legacy.norm(x)\n"},
+        {"a.py": KERNEL.format(name="fused_norm")},  # legacy.py was deleted
+        "fused_norm_v2", Verdict.MOVED, "a.py::fused_norm",
+    ),
     "a-method-that-left-a-kept-class-takes-no-ambiguous-move": MoveCase(
         {"a.py": "class Experts:\n" + FORWARD + EXPERT_MAP},
         {"a.py": "class Experts:\n" + FORWARD, "b.py": "class CPUExperts:\n" + EXPERT_MAP,
