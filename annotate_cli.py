@@ -539,7 +539,8 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     SYMBOL is a short name, a qualname, PATH::QUALNAME, a dotted name
     (vllm.config.CacheConfig), a ref, or lines: a GitHub permalink or
     REPO@VERSION:PATH#Lx-Ly (the refs into those lines at that version).
-    A claim whose symbol moved to SYMBOL at the target version cites it too.
+    A claim whose symbol moved to SYMBOL at the target version cites it too (SYMBOL
+    being any of the places of an ambiguous move).
     """
     from annotations.citations import links_citing
     from db import claims as claim_store
@@ -648,7 +649,9 @@ def _moved_from(row: dict) -> str:
     if "moved_to" not in row:
         return ""
     version = row["moved_to"].split(":", 1)[0].rsplit("@", 1)[-1]
-    return f" (as {_stored_target(row)}, moved here at {version})"
+    others = len(row.get("moved_among", ()))
+    among = f", or to {counted(others, 'other place')}" if others else ""
+    return f" (as {_stored_target(row)}, moved here at {version}{among})"
 
 
 def _link_target(row: dict) -> str:
@@ -670,6 +673,7 @@ def _link_json(row: dict) -> dict:
         "state": row["state"], "file": row["source_file"], "line": row["line"],
         **({"status": row["status"]} if "status" in row else {}),
         **({"moved_to": row["moved_to"]} if "moved_to" in row else {}),
+        **({"moved_among": row["moved_among"]} if "moved_among" in row else {}),
     }
 
 

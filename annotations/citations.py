@@ -47,7 +47,9 @@ def links_moved_to(
     it) at their repo's target version, by the check ``results``: a claim about
     ``KimiDeltaAttention`` pinned at v0.20.0 cites ``KimiGatedDeltaNetAttention`` once
     v0.25.0 is the target. Each row is the link's, with ``moved_to`` the canonical ref of
-    the place it moved to. Lines name no symbol to follow: none for them."""
+    the place it moved to. A move that is ambiguous (a class split into per-platform
+    copies) counts for each of its places, ``moved_among`` listing the others. Lines name
+    no symbol to follow: none for them."""
     wanted = _wanted(database, config, symbol)
     if wanted is None:
         return []
@@ -56,10 +58,15 @@ def links_moved_to(
     for result in results:
         if result.new_ref is None:
             continue
-        new = parse_ref(result.new_ref)
         row = stored.get((result.file, result.line, result.claim, result.ref))
-        if row is not None and wanted(new.path or "", new.qualname or ""):
-            found.append({**row, "moved_to": result.new_ref})
+        places = (result.new_ref, *result.candidates)
+        for place in places:
+            new = parse_ref(place)
+            if row is not None and wanted(new.path or "", new.qualname or ""):
+                others = [other for other in places if other != place]
+                found.append({**row, "moved_to": place,
+                              **({"moved_among": others} if others else {})})
+                break
     return found
 
 

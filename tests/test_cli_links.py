@@ -238,6 +238,29 @@ def test_links_to_lines_follow_no_move() -> None:
         "No claims cite it.\n")
 
 
+SPLIT = f"{fv.DEEPSEEK_DIR}/deepseek_v4.py::DeepseekV4ForCausalLM"
+COPIES = [f"{fv.DEEPSEEK_DIR}/deepseek_v4_{platform}.py::DeepseekV4ForCausalLM"
+          for platform in ("amd", "nvidia", "xpu")]
+
+
+@pytest.mark.parametrize("copy", COPIES, ids=["amd", "nvidia", "xpu"])
+def test_links_to_each_copy_of_an_ambiguous_move_list_the_claim(copy: str) -> None:
+    """A class split into per-platform copies at v0.3.0 moved to each as much as to the
+    one check names first: each lists the claim, saying it may be elsewhere."""
+    Path("annotations").mkdir()
+    Path("annotations/split.yml").write_text(
+        f"article: blog/split.md\nat: vllm@v0.2.0\nclaims:\n  - id: v4\n"
+        f"    text: V4 的模型\n    refs: [{SPLIT}]\n", encoding="utf-8")
+    ok("link")
+    assert ok("links", copy) == (
+        f"{copy}\n  blog/split.md#v4 @v0.2.0 (as {SPLIT}, moved here at v0.3.0, or to 2 "
+        "other places): V4 的模型\n")
+    (found,) = json.loads(ok("links", "--format", "json", copy))
+    assert found["moved_to"] == f"vllm@v0.3.0:{copy}"
+    assert sorted(found["moved_among"]) == [f"vllm@v0.3.0:{other}" for other in COPIES
+                                            if other != copy]
+
+
 def test_links_to_an_uncited_symbol() -> None:
     assert ok("links", "LLMEngine.add_request") == "No claims cite it.\n"
     assert json.loads(ok("links", "--format", "json", "LLMEngine.add_request")) == []
