@@ -232,12 +232,6 @@ def test_links_to_the_old_name_list_the_claim_as_it_was_linked() -> None:
     assert "moved_to" not in found
 
 
-@pytest.mark.usefixtures("graphs")
-def test_links_to_lines_follow_no_move() -> None:
-    assert ok("links", f"vllm@v0.3.0:{NEW_GRAPH.split('::')[0]}#L1-L400") == (
-        "No claims cite it.\n")
-
-
 SPLIT = f"{fv.DEEPSEEK_DIR}/deepseek_v4.py::DeepseekV4ForCausalLM"
 COPIES = [f"{fv.DEEPSEEK_DIR}/deepseek_v4_{platform}.py::DeepseekV4ForCausalLM"
           for platform in ("amd", "nvidia", "xpu")]

@@ -801,6 +801,24 @@ MOVES = {
 
 
 @pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
+def test_a_whole_version_diff_matches_each_move_as_check_does(
+    tmp_path: Path, case: MoveCase
+) -> None:
+    """The diff loads both versions at once (the unmatched pool); check matches one
+    symbol with queries: the same verdicts."""
+    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    alone = {}
+    for path in case.old:
+        for symbol in symbols_in_file(index.database, index.keys["v1"], path):
+            match = index.match("v1", "v2", path, symbol["qualname"])
+            alone[match.old.ref] = (match.verdict, match.new, match.candidates)
+    diff = diff_versions(index.database, index.keys["v1"], index.keys["v2"])
+    together = {m.old.ref: (m.verdict, m.new, m.candidates) for m in diff.matches}
+    assert together == {ref: found for ref, found in alone.items()
+                        if found[0] is not Verdict.UNCHANGED or ref in together}
+
+
+@pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
 def test_moves(tmp_path: Path, case: MoveCase) -> None:
     index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
     match = index.match("v1", "v2", "a.py", case.qualname)
