@@ -776,6 +776,19 @@ MOVES = {
         {"a.py": KERNEL.format(name="fused_norm")},  # legacy.py was deleted
         "fused_norm_v2", Verdict.MOVED, "a.py::fused_norm",
     ),
+    "a-lookalike-does-not-take-the-place-of-a-symbol-whose-copy-is-no-python": MoveCase(
+        {"a.py": "class BaiChuanForCausalLM:\n" + FORWARD,
+         "b.py": "class MiMoForCausalLM:\n" + FORWARD},
+        {"c.py": "class MiMoForCausalLM:\n" + FORWARD,  # b.py merged into c.py, kept as .txt
+         "c.txt": "class MiMoForCausalLM:\n" + FORWARD},
+        "BaiChuanForCausalLM.forward", Verdict.REMOVED,
+        candidates=frozenset({"c.py::MiMoForCausalLM.forward"}),
+    ),
+    "a-lookalike-takes-a-name-a-defined-only-as-another-kind": MoveCase(
+        {"a.py": KERNEL.format(name="mhc_post"), "b.py": "mhc_post_tilelang = None\n"},
+        {"c.py": KERNEL.format(name="mhc_post_tilelang")},
+        "mhc_post", Verdict.MOVED, "c.py::mhc_post_tilelang",
+    ),
     "a-method-that-left-a-kept-class-takes-no-ambiguous-move": MoveCase(
         {"a.py": "class Experts:\n" + FORWARD + EXPERT_MAP},
         {"a.py": "class Experts:\n" + FORWARD, "b.py": "class CPUExperts:\n" + EXPERT_MAP,
