@@ -8,12 +8,16 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import copy_project, run_annotate, write_fakes_config
+from fakeproject import DB, copy_project, run_annotate, write_fakes_config
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
+from annotations.citations import links_moved_to
 from annotations.loader import link_claim_id
-from db.claims import MAX_SEARCH_TERMS
+from annotations.results import RefResult, Status
+from db.claims import MAX_SEARCH_TERMS, all_links
+from db.database import open_database
+from indexer.config import load_config
 
 GH = "https://github.com/vllm-project/vllm/blob"
 UTIL = "vllm/config/cache.py::CacheConfig.gpu_memory_utilization"
@@ -214,6 +218,7 @@ def graphs(project: Path) -> None:
     pytest.param(NEW_GRAPH, id="path-and-qualname"),
     pytest.param(f"vllm@v0.3.0:{NEW_GRAPH}", id="full-ref"),
     pytest.param("vllm.compilation.cuda_graph.capture_cudagraph", id="dotted-name"),
+    pytest.param("vllm:capture_cudagraph", id="malformed-pin-read-as-the-name-after-it"),
 ])
 def test_links_to_a_symbol_list_the_claims_whose_symbol_moved_there(symbol: str) -> None:
     assert ok("links", symbol) == (
@@ -253,6 +258,71 @@ def test_links_to_each_copy_of_an_ambiguous_move_list_the_claim(copy: str) -> No
     assert found["moved_to"] == f"vllm@v0.3.0:{copy}"
     assert sorted(found["moved_among"]) == [f"vllm@v0.3.0:{other}" for other in COPIES
                                             if other != copy]
+
+
+@pytest.mark.usefixtures("graphs")
+@pytest.mark.parametrize("symbol", [
+    pytest.param("cudagraph", id="end-of-the-name-that-is-no-component"),
+    pytest.param("vllm/utils.py::capture_cudagraph", id="its-qualname-in-another-file"),
+    pytest.param("LLMEngine.add_request", id="another-symbol"),
+])
+def test_links_to_a_symbol_no_claim_moved_to_list_none(symbol: str) -> None:
+    assert run("links", symbol).stdout == "No claims cite it.\n"
+
+
+@pytest.mark.usefixtures("graphs")
+@pytest.mark.parametrize("symbol", [
+    pytest.param("vllm.SamplingParams.clone", id="through-the-package-import"),
+    pytest.param("vllm.sampling_params.SamplingParams.clone", id="dotted-name"),
+    pytest.param("SamplingParams.clone", id="qualname"),
+])
+def test_a_dotted_name_follows_a_move_to_what_it_names_at_the_target_version(
+    project: Path, symbol: str
+) -> None:
+    """Read as `links_citing` reads it, and at the target version too: ``clone`` is not
+    defined at v0.1.0, the only version a link is pinned at."""
+    moved_to = "vllm@v0.3.0:vllm/sampling_params.py::SamplingParams.clone"
+    with open_database(project / DB) as database:
+        (row,) = all_links(database)
+        result = RefResult(
+            article=row["article"], claim=row["claim_id"], claim_text=row["text"],
+            file=row["source_file"], line=row["line"], ref=row["written"],
+            resolved=row["resolved"], target=None, status=Status.MOVED, message="",
+            new_ref=moved_to)
+        found = links_moved_to(database, load_config(), symbol, [result])
+        assert [(link["claim_id"], link["moved_to"]) for link in found] == [
+            ("capture", moved_to)]
+        assert links_moved_to(database, load_config(), "SamplingParams.copy", [result]) == []
+
+
+CACHE_ENGINE = """\
+article: blog/engine.md
+at: vllm@v0.2.0
+claims:
+  - id: engine
+    text: "缓存引擎"
+    refs: [vllm/worker/cache_engine.py::CacheEngine]
+"""
+
+
+def test_a_claim_that_cites_the_name_it_moved_to_is_listed_once_as_linked(project: Path) -> None:
+    """``CacheEngine`` moved to vllm/v1/ at v0.3.0 and kept its name: a claim found by
+    the name is not listed again as one whose symbol moved there."""
+    (project / "annotations").mkdir()
+    (project / "annotations" / "engine.yml").write_text(CACHE_ENGINE, encoding="utf-8")
+    ok("link")
+    assert ok("links", "CacheEngine") == (
+        "vllm/worker/cache_engine.py::CacheEngine\n  blog/engine.md#engine @v0.2.0: 缓存引擎\n")
+    assert len(json.loads(ok("links", "--format", "json", "CacheEngine"))) == 1
+    assert ok("links", "vllm/v1/worker/cache_engine.py::CacheEngine") == (
+        "vllm/v1/worker/cache_engine.py::CacheEngine\n  blog/engine.md#engine @v0.2.0 (as "
+        "vllm/worker/cache_engine.py::CacheEngine, moved here at v0.3.0): 缓存引擎\n")
+
+
+@pytest.mark.usefixtures("graphs")
+def test_links_to_lines_follow_no_move() -> None:
+    assert ok("links", f"vllm@v0.3.0:{NEW_GRAPH.split('::')[0]}#L1-L400") == (
+        "No claims cite it.\n")
 
 
 def test_links_to_an_uncited_symbol() -> None:
