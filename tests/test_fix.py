@@ -19,6 +19,7 @@ from fakeproject import copy_project, isolate
 from fakeproject import write_file as write
 
 from annotate_cli import cli
+from annotations import fix as fix_module
 from annotations.fix import FixError, FixPlan
 from annotations.loader import link_claim_id
 from annotations.yaml_edit import ClaimsYaml, Span
@@ -910,6 +911,37 @@ def test_read_only_files_are_named_together_with_the_globs_that_leave_them_out()
         "(hint: make them writable, or leave them out of the config's 'annotations' and "
         "'articles' globs)")
     assert [path.read_text(encoding="utf-8") for path in files] == [text, ARTICLE]
+
+
+def test_a_read_only_file_that_fix_reads_but_leaves_as_it_is_stops_nothing() -> None:
+    text = "article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: a\n    text: x\n    refs: [f]\n"
+    first = write("annotations/a.yml", text)
+    write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md")).chmod(0o444)
+    plan = FixPlan(Path.cwd())
+    plan.file("annotations/b.yml")  # read for its claims, and not edited
+    plan.file("annotations/a.yml").apply(Span(4, 10, 11, "y"))
+    assert plan.read_only() == []
+    assert plan.write() == ["annotations/a.yml"]
+    assert first.read_text(encoding="utf-8") == text.replace("text: x", "text: y")
+
+
+@pytest.mark.parametrize(("mode", "writable", "read_only"), [
+    pytest.param(0o644, True, False, id="writable"),
+    pytest.param(0o444, True, True, id="no-write-bit-as-root"),
+    pytest.param(0o464, True, False, id="a-group-write-bit-as-root"),
+    pytest.param(0o644, False, True, id="a-write-bit-this-user-may-not-use"),
+    pytest.param(None, True, False, id="gone-since-it-was-read"),
+])
+def test_what_is_read_only(
+    monkeypatch: pytest.MonkeyPatch, mode: int | None, writable: bool, read_only: bool
+) -> None:
+    """The mode says it for root (whom ``os.access`` lets write any file), ``os.access``
+    for anyone else; a file gone since it was read is not refused (writing it says why)."""
+    path = Path("annotations/a.yml")
+    if mode is not None:
+        write(path, "x").chmod(mode)
+    monkeypatch.setattr(fix_module.os, "access", lambda *_: writable)
+    assert fix_module._read_only(path) is read_only
 
 
 def _attribute(path: Path, flag: str, on: bool) -> bool:
