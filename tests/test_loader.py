@@ -667,6 +667,7 @@ CODE_BLOCKS = [
     pytest.param("~~~\n```\n{A}\n~~~\n{B}\n", [7], id="other-character-does-not-close"),
     pytest.param("```\n{A}\n``` not a close\n{B}\n```\n{B}\n", [8],
                  id="closing-fence-takes-no-info"),
+    pytest.param("```\n{A}\n````\n{B}\n", [6], id="longer-fence-closes"),
     pytest.param("```x`y\n{A}\n", [4], id="backtick-in-info-is-inline-code"),
     pytest.param("```\n{A}\n{B}\n", [], id="unclosed-fence-runs-to-the-end"),
     pytest.param("- item\n  ```\n  {A}\n  ```\n{B}\n", [7], id="fence-in-a-list-item"),
@@ -694,6 +695,7 @@ CODE_BLOCKS = [
     pytest.param("Text <!-- todo {A} --> then {B}\n", [3], id="html-comment-inside-a-line"),
     pytest.param("<!--\n{A}\n\n{A}\n-->\n{B}\n", [8], id="html-comment-over-a-blank-line"),
     pytest.param("Text <!-- a\nnote {A} --> {B}\n", [4], id="html-comment-over-two-lines"),
+    pytest.param("Text <!--> {B}\n", [3], id="shortest-html-comment-closes-itself"),
     pytest.param("`<!--` {B}\n{B}\n", [3, 4], id="html-comment-opener-in-a-code-span"),
     pytest.param("<pre>\n{A}\n</pre>\n{B}\n", [6], id="pre-block"),
     pytest.param("<PRE class=\"x\">{A}</PRE>\n{B}\n", [4], id="pre-block-on-one-line"),
@@ -766,6 +768,20 @@ def test_html_blocks_and_fences_are_found_in_one_pass(body: str, lines: list[int
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+@pytest.mark.parametrize(("text", "visible"), [
+    pytest.param("Text <!-- a -->b\n", {0: "Text           b", 1: ""}, id="comment-in-a-line"),
+    pytest.param("Text <!-- a\nb -->c\n", {0: "Text       ", 1: "     c", 2: ""},
+                 id="comment-over-two-lines"),
+    pytest.param("<!-- a\nb -->c\n", {1: "     c", 2: ""}, id="comment-block"),
+    pytest.param("x `<!--` y\n", {0: "x        y", 1: ""}, id="code-span"),
+])
+def test_visible_lines_blank_comments_through_their_last_character(
+    text: str, visible: dict[int, str]
+) -> None:
+    """What fix may rewrite: a column whose character is blanked is hidden."""
+    assert loader.markdown_visible_lines(text) == visible
+
+
 @pytest.mark.parametrize(("body", "texts"), [
     pytest.param(f"用 [`capture`][cap] 逐个捕获，见 [x][]。\n\n[cap]: {GH}/v1/a.py#L1\n"
                  f"[X]: <{GH}/v1/b.py#L2> \"t\"\n",
@@ -815,6 +831,11 @@ def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     pytest.param("[`a]`](x) now", "`a]` now", id="bracket-in-code-in-the-label"),
     pytest.param("[`f`](x) and `<https://x>`", "`f` and `<https://x>`",
                  id="autolink-in-a-code-span"),
+    pytest.param("See `[`b](x) now", "See `[`b](x) now", id="opening-bracket-in-a-code-span"),
+    pytest.param("See [a] b](x) now", "See [a] b](x) now", id="label-ends-at-its-first-bracket"),
+    pytest.param("See ](y) [x] now", "See ](y) [x] now", id="no-label-before-the-bracket"),
+    pytest.param('See [a](x "t]u[v](w)") now', "See a now", id="brackets-in-a-title"),
+    pytest.param('See [a]( "a title") now', "See a now", id="title-and-no-destination"),
 ])
 def test_inline_links_are_reduced_to_their_labels(text: str, reduced: str) -> None:
     assert loader._Reduced.of(text).text == reduced
