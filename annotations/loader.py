@@ -835,7 +835,8 @@ def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str]]:
     for index in range(first, len(lines)):
         line = lines[index]
         shown = blocks.shown.get(index, 0)
-        if index in code or (index in blocks.lines and not shown):
+        in_block = index in blocks.lines and (not shown or not line[shown:].strip())
+        if index in code or in_block:  # a comment's last line shows what follows its -->
             comment = False  # a block ends a paragraph, and its comment was text
             continue
         if shown or not line.strip():
@@ -1186,14 +1187,17 @@ class _Paragraph:
 
 class _Body:
     """A Markdown body split into paragraphs once (each link's text is then cheap to find);
-    ``visible`` holds its lines as a reader sees them (`_visible_lines`)."""
+    ``visible`` holds its lines as a reader sees them (`_visible_lines`): a line it does not
+    hold (code, a comment, ``<pre>``) is a block of its own, not text of the paragraph
+    around it."""
 
     def __init__(self, lines: list[str], first: int, visible: dict[int, str]) -> None:
         self.lines = lines
         self.visible = visible
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
-            new = index == first or _starts_block(lines, index)
+            hidden = index not in visible or index - 1 not in visible  # a block's edge
+            new = index == first or hidden or _starts_block(lines, index)
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
         self.uses: dict[str, tuple[int, str]] | None = None

@@ -807,6 +807,12 @@ def test_visible_lines_blank_comments_through_their_last_character(
                  id="deeper-quote-starts-a-paragraph"),
     pytest.param(f"> 一段\n>\n> 另一段 {GH}/v1/a.py#L1\n", [f"另一段 {GH}/v1/a.py#L1"],
                  id="blank-quote-line-ends-a-paragraph"),
+    pytest.param(f"<!--\nsecret note\n-->\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
+                 id="a-comment-block-is-no-text-of-the-paragraph-after-it"),
+    pytest.param(f"<pre>\nsecret\n</pre>\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
+                 id="a-pre-block-is-no-text-of-the-paragraph-after-it"),
+    pytest.param(f"before\n<!-- note -->\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
+                 id="a-comment-block-ends-the-paragraph-before-it"),
 ])
 def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     claims = load_markdown_text(f"# T\n\n{body}", "a.md").claims
