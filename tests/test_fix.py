@@ -952,19 +952,25 @@ def _attribute(path: Path, flag: str, on: bool) -> bool:
     return done.returncode == 0
 
 
-def test_a_file_that_cannot_be_replaced_puts_back_those_already_replaced() -> None:
-    """An append-only file (``chattr +a``) is writable, so not refused up front as a
-    read-only one is, but cannot be renamed over: a.yml is replaced first, then put back."""
+def _fix_with_the_second_file(flag: str) -> tuple[Result, str, Path, Path]:
+    """``fix`` of two annotation files to rewrite, the second with ``chattr +flag``: the
+    result, the first file's text, and the two files."""
     text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
             f"    refs: [{ENGINE}]\n")
     first = write("annotations/a.yml", text)
     second = write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md"))
-    if not _attribute(second, "a", on=True):
-        pytest.skip("chattr +a needs root and a file system with attributes")
+    if not _attribute(second, flag, on=True):
+        pytest.skip(f"chattr +{flag} needs root and a file system with attributes")
     try:
-        result = fix()
+        return fix(), text, first, second
     finally:
-        _attribute(second, "a", on=False)
+        _attribute(second, flag, on=False)
+
+
+def test_a_file_that_cannot_be_replaced_puts_back_those_already_replaced() -> None:
+    """An append-only file (``chattr +a``) is writable, so not refused up front as a
+    read-only one is, but cannot be renamed over: a.yml is replaced first, then put back."""
+    result, text, first, second = _fix_with_the_second_file("a")
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == ("Error: cannot replace b.yml (Operation not permitted); nothing "
                              "was changed (hint: make it writable)\n")
@@ -974,16 +980,7 @@ def test_a_file_that_cannot_be_replaced_puts_back_those_already_replaced() -> No
 
 
 def test_an_immutable_file_is_refused_as_a_read_only_one() -> None:
-    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
-            f"    refs: [{ENGINE}]\n")
-    first = write("annotations/a.yml", text)
-    second = write("annotations/b.yml", text.replace("blog/s.md", "blog/t.md"))
-    if not _attribute(second, "i", on=True):
-        pytest.skip("chattr +i needs root and a file system with attributes")
-    try:
-        result = fix()
-    finally:
-        _attribute(second, "i", on=False)
+    result, text, first, _ = _fix_with_the_second_file("i")
     assert (result.exit_code, result.stderr) == (
         2, "Error: annotations/b.yml is read-only; nothing was changed (hint: make it "
            "writable, or leave it out of the config's 'annotations' globs)\n")
