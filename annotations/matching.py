@@ -78,6 +78,11 @@ For a symbol ``old`` of A (``Matcher.match``):
    only ever follows its class (same name, in the class's match): a bare field
    ``x: torch.Tensor`` says too little to be tracked elsewhere.
 
+   e. *File.* A module attribute that no one candidate claims (``logger =
+      init_logger(__name__)`` is in hundreds of files) moves with its file, to the file
+      where most of the file's classes and functions went, when that file newly defines
+      it; otherwise it is removed (`Matcher._with_its_file`).
+
 4. Otherwise **removed**, with up to ``MAX_CLOSEST`` candidates scoring at least
    ``CANDIDATE_FLOOR`` in ``candidates``, among the unmatched symbols and those beside it
    that B kept (a method merged into one that stayed), of its name or whose bodies share
@@ -938,7 +943,35 @@ class Matcher:
         found = self._decide(old, ranked, via, max_ties)
         if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
             return self._where_methods_went(old, found)
+        if old.kind == "attribute" and (found.verdict is Verdict.REMOVED or found.ambiguous):
+            return self._with_its_file(old, found, ranked)
         return found
+
+    def _with_its_file(self, old: SymbolSnapshot, found: Match, ranked: list[_Scored]) -> Match:
+        """A module attribute that no one place claims (``logger = init_logger(__name__)``
+        is in hundreds of files) moves with its file: to the file where most of the file's
+        classes and functions went, when that file newly defines it. Otherwise it is
+        removed: a tie says nothing of where it went."""
+        place = self._where_file_went(old.path)
+        new = None if place is None else self.b.lookup(place, old.qualname, old.occurrence)
+        if (new is not None and new.kind == "attribute"
+                and not self.a.has(place or "", old.qualname, old.occurrence)):
+            return self._moved(old, new, (), self._scorer.score(old, new, None), "file")
+        return found if found.verdict is Verdict.REMOVED else self._removed(old, ranked)
+
+    def _where_file_went(self, path: str) -> str | None:
+        """The file of B where most classes and functions of A's file ``path`` moved; None
+        when B still has ``path`` (what left it was removed) or no one file took most."""
+        if self.b.blob(path) is not None:
+            return None
+        top = [symbol for symbol in self.a.file_symbols(path)
+               if not symbol.parent and symbol.kind != "attribute"]
+        places = Counter(match.new.path for match in map(self.match, top)
+                         if match.verdict is Verdict.MOVED and match.new is not None)
+        if not places:
+            return None
+        place, count = places.most_common(1)[0]
+        return place if 2 * count > len(top) else None
 
     def _where_methods_went(self, cls: SymbolSnapshot, removed: Match) -> Match:
         """``removed``, unless most of ``cls``'s methods moved to one new class of a new

@@ -623,6 +623,7 @@ class {name}({bases}):
 
 
 FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
+LOGGER = "logger = init_logger(__name__)\n\n\n"
 EXPERT_MAP = "\n    def supports_expert_map(self):\n        return False\n"
 
 STATE_SHAPE = """\
@@ -801,6 +802,16 @@ MOVES = {
         {"a.py": "class Experts:\n" + FORWARD + EXPERT_MAP},
         {"a.py": "class Experts:\n" + FORWARD, "b.py": "class CPUExperts:\n" + EXPERT_MAP},
         "Experts.supports_expert_map", Verdict.MOVED, "b.py::CPUExperts.supports_expert_map",
+    ),
+    "a-module-logger-follows-its-file": MoveCase(
+        {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
+        {"serve/a.py": LOGGER + KERNEL.format(name="serve_tokens"), "b.py": LOGGER},
+        "logger", Verdict.MOVED, "serve/a.py::logger",
+    ),
+    "a-module-logger-its-file-dropped-takes-no-lookalike": MoveCase(
+        {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
+        {"a.py": KERNEL.format(name="serve_tokens"), "b.py": LOGGER, "c.py": LOGGER},
+        "logger", Verdict.REMOVED, candidates=frozenset({"b.py::logger", "c.py::logger"}),
     ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
