@@ -60,23 +60,22 @@ For a symbol ``old`` of A (``Matcher.match``):
    A best candidate whose qualname A defined at places that B no longer has is presumed
    to succeed that symbol, not ``old``, when B defines the qualname no more often than A
    did and a symbol that left scores as a move to it (`Matcher._taken`): ``old`` is then
-   removed, with it among the candidates (a
-   deleted model's ``forward`` and ``MiMoV2FlashForCausalLM.forward``, whose file was
-   merged into another). ``old`` of that very qualname is not held back.
+   removed, with it among the candidates (a deleted model's ``forward`` and
+   ``MiMoV2FlashForCausalLM.forward``, whose file was merged into another). ``old`` of
+   that very qualname is not held back.
 
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates``, and so
    is every other new copy of a class that moved, however it scores (a class split into
    per-platform copies: the copy a reader runs need not be the closest text). More than
    ``MAX_TIES`` ties (boilerplate like ``logger = init_logger(__name__)``) are no evidence
-   of a move: ``removed``. A
-   member that left its class (removed, or kept or moved without it) moves only to an
-   unambiguous candidate (otherwise it is boilerplate such as ``get_hf_processor`` of a
-   deleted model, or ``supports_expert_map`` dropped from a dozen kept classes); a member
-   of a removed class, only when its body
-   has ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
-   ``return`` says nothing of where it went); a class attribute
-   only ever follows its class (same name, in the class's match): a bare field
-   ``x: torch.Tensor`` says too little to be tracked elsewhere.
+   of a move: ``removed``. A member that left its class (removed, or kept or moved
+   without it) moves only to an unambiguous candidate (otherwise it is boilerplate such
+   as ``get_hf_processor`` of a deleted model, or ``supports_expert_map`` dropped from a
+   dozen kept classes); a member of a removed class, only when its body has
+   ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
+   ``return`` says nothing of where it went); a class attribute only ever follows its
+   class (same name, in the class's match): a bare field ``x: torch.Tensor`` says too
+   little to be tracked elsewhere.
 
    e. *File.* A module attribute that no one candidate claims (``logger =
       init_logger(__name__)`` is in hundreds of files) moves with its file, to the file
