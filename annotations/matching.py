@@ -80,7 +80,8 @@ For a symbol ``old`` of A (``Matcher.match``):
    e. *File.* A module attribute that no one candidate claims (``logger =
       init_logger(__name__)`` is in hundreds of files) moves with its file, to the file
       where most of the file's classes and functions went, when that file newly defines
-      it; otherwise it is removed (`Matcher._with_its_file`).
+      it, with its copies in the other files that its moves list as often (a file split
+      into per-platform copies); otherwise it is removed (`Matcher._with_its_file`).
 
 4. Otherwise **removed**, with up to ``MAX_CLOSEST`` candidates scoring at least
    ``CANDIDATE_FLOOR`` in ``candidates``, among the unmatched symbols and those beside it
@@ -951,26 +952,43 @@ class Matcher:
         is in hundreds of files) moves with its file: to the file where most of the file's
         classes and functions went, when that file newly defines it. Otherwise it is
         removed: a tie says nothing of where it went."""
-        place = self._where_file_went(old.path)
-        new = None if place is None else self.b.lookup(place, old.qualname, old.occurrence)
-        if (new is not None and new.kind == "attribute"
-                and not self.a.has(place or "", old.qualname, old.occurrence)):
-            return self._moved(old, new, (), self._scorer.score(old, new, None), "file")
+        place, copies = self._where_file_went(old.path)
+        found_at = [self._new_copy(old, path) for path in (place, *copies) if path is not None]
+        if found_at and found_at[0] is not None:
+            new, others = found_at[0], tuple(s for s in found_at[1:] if s is not None)
+            return self._moved(old, new, others, self._scorer.score(old, new, None), "file")
         return found if found.verdict is Verdict.REMOVED else self._removed(old, ranked)
 
-    def _where_file_went(self, path: str) -> str | None:
-        """The file of B where most classes and functions of A's file ``path`` moved; None
-        when B still has ``path`` (what left it was removed) or no one file took most."""
-        if self.b.blob(path) is not None:
+    def _new_copy(self, old: SymbolSnapshot, path: str) -> SymbolSnapshot | None:
+        """The module attribute of ``old``'s qualname that B's file ``path`` newly defines."""
+        new = self.b.lookup(path, old.qualname, old.occurrence)
+        if new is None or new.kind != "attribute" or self.a.has(path, old.qualname,
+                                                                old.occurrence):
             return None
+        return new
+
+    def _where_file_went(self, path: str) -> tuple[str | None, list[str]]:
+        """The file of B where most classes and functions of A's file ``path`` moved (None
+        when B still has ``path``, what left it was removed, or no one file took most),
+        and the other files that each of its moves lists as a place, as often as that
+        file: a file split into per-platform copies went to each of them (boilerplate
+        such as ``attach_router``, a tie in any file, does not make one a copy)."""
+        if self.b.blob(path) is not None:
+            return None, []
         top = [symbol for symbol in self.a.file_symbols(path)
                if not symbol.parent and symbol.kind != "attribute"]
-        places = Counter(match.new.path for match in map(self.match, top)
-                         if match.verdict is Verdict.MOVED and match.new is not None)
+        moves = [match for match in map(self.match, top)
+                 if match.verdict is Verdict.MOVED and match.new is not None]
+        places = Counter(match.new.path for match in moves)
         if not places:
-            return None
+            return None, []
         place, count = places.most_common(1)[0]
-        return place if 2 * count > len(top) else None
+        if 2 * count <= len(top):
+            return None, []
+        held = Counter(path for match in moves
+                       for path in {symbol.path for symbol in (match.new, *match.candidates)})
+        return place, sorted(path for path, count in held.items()
+                             if path != place and count >= held[place])
 
     def _where_methods_went(self, cls: SymbolSnapshot, removed: Match) -> Match:
         """``removed``, unless most of ``cls``'s methods moved to one new class of a new

@@ -624,6 +624,7 @@ class {name}({bases}):
 
 FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
 LOGGER = "logger = init_logger(__name__)\n\n\n"
+SCALE_RE = '_SCALE_RE = re.compile(r"experts\\.(\\d+)\\.w13_scale")\n\n\n'
 EXPERT_MAP = "\n    def supports_expert_map(self):\n        return False\n"
 
 STATE_SHAPE = """\
@@ -812,6 +813,15 @@ MOVES = {
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
         {"a.py": KERNEL.format(name="serve_tokens"), "b.py": LOGGER, "c.py": LOGGER},
         "logger", Verdict.REMOVED, candidates=frozenset({"b.py::logger", "c.py::logger"}),
+    ),
+    "a-module-constant-of-a-file-split-in-copies-lists-each-copy": MoveCase(
+        {"a.py": SCALE_RE + KERNEL.format(name="serve_tokens") + "\n\n" + CONNECTOR.format(
+            name="MPConnector")},
+        {f"{platform}/a.py": SCALE_RE + KERNEL.format(name="serve_tokens") + "\n\n"
+         + CONNECTOR.format(name="MPConnector") for platform in ("amd", "nvidia")}
+        | {"b.py": SCALE_RE},  # not a copy of the file
+        "_SCALE_RE", Verdict.MOVED, "amd/a.py::_SCALE_RE",
+        candidates=frozenset({"nvidia/a.py::_SCALE_RE"}),
     ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
