@@ -809,8 +809,9 @@ def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> 
 def _link_claims(
     lines: list[str], body_start: int, article: str, ctx: _Context, repos: RepoFilter | None
 ) -> list[Claim]:
-    visible_lines = dict(_visible_lines(lines, body_start))
-    body = _Body(lines, body_start, visible_lines)
+    seen = list(_visible_lines(lines, body_start))
+    visible_lines = {index: visible for index, visible, _ in seen}
+    body = _Body(lines, body_start, visible_lines, {index: head for index, _, head in seen})
     claims: list[Claim] = []
     seen: dict[str, int] = {}
     for index, visible in visible_lines.items():
@@ -824,9 +825,10 @@ def _link_claims(
     return claims
 
 
-def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str]]:
+def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, int]]:
     """The body's lines whose links a reader sees, each with its inline code and its HTML
-    comments blanked (the same length: a column is the line's own): code blocks, raw-text
+    comments blanked (the same length: a column is the line's own), and how many columns
+    at its start a comment ending on it hides (0 for none): code blocks, raw-text
     HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
     link. A comment hides what it holds, code and ``<pre>`` included."""
     blocks = _html_and_fenced_blocks(lines, first)
@@ -847,7 +849,7 @@ def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str]]:
                 continue
             shown, comment = end + 3, False
         visible, comment = _blank_comments(_blank_code_spans(" " * shown + line[shown:]))
-        yield index, visible
+        yield index, visible, shown
 
 
 def markdown_visible_lines(text: str) -> dict[int, str]:
@@ -856,7 +858,8 @@ def markdown_visible_lines(text: str) -> dict[int, str]:
     permalink, as the loader found it."""
     lines = _LINE_BREAK_RE.split(text)
     close = _front_matter_close(lines)
-    return dict(_visible_lines(lines, 0 if close is None else close + 1))
+    seen = _visible_lines(lines, 0 if close is None else close + 1)
+    return {index: visible for index, visible, _ in seen}
 
 
 def _closes_raw_html(line: str) -> bool:
@@ -1191,9 +1194,12 @@ class _Body:
     hold (code, a comment, ``<pre>``) is a block of its own, not text of the paragraph
     around it."""
 
-    def __init__(self, lines: list[str], first: int, visible: dict[int, str]) -> None:
+    def __init__(
+        self, lines: list[str], first: int, visible: dict[int, str], heads: dict[int, int]
+    ) -> None:
         self.lines = lines
         self.visible = visible
+        self.heads = heads  # the columns a comment ending on the line hides at its start
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
             hidden = index not in visible or index - 1 not in visible  # a block's edge
@@ -1240,7 +1246,8 @@ class _Body:
             end = start + 1
             while end < len(self.lines) and self.starts.get(end) == start:
                 end += 1
-            parts = [_MARKER_RE.sub("", line.strip()) for line in self.lines[start:end]]
+            parts = [_MARKER_RE.sub("", self.lines[index][self.heads.get(index, 0):].strip())
+                     for index in range(start, end)]
             self.cache[start] = _make_paragraph(start, parts)
         return self.cache[start]
 

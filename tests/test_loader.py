@@ -813,6 +813,8 @@ def test_visible_lines_blank_comments_through_their_last_character(
                  id="a-pre-block-is-no-text-of-the-paragraph-after-it"),
     pytest.param(f"before\n<!-- note -->\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
                  id="a-comment-block-ends-the-paragraph-before-it"),
+    pytest.param(f"<!-- secret\nstill secret --> see [this]({GH}/v1/a.py#L1).\n", ["see this."],
+                 id="a-comment-block-hides-its-last-line-up-to-its-end"),
 ])
 def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     claims = load_markdown_text(f"# T\n\n{body}", "a.md").claims
