@@ -92,6 +92,7 @@ For a symbol ``old`` of A (``Matcher.match``):
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -743,6 +744,15 @@ def _scope(old: SymbolSnapshot, new: SymbolSnapshot, hint: tuple[str, str] | Non
 
 
 @lru_cache(maxsize=65536)
+def _beside(path: str, other: str) -> bool:
+    """Whether ``path`` is in ``other``'s folder, or is a file of ``other``'s name in a
+    folder beside ``other``'s."""
+    folder, name = posixpath.split(path)
+    other_folder, other_name = posixpath.split(other)
+    return folder == other_folder or (
+        name == other_name and posixpath.dirname(folder) == posixpath.dirname(other_folder))
+
+
 def _path_similarity(old: str, new: str) -> float:
     if old == new:
         return 1.0
@@ -1073,12 +1083,13 @@ class Matcher:
     def _other_copies(
         self, cls: SymbolSnapshot, known: list[SymbolSnapshot]
     ) -> list[SymbolSnapshot]:
-        """The copies of ``cls`` that B newly defines in other files, however they score: a
-        class split into per-platform copies (DeepSeek V4's ``amd``, ``nvidia``, ``xpu``
-        models) went to each of them, and the closest text need not be the one a reader
-        runs."""
+        """The copies of ``cls`` that B newly defines beside it, however they score: a
+        class split into per-platform copies (DeepSeek V4's ``amd/model.py``,
+        ``nvidia/model.py``, ``xpu/model.py``) went to each of them, and the closest text
+        need not be the one a reader runs. Beside: in its folder, or in a file of its name
+        in a folder beside its own (an unrelated ``Config`` elsewhere is no copy)."""
         copies = [self.b.lookup(path, cls.qualname, cls.occurrence)
-                  for path in self._class_copies(cls)]
+                  for path in self._class_copies(cls) if _beside(path, cls.path)]
         return [copy for copy in dict.fromkeys(copies)
                 if copy is not None and copy.kind == "class" and copy not in known]
 

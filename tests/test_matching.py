@@ -823,6 +823,12 @@ MOVES = {
         "_SCALE_RE", Verdict.MOVED, "amd/a.py::_SCALE_RE",
         candidates=frozenset({"nvidia/a.py::_SCALE_RE"}),
     ),
+    "a-class-of-the-same-name-elsewhere-is-no-copy": MoveCase(
+        {"a.py": CONNECTOR.format(name="Config")},
+        {"pkg/a.py": CONNECTOR.format(name="Config"),
+         "other/b.py": "class Config:\n    def __init__(self, path):\n        self.path = path\n"},
+        "Config", Verdict.MOVED, "pkg/a.py::Config",
+    ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
         {"ops.py": "class AiterOps:\n    @staticmethod\n"
