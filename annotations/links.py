@@ -39,7 +39,7 @@ from db.database import Database
 from indexer.config import CONFIG_FILE, ProjectConfig
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 12
+LINK_FORMAT = 13
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -54,7 +54,7 @@ its use's, a block quote's wrapped lines are one paragraph; 8: an autolink holds
 HTML comment or <pre> block opens nothing, an HTML block starts at most three columns in
 (a tab is four) and ends a paragraph (the indented line after it is code); 11: an HTML
 block's lines are not text of the paragraph after them; 12: nor is the end of a comment
-before its '-->'."""
+before its '-->'; 13: nor are the comments inside a paragraph."""
 
 
 @dataclass

@@ -98,6 +98,8 @@ _DESTINATION_END_RE = re.compile(r"[)\s>]")
 _OPEN_RE, _CLOSE_RE, _QUOTE_MARK_RE = re.compile(r"\["), re.compile(r"\]"), re.compile('"')
 _RAW_HTML_OPEN_RE = re.compile(r" {0,3}<(?P<tag>pre|script|style|textarea)(?:[\s>]|$)",
                                re.IGNORECASE)
+Span = tuple[int, int]
+"""A [start, stop) range of columns of a line."""
 _COMMENT_OPEN_RE = re.compile(r" {0,3}<!--")
 _AUTOLINK_RE = re.compile(r"<(https?://[^<>\s]+)>")
 _MAX_REDUCED = 10 * MAX_LINK_TEXT
@@ -811,7 +813,7 @@ def _link_claims(
 ) -> list[Claim]:
     seen = list(_visible_lines(lines, body_start))
     visible_lines = {index: visible for index, visible, _ in seen}
-    body = _Body(lines, body_start, visible_lines, {index: head for index, _, head in seen})
+    body = _Body(lines, body_start, visible_lines, {index: hidden for index, _, hidden in seen})
     claims: list[Claim] = []
     seen: dict[str, int] = {}
     for index, visible in visible_lines.items():
@@ -825,10 +827,10 @@ def _link_claims(
     return claims
 
 
-def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, int]]:
+def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, list[Span]]]:
     """The body's lines whose links a reader sees, each with its inline code and its HTML
-    comments blanked (the same length: a column is the line's own), and how many columns
-    at its start a comment ending on it hides (0 for none): code blocks, raw-text
+    comments blanked (the same length: a column is the line's own), and the spans its
+    comments hide (a comment's end at its start included): code blocks, raw-text
     HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
     link. A comment hides what it holds, code and ``<pre>`` included."""
     blocks = _html_and_fenced_blocks(lines, first)
@@ -848,8 +850,9 @@ def _visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, int
             if end < 0:
                 continue
             shown, comment = end + 3, False
-        visible, comment = _blank_comments(_blank_code_spans(" " * shown + line[shown:]))
-        yield index, visible, shown
+        code_blanked = _blank_code_spans(" " * shown + line[shown:])
+        spans, comment = _comment_spans(code_blanked)
+        yield index, _blanked(code_blanked, spans), ([(0, shown)] if shown else []) + spans
 
 
 def markdown_visible_lines(text: str) -> dict[int, str]:
@@ -869,22 +872,39 @@ def _closes_raw_html(line: str) -> bool:
     return any(tag in lowered for tag in ("</pre>", "</script>", "</style>", "</textarea>"))
 
 
-def _blank_comments(line: str) -> tuple[str, bool]:
-    """``line`` with its HTML comments (``<!-- ... -->``) blanked, and whether one is
-    still open at its end."""
-    pieces, position = [], 0
-    while position < len(line):
-        start = line.find("<!--", position)
-        if start < 0:
-            pieces.append(line[position:])
-            return "".join(pieces), False
+def _comment_spans(line: str) -> tuple[list[Span], bool]:
+    """Where ``line``'s HTML comments (``<!-- ... -->``) are, and whether one is still open
+    at its end."""
+    spans: list[Span] = []
+    position = 0
+    while (start := line.find("<!--", position)) >= 0:
         end = line.find("-->", start)
-        stop = len(line) if end < 0 else end + 3
-        pieces += [line[position:start], " " * (stop - start)]
-        position = stop
         if end < 0:
-            return "".join(pieces), True
-    return "".join(pieces), False
+            spans.append((start, len(line)))
+            return spans, True
+        spans.append((start, end + 3))
+        position = end + 3
+    return spans, False
+
+
+def _blanked(line: str, spans: list[Span]) -> str:
+    """``line`` with ``spans`` (in order, apart) blanked."""
+    pieces, last = [], 0
+    for start, stop in spans:
+        pieces += [line[last:start], " " * (stop - start)]
+        last = stop
+    return "".join(pieces) + line[last:]
+
+
+def _without(line: str, spans: list[Span]) -> str:
+    """``line`` without ``spans`` (in order, apart), and without the blanks before one
+    that blanks or the line's end follow (``A <!-- c --> B`` is ``A B``)."""
+    pieces, last = [], 0
+    for start, stop in spans:
+        piece = line[last:start]
+        pieces.append(piece.rstrip(" \t") if line[stop:stop + 1] in ("", " ", "\t") else piece)
+        last = stop
+    return "".join(pieces) + line[last:]
 
 
 def _indented_code_lines(lines: list[str], first: int, blocks: set[int]) -> set[int]:
@@ -1002,11 +1022,7 @@ def code_span_ranges(line: str) -> list[tuple[int, int]]:
 
 def _blank_code_spans(line: str) -> str:
     """``line`` with its inline code spans blanked (the same length)."""
-    pieces, last = [], 0
-    for start, end in code_span_ranges(line):
-        pieces += [line[last:start], " " * (end - start)]
-        last = end
-    return "".join(pieces) + line[last:]
+    return _blanked(line, code_span_ranges(line))
 
 
 def find_permalinks(line: str) -> list[str]:
@@ -1195,11 +1211,12 @@ class _Body:
     around it."""
 
     def __init__(
-        self, lines: list[str], first: int, visible: dict[int, str], heads: dict[int, int]
+        self, lines: list[str], first: int, visible: dict[int, str],
+        hidden: dict[int, list[Span]],
     ) -> None:
         self.lines = lines
         self.visible = visible
-        self.heads = heads  # the columns a comment ending on the line hides at its start
+        self.hidden = hidden  # the spans of each line that its comments hide
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
             hidden = index not in visible or index - 1 not in visible  # a block's edge
@@ -1246,7 +1263,8 @@ class _Body:
             end = start + 1
             while end < len(self.lines) and self.starts.get(end) == start:
                 end += 1
-            parts = [_MARKER_RE.sub("", self.lines[index][self.heads.get(index, 0):].strip())
+            parts = [_MARKER_RE.sub("", _without(self.lines[index],
+                                                 self.hidden.get(index, [])).strip())
                      for index in range(start, end)]
             self.cache[start] = _make_paragraph(start, parts)
         return self.cache[start]

@@ -815,6 +815,10 @@ def test_visible_lines_blank_comments_through_their_last_character(
                  id="a-comment-block-ends-the-paragraph-before-it"),
     pytest.param(f"<!-- secret\nstill secret --> see [this]({GH}/v1/a.py#L1).\n", ["see this."],
                  id="a-comment-block-hides-its-last-line-up-to-its-end"),
+    pytest.param(f"A <!-- one --> B <!-- two\nlines -->C {GH}/v1/a.py#L1\n",
+                 [f"A B C {GH}/v1/a.py#L1"], id="comments-in-a-paragraph-are-no-text"),
+    pytest.param(f"Use `<!-- x -->` at {GH}/v1/a.py#L1\n", [f"Use `<!-- x -->` at {GH}/v1/a.py#L1"],
+                 id="a-comment-in-code-is-code"),
 ])
 def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     claims = load_markdown_text(f"# T\n\n{body}", "a.md").claims
