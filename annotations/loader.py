@@ -811,9 +811,9 @@ def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> 
 def _link_claims(
     lines: list[str], body_start: int, article: str, ctx: _Context, repos: RepoFilter | None
 ) -> list[Claim]:
-    seen = list(_visible_lines(lines, body_start))
-    visible_lines = {index: visible for index, visible, _ in seen}
-    body = _Body(lines, body_start, visible_lines, {index: hidden for index, _, hidden in seen})
+    shown = list(_visible_lines(lines, body_start))
+    visible_lines = {index: visible for index, visible, _ in shown}
+    body = _Body(lines, body_start, visible_lines, {index: hidden for index, _, hidden in shown})
     claims: list[Claim] = []
     seen: dict[str, int] = {}
     for index, visible in visible_lines.items():
@@ -1219,8 +1219,8 @@ class _Body:
         self.hidden = hidden  # the spans of each line that its comments hide
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
-            hidden = index not in visible or index - 1 not in visible  # a block's edge
-            new = index == first or hidden or _starts_block(lines, index)
+            edge = index not in visible or index - 1 not in visible  # of a hidden block
+            new = index == first or edge or _starts_block(lines, index)
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
         self.uses: dict[str, tuple[int, str]] | None = None

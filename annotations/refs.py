@@ -148,12 +148,6 @@ def is_qualname(text: str) -> bool:
     return True
 
 
-def is_dotted(text: str) -> bool:
-    """True for one or more identifiers joined by '.', inner ones possibly '<locals>'
-    (``vllm.beam_search.make_key.<locals>.key``: a module's dotted name, then a qualname)."""
-    return is_qualname(text)
-
-
 # -- parsing helpers ---------------------------------------------------------------------------
 
 
@@ -216,7 +210,7 @@ def _parse_body(body: str, whole: str, repo: str | None, version: str | None) ->
         _check_path(path, whole, "#")
         start, end = _parse_anchor(anchor, path)
         return Ref(repo, version, RefForm.LINES, path=path, start_line=start, end_line=end)
-    if is_dotted(body):
+    if is_qualname(body):  # a module's dotted name, then a qualname (may hold <locals>)
         return Ref(repo, version, RefForm.DOTTED, dotted=body)
     if "/" not in body and _WORDISH_RE.fullmatch(body):
         raise RefSyntaxError(
