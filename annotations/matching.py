@@ -916,17 +916,22 @@ class Matcher:
         against ``old``: a method follows its class, but a copy of the class elsewhere
         (DeepSeek V4's per-platform models) may hold the very same method."""
         paths = self._class_copies(parent) if parent is not None else []
-        copies = [
-            symbol for path in paths
-            for symbol in [self.b.lookup(path, chosen.qualname, old.occurrence)]
-            if symbol is not None and symbol not in known
-            and kind_group(symbol.kind) is kind_group(old.kind)
-        ]
+        copies = self._defined_at(paths, chosen.qualname, old, known)
         if not copies:
             return []
         bar = self._scorer.score(old, chosen, None) - AMBIGUITY_MARGIN
-        return [symbol for symbol in dict.fromkeys(copies)
-                if self._scorer.score(old, symbol, None) >= bar]
+        return [symbol for symbol in copies if self._scorer.score(old, symbol, None) >= bar]
+
+    def _defined_at(
+        self, paths: Iterable[str], qualname: str, like: SymbolSnapshot,
+        known: list[SymbolSnapshot],
+    ) -> list[SymbolSnapshot]:
+        """B's definitions of ``qualname`` in ``paths`` (of ``like``'s occurrence and kind
+        group), but those ``known``."""
+        found = (self.b.lookup(path, qualname, like.occurrence) for path in paths)
+        return [symbol for symbol in dict.fromkeys(found)
+                if symbol is not None and symbol not in known
+                and kind_group(symbol.kind) is kind_group(like.kind)]
 
     def _class_copies(self, cls: SymbolSnapshot) -> list[str]:
         """The other files of B that newly define ``cls``'s qualname."""
@@ -963,11 +968,11 @@ class Matcher:
         classes and functions went, when that file newly defines it. Otherwise it is
         removed: a tie says nothing of where it went."""
         place, copies = self._where_file_went(old.path)
-        found_at = [self._new_copy(old, path) for path in (place, *copies) if path is not None]
-        if found_at and found_at[0] is not None:
-            new, others = found_at[0], tuple(s for s in found_at[1:] if s is not None)
-            return self._moved(old, new, others, self._scorer.score(old, new, None), "file")
-        return found if found.verdict is Verdict.REMOVED else self._removed(old, ranked)
+        new = None if place is None else self._new_copy(old, place)
+        if new is None:
+            return found if found.verdict is Verdict.REMOVED else self._removed(old, ranked)
+        others = tuple(copy for path in copies if (copy := self._new_copy(old, path)) is not None)
+        return self._moved(old, new, others, self._scorer.score(old, new, None), "file")
 
     def _new_copy(self, old: SymbolSnapshot, path: str) -> SymbolSnapshot | None:
         """The module attribute of ``old``'s qualname that B's file ``path`` newly defines."""
@@ -1088,10 +1093,8 @@ class Matcher:
         ``nvidia/model.py``, ``xpu/model.py``) went to each of them, and the closest text
         need not be the one a reader runs. Beside: in its folder, or in a file of its name
         in a folder beside its own (an unrelated ``Config`` elsewhere is no copy)."""
-        copies = [self.b.lookup(path, cls.qualname, cls.occurrence)
-                  for path in self._class_copies(cls) if _beside(path, cls.path)]
-        return [copy for copy in dict.fromkeys(copies)
-                if copy is not None and copy.kind == "class" and copy not in known]
+        beside = [path for path in self._class_copies(cls) if _beside(path, cls.path)]
+        return self._defined_at(beside, cls.qualname, cls, known)
 
     def _eligible(self, old: SymbolSnapshot, scored: _Scored) -> bool:
         """Whether a candidate's score makes it a move target (see the module docstring)."""
