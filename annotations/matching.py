@@ -71,7 +71,11 @@ For a symbol ``old`` of A (``Matcher.match``):
    of a move: ``removed``. A member that left its class (removed, or kept or moved
    without it) moves only to an unambiguous candidate (otherwise it is boilerplate such
    as ``get_hf_processor`` of a deleted model, or ``supports_expert_map`` dropped from a
-   dozen kept classes); a member of a removed class, only when its body has
+   dozen kept classes), and, when its parent lives on, only to one that no symbol of
+   that name that left its place in another file scores about as well against
+   (`Matcher._contested`: the stock ``load_weights`` dropped from Olmo, OPT and Phi is
+   not a new model's), unless the candidate's class is a base of the parent's (a method
+   pulled up); a member of a removed class, only when its body has
    ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
    ``return`` says nothing of where it went); a class attribute only ever follows its
    class (same name, in the class's match): a bare field ``x: torch.Tensor`` says too
@@ -849,6 +853,7 @@ class Matcher:
         self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
         self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
+        self._gone: dict[tuple[KindGroup, str], list[_Key]] = {}  # A's keys B lacks, by name
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -949,6 +954,7 @@ class Matcher:
             parent.new.path, parent.new.qualname
         )
         orphan = parent is not None and parent.new is None
+        leaver = parent is not None and parent.new is not None
         max_ties = 0 if parent is not None else MAX_TIES
         ranked, via = self._ranked(old, hint)
         if orphan and self._scorer.code_token_count(old) < MIN_RENAME_TOKENS:
@@ -956,6 +962,9 @@ class Matcher:
             # another class is no evidence that it moved there
             return self._removed(old, ranked)
         found = self._decide(old, ranked, via, max_ties)
+        if leaver and found.verdict is Verdict.MOVED and self._contested(old, found.new,
+                                                                         parent.new):
+            return self._removed(old, ranked)
         if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
             return self._where_methods_went(old, found)
         if old.kind == "attribute" and (found.verdict is Verdict.REMOVED or found.ambiguous):
@@ -1125,6 +1134,31 @@ class Matcher:
             for scored in self._scorer.ranked(symbol, [new], None)
         )
 
+    def _contested(
+        self, old: SymbolSnapshot, new: SymbolSnapshot, home: SymbolSnapshot
+    ) -> bool:
+        """Whether ``new`` is a look-alike, not where ``old`` went: ``old`` left its
+        parent, which lives on as ``home``, and a symbol of ``new``'s name that left its
+        place in another file scores as a move to ``new`` about as well (the stock
+        ``load_weights`` dropped from Olmo, OPT, Phi... and a new model's). A method
+        pulled up into a base that ``home`` names is not contested (``_log_inputs`` of
+        two servings, now of their ``BaseServing``)."""
+        if home.kind == "class" and _parent(new.qualname).rsplit(".", 1)[-1] in _word_set(
+            _params_text(home)
+        ):
+            return False
+        bar = self._scorer.score(old, new, None) - AMBIGUITY_MARGIN
+        return any(
+            self._scorer.score(rival, new, None) >= bar
+            for rival in self._gone_named(kind_group(new.kind), new.name)
+            if rival.path != old.path
+        )
+
+    def _gone_named(self, group: KindGroup, name: str) -> list[SymbolSnapshot]:
+        """A's symbols of that kind group and name whose place B does not have."""
+        self.pool()
+        return [self.a.symbol(key) for key in self._gone.get((group, name), ())]
+
     def _places(self, view: _VersionView, new: SymbolSnapshot) -> list[str]:
         """The path of each definition of ``new``'s qualname, in its kind group, in
         ``view``."""
@@ -1197,10 +1231,11 @@ class Matcher:
             # Both versions are loaded but for the files they share unchanged.
             a_rows, b_rows = self.a.rows(), self.b.rows()
             unmatched = [self.b.symbol(key) for key in b_rows if key not in a_rows]
-            gone = Counter(
-                (kind_group(row[_KIND]), key[1].rsplit(".", 1)[-1])
-                for key, row in a_rows.items() if key not in b_rows
-            )
+            self._gone = defaultdict(list)
+            for key, row in a_rows.items():
+                if key not in b_rows:
+                    self._gone[(kind_group(row[_KIND]), key[1].rsplit(".", 1)[-1])].append(key)
+            gone = Counter({name: len(keys) for name, keys in self._gone.items()})
             self._pool = _Pool([symbol for symbol in unmatched if symbol is not None], gone)
         return self._pool
 

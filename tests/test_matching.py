@@ -626,6 +626,26 @@ FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
 LOGGER = "logger = init_logger(__name__)\n\n\n"
 SCALE_RE = '_SCALE_RE = re.compile(r"experts\\.(\\d+)\\.w13_scale")\n\n\n'
 EXPERT_MAP = "\n    def supports_expert_map(self):\n        return False\n"
+LOAD_WEIGHTS = """
+    def load_weights(self, weights):
+        params = dict(self.named_parameters())
+        for name, tensor in weights:
+            if name in params:
+                default_weight_loader(params[name], tensor)
+        return set(params)
+"""
+LOG_INPUTS = """
+    def _log_inputs(self, request_id, inputs, params, lora_request):
+        if self.request_logger is None:
+            return
+        self.request_logger.log_inputs(request_id, inputs, params, lora_request)
+"""
+RETURN_OR_RAISE = """
+    def _return_or_raise(backend, reason):
+        if backend is None:
+            raise ValueError(f"no backend: {reason} for {kernel} on {platform}")
+        return backend
+"""
 
 STATE_SHAPE = """\
     def get_state_shape(self):
@@ -803,6 +823,47 @@ MOVES = {
         {"a.py": "class Experts:\n" + FORWARD + EXPERT_MAP},
         {"a.py": "class Experts:\n" + FORWARD, "b.py": "class CPUExperts:\n" + EXPERT_MAP},
         "Experts.supports_expert_map", Verdict.MOVED, "b.py::CPUExperts.supports_expert_map",
+    ),
+    "a-method-dropped-from-kept-classes-takes-no-lookalike": MoveCase(
+        {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS,
+         "b.py": "class PhiModel:\n" + FORWARD + LOAD_WEIGHTS},
+        {"a.py": "class OPTModel:\n" + FORWARD, "b.py": "class PhiModel:\n" + FORWARD,
+         "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
+        "OPTModel.load_weights", Verdict.REMOVED,
+        candidates=frozenset({"c.py::VisionTower.load_weights"}),
+    ),
+    "a-method-dropped-from-a-kept-class-takes-its-one-lookalike": MoveCase(
+        {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS},
+        {"a.py": "class OPTModel:\n" + FORWARD,
+         "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
+        "OPTModel.load_weights", Verdict.MOVED, "c.py::VisionTower.load_weights",
+    ),
+    "a-namesake-far-weaker-does-not-contest-a-move": MoveCase(
+        {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS,
+         "b.py": "class PhiModel:\n    def load_weights(self, weights):\n"
+                 "        return self.loader.load(weights)\n"},
+        {"a.py": "class OPTModel:\n" + FORWARD, "b.py": "class PhiModel:\n" + FORWARD,
+         "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
+        "OPTModel.load_weights", Verdict.MOVED, "c.py::VisionTower.load_weights",
+    ),
+    "methods-pulled-up-into-a-base-of-their-classes-move-there": MoveCase(
+        {"a.py": "class ChatServing:\n" + LOG_INPUTS, "b.py": "class PoolServing:\n" + LOG_INPUTS},
+        {"a.py": "class ChatServing(BaseServing):\n    pass\n",
+         "b.py": "class PoolServing(BaseServing):\n    pass\n",
+         "c.py": "class BaseServing:\n" + LOG_INPUTS},
+        "ChatServing._log_inputs", Verdict.MOVED, "c.py::BaseServing._log_inputs",
+    ),
+    "local-functions-of-one-file-hoisted-into-one-move-there": MoveCase(
+        {"a.py": "def select_fp4(kernel, platform):\n" + RETURN_OR_RAISE
+                 + "    return _return_or_raise(None, 'fp4')\n\n\n"
+                 + "def select_fp8(kernel, platform):\n" + RETURN_OR_RAISE
+                 + "    return _return_or_raise(None, 'fp8')\n"},
+        {"a.py": "def select_fp4(kernel, platform):\n    return _return_or_raise(None, 'fp4')\n"
+                 "\n\ndef select_fp8(kernel, platform):\n"
+                 "    return _return_or_raise(None, 'fp8')\n\n\n"
+                 + textwrap.dedent(RETURN_OR_RAISE).replace("(backend, reason)",
+                                                            "(backend, reason, kernel, platform)")},
+        "select_fp4.<locals>._return_or_raise", Verdict.MOVED, "a.py::_return_or_raise",
     ),
     "a-module-logger-follows-its-file": MoveCase(
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
