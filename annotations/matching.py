@@ -17,7 +17,9 @@ For a symbol ``old`` of A (``Matcher.match``):
    import is not a definition) does not keep ``old`` in place. In order:
 
    a. *Parent.* A member (``Cls.meth``, ``f.<locals>.g``) whose parent moved follows it:
-      it is looked up under the parent's new location (and the parent's alternatives).
+      it is looked up under the parent's new location (and the parent's alternatives);
+      when only an alternative of another name holds it (a class split into a base and
+      a renamed subclass, tied with another file's class), it is searched for as in b, c.
    b. *Fingerprints.* Candidates with ``old``'s exact, else normalized, fingerprint.
    c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``
       (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file; a renamed
@@ -908,8 +910,8 @@ class Matcher:
             for symbol in [self.b.lookup(target.path, target.qualname + suffix, old.occurrence)]
             if symbol is not None and kind_group(symbol.kind) is kind_group(old.kind)
         ]
-        if not found:
-            return None
+        if not found or found[0].qualname != parent.new.qualname + suffix:
+            return None  # held only by a class of another name tied with the parent's place
         others = [*found[1:], *self._copies_as_good(old, found[0], found, parent.new)]
         return self._moved(old, found[0], tuple(others), parent.score, "parent")
 

@@ -634,6 +634,16 @@ LOAD_WEIGHTS = """
                 default_weight_loader(params[name], tensor)
         return set(params)
 """
+FINALIZE = """
+    def finalize_weights(self):
+        for layer in self.layers:
+            layer.experts.finalize_mega_moe_weights(self.quant_config)
+"""
+GET_NAME = """
+    @staticmethod
+    def get_name():
+        return "{name}_MLA"
+"""
 LOG_INPUTS = """
     def _log_inputs(self, request_id, inputs, params, lora_request):
         if self.request_logger is None:
@@ -864,6 +874,25 @@ MOVES = {
                  + textwrap.dedent(RETURN_OR_RAISE).replace("(backend, reason)",
                                                             "(backend, reason, kernel, platform)")},
         "select_fp4.<locals>._return_or_raise", Verdict.MOVED, "a.py::_return_or_raise",
+    ),
+    "a-member-follows-its-class-not-a-class-tied-with-it": MoveCase(
+        {"a.py": CONNECTOR.format(name="SparseBackend") + GET_NAME.format(name="SPARSE")},
+        {"a.py": "class _SparseBackendBase:\n" + GET_NAME.format(name="SPARSE") + "\n\n"
+                 + CONNECTOR.format(name="SparseTRTBackend"),
+         "b.py": CONNECTOR.format(name="FlashSparseBackend") + GET_NAME.format(name="FLASH")},
+        "SparseBackend.get_name", Verdict.MOVED, "a.py::_SparseBackendBase.get_name",
+    ),
+    "a-member-follows-its-class-into-the-copies-that-have-it": MoveCase(
+        {"a.py": CONNECTOR.format(name="Model") + FINALIZE},
+        {"amd/a.py": CONNECTOR.format(name="Model")} | {
+         f"{platform}/a.py": CONNECTOR.format(name="Model").replace(
+             "self.engine.retrieve(request_id, blocks, forward_context.layers)",
+             "mega_moe.retrieve_async(blocks, stream=current_stream(), layers=None)").replace(
+             "create_engine(config.kv_transfer_config, role)",
+             "MegaMoEEngine.from_kernel_config(kernel_cfg, device_mesh, rank_mapping)")
+         + FINALIZE for platform in ("nvidia", "xpu")},
+        "Model.finalize_weights", Verdict.MOVED, "nvidia/a.py::Model.finalize_weights",
+        candidates=frozenset({"xpu/a.py::Model.finalize_weights"}),
     ),
     "a-module-logger-follows-its-file": MoveCase(
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
