@@ -76,8 +76,11 @@ For a symbol ``old`` of A (``Matcher.match``):
    dozen kept classes), and, when its parent lives on, only to one that no symbol of
    that name that left its place in another file scores about as well against
    (`Matcher._contested`: the stock ``load_weights`` dropped from Olmo, OPT and Phi is
-   not a new model's), unless the candidate's class is a base of the parent's (a method
-   pulled up); a member of a removed class, only when its body has
+   not a new model's), unless the candidate's class is a base of the parent's. A member
+   whose parent lives on and names as a base a class that newly defines the member's
+   name moves there, however the two score (`Matcher._pulled_up`: ``build_tok_params``
+   of six pooling requests, generalized in the mixins they now inherit); a member of a
+   removed class, only when its body has
    ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
    ``return`` says nothing of where it went); a class attribute only ever follows its
    class (same name, in the class's match): a bare field ``x: torch.Tensor`` says too
@@ -825,6 +828,11 @@ def _stems(name: str) -> list[str]:
     return [bare] + ["_".join(parts[:count]) for count in range(1, len(parts))]
 
 
+def _bases(symbol: SymbolSnapshot) -> frozenset[str]:
+    """The words of a class's bases (and keywords): none for other kinds."""
+    return _word_set(_params_text(symbol)) if symbol.kind == "class" else frozenset()
+
+
 def _block_key(symbol: SymbolSnapshot) -> str | None:
     """A non-trivial parameter list (functions) or bases (classes) to block on."""
     if symbol.kind == "attribute":
@@ -963,6 +971,10 @@ class Matcher:
             # ``return``, ``pass``: that a method of a removed class says as little as one of
             # another class is no evidence that it moved there
             return self._removed(old, ranked)
+        if leaver and (pulled_up := self._pulled_up(old, ranked, parent.new)):
+            best = pulled_up[0]
+            return self._moved(old, best.symbol, tuple(s.symbol for s in pulled_up[1:]),
+                               best.score, "base")
         found = self._decide(old, ranked, via, max_ties)
         if leaver and found.verdict is Verdict.MOVED and self._contested(old, found.new,
                                                                          parent.new):
@@ -1145,9 +1157,7 @@ class Matcher:
         ``load_weights`` dropped from Olmo, OPT, Phi... and a new model's). A method
         pulled up into a base that ``home`` names is not contested (``_log_inputs`` of
         two servings, now of their ``BaseServing``)."""
-        if home.kind == "class" and _parent(new.qualname).rsplit(".", 1)[-1] in _word_set(
-            _params_text(home)
-        ):
+        if _parent(new.qualname).rsplit(".", 1)[-1] in _bases(home):
             return False
         bar = self._scorer.score(old, new, None) - AMBIGUITY_MARGIN
         return any(
@@ -1155,6 +1165,19 @@ class Matcher:
             for rival in self._gone_named(kind_group(new.kind), new.name)
             if rival.path != old.path
         )
+
+    @staticmethod
+    def _pulled_up(
+        old: SymbolSnapshot, ranked: list[_Scored], home: SymbolSnapshot
+    ) -> list[_Scored]:
+        """The candidates of ``old``'s name and kind in a class that ``home``, where
+        ``old``'s parent lives on, names as a base: ``build_tok_params`` that six pooling
+        requests lost to the mixins they now inherit is theirs, however much it was
+        generalized there."""
+        bases = _bases(home)
+        return [scored for scored in ranked
+                if scored.symbol.name == old.name and scored.symbol.kind == old.kind
+                and _parent(scored.symbol.qualname).rsplit(".", 1)[-1] in bases]
 
     def _gone_named(self, group: KindGroup, name: str) -> list[SymbolSnapshot]:
         """A's symbols of that kind group and name whose place B does not have."""

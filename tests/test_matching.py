@@ -639,6 +639,18 @@ FINALIZE = """
         for layer in self.layers:
             layer.experts.finalize_mega_moe_weights(self.quant_config)
 """
+BUILD_PARAMS = """
+    def build_tok_params(self, model_config):
+        encoder_config = model_config.encoder_config or {}
+        return TokenizeParams(max_total_tokens=model_config.max_model_len,
+                              do_lower_case=encoder_config.get("do_lower_case", False),
+                              add_special_tokens=self.add_special_tokens)
+"""
+BUILD_PARAMS_GENERAL = """
+    def build_tok_params(self, model_config):
+        limits = self._token_limits(model_config)
+        return self.params_class(**limits, side=self.truncation_side)
+"""
 GET_NAME = """
     @staticmethod
     def get_name():
@@ -862,6 +874,20 @@ MOVES = {
          "b.py": "class PoolServing(BaseServing):\n    pass\n",
          "c.py": "class BaseServing:\n" + LOG_INPUTS},
         "ChatServing._log_inputs", Verdict.MOVED, "c.py::BaseServing._log_inputs",
+    ),
+    "a-method-pulled-up-into-a-mixin-its-class-now-inherits-moves-there": MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "class EmbedRequest(BaseRequest, TokenizeMixin):\n    pass\n",
+         "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL,
+         "c.py": "class ChatRequest:\n" + BUILD_PARAMS_GENERAL},
+        "EmbedRequest.build_tok_params", Verdict.MOVED, "b.py::TokenizeMixin.build_tok_params",
+    ),
+    "a-method-is-not-pulled-up-into-a-class-its-class-does-not-inherit": MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "class EmbedRequest(BaseRequest):\n    pass\n",
+         "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
+        "EmbedRequest.build_tok_params", Verdict.REMOVED,
+        candidates=frozenset({"b.py::TokenizeMixin.build_tok_params"}),
     ),
     "local-functions-of-one-file-hoisted-into-one-move-there": MoveCase(
         {"a.py": "def select_fp4(kernel, platform):\n" + RETURN_OR_RAISE
