@@ -83,8 +83,10 @@ For a symbol ``old`` of A (``Matcher.match``):
    removed class, only when its body has
    ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
    ``return`` says nothing of where it went); a class attribute only ever follows its
-   class (same name, in the class's match): a bare field ``x: torch.Tensor`` says too
-   little to be tracked elsewhere.
+   class (same name, in the class's match; or, when the class lives on, into a base it
+   now names, or to the one new attribute of the class that has its value, when that
+   value has ``MIN_RENAME_TOKENS`` word tokens: `Matcher._attribute_kept`): a bare field
+   ``x: torch.Tensor`` says too little to be tracked elsewhere.
 
    e. *File.* A module attribute that no one candidate claims (``logger =
       init_logger(__name__)`` is in hundreds of files) moves with its file, to the file
@@ -958,8 +960,8 @@ class Matcher:
 
     def _search(self, old: SymbolSnapshot) -> Match:
         parent = self._parent_match(old)
-        if parent is not None and old.kind == "attribute":
-            return self._removed(old, [])  # a class attribute only follows its class
+        if parent is not None and old.kind == "attribute":  # it only follows its class
+            return self._attribute_kept(old, parent.new) or self._removed(old, [])
         hint = None if parent is None or parent.new is None else (
             parent.new.path, parent.new.qualname
         )
@@ -971,10 +973,9 @@ class Matcher:
             # ``return``, ``pass``: that a method of a removed class says as little as one of
             # another class is no evidence that it moved there
             return self._removed(old, ranked)
-        if leaver and (pulled_up := self._pulled_up(old, ranked, parent.new)):
-            best = pulled_up[0]
-            return self._moved(old, best.symbol, tuple(s.symbol for s in pulled_up[1:]),
-                               best.score, "base")
+        if leaver and (pulled_up := self._pulled_up(old, parent.new)):
+            return self._moved(old, pulled_up[0], tuple(pulled_up[1:]),
+                               self._scorer.score(old, pulled_up[0], hint), "base")
         found = self._decide(old, ranked, via, max_ties)
         if leaver and found.verdict is Verdict.MOVED and self._contested(old, found.new,
                                                                          parent.new):
@@ -1166,18 +1167,43 @@ class Matcher:
             if rival.path != old.path
         )
 
-    @staticmethod
-    def _pulled_up(
-        old: SymbolSnapshot, ranked: list[_Scored], home: SymbolSnapshot
-    ) -> list[_Scored]:
-        """The candidates of ``old``'s name and kind in a class that ``home``, where
-        ``old``'s parent lives on, names as a base: ``build_tok_params`` that six pooling
-        requests lost to the mixins they now inherit is theirs, however much it was
-        generalized there."""
-        bases = _bases(home)
-        return [scored for scored in ranked
-                if scored.symbol.name == old.name and scored.symbol.kind == old.kind
-                and _parent(scored.symbol.qualname).rsplit(".", 1)[-1] in bases]
+    def _attribute_kept(
+        self, old: SymbolSnapshot, home: SymbolSnapshot | None
+    ) -> Match | None:
+        """Where a class attribute went while its class lives on as ``home``: into a base
+        that ``home`` names (`_pulled_up`), or to the one new attribute of ``home`` that
+        has its value, when the value says something (``weight_mapper`` renamed
+        ``hf_to_vllm_mapper``, still ``WeightsMapper(...)``)."""
+        if home is None:
+            return None
+        found = self._pulled_up(old, home)
+        if not found and self._scorer.token_count(old) >= MIN_RENAME_TOKENS:
+            found = [symbol for symbol in self.b.file_symbols(home.path)
+                     if symbol.parent == home.qualname and symbol.kind == "attribute"
+                     and symbol.signature == old.signature
+                     and not self.a.has(symbol.path, symbol.qualname, symbol.occurrence)]
+            found = found if len(found) == 1 else []
+        if not found:
+            return None
+        return self._moved(old, found[0], tuple(found[1:]),
+                           self._scorer.score(old, found[0], None), "base")
+
+    def _pulled_up(self, old: SymbolSnapshot, home: SymbolSnapshot) -> list[SymbolSnapshot]:
+        """B's new definitions of ``old``'s name, in its kind group, in a class that
+        ``home``, where ``old``'s parent lives on, names as a base: ``build_tok_params``
+        that six pooling requests lost to the mixins they now inherit is theirs, however
+        much it was generalized there."""
+        found = []
+        for base in sorted(_bases(home)):
+            qualname = f"{base}.{old.name}"
+            for path, kind in self._qualname_places_in(self.b, qualname):
+                if self.a.blob(path) == self.b.blob(path):
+                    continue  # a file that did not change defines nothing new
+                symbol = self.b.lookup(path, qualname, old.occurrence)
+                if (symbol is not None and kind_group(kind) is kind_group(old.kind)
+                        and not self.a.has(path, qualname, old.occurrence)):
+                    found.append(symbol)
+        return list(dict.fromkeys(found))
 
     def _gone_named(self, group: KindGroup, name: str) -> list[SymbolSnapshot]:
         """A's symbols of that kind group and name whose place B does not have."""
@@ -1187,11 +1213,16 @@ class Matcher:
     def _places(self, view: _VersionView, new: SymbolSnapshot) -> list[str]:
         """The path of each definition of ``new``'s qualname, in its kind group, in
         ``view``."""
-        key = (view.key, new.qualname)
-        if key not in self._qualname_places:
-            self._qualname_places[key] = mq.places_of(self.database, view.key, new.qualname)
         group = kind_group(new.kind)
-        return [path for path, kind in self._qualname_places[key] if kind_group(kind) is group]
+        return [path for path, kind in self._qualname_places_in(view, new.qualname)
+                if kind_group(kind) is group]
+
+    def _qualname_places_in(self, view: _VersionView, qualname: str) -> list[tuple[str, str]]:
+        """(path, kind) of each definition of ``qualname`` in ``view``."""
+        key = (view.key, qualname)
+        if key not in self._qualname_places:
+            self._qualname_places[key] = mq.places_of(self.database, view.key, qualname)
+        return self._qualname_places[key]
 
     def _left(self, places_a: list[str], new: SymbolSnapshot) -> Iterator[SymbolSnapshot]:
         """A's definitions of ``new``'s qualname (in its kind group) in the files of
@@ -1287,7 +1318,10 @@ class Matcher:
             packages[package_of(row[_PATH])][Verdict.UNCHANGED.value] += 1
         matches, targets = [], set()
         found = self._match_all(self._to_match(), workers)
+        a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
         for path, keys in self.a.files():
+            if a_blobs[path] == b_blobs.get(path):
+                continue  # loaded while matching, counted with the rest of _a_same
             package = packages[package_of(path)]
             for key in keys:
                 match = found.get(key)

@@ -651,6 +651,8 @@ BUILD_PARAMS_GENERAL = """
         limits = self._token_limits(model_config)
         return self.params_class(**limits, side=self.truncation_side)
 """
+MAPPER = ('WeightsMapper(orig_to_new_prefix={"model.": "language_model.model.", '
+          '"lm_head.": "language_model.lm_head."})')
 GET_NAME = """
     @staticmethod
     def get_name():
@@ -888,6 +890,31 @@ MOVES = {
          "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
         "EmbedRequest.build_tok_params", Verdict.REMOVED,
         candidates=frozenset({"b.py::TokenizeMixin.build_tok_params"}),
+    ),
+    "class-fields-pulled-up-into-a-mixin-their-class-now-inherits-move-there": MoveCase(
+        {"a.py": "class ChatRequestMixin(OpenAIBaseModel):\n"
+                 "    add_generation_prompt: bool = Field(default=False)\n"},
+        {"a.py": "class ChatRequestOptionsMixin(OpenAIBaseModel):\n"
+                 "    add_generation_prompt: bool = Field(default=True)\n\n\n"
+                 "class ChatRequestMixin(ChatRequestOptionsMixin):\n    pass\n"},
+        "ChatRequestMixin.add_generation_prompt", Verdict.MOVED,
+        "a.py::ChatRequestOptionsMixin.add_generation_prompt",
+    ),
+    "a-class-attribute-renamed-in-its-class-with-its-value-moves-to-the-new-name": MoveCase(
+        {"a.py": f"class EmbeddingModel(Base):\n    weight_mapper = {MAPPER}\n"},
+        {"a.py": f"class EmbeddingModel(Base):\n    hf_to_vllm_mapper = {MAPPER}\n"},
+        "EmbeddingModel.weight_mapper", Verdict.MOVED, "a.py::EmbeddingModel.hf_to_vllm_mapper",
+    ),
+    "a-class-attribute-of-a-value-that-says-little-is-not-renamed": MoveCase(
+        {"a.py": "class EmbeddingModel(Base):\n    is_pooling = True\n"},
+        {"a.py": "class EmbeddingModel(Base):\n    supports_lora = True\n"},
+        "EmbeddingModel.is_pooling", Verdict.REMOVED,
+    ),
+    "a-class-attribute-whose-value-two-new-ones-have-is-not-renamed": MoveCase(
+        {"a.py": f"class EmbeddingModel(Base):\n    weight_mapper = {MAPPER}\n"},
+        {"a.py": f"class EmbeddingModel(Base):\n    hf_to_vllm_mapper = {MAPPER}\n"
+                 f"    lora_mapper = {MAPPER}\n"},
+        "EmbeddingModel.weight_mapper", Verdict.REMOVED,
     ),
     "local-functions-of-one-file-hoisted-into-one-move-there": MoveCase(
         {"a.py": "def select_fp4(kernel, platform):\n" + RETURN_OR_RAISE
@@ -1236,6 +1263,21 @@ def test_fake_vllm_diff_counts_and_packages(
     assert refs(diff.added) == {"vllm/model_executor/models/deepseek_v4.py::__all__"}
     assert diff.packages["vllm/model_executor"]["moved"] == 6
     assert sum(counts.values()) == sum(sum(c.values()) for c in diff.packages.values())
+
+
+def test_a_file_that_did_not_change_is_counted_once_when_matching_read_it(
+    tmp_path: Path
+) -> None:
+    """The diff counts the symbols of files that B has unchanged without loading them;
+    one a rule reads while matching (a base's file) is not counted again."""
+    base = "class Base:\n    def setup(self):\n        return self.config\n"
+    index = build_index(tmp_path, {"v1": {"base.py": base, "a.py": KERNEL.format(name="f")},
+                                   "v2": {"base.py": base, "a.py": KERNEL.format(name="g")}})
+    matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
+    matcher.pool()
+    assert matcher.a.has("base.py", "Base.setup")  # as a rule may, before the diff counts
+    assert matcher.diff().counts == {"unchanged": 2, "cosmetic": 0, "changed": 0,
+                                     "moved": 1, "removed": 0, "added": 0}
 
 
 def test_fake_vllm_history_of_the_scheduler(fake_index: Index) -> None:
