@@ -1173,14 +1173,15 @@ class Matcher:
         """Where a class attribute went while its class lives on as ``home``: into a base
         that ``home`` names (`_pulled_up`), or to the one new attribute of ``home`` that
         has its value, when the value says something (``weight_mapper`` renamed
-        ``hf_to_vllm_mapper``, still ``WeightsMapper(...)``)."""
+        ``hf_to_vllm_mapper``, still ``WeightsMapper(...)``), but for the new name where
+        the old one was (``Other.weight_mapper`` renamed too)."""
         if home is None:
             return None
         found = self._pulled_up(old, home)
         if not found and self._scorer.token_count(old) >= MIN_RENAME_TOKENS:
             found = [symbol for symbol in self.b.file_symbols(home.path)
                      if symbol.parent == home.qualname and symbol.kind == "attribute"
-                     and symbol.signature == old.signature
+                     and symbol.signature.replace(symbol.name, old.name) == old.signature
                      and not self.a.has(symbol.path, symbol.qualname, symbol.occurrence)]
             found = found if len(found) == 1 else []
         if not found:

@@ -905,6 +905,12 @@ MOVES = {
         {"a.py": f"class EmbeddingModel(Base):\n    hf_to_vllm_mapper = {MAPPER}\n"},
         "EmbeddingModel.weight_mapper", Verdict.MOVED, "a.py::EmbeddingModel.hf_to_vllm_mapper",
     ),
+    "a-class-attribute-renamed-in-its-class-and-in-its-value-moves-to-the-new-name": MoveCase(
+        {"a.py": f"class ScoreModel(Base):\n    weight_mapper = {MAPPER} | Other.weight_mapper\n"},
+        {"a.py": f"class ScoreModel(Base):\n"
+                 f"    hf_to_vllm_mapper = {MAPPER} | Other.hf_to_vllm_mapper\n"},
+        "ScoreModel.weight_mapper", Verdict.MOVED, "a.py::ScoreModel.hf_to_vllm_mapper",
+    ),
     "a-class-attribute-of-a-value-that-says-little-is-not-renamed": MoveCase(
         {"a.py": "class EmbeddingModel(Base):\n    is_pooling = True\n"},
         {"a.py": "class EmbeddingModel(Base):\n    supports_lora = True\n"},
