@@ -73,20 +73,24 @@ For a symbol ``old`` of A (``Matcher.match``):
    of a move: ``removed``. A member that left its class (removed, or kept or moved
    without it) moves only to an unambiguous candidate (otherwise it is boilerplate such
    as ``get_hf_processor`` of a deleted model, or ``supports_expert_map`` dropped from a
-   dozen kept classes), and, when its parent lives on, only to one that no symbol of
-   that name that left its place in another file scores about as well against
-   (`Matcher._contested`: the stock ``load_weights`` dropped from Olmo, OPT and Phi is
-   not a new model's), unless the candidate's class is a base of the parent's. A member
-   whose parent lives on and names as a base a class that newly defines the member's
-   name moves there, however the two score (`Matcher._pulled_up`: ``build_tok_params``
-   of six pooling requests, generalized in the mixins they now inherit); a member of a
-   removed class, only when its body has
-   ``MIN_RENAME_TOKENS`` word tokens outside strings and comments (a docstring over
-   ``return`` says nothing of where it went); a class attribute only ever follows its
-   class (same name, in the class's match; or, when the class lives on, into a base it
-   now names, or to the one new attribute of the class that has its value, when that
-   value has ``MIN_RENAME_TOKENS`` word tokens: `Matcher._attribute_kept`): a bare field
-   ``x: torch.Tensor`` says too little to be tracked elsewhere.
+   dozen kept classes).
+
+   When its parent lives on, a member that left it moves first into the nearest class
+   among the parent's bases (and theirs, by name) that newly defines its name, however
+   the two score (`Matcher._pulled_up`: ``build_tok_params`` of six pooling requests,
+   generalized in the mixins they now inherit). Otherwise it moves to a method only if
+   no rival scores about as well against that method (`Matcher._contested`): a rival
+   has the method's name, left its place in another class, and has no new place of
+   its own qualname (the stock ``load_weights`` dropped from Olmo, OPT and Phi is not a
+   new model's). A function is not contested (helpers of several classes made one).
+
+   A member of a removed class moves only when its body has ``MIN_RENAME_TOKENS`` word
+   tokens outside strings and comments (a docstring over ``return`` says nothing of
+   where it went). A class attribute only ever follows its class (same name, in the
+   class's match; or, when the class lives on, into a base as above, or to the one new
+   attribute of the class that has its value, when that value has
+   ``MIN_RENAME_TOKENS`` word tokens: `Matcher._attribute_kept`): a bare field ``x:
+   torch.Tensor`` says too little to be tracked elsewhere.
 
    e. *File.* A module attribute that no one candidate claims (``logger =
       init_logger(__name__)`` is in hundreds of files) moves with its file, to the file
@@ -830,9 +834,11 @@ def _stems(name: str) -> list[str]:
     return [bare] + ["_".join(parts[:count]) for count in range(1, len(parts))]
 
 
-def _bases(symbol: SymbolSnapshot) -> frozenset[str]:
-    """The words of a class's bases (and keywords): none for other kinds."""
-    return _word_set(_params_text(symbol)) if symbol.kind == "class" else frozenset()
+def _bases(symbol: SymbolSnapshot) -> tuple[str, ...]:
+    """The words of a class's bases (and keywords), in order: none for other kinds."""
+    if symbol.kind != "class":
+        return ()
+    return tuple(dict.fromkeys(_WORD.findall(_params_text(symbol))))
 
 
 def _block_key(symbol: SymbolSnapshot) -> str | None:
@@ -913,15 +919,17 @@ class Matcher:
         parent = self._parent_match(old)
         if parent is None or parent.verdict is not Verdict.MOVED:
             return None
-        suffix = old.qualname[len(old.parent):]
-        targets = [parent.new, *parent.candidates]
+        # the parent's place and its copies, not a class of another name tied with it
+        copies = [target.path for target in (parent.new, *parent.candidates)
+                  if target.qualname == parent.new.qualname]
+        qualname = parent.new.qualname + old.qualname[len(old.parent):]
         found = [
-            symbol for target in targets if target is not None
-            for symbol in [self.b.lookup(target.path, target.qualname + suffix, old.occurrence)]
+            symbol for path in copies
+            for symbol in [self.b.lookup(path, qualname, old.occurrence)]
             if symbol is not None and kind_group(symbol.kind) is kind_group(old.kind)
         ]
-        if not found or found[0].qualname != parent.new.qualname + suffix:
-            return None  # held only by a class of another name tied with the parent's place
+        if not found:
+            return None
         others = [*found[1:], *self._copies_as_good(old, found[0], found, parent.new)]
         return self._moved(old, found[0], tuple(others), parent.score, "parent")
 
@@ -1152,20 +1160,44 @@ class Matcher:
     def _contested(
         self, old: SymbolSnapshot, new: SymbolSnapshot, home: SymbolSnapshot
     ) -> bool:
-        """Whether ``new`` is a look-alike, not where ``old`` went: ``old`` left its
-        parent, which lives on as ``home``, and a symbol of ``new``'s name that left its
-        place in another file scores as a move to ``new`` about as well (the stock
-        ``load_weights`` dropped from Olmo, OPT, Phi... and a new model's). A method
-        pulled up into a base that ``home`` names is not contested (``_log_inputs`` of
-        two servings, now of their ``BaseServing``)."""
-        if _parent(new.qualname).rsplit(".", 1)[-1] in _bases(home):
+        """Whether the method ``new`` is a look-alike, not where ``old`` went: ``old``
+        left its parent, which lives on as ``home``, and a rival, a symbol of ``new``'s
+        name that left its place in another class and has no new place of its own
+        qualname, scores as a move to ``new`` about as well (the stock ``load_weights``
+        dropped from Olmo, OPT, Phi... and a new model's). Not contested: a method
+        pulled up into a base of ``home`` (``_log_inputs`` of two servings, now of their
+        ``BaseServing``), and a function (helpers of several classes or functions made
+        one)."""
+        if new.kind != "method" or _parent(new.qualname).rsplit(".", 1)[-1] in (
+                self._ancestors(home)):
             return False
         bar = self._scorer.score(old, new, None) - AMBIGUITY_MARGIN
         return any(
             self._scorer.score(rival, new, None) >= bar
             for rival in self._gone_named(kind_group(new.kind), new.name)
-            if rival.path != old.path
+            if (rival.path, rival.parent) != (old.path, old.parent)
+            and not self._has_new_place(rival)
         )
+
+    def _has_new_place(self, symbol: SymbolSnapshot) -> bool:
+        """Whether B defines ``symbol``'s qualname in a file where A does not (it moved
+        with its class or file, as ``phi.py`` -> ``models/phi.py``)."""
+        return any(kind_group(kind) is kind_group(symbol.kind)
+                   and not self.a.has(path, symbol.qualname)
+                   for path, kind in self._qualname_places_in(self.b, symbol.qualname))
+
+    def _ancestors(self, cls: SymbolSnapshot) -> list[str]:
+        """The names of ``cls``'s bases at B, then of their bases, and so on, nearest
+        first (classes found by name, as top-level classes of B)."""
+        found: dict[str, None] = {}
+        level = [cls]
+        while level:
+            names = [name for symbol in level for name in _bases(symbol) if name not in found]
+            found.update(dict.fromkeys(names))
+            level = [symbol for name in dict.fromkeys(names)
+                     for path, kind in self._qualname_places_in(self.b, name)
+                     if kind == "class" and (symbol := self.b.lookup(path, name)) is not None]
+        return list(found)
 
     def _attribute_kept(
         self, old: SymbolSnapshot, home: SymbolSnapshot | None
@@ -1191,20 +1223,22 @@ class Matcher:
 
     def _pulled_up(self, old: SymbolSnapshot, home: SymbolSnapshot) -> list[SymbolSnapshot]:
         """B's new definitions of ``old``'s name, in its kind group, in a class that
-        ``home``, where ``old``'s parent lives on, names as a base: ``build_tok_params``
-        that six pooling requests lost to the mixins they now inherit is theirs, however
-        much it was generalized there."""
-        found = []
-        for base in sorted(_bases(home)):
+        ``home``, where ``old``'s parent lives on, has among its bases (or theirs), in
+        the nearest such class (the one ``home`` inherits it from, unless a copy of it
+        is elsewhere): ``build_tok_params`` that six pooling requests lost to the mixins
+        they now inherit is theirs, however much it was generalized there."""
+        for base in self._ancestors(home):
             qualname = f"{base}.{old.name}"
-            for path, kind in self._qualname_places_in(self.b, qualname):
-                if self.a.blob(path) == self.b.blob(path):
-                    continue  # a file that did not change defines nothing new
-                symbol = self.b.lookup(path, qualname, old.occurrence)
-                if (symbol is not None and kind_group(kind) is kind_group(old.kind)
-                        and not self.a.has(path, qualname, old.occurrence)):
-                    found.append(symbol)
-        return list(dict.fromkeys(found))
+            found = [
+                symbol for path, kind in self._qualname_places_in(self.b, qualname)
+                if kind_group(kind) is kind_group(old.kind)
+                and self.a.blob(path) != self.b.blob(path)  # else it defines nothing new
+                and not self.a.has(path, qualname, old.occurrence)
+                and (symbol := self.b.lookup(path, qualname, old.occurrence)) is not None
+            ]
+            if found:
+                return list(dict.fromkeys(found))
+        return []
 
     def _gone_named(self, group: KindGroup, name: str) -> list[SymbolSnapshot]:
         """A's symbols of that kind group and name whose place B does not have."""
@@ -1285,8 +1319,12 @@ class Matcher:
             a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
             self._a_same = self.a.load(lambda path, blob: b_blobs.get(path) == blob)
             self.b.load(lambda path, blob: a_blobs.get(path) == blob)
-            # Both versions are loaded but for the files they share unchanged.
-            a_rows, b_rows = self.a.rows(), self.b.rows()
+            # Both versions are loaded but for the files they share unchanged (which a
+            # rule may have read already: left out all the same).
+            a_rows = {key: row for key, row in self.a.rows().items()
+                      if a_blobs[key[0]] != b_blobs.get(key[0])}
+            b_rows = {key: row for key, row in self.b.rows().items()
+                      if b_blobs[key[0]] != a_blobs.get(key[0])}
             unmatched = [self.b.symbol(key) for key in b_rows if key not in a_rows]
             self._gone = defaultdict(list)
             for key, row in a_rows.items():

@@ -658,6 +658,12 @@ GET_NAME = """
     def get_name():
         return "{name}_MLA"
 """
+PHI_LOAD_WEIGHTS = LOAD_WEIGHTS.replace("return set(params)", "return set(params or ())")
+MEGA_MOE_CONNECTOR = CONNECTOR.replace(
+    "self.engine.retrieve(request_id, blocks, forward_context.layers)",
+    "mega_moe.retrieve_async(blocks, stream=current_stream(), layers=None)").replace(
+    "create_engine(config.kv_transfer_config, role)",
+    "MegaMoEEngine.from_kernel_config(kernel_cfg, device_mesh, rank_mapping)")
 LOG_INPUTS = """
     def _log_inputs(self, request_id, inputs, params, lora_request):
         if self.request_logger is None:
@@ -856,16 +862,47 @@ MOVES = {
         "OPTModel.load_weights", Verdict.REMOVED,
         candidates=frozenset({"c.py::VisionTower.load_weights"}),
     ),
+    "a-method-dropped-from-kept-classes-of-one-file-takes-no-lookalike": MoveCase(
+        {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS
+                 + "\n\nclass OPTForCausalLM:\n" + FORWARD + LOAD_WEIGHTS},
+        {"a.py": "class OPTModel:\n" + FORWARD + "\n\nclass OPTForCausalLM:\n" + FORWARD,
+         "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
+        "OPTModel.load_weights", Verdict.REMOVED,
+        candidates=frozenset({"c.py::VisionTower.load_weights"}),
+    ),
+    "a-namesake-that-moved-with-its-file-does-not-contest-a-move": MoveCase(
+        {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS,
+         "phi.py": "class PhiModel:\n" + FORWARD + PHI_LOAD_WEIGHTS},
+        {"a.py": "class OPTModel:\n" + FORWARD,
+         "c.py": "class OPTWeights:\n" + LOAD_WEIGHTS,
+         "models/phi.py": "class PhiModel:\n" + FORWARD + PHI_LOAD_WEIGHTS},
+        "OPTModel.load_weights", Verdict.MOVED, "c.py::OPTWeights.load_weights",
+    ),
+    "methods-of-two-files-made-one-function-move-there": MoveCase(
+        {"a.py": "class ChatServing:\n" + LOG_INPUTS, "b.py": "class PoolServing:\n" + LOG_INPUTS},
+        {"a.py": "class ChatServing:\n    pass\n", "b.py": "class PoolServing:\n    pass\n",
+         "utils.py": textwrap.dedent(LOG_INPUTS).lstrip("\n")},
+        "ChatServing._log_inputs", Verdict.MOVED, "utils.py::_log_inputs",
+    ),
     "a-method-dropped-from-a-kept-class-takes-its-one-lookalike": MoveCase(
         {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS},
         {"a.py": "class OPTModel:\n" + FORWARD,
          "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
         "OPTModel.load_weights", Verdict.MOVED, "c.py::VisionTower.load_weights",
     ),
-    "a-namesake-far-weaker-does-not-contest-a-move": MoveCase(
+    "a-namesake-almost-as-close-contests-a-move": MoveCase(  # 0.854 against 0.88
         {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS,
-         "b.py": "class PhiModel:\n    def load_weights(self, weights):\n"
-                 "        return self.loader.load(weights)\n"},
+         "b.py": "class PhiModel:\n" + FORWARD + PHI_LOAD_WEIGHTS},
+        {"a.py": "class OPTModel:\n" + FORWARD, "b.py": "class PhiModel:\n" + FORWARD,
+         "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
+        "OPTModel.load_weights", Verdict.REMOVED,
+        candidates=frozenset({"c.py::VisionTower.load_weights"}),
+    ),
+    "a-namesake-much-less-close-does-not-contest-a-move": MoveCase(  # 0.748 against 0.88
+        {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS,
+         "b.py": "class PhiModel:\n" + FORWARD + LOAD_WEIGHTS.replace(
+             "default_weight_loader(params[name], tensor)",
+             "params[name].weight_loader(params[name], tensor, shard_id=None)")},
         {"a.py": "class OPTModel:\n" + FORWARD, "b.py": "class PhiModel:\n" + FORWARD,
          "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
         "OPTModel.load_weights", Verdict.MOVED, "c.py::VisionTower.load_weights",
@@ -874,6 +911,16 @@ MOVES = {
         {"a.py": "class ChatServing:\n" + LOG_INPUTS, "b.py": "class PoolServing:\n" + LOG_INPUTS},
         {"a.py": "class ChatServing(BaseServing):\n    pass\n",
          "b.py": "class PoolServing(BaseServing):\n    pass\n",
+         "c.py": "class BaseServing:\n" + LOG_INPUTS},
+        "ChatServing._log_inputs", Verdict.MOVED, "c.py::BaseServing._log_inputs",
+    ),
+    "methods-pulled-up-into-a-base-of-their-base-move-there": MoveCase(
+        {"a.py": "class ChatServing(OpenAIServing):\n" + LOG_INPUTS,
+         "b.py": "class PoolServing(OpenAIServing):\n" + LOG_INPUTS,
+         "s.py": "class OpenAIServing(BaseServing):\n    pass\n"},
+        {"a.py": "class ChatServing(OpenAIServing):\n    pass\n",
+         "b.py": "class PoolServing(OpenAIServing):\n    pass\n",
+         "s.py": "class OpenAIServing(BaseServing):\n    pass\n",
          "c.py": "class BaseServing:\n" + LOG_INPUTS},
         "ChatServing._log_inputs", Verdict.MOVED, "c.py::BaseServing._log_inputs",
     ),
@@ -944,14 +991,20 @@ MOVES = {
     "a-member-follows-its-class-into-the-copies-that-have-it": MoveCase(
         {"a.py": CONNECTOR.format(name="Model") + FINALIZE},
         {"amd/a.py": CONNECTOR.format(name="Model")} | {
-         f"{platform}/a.py": CONNECTOR.format(name="Model").replace(
-             "self.engine.retrieve(request_id, blocks, forward_context.layers)",
-             "mega_moe.retrieve_async(blocks, stream=current_stream(), layers=None)").replace(
-             "create_engine(config.kv_transfer_config, role)",
-             "MegaMoEEngine.from_kernel_config(kernel_cfg, device_mesh, rank_mapping)")
-         + FINALIZE for platform in ("nvidia", "xpu")},
+         f"{platform}/a.py": MEGA_MOE_CONNECTOR.format(name="Model") + FINALIZE
+         for platform in ("nvidia", "xpu")},
         "Model.finalize_weights", Verdict.MOVED, "nvidia/a.py::Model.finalize_weights",
         candidates=frozenset({"xpu/a.py::Model.finalize_weights"}),
+    ),
+    "a-member-follows-its-class-into-a-copy-behind-a-class-of-another-name": MoveCase(
+        {"a.py": CONNECTOR.format(name="Model") + FINALIZE},
+        {"amd/a.py": CONNECTOR.format(name="Model"),
+         "nvidia/a.py": MEGA_MOE_CONNECTOR.format(name="Model") + FINALIZE,
+         "amd/b.py": CONNECTOR.replace(
+             "self.pending.clear()",
+             "self.pending.clear()\n        self.stats.record(len(blocks), request_id, "
+             "forward_context)").format(name="ModelV2") + FINALIZE},
+        "Model.finalize_weights", Verdict.MOVED, "nvidia/a.py::Model.finalize_weights",
     ),
     "a-module-logger-follows-its-file": MoveCase(
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
@@ -1269,6 +1322,30 @@ def test_fake_vllm_diff_counts_and_packages(
     assert refs(diff.added) == {"vllm/model_executor/models/deepseek_v4.py::__all__"}
     assert diff.packages["vllm/model_executor"]["moved"] == 6
     assert sum(counts.values()) == sum(sum(c.values()) for c in diff.packages.values())
+
+
+def test_a_verdict_does_not_depend_on_what_the_matcher_matched_before(tmp_path: Path) -> None:
+    """check reuses one matcher for its claims: a file that B has unchanged, read while
+    matching one symbol (``Mover``'s copies), is no evidence against the next one."""
+    index = build_index(tmp_path, {
+        "v1": {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS,
+               "m.py": CONNECTOR.format(name="Mover"),
+               "u.py": "class Mover:\n    pass\n\n\nclass PhiModel:\n" + FORWARD
+                       + PHI_LOAD_WEIGHTS},
+        "v2": {"a.py": "class OPTModel:\n" + FORWARD,
+               "c.py": "class OPTWeights:\n" + LOAD_WEIGHTS,
+               "n.py": CONNECTOR.format(name="Mover"),
+               "u.py": "class Mover:\n    pass\n\n\nclass PhiModel:\n" + FORWARD
+                       + PHI_LOAD_WEIGHTS},
+    })
+    load_weights = index.symbol("v1", "a.py", "OPTModel.load_weights")
+    alone = Matcher(index.database, index.keys["v1"], index.keys["v2"]).match(load_weights)
+    shared = Matcher(index.database, index.keys["v1"], index.keys["v2"])
+    shared.match(index.symbol("v1", "m.py", "Mover"))
+    after = shared.match(load_weights)
+    assert (alone.verdict, alone.new.ref) == (Verdict.MOVED, "c.py::OPTWeights.load_weights")
+    assert (after.verdict, after.new, after.candidates) == (
+        alone.verdict, alone.new, alone.candidates)
 
 
 def test_a_file_that_did_not_change_is_counted_once_when_matching_read_it(
