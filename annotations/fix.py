@@ -384,7 +384,7 @@ def plan_fixes(
     bumped = {result for _, results in bumps.values() for result in results}
     for result in report.results:
         if result.status is Status.MOVED and result not in bumped:
-            _fix_move(plan, result)
+            _fix_move(plan, result, report)
     pins = [_bump(plan, wanted, results, report.target_versions)
             for wanted, results in bumps.values()]
     for wanted, first, target in pins:  # last: an inserted 'at:' line moves the lines below
@@ -393,7 +393,7 @@ def plan_fixes(
     return plan
 
 
-def _fix_move(plan: FixPlan, result: RefResult) -> None:
+def _fix_move(plan: FixPlan, result: RefResult, report: CheckReport) -> None:
     where = f"{result.file}:{result.line}"
     pin = plan.pin_after(result.target, result)
     if pin:
@@ -406,19 +406,30 @@ def _fix_move(plan: FixPlan, result: RefResult) -> None:
                           f"({places})")
         return
     if result.changes:
-        plan.notes.append(f"{where}: left {result.ref} as it is: {_moved_and_changed(result)}")
+        blocker = _bump_blocker(r for r in report.results
+                                if (r.file, r.claim) == (result.file, result.claim))
+        plan.notes.append(f"{where}: left {result.ref} as it is: "
+                          f"{_moved_and_changed(result, blocker)}")
         return
     _rewrite_at_target(plan, result)
 
 
-def _moved_and_changed(result: RefResult) -> str:
+def _moved_and_changed(result: RefResult, blocker: tuple[RefResult, str] | None) -> str:
+    """What to do about a ref that moved and changed: re-read its claim, then bump it, or
+    first mend what keeps the claim from being bumped (``blocker``)."""
     changes = ", ".join(result.changes)
     if result.ref.startswith("https://"):
         return (f"it moved to {result.new_url} and changed ({changes}); re-read the text "
                 "that links it, then write the new permalink")
-    return (f"it moved to {result.new_ref} and changed ({changes}); re-read claim "
-            f"'{result.claim}', then 'annotate fix --bump {result.article}#{result.claim}' "
-            "moves it")
+    moved = f"it moved to {result.new_ref} and changed ({changes}); re-read claim " \
+            f"'{result.claim}'"
+    bump = f"'annotate fix --bump {result.article}#{result.claim}' moves it"
+    if blocker is None:
+        return f"{moved}, then {bump}"
+    other, hint = blocker
+    if other.status in _BUMPED_BY_HAND:
+        return f"{moved}; as {other.ref} is {other.status.value}, {hint}"
+    return f"{moved}; {other.ref} is {other.status.value}: {hint}, then {bump}"
 
 
 def _rewrite_at_target(plan: FixPlan, result: RefResult) -> None:
@@ -488,6 +499,7 @@ def _anchor(url: str | None) -> tuple[int, int] | None:
 _ANCHOR = re.compile(r"#L([0-9]+)(?:C[0-9]+)?(?:-L?([0-9]+)(?:C[0-9]+)?)?\Z")
 
 
+_BUMPED_BY_HAND = frozenset({Status.QUOTE_MISSING, Status.RELATION_MISSING})
 _BUMP_BLOCKERS = {
     Status.REMOVED: "edit or drop that ref first",
     Status.BROKEN: "mend that ref first",
@@ -550,10 +562,20 @@ def _set_pin(plan: FixPlan, wanted: str, first: RefResult, target: str) -> None:
     plan.pins[(first.file, first.claim)] = target
 
 
-def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefResult) -> None:
-    hint = _BUMP_BLOCKERS.get(result.status)
+def _bump_blocker(results: Iterable[RefResult]) -> tuple[RefResult, str] | None:
+    """The first ref that keeps its claim from being bumped, with what to do about it."""
+    return next(((result, hint) for result in results
+                 if (hint := _blocker_hint(result)) is not None), None)
+
+
+def _blocker_hint(result: RefResult) -> str | None:
     if result.status is Status.MOVED and result.candidates:
-        hint = "choose one of its candidates and write it first"
+        return "choose one of its candidates and write it first"
+    return _BUMP_BLOCKERS.get(result.status)
+
+
+def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefResult) -> None:
+    hint = _blocker_hint(result)
     if hint is not None:
         raise FixError(f"claim '{wanted}' cannot move to {target}: "
                        f"{result.ref} is {result.status.value} ({result.message})", hint=hint)

@@ -1052,6 +1052,30 @@ def test_a_ref_that_moved_and_changed_is_left_with_a_note() -> None:
     assert statuses()[("merge", MERGE_REF)] == "moved"
 
 
+@pytest.mark.parametrize(("ref", "advice"), [
+    pytest.param("vllm/utils.py::is_neuron", "; vllm/utils.py::is_neuron is removed: edit or "
+                 "drop that ref first, then 'annotate fix --bump blog/merge.md#merge' moves it",
+                 id="removed"),
+    pytest.param("vllm/utils.py::nope", "; vllm/utils.py::nope is broken: mend that ref "
+                 "first, then 'annotate fix --bump blog/merge.md#merge' moves it", id="broken"),
+    pytest.param("{ref: vllm/utils.py::cdiv, quote: 'return -(a // -b)'}",
+                 "; as vllm/utils.py::cdiv is quote-missing, re-read the claim at the target, "
+                 "then edit its quote and its 'at:' together by hand", id="quote-missing"),
+])
+def test_a_moved_and_changed_refs_note_says_what_keeps_its_claim_from_a_bump(
+    ref: str, advice: str
+) -> None:
+    """The note does not send the author to a ``--bump`` that would refuse."""
+    write("annotations/merge.yml", MOVED_AND_CHANGED.replace("vllm@v1:vllm/utils.py::cdiv", ref))
+    result = fix()
+    assert result.exit_code == 0, result.output
+    assert (
+        f"Note: annotations/merge.yml:6: left {MERGE_REF} as it is: it moved to "
+        "vllm@v2:vllm/core/block_utils.py::merge_blocks and changed (body); re-read claim "
+        f"'merge'{advice}\n"
+    ) in result.stderr
+
+
 def test_bump_moves_the_claims_refs_with_its_pin() -> None:
     path = write("annotations/merge.yml", MOVED_AND_CHANGED)
     result = fix("--bump", "merge")
