@@ -194,7 +194,7 @@ class _Finder:
             qualname=qualname, kind=kind, start=outer.start_byte, end=end_node.end_byte,
             start_line=outer.start_point[0] + 1, end_line=end_node.end_point[0] + 1,
             header_end=body.start_byte,
-            signature=self._source[outer.start_byte:body.start_byte]
+            signature=self._source[outer.start_byte:_header_end(body)]
             .decode("utf-8", "replace").rstrip(),
         )
         if in_class:
@@ -252,6 +252,15 @@ def _statements(body: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
             yield from _statements(child)
         else:
             yield child
+
+
+def _header_end(body: tree_sitter.Node) -> int:
+    """Where the header before ``body`` ends: at its colon, before the comments that
+    tree-sitter puts between the colon and the body (``def f():  # why``)."""
+    before = body.prev_sibling
+    while before is not None and before.type == "comment":
+        before = before.prev_sibling
+    return body.start_byte if before is None else before.end_byte
 
 
 def _unparenthesized(node: tree_sitter.Node | None) -> tree_sitter.Node | None:

@@ -414,6 +414,18 @@ def test_chained_assignment_signature_is_the_final_value() -> None:
     ]
 
 
+@pytest.mark.parametrize(("source", "signature"), [
+    pytest.param(b"def f(x):  # why\n    return x\n", "def f(x):", id="comment-after-colon"),
+    pytest.param(b"def f(x):\n    # convert first\n    return x\n", "def f(x):",
+                 id="comment-before-the-body"),
+    pytest.param(b"class C(Base):  # a\n    # b\n    x = 1\n", "class C(Base):", id="class"),
+    pytest.param(b"@cache  # memo\ndef f(\n    x,  # the input\n):\n    return x\n",
+                 "@cache  # memo\ndef f(\n    x,  # the input\n):", id="comments-inside-stay"),
+])
+def test_a_signature_ends_at_its_headers_colon(source: bytes, signature: str) -> None:
+    assert parse_blob("x", source).symbols[0].signature == signature
+
+
 def test_annotation_without_value_has_an_empty_signature() -> None:
     parsed = parse_blob("x", b"class C:\n    x: int\n")
     assert [(s.qualname, s.kind.value, s.signature) for s in parsed.symbols] == [
