@@ -22,7 +22,8 @@ For a symbol ``old`` of A (``Matcher.match``):
       a renamed subclass, tied with another file's class), it is searched for as in b, c.
    b. *Fingerprints.* Candidates with ``old``'s exact, else normalized, fingerprint.
    c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``
-      (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file; a renamed
+      (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file,
+      ``SAME_CLASS_MOVE_THRESHOLD`` if it is a member renamed in its own class; a renamed
       candidate only if ``old``'s body has ``MIN_RENAME_TOKENS`` word tokens).
 
    d. *Methods.* A class that b and c leave removed follows its methods: when at least
@@ -134,6 +135,7 @@ __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "CANDIDATE_MIN_BODY", "MAX_CLOSEST",
     "MAX_TIES", "MIN_METHODS_FOLLOWED",
     "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "PARALLEL_MIN_SYMBOLS", "RENAME_MOVE_THRESHOLD",
+    "SAME_CLASS_MOVE_THRESHOLD",
     "UNIQUE_NAME_BONUS",
     "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE",
     "HistoryEvent", "HistoryStep", "Match", "Matcher", "SourceStore", "SymbolSnapshot",
@@ -149,6 +151,9 @@ AMBIGUITY_MARGIN = 0.05
 """Candidates scoring within this of the best are reported alongside it."""
 RENAME_MOVE_THRESHOLD = 0.65
 """Lowest score for a candidate that is both renamed and in another file."""
+SAME_CLASS_MOVE_THRESHOLD = 0.55
+"""Lowest score for a member renamed in its own class (``postprocess`` ->
+``postprocess_sampled``): the class is the same, so less of the rest need be."""
 MIN_RENAME_TOKENS = 8
 """A renamed candidate needs ``old`` to have at least this many body word tokens:
 ``return True`` resembles every other ``return True``."""
@@ -1135,8 +1140,11 @@ class Matcher:
             return scored.score >= MOVE_THRESHOLD
         if self._scorer.token_count(old) < MIN_RENAME_TOKENS:
             return False
-        threshold = MOVE_THRESHOLD if new.path == old.path else RENAME_MOVE_THRESHOLD
-        return scored.score >= threshold
+        if new.path != old.path:
+            return scored.score >= RENAME_MOVE_THRESHOLD
+        if old.parent and new.parent == old.parent:
+            return scored.score >= SAME_CLASS_MOVE_THRESHOLD
+        return scored.score >= MOVE_THRESHOLD
 
     def _taken(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
         """Whether ``new`` is presumed to succeed a symbol of A of its own qualname that

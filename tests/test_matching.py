@@ -651,6 +651,21 @@ BUILD_PARAMS_GENERAL = """
         limits = self._token_limits(model_config)
         return self.params_class(**limits, side=self.truncation_side)
 """
+INIT_RECORD = """
+    def init_record(self, model, layers):
+        for layer in model.moe_layers:
+            shared = layer.shared_tensors.get(self.record_key)
+            if shared is not None:
+                self.recorders[layer.index] = shared.clone()
+"""
+PROPAGATE_SHARED = """
+    def propagate_shared(self, model, layers, group):
+        for layer in model.moe_layers:
+            shared = layer.shared_tensors.get(self.record_key)
+            if shared is not None:
+                group.broadcast(shared, src=0)
+        torch.cuda.synchronize()
+"""  # 0.597 against INIT_RECORD: under MOVE_THRESHOLD, over SAME_CLASS_MOVE_THRESHOLD
 MAPPER = ('WeightsMapper(orig_to_new_prefix={"model.": "language_model.model.", '
           '"lm_head.": "language_model.lm_head."})')
 GET_NAME = """
@@ -1005,6 +1020,15 @@ MOVES = {
              "self.pending.clear()\n        self.stats.record(len(blocks), request_id, "
              "forward_context)").format(name="ModelV2") + FINALIZE},
         "Model.finalize_weights", Verdict.MOVED, "nvidia/a.py::Model.finalize_weights",
+    ),
+    "a-method-renamed-in-its-class-moves-on-less-evidence": MoveCase(
+        {"a.py": "class EplbState:\n" + INIT_RECORD},
+        {"a.py": "class EplbState:\n" + PROPAGATE_SHARED},
+        "EplbState.init_record", Verdict.MOVED, "a.py::EplbState.propagate_shared",
+    ),
+    "a-function-renamed-in-its-file-needs-the-usual-evidence": MoveCase(
+        {"a.py": textwrap.dedent(INIT_RECORD)}, {"a.py": textwrap.dedent(PROPAGATE_SHARED)},
+        "init_record", Verdict.REMOVED, candidates=frozenset({"a.py::propagate_shared"}),
     ),
     "a-module-logger-follows-its-file": MoveCase(
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
