@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import signal
 import sqlite3
 import sys
@@ -175,19 +176,72 @@ class OneLineErrorsGroup(click.Group):
         if not args and not ctx.resilient_parsing:
             click.echo(ctx.get_help())
             ctx.exit(0)
+        ctx.meta[_ARGUMENTS] = list(args)
         return super().parse_args(ctx, args)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
         ctx.meta[_COMMAND_PATH] = f"{ctx.command_path} {name}"  # before its options parse
+        given = ctx.meta.get(_ARGUMENTS, [])
+        ctx.meta[_INVOCATION] = (given[:len(given) - len(args)], name or "", list(rest))
         return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         with _usage_errors_on_one_line(lambda: ctx.meta.get(_COMMAND_PATH, ctx.command_path)):
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except click.NoSuchOption as error:
+                _refuse_misplaced_global_options(self, ctx, error)
+                raise
 
 
 _COMMAND_PATH = "annotate.command_path"
+_ARGUMENTS = "annotate.arguments"
+_INVOCATION = "annotate.invocation"
+"""The global arguments, the command's name and its arguments, as given."""
+
+GLOBAL_OPTIONS = {"--db": "PATH", "--config": "FILE"}
+"""The group's options, with the metavar of their value."""
+
+
+def _refuse_misplaced_global_options(
+    group: click.Group, ctx: click.Context, error: click.NoSuchOption
+) -> None:
+    """``annotate check --db x.db``: say where ``--db`` goes, with the command line fixed
+    (every global option the command does not take moved before its name)."""
+    if error.option_name not in GLOBAL_OPTIONS or _INVOCATION not in ctx.meta:
+        return
+    given, name, rest = ctx.meta[_INVOCATION]
+    command = group.get_command(ctx, name)
+    taken = {opt for param in (command.params if command else ()) for opt in param.opts}
+    moved, kept = _move_global_options(rest, set(GLOBAL_OPTIONS) - taken)
+    from annotations.errors import one_line
+
+    fixed = one_line(shlex.join([ctx.find_root().info_name or "annotate", *given, *moved,
+                                 name, *kept]))
+    options = " and ".join(dict.fromkeys(arg for arg in moved if arg in GLOBAL_OPTIONS))
+    verb = "goes" if " and " not in options else "go"
+    raise UserError(f"{options} {verb} before the command: {fixed}") from None
+
+
+def _move_global_options(
+    arguments: list[str], options: set[str]
+) -> tuple[list[str], list[str]]:
+    """``arguments`` split into the ``options`` (each followed by its value, or its
+    metavar when it has none) and the others; nothing after ``--`` is an option."""
+    moved: list[str] = []
+    kept: list[str] = []
+    items = iter(arguments)
+    for argument in items:
+        option, equals, value = argument.partition("=")
+        if argument == "--":
+            kept += [argument, *items]
+        elif option in options:
+            given = value if equals else next(items, None)
+            moved += [option, GLOBAL_OPTIONS[option] if given is None else given]
+        else:
+            kept.append(argument)
+    return moved, kept
 
 
 @contextlib.contextmanager

@@ -850,6 +850,33 @@ def test_usage_errors_are_one_line_naming_the_help(args: tuple[str, ...], error:
     assert (done.returncode, done.stdout, done.stderr) == (2, "", error + "\n")
 
 
+@pytest.mark.parametrize(("args", "error"), [
+    pytest.param(("check", "--db", "x.db"),
+                 "--db goes before the command: annotate --db x.db check", id="db"),
+    pytest.param(("check", "--db=x.db", "--format", "json"),
+                 "--db goes before the command: annotate --db x.db check --format json",
+                 id="db-equals"),
+    pytest.param(("link", "--config", "a.toml"),
+                 "--config goes before the command: annotate --config a.toml link", id="config"),
+    pytest.param(("versions", "--config=a.toml", "--db", "y.db"),
+                 "--config goes before the command: annotate --config a.toml versions --db y.db",
+                 id="config-where-db-is-taken"),
+    pytest.param(("--config", "c.toml", "search", "a b", "--db", "x y.db"),
+                 "--db goes before the command: annotate --config c.toml --db 'x y.db' search "
+                 "'a b'", id="after-other-global-options"),
+    pytest.param(("fix", "--db", "x.db", "--config", "c.toml", "--dry-run"),
+                 "--db and --config go before the command: annotate --db x.db --config c.toml "
+                 "fix --dry-run", id="both"),
+    pytest.param(("show", "x", "--db"),
+                 "--db goes before the command: annotate --db PATH show x", id="no-value"),
+])
+def test_a_global_option_after_the_command_says_where_it_goes(
+    args: tuple[str, ...], error: str
+) -> None:
+    done = subprocess.run([*_annotate(), *args], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"Error: {error}\n")
+
+
 def test_annotate_alone_prints_its_help() -> None:
     done = subprocess.run(_annotate(), capture_output=True, text=True, check=False)
     assert (done.returncode, done.stderr) == (0, "")
