@@ -481,7 +481,8 @@ def symbols(
     repo, version = split_version(version_ref)
     context.config.repo(repo)
     with context.database() as database:
-        version_key = queries.require_version(database, repo, version)
+        version_key = queries.require_version(database, repo, version,
+                                              context.config.configured_versions(repo))
         rows = queries.version_symbols(database, version_key, path_glob, kind)
         if output_format == "jsonl":
             for row in rows:
@@ -515,7 +516,8 @@ def show(context: Context, ref_text: str) -> None:
     ref = parse_ref(ref_text)
     with context.database() as database:
         resolver = Resolver(database, context.config)
-        resolved = resolver.resolve(ref)
+        with _unindexed_worded_as_elsewhere():
+            resolved = resolver.resolve(ref)
         text = resolver.text_of(resolved)
         others = resolver.other_definitions(resolved)
     repo = context.config.repo(resolved.repo)
@@ -532,6 +534,19 @@ def show(context: Context, ref_text: str) -> None:
     for number, line in enumerate(split_lines(text), start=resolved.start_line):
         shown = line.rstrip("\r\n")
         click.echo(f"{str(number).rjust(width)}  {shown}")
+
+
+@contextlib.contextmanager
+def _unindexed_worded_as_elsewhere() -> Iterator[None]:
+    """An unindexed version worded as every other command words it (``...; run 'annotate
+    index ...'``), not as a ref of an annotation file (``... (hint: ...)``)."""
+    from annotations.resolve import UnindexedVersion
+    from db.errors import MissingIndex
+
+    try:
+        yield
+    except UnindexedVersion as error:
+        raise MissingIndex(error.message, error.hint) from None
 
 
 def _link(context: Context, database: Any) -> Any:
@@ -890,7 +905,8 @@ def _checked(
                            source_files)
     with context.database() as stored, _linkable(stored, context.config, relink) as database:
         for repo, version in pins.items():
-            queries.require_version(database, repo, version)
+            queries.require_version(database, repo, version,
+                                    context.config.configured_versions(repo))
         outcome = link_if_changed(database, context.config) if relink else None
         report = check_all(database, context.config, options)
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
@@ -1042,7 +1058,8 @@ def _resolve(database: Any, context: Context, ref_text: str) -> Any:
     from annotations.refs import parse_ref
     from annotations.resolve import Resolver
 
-    return Resolver(database, context.config).resolve(parse_ref(ref_text))
+    with _unindexed_worded_as_elsewhere():
+        return Resolver(database, context.config).resolve(parse_ref(ref_text))
 
 
 _QUALNAME = re.compile(r"[A-Za-z_]\w*(?:\.(?:<locals>|[A-Za-z_]\w*))*")

@@ -22,7 +22,8 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
         ref = parse_ref(symbol)
         if ref.repo and ref.version:  # a version not indexed has no links to list
-            require_version(database, ref.repo, ref.version)
+            require_version(database, ref.repo, ref.version,
+                            config.configured_versions(ref.repo))
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to(database, ref.qualname or "", ref.path)
         if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:

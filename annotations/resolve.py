@@ -29,11 +29,10 @@ class UnindexedVersion(ResolveError):
     """The ref's version is not in the index (yet)."""
 
     @classmethod
-    def of(cls, repo: str, version: str, misspelling_of: str | None) -> UnindexedVersion:
-        """``misspelling_of``: the indexed version this one is another spelling of."""
-        hint = queries.not_indexed_hint(repo, version, misspelling_of)
-        error = cls(f"{repo}@{version} is not indexed", hint=hint)
-        error.repo, error.version, error.misspelling_of = repo, version, misspelling_of
+    def of(cls, repo: str, version: str, missing: queries.Unindexed) -> UnindexedVersion:
+        """``missing``: `queries.unindexed`'s wording of ``repo@version``."""
+        error = cls(missing.message, hint=missing.hint)
+        error.repo, error.version, error.misspelling_of = repo, version, missing.misspelling_of
         return error
 
 
@@ -107,8 +106,9 @@ class Resolver:
             self._version_keys[repo, version] = key
         key = self._version_keys[repo, version]
         if key is None:
+            configured = self.config.configured_versions(repo)
             raise UnindexedVersion.of(
-                repo, version, queries.indexed_spelling(self.database, repo, version))
+                repo, version, queries.unindexed(self.database, repo, version, configured))
         return key
 
     def _pin(self, ref: Ref) -> tuple[str, str]:

@@ -9,7 +9,7 @@ import fnmatch
 import itertools
 import zlib
 from collections import Counter
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from db.database import Database
@@ -95,20 +95,45 @@ def indexed_spelling(database: Database, repo: str, version: str) -> str | None:
     return other if version_id(database, repo, other) is not None else None
 
 
-def require_version(database: Database, repo: str, version: str) -> int:
+def require_version(
+    database: Database, repo: str, version: str, configured: Collection[str] | None = None
+) -> int:
+    """The key of ``repo@version``; `unindexed` says what to do when it is not indexed."""
     found = version_id(database, repo, version)
     if found is None:
-        raise MissingIndex(f"{repo}@{version} is not indexed", not_indexed_hint(
-            repo, version, indexed_spelling(database, repo, version)))
+        missing = unindexed(database, repo, version, configured)
+        raise MissingIndex(missing.message, missing.hint)
     return found
 
 
-def not_indexed_hint(repo: str, version: str, misspelling_of: str | None) -> str:
-    """What to do about an unindexed version: the indexed one it is a misspelling of
-    (`indexed_spelling`), or the ``annotate index`` to run."""
+@dataclass(frozen=True)
+class Unindexed:
+    """A version not in the index: what is wrong, and what to do."""
+
+    message: str
+    hint: str
+    misspelling_of: str | None = None
+    """The indexed version it is another spelling of (`indexed_spelling`)."""
+
+
+def unindexed(
+    database: Database, repo: str, version: str, configured: Collection[str] | None
+) -> Unindexed:
+    """Why ``repo@version`` is not there, for every command that needs it: another
+    spelling of an indexed version; a version neither indexed nor ``configured`` (the
+    repo's configured versions; None when they are not known: the caller expects it
+    indexed), most likely a typo, with the versions the repo has; else the ``annotate
+    index`` to run."""
+    pin = f"{repo}@{version}"
+    misspelling_of = indexed_spelling(database, repo, version)
     if misspelling_of is not None:
-        return did_you_mean(repo, misspelling_of)
-    return f"run 'annotate index {repo}@{version}'"
+        return Unindexed(f"{pin} is not indexed", did_you_mean(repo, misspelling_of),
+                         misspelling_of)
+    if configured is None or version in configured:
+        return Unindexed(f"{pin} is not indexed", f"run 'annotate index {pin}'")
+    known = ", ".join(dict.fromkeys([*configured, *indexed_versions(database, repo)]))
+    return Unindexed(f"{pin} is neither indexed nor configured ({repo} has {known or 'none'})",
+                     f"fix the version, or run 'annotate index {pin}' to index it")
 
 
 PYTHON_FILE = "substr(f.path, -3) = '.py'"

@@ -95,6 +95,11 @@ class ProjectConfig:
                 f"configured repos are: {known} (add [repos.{name}] to {CONFIG_FILE})",
             ) from None
 
+    def configured_versions(self, name: str) -> tuple[str, ...]:
+        """The versions of repo ``name`` to index (none when it is not configured)."""
+        repo = self.repos.get(name)
+        return repo.versions if repo else ()
+
     def older(self, first: str, second: str) -> bool:
         """Whether ``REPO@VERSION`` ``first`` is listed before ``second`` in their repo's
         ``versions`` (oldest first, as ``target`` defaults to the last); False when the

@@ -171,6 +171,29 @@ def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
         "changes; name the checkout's version otherwise (vllm@v0.3.0-local) to index it\n")
 
 
+def test_a_version_typo_lists_the_configured_then_the_other_indexed_versions(
+    project: Path, tmp_path: Path
+) -> None:
+    """Not "run 'annotate index vllm@v0.3.O'", which would index the typo."""
+    checkout = tmp_path / "checkout"
+    fv.write_snapshot(checkout, fv.VERSIONS["v0.3.0"])
+    assert run("index", "vllm@v0.3.0-local", "--from", str(checkout)).exit_code == 0
+    for args in (("symbols", "vllm@v0.3.O"), ("--db", str(DB), "symbols", "vllm@v0.3.O"),
+                 ("diff", "vllm@v0.3.0-local", "vllm@v0.3.O"),
+                 ("history", "vllm@v0.3.O:vllm/utils.py::cdiv"),
+                 ("show", "vllm@v0.3.O:vllm/utils.py::cdiv")):
+        result = run(*args)
+        assert (result.exit_code, result.stdout) == (2, ""), args
+        assert result.stderr.splitlines()[-1] == (
+            "Error: vllm@v0.3.O is neither indexed nor configured (vllm has v0.1.0, v0.2.0, "
+            "v0.3.0, v0.3.0-local); fix the version, or run 'annotate index vllm@v0.3.O' to "
+            "index it"), args
+    for args in (("symbols", "vllm@v0.3.0"), ("show", "vllm@v0.3.0:vllm/utils.py::cdiv")):
+        result = run(*args)
+        assert (result.exit_code, result.stderr) == (
+            2, "Error: vllm@v0.3.0 is not indexed; run 'annotate index vllm@v0.3.0'\n"), args
+
+
 @pytest.mark.parametrize("unreadable", ["file", "folder"])
 def test_a_checkout_with_what_cannot_be_read_is_one_error(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unreadable: str
@@ -510,9 +533,15 @@ ERRORS = [
         id="version-with-a-line-break",
     ),
     pytest.param(
-        ("--db", "empty.db", "symbols", "vllm@v9"),
-        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'",
+        ("--db", "empty.db", "symbols", "vllm@v0.2.0"),
+        "Error: vllm@v0.2.0 is not indexed; run 'annotate index vllm@v0.2.0'",
         id="version-not-indexed",
+    ),
+    pytest.param(
+        ("--db", "empty.db", "symbols", "vllm@v0.2.O"),
+        "Error: vllm@v0.2.O is neither indexed nor configured (vllm has v0.1.0, v0.2.0, "
+        "v0.3.0); fix the version, or run 'annotate index vllm@v0.2.O' to index it",
+        id="version-neither-indexed-nor-configured",
     ),
     pytest.param(
         ("versions", "--db", "nowhere.db"),

@@ -434,7 +434,8 @@ def test_links_to_a_malformed_ref() -> None:
 def test_links_at_a_version_not_indexed_says_so() -> None:
     """Not 'No claims cite it.': no claim could, at a version the index does not have."""
     assert fails("links", "vllm@v9:vllm/utils.py#L1") == (
-        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n")
+        "Error: vllm@v9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0); "
+        "fix the version, or run 'annotate index vllm@v9' to index it\n")
 
 
 # -- search --------------------------------------------------------------------------------------
@@ -605,7 +606,8 @@ SHOW_ERRORS = [
     pytest.param("vllm@v0.1.0:vllm/utils.py", "missing '::QUALNAME' or '#Lx-Ly' after path "
                  "'vllm/utils.py'", id="syntax"),
     pytest.param("vllm@v9.9.9:vllm/utils.py::cdiv",
-                 "vllm@v9.9.9 is not indexed (hint: run 'annotate index vllm@v9.9.9')",
+                 "vllm@v9.9.9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, "
+                 "v0.3.0); fix the version, or run 'annotate index vllm@v9.9.9' to index it",
                  id="unindexed"),
     pytest.param("nope@v1:a.py::b", "unknown repo 'nope' (hint: configured repos are: lmcache, "
                  "vllm (add [repos.nope] to annotate.toml))", id="unknown-repo"),

@@ -590,9 +590,10 @@ def test_html_in_a_headless_browser(project: Path, tmp_path: Path) -> None:
 
 def test_unindexed_version(project: Path) -> None:
     assert fails(project, "diff", "vllm@v9", "vllm@v0.1.0") == (
-        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n"
+        "Error: vllm@v9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0); "
+        "fix the version, or run 'annotate index vllm@v9' to index it\n"
     )
-    assert "vllm@v8 is not indexed" in fails(project, "diff", "vllm@v0.1.0", "vllm@v8")
+    assert "vllm@v8 is neither indexed" in fails(project, "diff", "vllm@v0.1.0", "vllm@v8")
 
 
 def test_versions_of_different_repos(project: Path) -> None:

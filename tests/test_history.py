@@ -206,7 +206,8 @@ def test_removed_in_the_table(project: Path) -> None:
 
 def test_unindexed_version(project: Path) -> None:
     assert fails(project, "history", "vllm@v9:vllm/utils.py::cdiv") == (
-        "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n"
+        "Error: vllm@v9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0); "
+        "fix the version, or run 'annotate index vllm@v9' to index it\n"
     )
 
 

@@ -788,8 +788,8 @@ def test_a_pin_missing_its_v_names_the_indexed_version(project: Path) -> None:
     assert ("is broken: vllm@0.1.0 is neither indexed nor configured; did you mean vllm@v0.1.0? "
             "It is indexed%0A") in checked.stdout
     shown = CliRunner().invoke(cli, ["show", "vllm@0.1.0:vllm/utils.py::cdiv"])
-    assert shown.stderr == ("Error: vllm@0.1.0 is not indexed (hint: did you mean vllm@v0.1.0? "
-                            "It is indexed)\n")
+    assert shown.stderr == ("Error: vllm@0.1.0 is not indexed; did you mean vllm@v0.1.0? It "
+                            "is indexed\n")
     symbols = CliRunner().invoke(cli, ["symbols", "vllm@0.1.0"])
     assert symbols.stderr == ("Error: vllm@0.1.0 is not indexed; did you mean vllm@v0.1.0? It "
                               "is indexed\n")

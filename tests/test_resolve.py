@@ -228,12 +228,14 @@ PICK = "(hint: write PATH::QUALNAME to pick one)"
 ERRORS = [
     pytest.param(
         "vllm@v9.9.9:vllm/utils.py::cdiv", UnindexedVersion,
-        "vllm@v9.9.9 is not indexed (hint: run 'annotate index vllm@v9.9.9')",
+        "vllm@v9.9.9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0) "
+        "(hint: fix the version, or run 'annotate index vllm@v9.9.9' to index it)",
         id="version-not-indexed",
     ),
     pytest.param(
         f"{GH}/v9.9.9/vllm/utils.py#L1", UnindexedVersion,
-        "vllm@v9.9.9 is not indexed (hint: run 'annotate index vllm@v9.9.9')",
+        "vllm@v9.9.9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0) "
+        "(hint: fix the version, or run 'annotate index vllm@v9.9.9' to index it)",
         id="permalink-version-not-indexed",
     ),
     pytest.param(

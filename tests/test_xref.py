@@ -440,7 +440,9 @@ def test_cli_xref_refuses_what_names_nothing(indexed: Path, args: list[str], err
 def test_cli_xref_unindexed_version_is_one_line(indexed: Path) -> None:
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "X", "vllm@v9"])
     assert result.exit_code == 2
-    assert result.output == "Error: vllm@v9 is not indexed; run 'annotate index vllm@v9'\n"
+    assert result.output == (
+        "Error: vllm@v9 is neither indexed nor configured (vllm has v0.20.0, v0.23.1rc0, "
+        "v0.25.0, v1); fix the version, or run 'annotate index vllm@v9' to index it\n")
 
 
 RELATION_ANNOTATION = """\

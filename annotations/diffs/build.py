@@ -80,7 +80,8 @@ def build_report(
     processes match the symbols.
     """
     repo_config = config.repo(repo)
-    keys = (require_version(database, repo, version_a), require_version(database, repo, version_b))
+    keys = tuple(require_version(database, repo, version, repo_config.versions)
+                 for version in (version_a, version_b))
     matcher = Matcher(database, *keys)
     diff = matcher.diff(workers)
     items = _items(diff.matches, diff.added, repo_config)
