@@ -567,7 +567,7 @@ def link(context: Context) -> None:
         outcome = _link(context, database)
     for error in outcome.errors:
         click.echo(f"Error: {error}", err=True)
-    for warning in (*outcome.unindexed, *outcome.split):
+    for warning in (*outcome.unindexed.values(), *outcome.split):
         click.echo(f"Warning: {warning}", err=True)
     for waived, waiver in outcome.waived:
         click.echo(f"Note: {waived} (waived until {waiver.until.isoformat()}: "

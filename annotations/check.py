@@ -24,6 +24,7 @@ from annotations.resolve import (
     quote_stands,
 )
 from annotations.results import CheckReport, RefResult, Status
+from annotations.wording import index_advice
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig
@@ -42,17 +43,20 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     resolver = Resolver(database, config)
     comparer = SymbolComparer(resolver)
     waivers = claim_store.waivers(database)
-    results, repos = [], set()
+    results, repos, pins = [], set(), {}
     for row in claim_store.all_refs(database):
         if options.source_files is not None and row["source_file"] not in options.source_files:
             continue
         result = _check_ref(comparer, config, options, row)
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
+        if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
+            pins[pin] = None
     comparer.save()
     targets = _targets(config, options, repos)
     return CheckReport(tuple(results), targets, options.fail_on,
-                       unindexed_targets=_unindexed(resolver, targets))
+                       unindexed_targets=_unindexed(resolver, targets),
+                       unindexed_pins=tuple(pins))
 
 
 def _unindexed(resolver: Resolver, targets: tuple[str, ...]) -> tuple[str, ...]:
@@ -143,13 +147,19 @@ def _as_named(resolver: Resolver, row: dict, version: str, comparison: Compariso
 def _unindexed_message(config: ProjectConfig, row: dict) -> str:
     """The link's message, with the ``annotate index`` that would index the ref's pin."""
     message = row["message"] or ""
+    pin = _unindexed_pin(config, row)
+    if pin is None or "annotate index" in message:
+        return message
+    return f"{message} ({index_advice(pin)})"
+
+
+def _unindexed_pin(config: ProjectConfig, row: dict) -> str | None:
+    """``REPO@VERSION`` of an unindexed ref's pin, or None when its repo is not known."""
     repo = row["repo"]
     if repo is None:  # a permalink names its repo by its GitHub name
         github = config.repo_for_github(parse_ref(row["written"]).github or "")
         repo = github.name if github else None
-    if repo is None or not row["version"] or "annotate index" in message:
-        return message
-    return f"{message} (run 'annotate index {repo}@{row['version']}')"
+    return f"{repo}@{row['version']}" if repo and row["version"] else None
 
 
 def _pinned(resolver: Resolver, row: dict) -> Resolved:

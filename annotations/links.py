@@ -32,7 +32,7 @@ from annotations.resolve import (
     UnindexedVersion,
     quote_stands,
 )
-from annotations.wording import counted
+from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries
 from db.database import Database
@@ -58,6 +58,24 @@ before its '-->'; 13: nor are the comments inside a paragraph."""
 
 
 @dataclass
+class UnindexedRefs:
+    """The refs pinned at one version that is configured but not indexed yet."""
+
+    error: AnnotationError
+    """The first ref's error, which the others share."""
+    refs: int = 0
+    claims: set[tuple[str, str]] = field(default_factory=set)
+
+    def add(self, claim: Claim) -> None:
+        self.refs += 1
+        self.claims.add((claim.article, claim.claim_id))
+
+    def __str__(self) -> str:
+        return pinned_at_unindexed(self.error.message, self.refs, len(self.claims),
+                                   self.error.hint or "")
+
+
+@dataclass
 class LinkOutcome:
     articles: int = 0
     claims: int = 0
@@ -65,7 +83,8 @@ class LinkOutcome:
     states: dict[str, int] = field(default_factory=lambda: {"linked": 0, "unindexed": 0,
                                                             "broken": 0})
     errors: list[AnnotationError] = field(default_factory=list)
-    unindexed: list[AnnotationError] = field(default_factory=list)
+    unindexed: dict[str, UnindexedRefs] = field(default_factory=dict)
+    """``REPO@VERSION`` -> the refs pinned there, a configured version not indexed yet."""
     waived: list[tuple[AnnotationError, Waiver]] = field(default_factory=list)
     """Broken refs whose claims waive ``broken`` until today or later: not errors."""
     untracked: dict[str, int] = field(default_factory=dict)
@@ -301,7 +320,8 @@ def _ref_row(
         if _unknown_version(resolver, error):
             located = _unknown_pin(error, entry.text).located(claim.source_file, entry.line)
             return _broken(row, claim, located, outcome)
-        outcome.unindexed.append(located)
+        pin = f"{error.repo}@{error.version}"
+        outcome.unindexed.setdefault(pin, UnindexedRefs(error)).add(claim)
         return _state(row, "unindexed", located, outcome)
     except ResolveError as error:
         return _broken(row, claim, error.located(claim.source_file, entry.line), outcome)

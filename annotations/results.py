@@ -72,6 +72,8 @@ class CheckReport:
     fail_on: tuple[str, ...] = field(default_factory=tuple)
     input_errors: tuple[InputError, ...] = ()
     unindexed_targets: tuple[str, ...] = ()
+    unindexed_pins: tuple[str, ...] = ()
+    """The versions refs are pinned at that are configured but not indexed yet."""
 
     @property
     def unreadable_files(self) -> frozenset[str]:

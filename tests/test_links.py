@@ -708,15 +708,55 @@ def test_a_configured_version_not_yet_indexed_is_a_warning(project: Path) -> Non
     result = link()
     assert result.exit_code == 0
     assert result.stderr.splitlines() == [
-        "Warning: annotations/later.yml:7: vllm@v9.9.9 is not indexed "
-        "(hint: run 'annotate index vllm@v9.9.9')",
-        "Warning: articles/later.md:3: vllm@v9.9.9 is not indexed "
-        "(hint: run 'annotate index vllm@v9.9.9')",
+        "Warning: vllm@v9.9.9 is not indexed (2 refs of 2 claims pin it); "
+        "run 'annotate index vllm@v9.9.9'",
     ]
     assert result.stdout == "2 articles, 2 claims, 2 refs: 0 linked, 2 unindexed, 0 broken\n"
     assert rows("SELECT written, state, message, resolved FROM claim_refs ORDER BY line") == [
         (f"{GH}/v9.9.9/vllm/utils.py#L5", "unindexed", "vllm@v9.9.9 is not indexed", None),
         ("vllm@v9.9.9:vllm/utils.py::cdiv", "unindexed", "vllm@v9.9.9 is not indexed", None),
+    ]
+
+
+UNINDEXED_PINS = """\
+article: notes
+at: vllm@v9.9.9
+claims:
+  - id: one
+    text: 一
+    refs: [vllm/utils.py::cdiv, vllm/config/cache.py::CacheConfig]
+  - id: two
+    text: 二
+    refs: [vllm/utils.py::cdiv, vllm@v9.9.8:vllm/utils.py::cdiv]
+  - id: three
+    text: 三
+    at: vllm@v9.9.8
+    refs: [vllm/utils.py::cdiv, vllm@v0.1.0:vllm/utils.py::cdiv]
+"""
+
+
+def test_refs_at_versions_not_yet_indexed_are_one_warning_per_version(project: Path) -> None:
+    """Not one identical warning per ref: the catalogue has 11 refs at v0.23.1rc0."""
+    config = Path("annotate.toml")
+    config.write_text(config.read_text().replace("versions = [", 'versions = ["v9.9.8", '
+                                                                  '"v9.9.9", '))
+    write("annotations/later.yml", UNINDEXED_PINS)
+    write("articles/later.md", f"# T\n\nSee {GH}/v9.9.9/vllm/utils.py#L5.\n")
+    result = link()
+    assert (result.exit_code, result.stderr.splitlines()) == (0, [
+        "Warning: vllm@v9.9.9 is not indexed (4 refs of 3 claims pin it); "
+        "run 'annotate index vllm@v9.9.9'",
+        "Warning: vllm@v9.9.8 is not indexed (2 refs of 2 claims pin it); "
+        "run 'annotate index vllm@v9.9.8'",
+    ])
+    checked = CliRunner().invoke(cli, ["check", "--exit-zero"])
+    lines = checked.stdout.splitlines()
+    assert (checked.exit_code, checked.stderr) == (0, "")
+    assert sum("(run 'annotate index" in line for line in lines) == 0
+    assert sum(line.endswith(" vllm@v9.9.9 is not indexed") for line in lines) == 4
+    assert lines[-3:-1] == [
+        "vllm@v9.9.9 is not indexed (4 refs of 3 claims pin it); run 'annotate index vllm@v9.9.9'",
+        "vllm@v9.9.8 is not indexed (2 refs of 2 claims pin it); run 'annotate index vllm@v9.9.8'",
     ]
 
 

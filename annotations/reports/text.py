@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import replace
 
 from annotations.errors import one_line
 from annotations.reports._common import (
@@ -15,7 +16,7 @@ from annotations.reports._common import (
     waiver_note,
 )
 from annotations.results import CheckReport, RefResult, Status
-from annotations.wording import counted
+from annotations.wording import counted, index_advice, pinned_at_unindexed
 
 RESET = "\033[0m"
 GREEN = "\033[32m"
@@ -48,11 +49,31 @@ def render(report: CheckReport, *, color: bool = False) -> str:
     lines: list[str] = []
     if report.target_versions:
         lines += [f"target: {', '.join(one_line(t) for t in report.target_versions)}", ""]
-    for article, results in by_article(report.results).items():
-        lines += _article_lines(article, results, color)
+    results, pinned = _advice_once(report)
+    for article, shown in by_article(results).items():
+        lines += _article_lines(article, shown, color)
         lines.append("")
+    lines += pinned
     lines.append(_summary(report, color))
     return "\n".join(lines)
+
+
+def _advice_once(report: CheckReport) -> tuple[list[RefResult], list[str]]:
+    """The results, each ref pinned at a version not indexed yet without the advice to
+    index it, and that advice once per version, with how many refs and claims it holds."""
+    results, pinned = list(report.results), []
+    for pin in report.unindexed_pins:
+        advice = index_advice(pin)
+        suffix = f" ({advice})"
+        at = [i for i, r in enumerate(results)
+              if r.status is Status.UNINDEXED and r.target is None and r.message.endswith(suffix)]
+        for i in at:
+            results[i] = replace(results[i], message=results[i].message.removesuffix(suffix))
+        if at:
+            claims = len({(results[i].article, results[i].claim) for i in at})
+            pinned.append(one_line(pinned_at_unindexed(results[at[0]].message, len(at), claims,
+                                                       advice)))
+    return results, pinned
 
 
 def paint(text: str, code: str, color: bool) -> str:
