@@ -23,7 +23,7 @@ import click
 
 from annotations.wording import counted
 from db.errors import DatabaseError
-from indexer.config import ProjectConfig, check_version_name, load_config
+from indexer.config import ProjectConfig, check_version_name, config_above, load_config
 from indexer.errors import IndexerError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,7 +98,10 @@ class Context:
 
     @functools.cached_property
     def config(self) -> ProjectConfig:
-        return load_config(config_file=Path(self._config_path) if self._config_path else None)
+        config = load_config(config_file=Path(self._config_path) if self._config_path else None)
+        if self._config_path is None and self._db_path is None:
+            _refuse_a_subfolder(config)
+        return config
 
     @property
     def db_path(self) -> Path:
@@ -111,6 +114,15 @@ class Context:
         if not create:  # `annotate index` (the one command that creates) parses them again
             _note_outdated_blobs(database)
         return database
+
+
+def _refuse_a_subfolder(config: ProjectConfig) -> None:
+    """Refuse to run with the defaults in a subfolder of a project (``articles/``), where
+    the index would be another one, built or read in ``articles/.annotate/``."""
+    found = config_above(config.root) if config.source_file is None else None
+    if found is not None:
+        raise UserError(f"no annotate.toml in {config.root}; run from {found.parent}, where "
+                        f"{found.name} is, or pass --config {found}")
 
 
 def _note_outdated_blobs(database: Any) -> None:

@@ -36,7 +36,7 @@ from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries
 from db.database import Database
-from indexer.config import CONFIG_FILE, ProjectConfig
+from indexer.config import ProjectConfig, config_above
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
 LINK_FORMAT = 13
@@ -153,10 +153,7 @@ def require_annotation_files(config: ProjectConfig) -> None:
 def _config_above(config: ProjectConfig) -> Path | None:
     """The config file of a folder above the root, when the root has none (a command
     run from a subfolder of the articles' repository)."""
-    if config.source_file is not None:
-        return None
-    return next((folder / CONFIG_FILE for folder in config.root.parents
-                 if (folder / CONFIG_FILE).is_file()), None)
+    return config_above(config.root) if config.source_file is None else None
 
 
 def _patterns(config: ProjectConfig) -> str:

@@ -169,6 +169,25 @@ def load_config(start: Path | None = None, config_file: Path | None = None) -> P
     return _build(table, root, config_file)
 
 
+def config_above(folder: Path) -> Path | None:
+    """The config file of the nearest folder above ``folder`` that has one (annotate.toml,
+    or a pyproject.toml with [tool.annotate]), or None: what a command run from a
+    subfolder of a project would read from the project's folder."""
+    for parent in folder.resolve().parents:
+        if (parent / CONFIG_FILE).is_file():
+            return parent / CONFIG_FILE
+        if (parent / "pyproject.toml").is_file() and _has_tool_table(parent / "pyproject.toml"):
+            return parent / "pyproject.toml"
+    return None
+
+
+def _has_tool_table(pyproject: Path) -> bool:
+    try:
+        return bool(_tool_table(pyproject))
+    except ConfigError:  # not this command's config: it does not read that file
+        return False
+
+
 def _tool_table(pyproject: Path) -> dict[str, Any]:
     """The ``[tool.annotate]`` table of a pyproject.toml, empty when it has none."""
     table: Any = _read_toml(pyproject)

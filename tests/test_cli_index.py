@@ -15,7 +15,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import DB, run_annotate
+from fakeproject import DB, run_annotate, write_file
 from fakeproject import invoke as run
 from fakevllm import FakeRepo
 
@@ -904,6 +904,50 @@ def test_a_global_option_after_the_command_says_where_it_goes(
 ) -> None:
     done = subprocess.run([*_annotate(), *args], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"Error: {error}\n")
+
+
+EVERY_COMMAND = [
+    ("index",), ("index", "vllm@v0.1.0"), ("versions",), ("symbols", "vllm@v0.1.0"),
+    ("show", "vllm@v0.1.0:vllm/utils.py::cdiv"), ("link",), ("links", "cdiv"),
+    ("search", "cdiv"), ("check",), ("fix",), ("diff", "vllm@v0.1.0", "vllm@v0.2.0"),
+    ("history", "vllm@v0.1.0:vllm/utils.py::cdiv"), ("xref", "cdiv"),
+]
+
+
+@pytest.mark.parametrize("args", EVERY_COMMAND, ids=" ".join)
+@pytest.mark.parametrize("config", ["annotate.toml", "pyproject.toml"])
+def test_a_subfolder_of_a_project_names_the_folder_to_run_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], config: str
+) -> None:
+    """Not the defaults, and a second index in articles/.annotate/."""
+    table = "[tool.annotate]\n" if config == "pyproject.toml" else ""
+    write_file(tmp_path / config, f'{table}annotations = ["notes/*.yml"]\n')
+    articles = tmp_path / "articles"
+    write_file(articles / "pyproject.toml", "[project]\nname = 'articles'\n")  # no config
+    monkeypatch.chdir(articles)
+    result = run(*args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: no annotate.toml in {articles}; run from {tmp_path}, where {config} is, or "
+        f"pass --config {tmp_path / config}\n")
+    assert not (articles / ".annotate").exists()
+
+
+def test_a_subfolder_with_db_or_config_given_or_no_project_above_runs_as_before(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    Path("articles").mkdir()
+    monkeypatch.chdir("articles")
+    given = run("--db", str(project.parent / DB), "versions")
+    assert (given.exit_code, given.stderr) == (0, "")
+    assert given.stdout.splitlines()[1].startswith("vllm  v0.1.0")
+    configured = run("--config", str(project), "symbols", "vllm@v0.1.0", "--path",
+                     "vllm/utils.py")
+    assert (configured.exit_code, configured.stderr) == (0, "")
+    project.rename(project.with_name("elsewhere.toml"))  # no project above: the defaults
+    assert run("versions").stderr == (
+        f"Error: no index at {Path.cwd() / DB}; run 'annotate index' first, or pass --db PATH\n")
 
 
 def test_annotate_alone_prints_its_help() -> None:
