@@ -190,10 +190,12 @@ class LinkState(str, Enum):
 
 
 def link_state(database: Database, config: ProjectConfig) -> LinkState:
-    """CURRENT too where the config finds no annotation files: nothing to compare with."""
+    """Where the config finds no annotation files (the articles folder emptied, or globs
+    that match nothing), CHANGED when claims are stored (they were all removed since) and
+    CURRENT when none are: nothing to compare with."""
     files = annotation_files(config)
     if not (files[0] or files[1]):
-        return LinkState.CURRENT
+        return LinkState.CHANGED if claim_store.has_claims(database) else LinkState.CURRENT
     signature = _signature(database, config, files)
     stored = claim_store.link_signature(database)
     if signature is not None and stored == signature:

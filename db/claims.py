@@ -123,6 +123,11 @@ def link_signature(database: Database) -> str | None:
     return row[0] if row else None
 
 
+def has_claims(database: Database) -> bool:
+    """Whether any claim is stored (the last link found some)."""
+    return database.conn.execute("SELECT 1 FROM claims LIMIT 1").fetchone() is not None
+
+
 def index_state(database: Database) -> str:
     """Changes whenever a version is added to or removed from the index."""
     rows = database.conn.execute("SELECT id, repo, version FROM versions ORDER BY id")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import fakevllm as fv
@@ -88,8 +90,27 @@ def linked(
 
 @pytest.fixture(autouse=True)
 def project(linked: Path) -> Path:
-    """The current directory, with the config and a copy of the linked index."""
-    return copy_project(linked)
+    """The current directory, with the config, the corpus and a copy of the linked index,
+    linked again here (the links depend on where the files are)."""
+    root = copy_project(linked)
+    for folder in CORPUS:
+        shutil.copytree(linked / folder, root / folder)
+    ok("link")
+    return root
+
+
+CORPUS = ("annotations", "articles")
+"""The folders of the corpus's annotation files."""
+
+
+def link_alone(name: str, text: str) -> None:
+    """``text`` as the only annotation file, annotations/NAME, linked (the corpus's claims
+    are then gone)."""
+    for folder in CORPUS:
+        shutil.rmtree(folder)
+    Path("annotations").mkdir()
+    Path("annotations", name).write_text(text, encoding="utf-8")
+    ok("link")
 
 
 def run(*args: str) -> Result:
@@ -164,12 +185,8 @@ def test_links_by_lines_are_the_refs_overlapping_them(query: str, expected: list
 
 
 def test_links_of_a_lines_ref_name_its_lines() -> None:
-    Path("annotations").mkdir()
-    Path("annotations/lines.yml").write_text(
-        "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
-        "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n", encoding="utf-8"
-    )
-    ok("link")
+    link_alone("lines.yml", "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
+                            "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n")
     expected = "vllm/config/cache.py#L1-L2\n  blog/lines.md#head @v0.1.0: 文件开头\n"
     assert ok("links", "vllm@v0.1.0:vllm/config/cache.py#L2") == expected
     assert ok("links", "vllm@v0.1.0:vllm/config/cache.py#L3-L9") == "No claims cite it.\n"
@@ -207,9 +224,7 @@ NEW_GRAPH = "vllm/compilation/cuda_graph.py::capture_cudagraph"
 def graphs(project: Path) -> None:
     """A claim about ``capture_graph`` at v0.1.0, renamed ``capture_cudagraph`` at v0.2.0,
     linked alone."""
-    (project / "annotations").mkdir()
-    (project / "annotations" / "graphs.yml").write_text(GRAPHS, encoding="utf-8")
-    ok("link")
+    link_alone("graphs.yml", GRAPHS)
 
 
 @pytest.mark.usefixtures("graphs")
@@ -246,11 +261,8 @@ COPIES = [f"{fv.DEEPSEEK_DIR}/deepseek_v4_{platform}.py::DeepseekV4ForCausalLM"
 def test_links_to_each_copy_of_an_ambiguous_move_list_the_claim(copy: str) -> None:
     """A class split into per-platform copies at v0.3.0 moved to each as much as to the
     one check names first: each lists the claim, saying it may be elsewhere."""
-    Path("annotations").mkdir()
-    Path("annotations/split.yml").write_text(
-        f"article: blog/split.md\nat: vllm@v0.2.0\nclaims:\n  - id: v4\n"
-        f"    text: V4 的模型\n    refs: [{SPLIT}]\n", encoding="utf-8")
-    ok("link")
+    link_alone("split.yml", f"article: blog/split.md\nat: vllm@v0.2.0\nclaims:\n  - id: v4\n"
+                            f"    text: V4 的模型\n    refs: [{SPLIT}]\n")
     assert ok("links", copy) == (
         f"{copy}\n  blog/split.md#v4 @v0.2.0 (as {SPLIT}, moved here at v0.3.0, or to 2 "
         "other places): V4 的模型\n")
@@ -305,12 +317,10 @@ claims:
 """
 
 
-def test_a_claim_that_cites_the_name_it_moved_to_is_listed_once_as_linked(project: Path) -> None:
+def test_a_claim_that_cites_the_name_it_moved_to_is_listed_once_as_linked() -> None:
     """``CacheEngine`` moved to vllm/v1/ at v0.3.0 and kept its name: a claim found by
     the name is not listed again as one whose symbol moved there."""
-    (project / "annotations").mkdir()
-    (project / "annotations" / "engine.yml").write_text(CACHE_ENGINE, encoding="utf-8")
-    ok("link")
+    link_alone("engine.yml", CACHE_ENGINE)
     assert ok("links", "CacheEngine") == (
         "vllm/worker/cache_engine.py::CacheEngine\n  blog/engine.md#engine @v0.2.0: 缓存引擎\n")
     assert len(json.loads(ok("links", "--format", "json", "CacheEngine"))) == 1
@@ -382,10 +392,13 @@ def test_links_of_an_article(article: str) -> None:
 
 
 def test_links_of_an_article_reads_no_annotation_files() -> None:
-    """A query: the stored claims stay, although this directory has no annotation files."""
-    assert not list(Path.cwd().glob("**/*.yml"))
-    first = ok("links", "--article", "blog/mla-tp.md")
-    assert ok("links", "--article", "blog/mla-tp.md") == first == ARTICLE_TABLE
+    """A query: the stored claims stay, although this directory has no annotation files
+    any more (it says they are out of date)."""
+    remove_every_annotation_file()
+    for _ in range(2):
+        result = run("links", "--article", "blog/mla-tp.md")
+        assert (result.exit_code, result.stdout, result.stderr) == (
+            0, ARTICLE_TABLE, OUTDATED_LINKS)
 
 
 def test_links_of_an_article_as_json() -> None:
@@ -652,7 +665,6 @@ OUTDATED_LINKS = (
     pytest.param(("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated"), id="diff"),
 ])
 def test_queries_say_when_the_files_changed_since_the_last_link(query: tuple[str, ...]) -> None:
-    Path("annotations").mkdir()
     edited = MLA.replace("显存利用率默认是 0.9", "显存利用率默认是九成")
     Path("annotations/mla.yml").write_text(edited, encoding="utf-8")
     before = run(*query)
@@ -664,9 +676,57 @@ def test_queries_say_when_the_files_changed_since_the_last_link(query: tuple[str
     assert "九成" in after.stdout
 
 
+def remove_every_annotation_file() -> None:
+    """The corpus's folders emptied."""
+    for folder in CORPUS:
+        for path in Path(folder).iterdir():
+            path.unlink()
+
+
+def match_no_annotation_file() -> None:
+    """The config's globs pointed where there is nothing."""
+    config = Path("annotate.toml").read_text(encoding="utf-8")
+    Path("annotate.toml").write_text('annotations = ["notes/**/*.yml"]\narticles = []\n'
+                                     + config, encoding="utf-8")
+
+
+@pytest.mark.parametrize("query", [
+    pytest.param(("links", "CacheConfig.gpu_memory_utilization"), id="links"),
+    pytest.param(("search", "显存利用率"), id="search"),
+    pytest.param(("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated"), id="diff"),
+])
+@pytest.mark.parametrize("remove", [
+    pytest.param(remove_every_annotation_file, id="folders-emptied"),
+    pytest.param(match_no_annotation_file, id="globs-match-nothing"),
+])
+def test_queries_say_when_every_annotation_file_is_gone_since_the_last_link(
+    query: tuple[str, ...], remove: Callable[[], None]
+) -> None:
+    """Claims are stored, and no file holds them now: they are stale, not current."""
+    before = run(*query)
+    assert (before.exit_code, before.stderr) == (0, "")
+    remove()
+    after = run(*query)
+    assert (after.exit_code, after.stdout, after.stderr) == (0, before.stdout, OUTDATED_LINKS)
+    assert "显存利用率" in after.stdout  # the claims of the last link, still shown
+    assert run("link").exit_code == 2  # a link of no file: refused, the claims are kept
+    assert run(*query).stderr == OUTDATED_LINKS
+
+
+@pytest.mark.parametrize("remove", [
+    pytest.param(remove_every_annotation_file, id="folders-emptied"),
+    pytest.param(match_no_annotation_file, id="globs-match-nothing"),
+])
+def test_queries_say_nothing_of_no_annotation_files_when_no_claim_is_stored(
+    indexed_fakes: Path, remove: Callable[[], None]
+) -> None:
+    copy_project(indexed_fakes)  # indexed, never linked
+    remove()
+    assert ok("search", "显存利用率") == "No claims match.\n"
+
+
 def test_queries_say_when_a_file_could_not_be_read_at_the_last_link() -> None:
     """Not that the files changed: linking again does not help until the file is mended."""
-    Path("annotations").mkdir()
     Path("annotations/bad.yml").write_text("article: x\nclaims: [\n", encoding="utf-8")
     assert run("link").exit_code == 2
     unreadable = ("Note: some annotation files could not be read at the last link, and keep "
@@ -691,11 +751,9 @@ def test_show_names_the_other_definitions_of_its_qualname() -> None:
 
 
 def test_listings_keep_a_multi_line_claim_on_one_line() -> None:
-    Path("annotations").mkdir()
-    Path("annotations/multi.yml").write_text(
-        "article: blog/multi.md\nat: vllm@v0.1.0\nclaims:\n  - id: two-lines\n    text: |\n"
-        "      第一行\n      第二行\n    refs: [vllm/utils.py::cdiv]\n", encoding="utf-8")
-    assert run("link").exit_code == 0
+    link_alone("multi.yml", "article: blog/multi.md\nat: vllm@v0.1.0\nclaims:\n"
+                            "  - id: two-lines\n    text: |\n      第一行\n      第二行\n"
+                            "    refs: [vllm/utils.py::cdiv]\n")
     assert ok("search", "第二行") == "blog/multi.md#two-lines: 第一行 第二行\n"
     assert ok("links", "cdiv").splitlines()[1:] == [
         "  blog/multi.md#two-lines @v0.1.0: 第一行 第二行"
