@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
+from db.version_order import in_version_order, version_key
 
 SYMBOL_COLUMNS = (
     "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
@@ -429,12 +430,16 @@ def _now() -> str:
 
 
 def list_versions(database: Database) -> list[dict]:
-    return list(database.query("SELECT * FROM version_summary"))
+    """Every indexed version, by repo, then in version order (see `indexed_versions`)."""
+    rows = database.query("SELECT * FROM version_summary")  # by repo, then as indexed
+    return sorted(rows, key=lambda row: (row["repo"], version_key(row["version"])))
 
 
 def indexed_versions(database: Database, repo: str) -> list[str]:
+    """The repo's indexed versions, oldest first: by version number, then the names that
+    are not version numbers (``main``) in the order indexed."""
     rows = database.conn.execute("SELECT version FROM versions WHERE repo = ? ORDER BY id", (repo,))
-    return [row[0] for row in rows]
+    return in_version_order(row[0] for row in rows)
 
 
 def version_symbols(

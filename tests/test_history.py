@@ -14,8 +14,8 @@ from db.database import open_database
 from indexer.config import load_config
 from indexer.pipeline import index_version
 
-# v0.3.0 is indexed first and not configured: the order is v0.1.0, v0.2.0 (as configured),
-# then v0.3.0 (indexed order).
+# v0.3.0 is indexed first and not configured: the order is still v0.1.0, v0.2.0, v0.3.0
+# (by version number).
 CONFIG = """\
 [repos.vllm]
 versions = ["v0.1.0", "v0.2.0"]
@@ -199,6 +199,75 @@ def test_text_table(project: Path) -> None:
 def test_removed_in_the_table(project: Path) -> None:
     result = run(project, "history", "vllm@v0.1.0:vllm/utils.py::is_neuron")
     assert result.stdout.splitlines()[-1].split() == ["v0.2.0", "removed", "-"]
+
+
+# --- the order of the versions ----------------------------------------------------------
+
+# Configured: v0.1.0 and v0.3.0 only. v0.2.0 is indexed after v0.3.0 and v0.2.0rc1 after
+# v0.2.0; main and nightly (v0.3.0's files) are no version numbers.
+UNORDERED_CONFIG = """\
+[repos.vllm]
+versions = ["v0.1.0", "v0.3.0"]
+"""
+UNORDERED_INDEX = {"main": "v0.3.0", "v0.3.0": "v0.3.0", "v0.2.0": "v0.2.0",
+                   "v0.2.0rc1": "v0.1.0", "v0.1.0": "v0.1.0", "nightly": "v0.3.0"}
+VERSION_ORDER = ["v0.1.0", "v0.2.0rc1", "v0.2.0", "v0.3.0", "main", "nightly"]
+
+
+@pytest.fixture(scope="module")
+def unordered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project whose versions were indexed in no order (`UNORDERED_INDEX`: each name
+    with the fake version whose files it holds), some of them not configured."""
+    root = tmp_path_factory.mktemp("unordered-project")
+    (root / "annotate.toml").write_text(UNORDERED_CONFIG, encoding="utf-8")
+    config = load_config(root)
+    with open_database(config.db) as database:
+        for name, files in UNORDERED_INDEX.items():
+            source = root / "src" / name
+            fakevllm.write_snapshot(source, fakevllm.VERSIONS[files])
+            index_version(database, config, "vllm", name, from_path=source, workers=1)
+    return root
+
+
+@pytest.mark.parametrize(("ref", "expected"), [
+    pytest.param("vllm@v0.3.0:vllm/utils.py::cdiv", [
+        ("v0.1.0", "introduced"), ("v0.2.0rc1", "unchanged"), ("v0.2.0", "changed"),
+        ("v0.3.0", "unchanged"), ("main", "unchanged"), ("nightly", "unchanged"),
+    ], id="changed-in-an-unconfigured-version"),
+    pytest.param("vllm@v0.1.0:vllm/worker/cache_engine.py::CacheEngine", [
+        ("v0.1.0", "introduced"), ("v0.2.0rc1", "unchanged"), ("v0.2.0", "unchanged"),
+        ("v0.3.0", "moved"), ("main", "unchanged"), ("nightly", "unchanged"),
+    ], id="moved-in-a-configured-version"),
+    pytest.param("vllm@main:vllm/sampling_params.py::SamplingParams.clone", [
+        ("v0.2.0", "introduced"), ("v0.3.0", "unchanged"), ("main", "unchanged"),
+        ("nightly", "unchanged"),
+    ], id="asked-at-a-branch"),
+])
+def test_history_orders_the_versions_by_number(
+    unordered: Path, ref: str, expected: list[tuple[str, str]]
+) -> None:
+    """Not as configured, then as indexed: v0.2.0 between v0.1.0 and v0.3.0, its release
+    candidate before it; the names that are not version numbers last, as indexed."""
+    data = timeline(unordered, ref)
+    assert data["versions"] == VERSION_ORDER
+    assert [(step["version"], step["event"]) for step in data["steps"]] == expected
+
+
+@pytest.mark.parametrize("output_format", ["table", "json"])
+def test_versions_are_listed_in_the_same_order(unordered: Path, output_format: str) -> None:
+    result = run(unordered, "versions", "--format", output_format)
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    if output_format == "json":
+        listed = [row["version"] for row in json.loads(result.stdout)]
+    else:
+        listed = [line.split()[1] for line in result.stdout.splitlines()[1:]]
+    assert listed == VERSION_ORDER
+
+
+def test_an_unpinned_ref_is_still_at_the_last_configured_version(unordered: Path) -> None:
+    """The target stays the last configured version, not the last in version order."""
+    assert timeline(unordered, "vllm/v1/worker/cache_engine.py::CacheEngine")["ref"] == (
+        "vllm@v0.3.0:vllm/v1/worker/cache_engine.py::CacheEngine")
 
 
 # --- errors ---------------------------------------------------------------------------

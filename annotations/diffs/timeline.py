@@ -1,9 +1,9 @@
 """``annotate history``: one symbol across every indexed version of its repo.
 
-Versions are ordered as the repo's configured ``versions`` (those indexed), then the
-other indexed versions in the order they were indexed. The symbol is followed back to
-the first version where it is found and forward through moves until it is removed
-(`annotations.matching.history`).
+Versions are ordered by their version number, configured or not, then the names that are
+not version numbers (``main``) in the order indexed (`queries.indexed_versions`). The
+symbol is followed back to the first version where it is found and forward through moves
+until it is removed (`annotations.matching.history`).
 """
 
 from __future__ import annotations
@@ -54,12 +54,9 @@ class Timeline:
 
 
 def ordered_versions(database: Database, repo: RepoConfig) -> list[tuple[str, int]]:
-    """(version, key) of the repo's indexed versions: configured order, then indexed order."""
-    indexed = queries.indexed_versions(database, repo.name)
-    order = [v for v in repo.versions if v in indexed] + [
-        v for v in indexed if v not in repo.versions
-    ]
-    return [(version, queries.require_version(database, repo.name, version)) for version in order]
+    """(version, key) of the repo's indexed versions, oldest first (by version number)."""
+    return [(version, queries.require_version(database, repo.name, version))
+            for version in queries.indexed_versions(database, repo.name)]
 
 
 def symbol_timeline(
