@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import tomllib
 
+from db.version_order import NOT_A_VERSION, version_key
 from indexer.errors import ConfigError
 
 REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -101,11 +102,18 @@ class ProjectConfig:
         return repo.versions if repo else ()
 
     def older(self, first: str, second: str) -> bool:
-        """Whether ``REPO@VERSION`` ``first`` is listed before ``second`` in their repo's
-        ``versions`` (oldest first, as ``target`` defaults to the last); False when the
-        repos differ or either version is not listed."""
+        """Whether ``REPO@VERSION`` ``first`` comes before ``second`` in their repo's
+        version order (`db.version_order`, as ``history`` orders them, configured or not):
+        by version number, a version number before a name that is not one (``main``), and
+        of two such names the one listed first in ``versions``; False when the repos
+        differ, or of two such names when either is not listed."""
         (repo, _, version), (other, _, later) = first.partition("@"), second.partition("@")
-        versions = self.repos[repo].versions if repo == other and repo in self.repos else ()
+        if repo != other or repo not in self.repos:
+            return False
+        keys = version_key(version), version_key(later)
+        if keys != (NOT_A_VERSION, NOT_A_VERSION):
+            return keys[0] < keys[1]
+        versions = self.repos[repo].versions
         return (version in versions and later in versions
                 and versions.index(version) < versions.index(later))
 

@@ -19,13 +19,32 @@ def loaded(toml: str) -> ProjectConfig:
     pytest.param("vllm@v0.20.0", "vllm@v0.25.0", True, id="listed-before"),
     pytest.param("vllm@v0.25.0", "vllm@v0.20.0", False, id="listed-after"),
     pytest.param("vllm@v0.23.1rc0", "vllm@v0.23.1rc0", False, id="same-version"),
-    pytest.param("vllm@v0.1.0", "vllm@v0.25.0", False, id="first-not-listed"),
-    pytest.param("vllm@v0.20.0", "vllm@v9", False, id="second-not-listed"),
+    pytest.param("vllm@v0.1.0", "vllm@v0.25.0", True, id="older-not-listed"),
+    pytest.param("vllm@v0.20.0", "vllm@v9", True, id="newer-not-listed"),
+    pytest.param("vllm@v0.23.0", "vllm@v0.23.1rc0", True, id="release-before-pre-release"),
+    pytest.param("vllm@v0.23.1rc0", "vllm@0.23.1", True, id="pre-release-before-release"),
+    pytest.param("vllm@v0.9.0", "vllm@v0.10.0", True, id="numbers-not-text"),
+    pytest.param("vllm@v0.25.0", "vllm@main", True, id="number-before-name"),
+    pytest.param("vllm@main", "vllm@v0.20.0", False, id="name-after-number"),
     pytest.param("lmcache@v0.20.0", "vllm@v0.25.0", False, id="different-repos"),
     pytest.param("nosuch@v0.20.0", "nosuch@v0.25.0", False, id="repo-not-configured"),
 ])
-def test_older_follows_the_configured_versions(first: str, second: str, older: bool) -> None:
+def test_older_follows_the_version_numbers(first: str, second: str, older: bool) -> None:
     assert load_config().older(first, second) is older
+
+
+@pytest.mark.parametrize(("first", "second", "older"), [
+    pytest.param("vllm@main", "vllm@nightly", True, id="listed-before"),
+    pytest.param("vllm@nightly", "vllm@main", False, id="listed-after"),
+    pytest.param("vllm@main", "vllm@feature", False, id="second-not-listed"),
+    pytest.param("vllm@feature", "vllm@nightly", False, id="first-not-listed"),
+    pytest.param("vllm@nightly", "vllm@v0.20.0", False, id="name-after-a-number"),
+])
+def test_older_follows_the_listed_order_of_names_that_are_not_versions(
+    first: str, second: str, older: bool
+) -> None:
+    config = loaded('[repos.vllm]\nversions = ["v0.20.0", "main", "nightly"]\n')
+    assert config.older(first, second) is older
 
 
 @pytest.mark.parametrize(("github", "close"), [

@@ -846,8 +846,14 @@ def test_one_annotation_file_under_two_names_is_read_once() -> None:
     assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/a.yml\n")
 
 
-def test_fix_against_an_older_version_moves_nothing_back() -> None:
-    """``--against`` an older version asks how a claim held then; its refs stay."""
+@pytest.mark.parametrize("config", [
+    pytest.param(CONFIG, id="configured"),
+    pytest.param('[repos.vllm]\nversions = ["v2"]\n', id="older-not-configured"),
+])
+def test_fix_against_an_older_version_moves_nothing_back(config: str) -> None:
+    """``--against`` an older version asks how a claim held then; its refs stay. Older by
+    version number: v1 is older than v2 whether the config lists it or not."""
+    write("annotate.toml", config)
     text = (f"article: blog/s.md\nat: vllm@v2\nclaims:\n  - id: c\n    text: x\n"
             f"    refs: [{NEW_ENGINE.removeprefix('vllm@v2:')}]\n")
     path = write("annotations/s.yml", text)
