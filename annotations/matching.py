@@ -1190,9 +1190,9 @@ class Matcher:
     def _has_new_place(self, symbol: SymbolSnapshot) -> bool:
         """Whether B defines ``symbol``'s qualname in a file where A does not (it moved
         with its class or file, as ``phi.py`` -> ``models/phi.py``)."""
-        return any(kind_group(kind) is kind_group(symbol.kind)
-                   and not self.a.has(path, symbol.qualname)
-                   for path, kind in self._qualname_places_in(self.b, symbol.qualname))
+        group = kind_group(symbol.kind)
+        return any(new.qualname == symbol.qualname and not self.a.has(new.path, new.qualname)
+                   for new in self.pool().blocks.get(("name", group, symbol.name), ()))
 
     def _ancestors(self, cls: SymbolSnapshot) -> list[str]:
         """The names of ``cls``'s bases at B, then of their bases, and so on, nearest
