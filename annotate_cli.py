@@ -23,7 +23,13 @@ import click
 
 from annotations.wording import counted
 from db.errors import DatabaseError
-from indexer.config import ProjectConfig, check_version_name, config_above, load_config
+from indexer.config import (
+    ProjectConfig,
+    check_version_name,
+    config_above,
+    load_config,
+    run_from,
+)
 from indexer.errors import IndexerError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -121,8 +127,7 @@ def _refuse_a_subfolder(config: ProjectConfig) -> None:
     the index would be another one, built or read in ``articles/.annotate/``."""
     found = config_above(config.root) if config.source_file is None else None
     if found is not None:
-        raise UserError(f"no annotate.toml in {config.root}; run from {found.parent}, where "
-                        f"{found.name} is, or pass --config {found}")
+        raise UserError(f"no annotate.toml in {config.root}; {run_from(found)}")
 
 
 def _note_outdated_blobs(database: Any) -> None:
@@ -152,6 +157,9 @@ def _note_outdated_links(context: Context, database: Any) -> None:
         _note("Note: the annotation files, the index or annotate changed since the last link; "
               "run 'annotate link' (or 'annotate check') to bring the claims shown here up to "
               "date")
+    elif state is LinkState.NO_FILES:
+        _note(f"Note: no annotation file under {context.config.root} matches the config's "
+              "globs; the claims shown are those of the last link")
     elif state is LinkState.UNREADABLE:
         _note("Note: some annotation files could not be read at the last link, and keep the "
               "claims they had before; run 'annotate link' to see which")

@@ -36,7 +36,7 @@ from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries
 from db.database import Database
-from indexer.config import ProjectConfig, config_above
+from indexer.config import ProjectConfig, config_above, run_from
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
 LINK_FORMAT = 13
@@ -143,9 +143,14 @@ def require_annotation_files(config: ProjectConfig) -> None:
     """Refuse a link of no file: a glob's typo, or a run from the wrong folder."""
     if not any(annotation_files(config)):
         found = _config_above(config)
-        advice = (f"run from {found.parent}, where {found.name} is, or pass --config {found}"
-                  if found else "run from your articles' folder, or set 'annotations' and "
-                                "'articles' in annotate.toml")
+        if found is not None:
+            advice = run_from(found)
+        elif config.source_file is not None:
+            advice = (f"add one, or set 'annotations' and 'articles' in "
+                      f"{config.source_file.name}")
+        else:
+            advice = ("run from your articles' folder, or set 'annotations' and 'articles' "
+                      "in annotate.toml")
         raise NoClaims(f"no annotation file under {config.root} matches {_patterns(config)}; "
                        + advice)
 
@@ -187,15 +192,16 @@ class LinkState(str, Enum):
     CURRENT = "current"
     CHANGED = "changed"  # the files, the config or the index changed since the last link
     UNREADABLE = "unreadable"  # unchanged, but some file could not be read then
+    NO_FILES = "no files"  # claims are stored, and the config finds no annotation file
 
 
 def link_state(database: Database, config: ProjectConfig) -> LinkState:
     """Where the config finds no annotation files (the articles folder emptied, or globs
-    that match nothing), CHANGED when claims are stored (they were all removed since) and
-    CURRENT when none are: nothing to compare with."""
+    that match nothing), NO_FILES when claims are stored (`link` would refuse, and keep
+    them) and CURRENT when none are: nothing to compare with."""
     files = annotation_files(config)
     if not (files[0] or files[1]):
-        return LinkState.CHANGED if claim_store.has_claims(database) else LinkState.CURRENT
+        return LinkState.NO_FILES if claim_store.has_claims(database) else LinkState.CURRENT
     signature = _signature(database, config, files)
     stored = claim_store.link_signature(database)
     if signature is not None and stored == signature:

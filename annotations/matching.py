@@ -1142,7 +1142,7 @@ class Matcher:
             return False
         if new.path != old.path:
             return scored.score >= RENAME_MOVE_THRESHOLD
-        if old.parent and new.parent == old.parent:
+        if old.kind == new.kind == "method" and new.parent == old.parent:
             return scored.score >= SAME_CLASS_MOVE_THRESHOLD
         return scored.score >= MOVE_THRESHOLD
 

@@ -102,16 +102,16 @@ class ProjectConfig:
         return repo.versions if repo else ()
 
     def older(self, first: str, second: str) -> bool:
-        """Whether ``REPO@VERSION`` ``first`` comes before ``second`` in their repo's
-        version order (`db.version_order`, as ``history`` orders them, configured or not):
-        by version number, a version number before a name that is not one (``main``), and
-        of two such names the one listed first in ``versions``; False when the repos
-        differ, or of two such names when either is not listed."""
+        """Whether ``REPO@VERSION`` ``first`` is known to come before ``second``: of two
+        version numbers, by `db.version_order` (as ``history`` orders them, configured or
+        not); when either is a name that is not one (``main``, a commit SHA), by their
+        places in ``versions``. False when the repos differ, or when a name is not listed
+        (a SHA says nothing of its order)."""
         (repo, _, version), (other, _, later) = first.partition("@"), second.partition("@")
         if repo != other or repo not in self.repos:
             return False
         keys = version_key(version), version_key(later)
-        if keys != (NOT_A_VERSION, NOT_A_VERSION):
+        if NOT_A_VERSION not in keys:
             return keys[0] < keys[1]
         versions = self.repos[repo].versions
         return (version in versions and later in versions
@@ -180,13 +180,25 @@ def load_config(start: Path | None = None, config_file: Path | None = None) -> P
 def config_above(folder: Path) -> Path | None:
     """The config file of the nearest folder above ``folder`` that has one (annotate.toml,
     or a pyproject.toml with [tool.annotate]), or None: what a command run from a
-    subfolder of a project would read from the project's folder."""
-    for parent in folder.resolve().parents:
+    subfolder of a project would read from the project's folder. The search stops at the
+    git repository ``folder`` is in: a config above it (a stray ``~/annotate.toml``) is
+    another project's."""
+    folder = folder.resolve()
+    if (folder / ".git").exists():
+        return None
+    for parent in folder.parents:
         if (parent / CONFIG_FILE).is_file():
             return parent / CONFIG_FILE
         if (parent / "pyproject.toml").is_file() and _has_tool_table(parent / "pyproject.toml"):
             return parent / "pyproject.toml"
+        if (parent / ".git").exists():
+            return None
     return None
+
+
+def run_from(found: Path) -> str:
+    """What to do in a subfolder of the project whose config is ``found``."""
+    return f"run from {found.parent}, where {found.name} is, or pass --config {found}"
 
 
 def _has_tool_table(pyproject: Path) -> bool:

@@ -597,8 +597,8 @@ def test_no_annotation_files_is_an_error_and_keeps_the_links(
     assert (result.exit_code, result.stdout) == (2, "")
     patterns = ", ".join(config.annotations + config.articles)
     assert result.stderr == (
-        f"Error: no annotation file under {config.root} matches {patterns}; run from your "
-        "articles' folder, or set 'annotations' and 'articles' in annotate.toml\n"
+        f"Error: no annotation file under {config.root} matches {patterns}; add one, or set "
+        "'annotations' and 'articles' in annotate.toml\n"
     )
     assert _stored_links() == stored_links
 
@@ -615,6 +615,18 @@ def test_run_from_a_subfolder_names_the_folder_of_the_config(
         f"; run from {root}, where annotate.toml is, or pass --config {root / 'annotate.toml'}\n")
     monkeypatch.chdir(root)
     assert _stored_links() == stored_links
+
+
+def test_no_annotation_files_and_no_config_says_where_to_run_from(
+    stored_links: list[tuple], monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    db = Path.cwd() / DB
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    result = CliRunner().invoke(cli, ["--db", str(db), "link"], prog_name="annotate")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.endswith("; run from your articles' folder, or set 'annotations' and "
+                                  "'articles' in annotate.toml\n")
 
 
 @pytest.mark.parametrize("command", ["check", "link", "fix"])

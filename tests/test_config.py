@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from indexer.config import DEFAULT_FAIL_ON, ProjectConfig, default_cache_dir, load_config
+from indexer.config import (
+    DEFAULT_FAIL_ON,
+    ProjectConfig,
+    config_above,
+    default_cache_dir,
+    load_config,
+)
 
 
 def loaded(toml: str) -> ProjectConfig:
@@ -24,8 +30,9 @@ def loaded(toml: str) -> ProjectConfig:
     pytest.param("vllm@v0.23.0", "vllm@v0.23.1rc0", True, id="release-before-pre-release"),
     pytest.param("vllm@v0.23.1rc0", "vllm@0.23.1", True, id="pre-release-before-release"),
     pytest.param("vllm@v0.9.0", "vllm@v0.10.0", True, id="numbers-not-text"),
-    pytest.param("vllm@v0.25.0", "vllm@main", True, id="number-before-name"),
-    pytest.param("vllm@main", "vllm@v0.20.0", False, id="name-after-number"),
+    pytest.param("vllm@v0.25.0", "vllm@main", False, id="number-and-unlisted-name"),
+    pytest.param("vllm@main", "vllm@v0.20.0", False, id="unlisted-name-and-number"),
+    pytest.param("vllm@v0.25.0", "vllm@4b530f17c5", False, id="number-and-commit-sha"),
     pytest.param("lmcache@v0.20.0", "vllm@v0.25.0", False, id="different-repos"),
     pytest.param("nosuch@v0.20.0", "nosuch@v0.25.0", False, id="repo-not-configured"),
 ])
@@ -38,7 +45,8 @@ def test_older_follows_the_version_numbers(first: str, second: str, older: bool)
     pytest.param("vllm@nightly", "vllm@main", False, id="listed-after"),
     pytest.param("vllm@main", "vllm@feature", False, id="second-not-listed"),
     pytest.param("vllm@feature", "vllm@nightly", False, id="first-not-listed"),
-    pytest.param("vllm@nightly", "vllm@v0.20.0", False, id="name-after-a-number"),
+    pytest.param("vllm@nightly", "vllm@v0.20.0", False, id="name-listed-after-a-number"),
+    pytest.param("vllm@v0.20.0", "vllm@main", True, id="number-listed-before-a-name"),
 ])
 def test_older_follows_the_listed_order_of_names_that_are_not_versions(
     first: str, second: str, older: bool
@@ -129,3 +137,22 @@ def test_default_cache_dir(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert default_cache_dir() == Path(expected)
+
+
+@pytest.mark.parametrize(("files", "folder", "found"), [
+    pytest.param((), "sub/x", "annotate.toml", id="subfolder-of-a-project"),
+    pytest.param(("repo/.git/HEAD",), "repo/sub", None, id="inside-another-git-repository"),
+    pytest.param(("repo/.git",), "repo", None, id="at-a-worktrees-root"),
+    pytest.param(("proj/.git/HEAD", "proj/annotate.toml"), "proj/sub", "proj/annotate.toml",
+                 id="project-is-the-repository"),
+])
+def test_config_above_stops_at_the_repository_it_is_in(
+    tmp_path: Path, files: tuple[str, ...], folder: str, found: str | None
+) -> None:
+    """A config above the git repository a folder is in (a stray ~/annotate.toml) is
+    another project's."""
+    for name in ("annotate.toml", *files):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    assert config_above(tmp_path / folder) == (None if found is None else tmp_path / found)

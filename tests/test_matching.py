@@ -1030,6 +1030,14 @@ MOVES = {
         {"a.py": textwrap.dedent(INIT_RECORD)}, {"a.py": textwrap.dedent(PROPAGATE_SHARED)},
         "init_record", Verdict.REMOVED, candidates=frozenset({"a.py::propagate_shared"}),
     ),
+    "a-local-function-renamed-in-its-function-needs-the-usual-evidence": MoveCase(
+        {"a.py": "def setup(model):\n" + textwrap.indent(textwrap.dedent(INIT_RECORD), "    ")
+                 + "    return None\n"},
+        {"a.py": "def setup(model):\n" + textwrap.indent(textwrap.dedent(PROPAGATE_SHARED),
+                                                         "    ") + "    return None\n"},
+        "setup.<locals>.init_record", Verdict.REMOVED,
+        candidates=frozenset({"a.py::setup.<locals>.propagate_shared"}),
+    ),
     "a-module-logger-follows-its-file": MoveCase(
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
         {"serve/a.py": LOGGER + KERNEL.format(name="serve_tokens"), "b.py": LOGGER},
