@@ -898,6 +898,9 @@ def test_usage_errors_are_one_line_naming_the_help(args: tuple[str, ...], error:
                  "fix --dry-run", id="both"),
     pytest.param(("show", "x", "--db"),
                  "--db goes before the command: annotate --db PATH show x", id="no-value"),
+    pytest.param(("search", "--db", "x.db", "--", "--config"),
+                 "--db goes before the command: annotate --db x.db search -- --config",
+                 id="nothing-after-double-dash-is-an-option"),
 ])
 def test_a_global_option_after_the_command_says_where_it_goes(
     args: tuple[str, ...], error: str
