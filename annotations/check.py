@@ -24,9 +24,9 @@ from annotations.resolve import (
     quote_stands,
 )
 from annotations.results import CheckReport, RefResult, Status
-from annotations.wording import index_advice
 from db import claims as claim_store
 from db.database import Database
+from db.queries import index_advice
 from indexer.config import ProjectConfig
 
 

@@ -364,7 +364,7 @@ def _unknown_pin(error: UnindexedVersion, written: str) -> ResolveError:
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:
         hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "
-                f"annotate.toml and run 'annotate index {pin}'")
+                f"annotate.toml and {queries.index_advice(pin)}")
     return ResolveError(f"{pin} is neither indexed nor configured", hint=hint)
 
 

@@ -8,11 +8,6 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
-def index_advice(pin: str) -> str:
-    """What to do about ``REPO@VERSION``, configured and not indexed yet."""
-    return f"run 'annotate index {pin}'"
-
-
 def pinned_at_unindexed(message: str, refs: int, claims: int, hint: str) -> str:
     """One line for every ref pinned at a version that is not indexed: ``vllm@v0.23.1rc0
     is not indexed (11 refs of 5 claims pin it); run 'annotate index vllm@v0.23.1rc0'``."""

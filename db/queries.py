@@ -131,10 +131,15 @@ def unindexed(
         return Unindexed(f"{pin} is not indexed", did_you_mean(repo, misspelling_of),
                          misspelling_of)
     if configured is None or version in configured:
-        return Unindexed(f"{pin} is not indexed", f"run 'annotate index {pin}'")
+        return Unindexed(f"{pin} is not indexed", index_advice(pin))
     known = ", ".join(dict.fromkeys([*configured, *indexed_versions(database, repo)]))
     return Unindexed(f"{pin} is neither indexed nor configured ({repo} has {known or 'none'})",
-                     f"fix the version, or run 'annotate index {pin}' to index it")
+                     f"fix the version, or {index_advice(pin)} to index it")
+
+
+def index_advice(pin: str) -> str:
+    """What to do about ``REPO@VERSION``, configured and not indexed yet."""
+    return f"run 'annotate index {pin}'"
 
 
 PYTHON_FILE = "substr(f.path, -3) = '.py'"

@@ -16,7 +16,8 @@ from annotations.reports._common import (
     waiver_note,
 )
 from annotations.results import CheckReport, RefResult, Status
-from annotations.wording import counted, index_advice, pinned_at_unindexed
+from annotations.wording import counted, pinned_at_unindexed
+from db.queries import index_advice
 
 RESET = "\033[0m"
 GREEN = "\033[32m"
