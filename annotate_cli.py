@@ -23,13 +23,7 @@ import click
 
 from annotations.wording import counted
 from db.errors import DatabaseError
-from indexer.config import (
-    ProjectConfig,
-    check_version_name,
-    config_above,
-    load_config,
-    run_from,
-)
+from indexer.config import ProjectConfig, check_version_name, load_config, run_from
 from indexer.errors import IndexerError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -125,7 +119,7 @@ class Context:
 def _refuse_a_subfolder(config: ProjectConfig) -> None:
     """Refuse to run with the defaults in a subfolder of a project (``articles/``), where
     the index would be another one, built or read in ``articles/.annotate/``."""
-    found = config_above(config.root) if config.source_file is None else None
+    found = config.config_above()
     if found is not None:
         raise UserError(f"no annotate.toml in {config.root}; {run_from(found)}")
 

@@ -36,7 +36,7 @@ from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries
 from db.database import Database
-from indexer.config import ProjectConfig, config_above, run_from
+from indexer.config import ProjectConfig, run_from
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
 LINK_FORMAT = 13
@@ -142,7 +142,7 @@ class NoClaims(AnnotationError):
 def require_annotation_files(config: ProjectConfig) -> None:
     """Refuse a link of no file: a glob's typo, or a run from the wrong folder."""
     if not any(annotation_files(config)):
-        found = _config_above(config)
+        found = config.config_above()
         if found is not None:
             advice = run_from(found)
         elif config.source_file is not None:
@@ -153,12 +153,6 @@ def require_annotation_files(config: ProjectConfig) -> None:
                       "in annotate.toml")
         raise NoClaims(f"no annotation file under {config.root} matches {_patterns(config)}; "
                        + advice)
-
-
-def _config_above(config: ProjectConfig) -> Path | None:
-    """The config file of a folder above the root, when the root has none (a command
-    run from a subfolder of the articles' repository)."""
-    return config_above(config.root) if config.source_file is None else None
 
 
 def _patterns(config: ProjectConfig) -> str:

@@ -96,6 +96,11 @@ class ProjectConfig:
                 f"configured repos are: {known} (add [repos.{name}] to {CONFIG_FILE})",
             ) from None
 
+    def config_above(self) -> Path | None:
+        """The config file of a project above the root (`config_above`), when this config
+        was not read from a file: a command run from a subfolder of that project."""
+        return config_above(self.root) if self.source_file is None else None
+
     def configured_versions(self, name: str) -> tuple[str, ...]:
         """The versions of repo ``name`` to index (none when it is not configured)."""
         repo = self.repos.get(name)
