@@ -28,6 +28,7 @@ import errno
 import os
 import re
 import shutil
+from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,9 +383,12 @@ def plan_fixes(
         results = _claim_results(report, wanted)
         bumps.setdefault((results[0].article, results[0].claim), (wanted, results))
     bumped = {result for _, results in bumps.values() for result in results}
+    by_claim: dict[tuple[str, str], list[RefResult]] = defaultdict(list)
+    for result in report.results:
+        by_claim[(result.file, result.claim)].append(result)
     for result in report.results:
         if result.status is Status.MOVED and result not in bumped:
-            _fix_move(plan, result, report)
+            _fix_move(plan, result, by_claim[(result.file, result.claim)])
     pins = [_bump(plan, wanted, results, report.target_versions)
             for wanted, results in bumps.values()]
     for wanted, first, target in pins:  # last: an inserted 'at:' line moves the lines below
@@ -393,7 +397,7 @@ def plan_fixes(
     return plan
 
 
-def _fix_move(plan: FixPlan, result: RefResult, report: CheckReport) -> None:
+def _fix_move(plan: FixPlan, result: RefResult, its_claims_refs: list[RefResult]) -> None:
     where = f"{result.file}:{result.line}"
     pin = plan.pin_after(result.target, result)
     if pin:
@@ -406,8 +410,7 @@ def _fix_move(plan: FixPlan, result: RefResult, report: CheckReport) -> None:
                           f"({places})")
         return
     if result.changes:
-        blocker = _bump_blocker(r for r in report.results
-                                if (r.file, r.claim) == (result.file, result.claim))
+        blocker = _bump_blocker(its_claims_refs)
         plan.notes.append(f"{where}: left {result.ref} as it is: "
                           f"{_moved_and_changed(result, blocker)}")
         return
