@@ -608,9 +608,11 @@ class _Scored:
 class _Pool:
     """B's unmatched symbols, indexed for fingerprint lookups and blocking."""
 
-    def __init__(self, unmatched: list[SymbolSnapshot], gone: Counter[tuple]) -> None:
+    def __init__(
+        self, unmatched: list[SymbolSnapshot], gone: Mapping[tuple[KindGroup, str], list[_Key]]
+    ) -> None:
         self.unmatched = unmatched
-        self._gone = gone
+        self.gone = gone  # A's keys that B does not have, by kind group and name
         self.fingerprints: dict[tuple[str, str], list[SymbolSnapshot]] = defaultdict(list)
         self.blocks: dict[tuple, list[SymbolSnapshot]] = defaultdict(list)
         for symbol in unmatched:
@@ -634,7 +636,7 @@ class _Pool:
         key = (kind_group(old.kind), old.name)
         return (
             not old.name.startswith("__")
-            and self._gone[key] == 1
+            and len(self.gone.get(key, ())) == 1
             and len(self.blocks.get(("name", *key), ())) == 1
         )
 
@@ -876,7 +878,6 @@ class Matcher:
         self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
         self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
-        self._gone: dict[tuple[KindGroup, str], list[_Key]] = {}  # A's keys B lacks, by name
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -1250,8 +1251,7 @@ class Matcher:
 
     def _gone_named(self, group: KindGroup, name: str) -> list[SymbolSnapshot]:
         """A's symbols of that kind group and name whose place B does not have."""
-        self.pool()
-        return [self.a.symbol(key) for key in self._gone.get((group, name), ())]
+        return [self.a.symbol(key) for key in self.pool().gone.get((group, name), ())]
 
     def _places(self, view: _VersionView, new: SymbolSnapshot) -> list[str]:
         """The path of each definition of ``new``'s qualname, in its kind group, in
@@ -1334,11 +1334,10 @@ class Matcher:
             b_rows = {key: row for key, row in self.b.rows().items()
                       if b_blobs[key[0]] != a_blobs.get(key[0])}
             unmatched = [self.b.symbol(key) for key in b_rows if key not in a_rows]
-            self._gone = defaultdict(list)
+            gone: dict[tuple[KindGroup, str], list[_Key]] = defaultdict(list)
             for key, row in a_rows.items():
                 if key not in b_rows:
-                    self._gone[(kind_group(row[_KIND]), key[1].rsplit(".", 1)[-1])].append(key)
-            gone = Counter({name: len(keys) for name, keys in self._gone.items()})
+                    gone[(kind_group(row[_KIND]), key[1].rsplit(".", 1)[-1])].append(key)
             self._pool = _Pool([symbol for symbol in unmatched if symbol is not None], gone)
         return self._pool
 
