@@ -14,6 +14,7 @@ from annotations.modules import VersionModules
 from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
 from db.database import Database
+from db.version_order import COMMIT
 from indexer.config import ProjectConfig
 from indexer.errors import ConfigError
 from indexer.fingerprints import digest
@@ -101,7 +102,7 @@ class Resolver:
     def version_key(self, repo: str, version: str) -> int:
         if (repo, version) not in self._version_keys:
             key = queries.version_id(self.database, repo, version)
-            if key is None and _COMMIT.fullmatch(version):  # GitHub's "Copy permalink"
+            if key is None and COMMIT.fullmatch(version):  # GitHub's "Copy permalink"
                 key = queries.version_at_commit(self.database, repo, version)
             self._version_keys[repo, version] = key
         key = self._version_keys[repo, version]
@@ -463,9 +464,6 @@ def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:
         normalized=row["normalized"], qualname=row["qualname"], kind=row["kind"],
         shape=row["shape"], start_byte=row["start_byte"], end_byte=row["end_byte"],
     )
-
-
-_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def _module_files(dotted: str) -> tuple[str, str]:

@@ -3,8 +3,10 @@
 ``v0.9.0`` < ``v0.10.0`` (numbers compare as numbers; the ``v`` is optional),
 ``0.23.1.dev0`` < ``0.23.1rc0`` < ``0.23.1`` < ``0.23.1.post1``. A name that is not a
 version number (``main``, a branch) comes after the numbered ones; sorted stably, those
-keep the order they were given in (the order indexed). ``packaging`` is not a
-dependency: this is its ordering of PEP 440's forms, without its classes.
+keep the order they were given in (the order indexed). A commit SHA (7 to 40 lowercase
+hex digits) is such a name, even when its digits read as a number (``9767703351``, or
+``12345a6789``, which PEP 440 reads as an alpha). ``packaging`` is not a dependency: this
+is its ordering of PEP 440's forms, without its classes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ _VERSION = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+COMMIT = re.compile(r"[0-9a-f]{7,40}")
+"""A name git could give a commit by: its SHA, whole or abbreviated."""
 _PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
 
 NOT_A_VERSION = (1,)
@@ -34,7 +38,7 @@ def version_key(version: str) -> tuple:
     """The sort key of ``version``: ``(0, ...)`` for a version number, `NOT_A_VERSION`
     for any other name."""
     found = _VERSION.fullmatch(version)
-    if found is None:
+    if found is None or COMMIT.fullmatch(version):
         return NOT_A_VERSION
     release = tuple(int(part) for part in found["release"].split("."))
     while len(release) > 1 and release[-1] == 0:  # 1.0 is 1.0.0

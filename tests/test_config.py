@@ -33,6 +33,8 @@ def loaded(toml: str) -> ProjectConfig:
     pytest.param("vllm@v0.25.0", "vllm@main", False, id="number-and-unlisted-name"),
     pytest.param("vllm@main", "vllm@v0.20.0", False, id="unlisted-name-and-number"),
     pytest.param("vllm@v0.25.0", "vllm@4b530f17c5", False, id="number-and-commit-sha"),
+    pytest.param("vllm@v0.25.0", "vllm@9767703351", False, id="commit-sha-of-digits-only"),
+    pytest.param("vllm@v0.25.0", "vllm@12345a6789", False, id="commit-sha-read-as-an-alpha"),
     pytest.param("lmcache@v0.20.0", "vllm@v0.25.0", False, id="different-repos"),
     pytest.param("nosuch@v0.20.0", "nosuch@v0.25.0", False, id="repo-not-configured"),
 ])

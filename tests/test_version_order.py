@@ -53,6 +53,9 @@ def test_spellings_of_one_version_sort_together(first: str, second: str) -> None
 @pytest.mark.parametrize("name", [
     pytest.param("main", id="branch"),
     pytest.param("deadbeef", id="commit"),
+    pytest.param("9767703351", id="commit-of-digits-only"),
+    pytest.param("12345a6789", id="commit-that-reads-as-an-alpha"),
+    pytest.param("4b530f17c5d8e9a1b2c3d4e5f60718293a4b5c6d", id="whole-commit-sha"),
     pytest.param("v", id="v-alone"),
     pytest.param("1.", id="trailing-dot"),
     pytest.param("1..2", id="empty-part"),
