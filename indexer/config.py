@@ -9,13 +9,17 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, before it joined the standard library
+    import tomli as tomllib
 
 from db.version_order import NOT_A_VERSION, version_key
 from indexer.errors import ConfigError
