@@ -9,9 +9,16 @@ from pathlib import Path
 import pytest
 from fakeproject import isolate, run_annotate, write_fakes_config
 from fakevllm import FakeRepo, build_fake_lmcache, build_fake_vllm, build_fake_wheels
+from hypothesis import settings
 
 from db.database import Database, open_database
 from indexer.config import ProjectConfig, load_config
+
+# Time is not what the properties test: on a loaded 2-core machine an example can pass
+# hypothesis's 200 ms deadline and fail the run. The rest is the active profile's (its
+# "ci" profile, derandomized, under CI=true).
+settings.register_profile("annotate", parent=settings(), deadline=None)
+settings.load_profile("annotate")
 
 
 @pytest.fixture(scope="session")
