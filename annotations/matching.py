@@ -87,7 +87,10 @@ For a symbol ``old`` of A (``Matcher.match``):
 
    A member of a removed class moves only when its body has ``MIN_RENAME_TOKENS`` word
    tokens outside strings and comments (a docstring over ``return`` says nothing of
-   where it went). A class attribute only ever follows its class (same name, in the
+   where it went); a method that alone of its class moved, changed, to a class is
+   removed when a method of another removed class contests it there
+   (`Matcher._drop_lone_look_alikes`: the ``forward`` of four deleted models and a new
+   model's). A class attribute only ever follows its class (same name, in the
    class's match; or, when the class lives on, into a base as above, or to the one new
    attribute of the class that has its value, when that value has
    ``MIN_RENAME_TOKENS`` word tokens: `Matcher._attribute_kept`): a bare field ``x:
@@ -366,6 +369,10 @@ class SourceStore:
                 children[_parent(row[_QUALNAME])].append(row)
             self._children[blob_id] = children
         return children
+
+
+def _match_key(symbol: SymbolSnapshot) -> tuple[str, str, int, str]:
+    return (symbol.path, symbol.qualname, symbol.occurrence, symbol.blob_id)
 
 
 def _parent(qualname: str) -> str:
@@ -881,7 +888,7 @@ class Matcher:
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
-        key = (old.path, old.qualname, old.occurrence, old.blob_id)
+        key = _match_key(old)
         found = self._matches.get(key)
         if found is None:
             found = self._match(old)
@@ -980,6 +987,8 @@ class Matcher:
             parent.new.path, parent.new.qualname
         )
         orphan = parent is not None and parent.new is None
+        if orphan and (settled := self._matches.get(_match_key(old))) is not None:
+            return settled  # matched with its class's methods (`_where_methods_went`)
         leaver = parent is not None and parent.new is not None
         max_ties = 0 if parent is not None else MAX_TIES
         ranked, via = self._ranked(old, hint)
@@ -1051,24 +1060,50 @@ class Matcher:
         matched one by one as orphans, still find their bodies. A class whose name A
         defines is that symbol's successor (dots1's model methods went to MiMo V2's, which
         only moved)."""
-        key = (cls.path, cls.qualname, cls.occurrence, cls.blob_id)
-        self._matches[key] = removed  # while its methods are matched (they ask for it)
-        methods = self._methods(cls)
-        moved = [match.new for match in map(self.match, methods)
+        self._matches[_match_key(cls)] = removed  # while its methods are matched
+        matches = [self.match(method) for method in self._methods(cls)]
+        moved = [match.new for match in matches
                  if match.verdict is Verdict.MOVED and match.new.kind == "method"]
         places = Counter((new.path, new.parent) for new in moved)
-        if not places:
-            return removed
-        (path, parent), count = places.most_common(1)[0]
-        target = self.b.lookup(path, parent)
-        if (count < MIN_METHODS_FOLLOWED or 2 * count <= len(moved) or target is None
-                or target.kind != "class" or target.name in self.defined_names()[0]):
-            return removed
-        scored = self._scorer.ranked(cls, [target], None)
-        if not scored or not self._eligible(cls, scored[0]):
+        target = self._followed_class(cls, places, len(moved))
+        if target is None:
+            self._drop_lone_look_alikes(matches, places)
             return removed
         self._forget_methods(cls)  # matched again as members of a class that moved
-        return self._moved(cls, target, (), scored[0].score, "methods")
+        return self._moved(cls, target.symbol, (), target.score, "methods")
+
+    def _followed_class(
+        self, cls: SymbolSnapshot, places: Counter[tuple[str, str]], moved: int
+    ) -> _Scored | None:
+        """The class of B that ``cls`` follows, scored, when most of its ``moved``
+        methods went there (``places``: how many to each (path, class))."""
+        if not places:
+            return None
+        (path, parent), count = places.most_common(1)[0]
+        target = self.b.lookup(path, parent)
+        if (count < MIN_METHODS_FOLLOWED or 2 * count <= moved or target is None
+                or target.kind != "class" or target.name in self.defined_names()[0]):
+            return None
+        scored = self._scorer.ranked(cls, [target], None)
+        return scored[0] if scored and self._eligible(cls, scored[0]) else None
+
+    def _drop_lone_look_alikes(
+        self, matches: list[Match], places: Counter[tuple[str, str]]
+    ) -> None:
+        """Call removed each method of a removed class that alone of its class moved,
+        changed, to another class, where a rival from a third class scores as well
+        (`_contested`): the ``forward`` of four deleted models is no more one new model's
+        than the others'. Methods that went together to one class (those of
+        ``AWQConfig`` merged into ``AutoAWQConfig``) are evidence for each other, and code
+        kept as it was is where it went (``_validate_chat_template`` of two removed
+        servings, now their renderer's)."""
+        for match in matches:
+            if (match.verdict is Verdict.MOVED and match.content_changed
+                    and match.new.kind == "method"
+                    and places[(match.new.path, match.new.parent)] == 1
+                    and self._contested(match.old, match.new, None)):
+                ranked, _ = self._ranked(match.old, None)
+                self._matches[_match_key(match.old)] = self._removed(match.old, ranked)
 
     def _methods(self, cls: SymbolSnapshot) -> list[SymbolSnapshot]:
         return [symbol for symbol in self.a.file_symbols(cls.path)
@@ -1076,8 +1111,7 @@ class Matcher:
 
     def _forget_methods(self, cls: SymbolSnapshot) -> None:
         for method in self._methods(cls):
-            self._matches.pop((method.path, method.qualname, method.occurrence, method.blob_id),
-                              None)
+            self._matches.pop(_match_key(method), None)
 
     def _ranked(
         self, old: SymbolSnapshot, hint: tuple[str, str] | None
@@ -1167,26 +1201,35 @@ class Matcher:
         )
 
     def _contested(
-        self, old: SymbolSnapshot, new: SymbolSnapshot, home: SymbolSnapshot
+        self, old: SymbolSnapshot, new: SymbolSnapshot, home: SymbolSnapshot | None
     ) -> bool:
         """Whether the method ``new`` is a look-alike, not where ``old`` went: ``old``
-        left its parent, which lives on as ``home``, and a rival, a symbol of ``new``'s
-        name that left its place in another class and has no new place of its own
-        qualname, scores as a move to ``new`` about as well (the stock ``load_weights``
-        dropped from Olmo, OPT, Phi... and a new model's). Not contested: a method
-        pulled up into a base of ``home`` (``_log_inputs`` of two servings, now of their
-        ``BaseServing``), and a function (helpers of several classes or functions made
-        one)."""
-        if new.kind != "method" or _parent(new.qualname).rsplit(".", 1)[-1] in (
-                self._ancestors(home)):
+        left its parent, which lives on as ``home`` (None: its class was removed), and a
+        rival, a symbol of ``new``'s name that left its place in another class and has
+        no new place of its own qualname, scores as a move to ``new`` about as well (the
+        stock ``load_weights`` dropped from Olmo, OPT, Phi... and a new model's). The
+        rival of a method of a removed class is one of a removed class too (``forward``
+        of four deleted models): a method that left a class that lives on may share its
+        new place (``validate_chat_template`` of two servings, now their renderer's).
+        Not contested: a method pulled up into a base of ``home`` (``_log_inputs`` of two
+        servings, now of their ``BaseServing``), and a function (helpers of several
+        classes or functions made one)."""
+        if new.kind != "method" or home is not None and _parent(new.qualname).rsplit(
+                ".", 1)[-1] in self._ancestors(home):
             return False
         bar = self._scorer.score(old, new, None) - AMBIGUITY_MARGIN
         return any(
             self._scorer.score(rival, new, None) >= bar
+            and (home is not None or self._orphaned(rival))
             for rival in self._gone_named(kind_group(new.kind), new.name)
             if (rival.path, rival.parent) != (old.path, old.parent)
             and not self._has_new_place(rival)
         )
+
+    def _orphaned(self, member: SymbolSnapshot) -> bool:
+        """Whether ``member``'s class (or function) was removed."""
+        parent = self._parent_match(member)
+        return parent is not None and parent.new is None
 
     def _has_new_place(self, symbol: SymbolSnapshot) -> bool:
         """Whether B defines ``symbol``'s qualname in a file where A does not (it moved

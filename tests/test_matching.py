@@ -922,6 +922,26 @@ MOVES = {
          "c.py": "class VisionTower:\n" + LOAD_WEIGHTS},
         "OPTModel.load_weights", Verdict.MOVED, "c.py::VisionTower.load_weights",
     ),
+    "a-deleted-models-method-does-not-move-to-a-new-models-lookalike": MoveCase(
+        {"a.py": "class QwenVLModel:\n" + FORWARD,
+         "b.py": "class AyaVisionModel:\n" + FORWARD.replace("n_splits)\n", "n_splits, 1)\n")},
+        {"c.py": "class MossAudioModel:\n" + FORWARD.replace("return out", "return out.t()")},
+        "QwenVLModel.forward", Verdict.REMOVED,
+        candidates=frozenset({"c.py::MossAudioModel.forward"}),
+    ),
+    "a-deleted-classs-method-is-not-contested-by-one-of-a-kept-class": MoveCase(
+        {"a.py": "class OPTModel:\n" + LOAD_WEIGHTS,
+         "b.py": "class PhiModel:\n" + FORWARD + PHI_LOAD_WEIGHTS},
+        {"b.py": "class PhiModel:\n" + FORWARD,
+         "c.py": "class VisionTower:\n" + LOAD_WEIGHTS.replace("set(params)", "params")},
+        "OPTModel.load_weights", Verdict.MOVED, "c.py::VisionTower.load_weights",
+    ),
+    "a-deleted-classs-method-kept-verbatim-beside-a-namesake-moves": MoveCase(
+        {"a.py": "class ChatServing:\n" + LOG_INPUTS,
+         "b.py": "class RenderServing:\n" + LOG_INPUTS},
+        {"c.py": "class Renderer:\n" + LOG_INPUTS},
+        "ChatServing._log_inputs", Verdict.MOVED, "c.py::Renderer._log_inputs",
+    ),
     "methods-pulled-up-into-a-base-of-their-classes-move-there": MoveCase(
         {"a.py": "class ChatServing:\n" + LOG_INPUTS, "b.py": "class PoolServing:\n" + LOG_INPUTS},
         {"a.py": "class ChatServing(BaseServing):\n    pass\n",
