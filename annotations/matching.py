@@ -20,6 +20,10 @@ For a symbol ``old`` of A (``Matcher.match``):
       it is looked up under the parent's new location (and the parent's alternatives);
       when only an alternative of another name holds it (a class split into a base and
       a renamed subclass, tied with another file's class), it is searched for as in b, c.
+      When the member it finds there does not resemble it (scores under
+      ``MOVE_THRESHOLD``: a stub that raises ``NotImplementedError``), a new method of
+      its name in a subclass of the parent's new place that is a move target and scores
+      better by more than ``AMBIGUITY_MARGIN`` is its match (`Matcher._pushed_down`).
    b. *Fingerprints.* Candidates with ``old``'s exact, else normalized, fingerprint.
    c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``
       (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file,
@@ -392,7 +396,8 @@ class Match:
     ``candidates`` lists the other close candidates of an ambiguous move, or the closest
     ones of a removed symbol. ``via`` says how the match was found: blob, same-place,
     parent, exact, normalized, similarity, methods (a class that followed its methods),
-    none.
+    none, subclass (a member of a class that moved, found in a subclass of its class's
+    new place).
     """
 
     old: SymbolSnapshot
@@ -943,8 +948,39 @@ class Matcher:
         ]
         if not found:
             return None
+        if pushed := self._pushed_down(old, found[0], parent.new):
+            return self._moved(old, pushed[0].symbol, tuple(s.symbol for s in pushed[1:]),
+                               pushed[0].score, "subclass")
         others = [*found[1:], *self._copies_as_good(old, found[0], found, parent.new)]
         return self._moved(old, found[0], tuple(others), parent.score, "parent")
+
+    def _pushed_down(
+        self, old: SymbolSnapshot, stub: SymbolSnapshot, home: SymbolSnapshot
+    ) -> list[_Scored]:
+        """Where ``old``'s code went when its class lives on as ``home`` but ``home``'s
+        method of its name, ``stub``, does not resemble it (scores under
+        ``MOVE_THRESHOLD``): B's new methods of that name in classes that inherit
+        ``home``, that are move targets and beat ``stub`` by more than
+        ``AMBIGUITY_MARGIN``, best first, with those as good (``NixlConnectorScheduler``
+        split into ``NixlBaseConnectorScheduler``, whose ``request_finished`` raises
+        ``NotImplementedError``, and the ``NixlPullConnectorScheduler`` that has its
+        body)."""
+        hint = (home.path, home.qualname)
+        floor = self._scorer.score(old, stub, hint)
+        if old.kind != "method" or floor >= MOVE_THRESHOLD:
+            return []
+        group = kind_group(old.kind)
+        ranked = [scored for scored in self._scorer.ranked(
+                      old, self.pool().blocks.get(("name", group, old.name), ()), hint)
+                  if scored.score - floor > AMBIGUITY_MARGIN and self._eligible(old, scored)
+                  and self._inherits(scored.symbol, home)]
+        return [s for s in ranked if ranked[0].score - s.score <= AMBIGUITY_MARGIN]
+
+    def _inherits(self, member: SymbolSnapshot, home: SymbolSnapshot) -> bool:
+        """Whether ``member`` is a method of a class of B that has ``home`` among its
+        bases (or theirs)."""
+        cls = self.b.lookup(member.path, member.parent) if member.kind == "method" else None
+        return cls is not None and cls.kind == "class" and home.name in self._ancestors(cls)
 
     def _copies_as_good(
         self, old: SymbolSnapshot, chosen: SymbolSnapshot, known: list[SymbolSnapshot],

@@ -942,6 +942,22 @@ MOVES = {
         {"c.py": "class Renderer:\n" + LOG_INPUTS},
         "ChatServing._log_inputs", Verdict.MOVED, "c.py::Renderer._log_inputs",
     ),
+    "a-method-left-as-a-stub-in-its-class-moves-to-the-subclass-with-its-body": MoveCase(
+        {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
+        {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
+                    + "\n    def load_weights(self, weights):\n        raise NotImplementedError\n",
+         "pull.py": "class NixlPullScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS,
+         "push.py": "class NixlPushScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS.replace(
+             "default_weight_loader(params[name], tensor)", "self.queue.put((name, tensor))")},
+        "NixlScheduler.load_weights", Verdict.MOVED, "pull.py::NixlPullScheduler.load_weights",
+    ),
+    "a-method-rewritten-in-its-moved-class-does-not-go-to-a-lookalike-elsewhere": MoveCase(
+        {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
+        {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
+                    + "\n    def load_weights(self, weights):\n        raise NotImplementedError\n",
+         "pull.py": "class VisionTower(nn.Module):\n" + LOAD_WEIGHTS},
+        "NixlScheduler.load_weights", Verdict.MOVED, "base.py::NixlBaseScheduler.load_weights",
+    ),
     "methods-pulled-up-into-a-base-of-their-classes-move-there": MoveCase(
         {"a.py": "class ChatServing:\n" + LOG_INPUTS, "b.py": "class PoolServing:\n" + LOG_INPUTS},
         {"a.py": "class ChatServing(BaseServing):\n    pass\n",
