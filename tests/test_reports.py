@@ -1070,3 +1070,64 @@ def test_tabs_in_diffs_are_expanded_to_four_columns() -> None:
     report = report_of(make(Status.CHANGED, diff=diff))
     assert render(report, "text").splitlines()[7:9] == ["      -   x = 1", "      +   x = 2"]
     assert "\n-   x = 1\n+   x = 2\n```" in render(report, "markdown")
+
+
+# --- fail_on with a status that is not stale ---------------------------------------------------
+
+UNINDEXED_FAILING = CheckReport(
+    (make(Status.UNINDEXED, failing=True, message="target vllm@v9 is not indexed"),),
+    ("vllm@v9",), fail_on=("unindexed",), unindexed_targets=("vllm@v9",))
+FRESH_FAILING = CheckReport((make(Status.FRESH, failing=True),), ("vllm@v0.3.0",),
+                            fail_on=("fresh",))
+
+
+@pytest.mark.parametrize(("report", "verdict"), [
+    pytest.param(UNINDEXED_FAILING, "nothing stale, but 1 ref failing (fail_on)", id="unindexed"),
+    pytest.param(FRESH_FAILING, "nothing stale, but 1 ref failing (fail_on)", id="fresh"),
+    pytest.param(report_of(make(Status.FRESH)), "nothing stale", id="not-failing"),
+])
+def test_summary_line_says_a_run_fails_when_nothing_is_stale(
+    report: CheckReport, verdict: str
+) -> None:
+    """``fail_on = ["unindexed"]`` (as the README advises) fails the run with exit 1: the
+    summary must not leave it at "nothing stale"."""
+    line = render(report, "text").splitlines()[-1]
+    assert line.split("; ")[1] == verdict
+    assert render(report, "github").splitlines()[-1].split("; ")[1] == verdict
+
+
+@pytest.mark.parametrize(("report", "verdict"), [
+    pytest.param(UNINDEXED_FAILING, "**Failing:** 1 ref has a status in fail\\_on.",
+                 id="unindexed"),
+    pytest.param(FRESH_FAILING, "**Failing:** 1 ref has a status in fail\\_on.", id="fresh"),
+    pytest.param(report_of(make(Status.FRESH)), "**Nothing stale.**", id="not-failing"),
+])
+def test_markdown_verdict_of_a_failing_run_with_nothing_stale(
+    report: CheckReport, verdict: str
+) -> None:
+    assert render(report, "markdown").splitlines()[2].endswith(verdict)
+
+
+def test_markdown_lists_a_failing_fresh_ref() -> None:
+    """What fails the run is in the table, as in every other format."""
+    output = render(FRESH_FAILING, "markdown")
+    assert "<kbd>fresh</kbd> **failing**" in output
+    assert "All refs are fresh." not in output
+
+
+@pytest.mark.parametrize("fmt", ["text", "github", "markdown", "sarif"])
+def test_unindexed_target_note_does_not_advise_what_fail_on_has(fmt: str) -> None:
+    output = render(UNINDEXED_FAILING, fmt)
+    assert "target vllm@v9 is not indexed, so its refs were compared with nothing" in output
+    assert "or add" not in output
+
+
+@pytest.mark.parametrize(("report", "painted"), [
+    pytest.param(UNINDEXED_FAILING, "\x1b[31mnothing stale, but 1 ref failing (fail_on)\x1b[0m",
+                 id="failing-red"),
+    pytest.param(replace(UNINDEXED_FAILING, results=(make(Status.UNINDEXED),), fail_on=()),
+                 "\x1b[32mnothing stale\x1b[0m", id="with-a-note-green"),
+])
+def test_text_colours_the_verdict_not_the_note_after_it(report: CheckReport, painted: str) -> None:
+    line = render(report, "text", color=True).splitlines()[-1]
+    assert f"; {painted}; target" in line

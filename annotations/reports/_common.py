@@ -137,11 +137,24 @@ def summary_line(report: CheckReport) -> str:
     parts = ", ".join(f"{counts[status.value]} {status.value}" for status in SUMMARY_ORDER)
     waived = summary["waived"]
     waived_text = f" ({waived} waived)" if waived else ""
-    verdict = "stale" if has_unwaived_stale(report) else "nothing stale"
     head = f"{counted(summary['claims'], 'claim')}, {counted(summary['refs'], 'ref')}"
     notes = "".join(f"; {note}" for note in (unreadable_note(report),
                                               unindexed_target_note(report)) if note)
-    return f"{head}: {parts}{waived_text}; {verdict}{notes}"
+    return f"{head}: {parts}{waived_text}; {verdict(report)}{notes}"
+
+
+def verdict(report: CheckReport) -> str:
+    """``stale``, ``nothing stale``, or, when ``fail_on`` holds a status that is not stale
+    (``unindexed``, say) and the run fails on it, ``nothing stale, but 3 refs failing``."""
+    if has_unwaived_stale(report):
+        return "stale"
+    if report.failing:
+        return f"nothing stale, but {counted(failing_count(report), 'ref')} failing (fail_on)"
+    return "nothing stale"
+
+
+def failing_count(report: CheckReport) -> int:
+    return sum(1 for result in report.results if result.failing)
 
 
 def unindexed_target_note(report: CheckReport) -> str:
@@ -151,9 +164,10 @@ def unindexed_target_note(report: CheckReport) -> str:
     targets = report.unindexed_targets
     runs = " ".join(targets)
     one = len(targets) == 1
+    advice = "" if Status.UNINDEXED.value in report.fail_on else ' (or add "unindexed" to fail_on)'
     return (f"target{'' if one else 's'} {', '.join(targets)} {'is' if one else 'are'} not "
             f"indexed, so {'its' if one else 'their'} refs were compared with nothing: run "
-            f"'annotate index {runs}' (or add \"unindexed\" to fail_on)")
+            f"'annotate index {runs}'{advice}")
 
 
 def unreadable_note(report: CheckReport) -> str:

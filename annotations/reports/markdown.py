@@ -14,6 +14,7 @@ import re
 from annotations.reports._common import (
     SUMMARY_ORDER,
     by_article,
+    failing_count,
     has_unwaived_stale,
     location,
     needs_attention,
@@ -60,7 +61,7 @@ def render(report: CheckReport) -> str:
     groups = {
         article: rows
         for article, results in by_article(report.results).items()
-        if (rows := [r for r in results if r.status is not Status.FRESH])
+        if (rows := [r for r in results if r.status is not Status.FRESH or r.failing])
     }
     if not groups:
         parts.append("All refs are fresh.")
@@ -99,6 +100,10 @@ def _verdict(report: CheckReport) -> str:
             f"{counted(summary['articles'], 'article')}")
     if report.target_versions:
         head += " against " + ", ".join(code(t) for t in report.target_versions)
+    if not has_unwaived_stale(report) and report.failing:
+        failing = failing_count(report)
+        noun = "ref has" if failing == 1 else "refs have"
+        return f"{head}. **Failing:** {failing} {noun} a status in fail\\_on."
     if not has_unwaived_stale(report):
         read = " in the files read" if report.input_errors else ""
         return f"{head}. **Nothing stale{read}.**"

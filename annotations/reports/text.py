@@ -13,6 +13,7 @@ from annotations.reports._common import (
     location,
     summary_line,
     truncate_lines,
+    verdict,
     waiver_note,
 )
 from annotations.results import CheckReport, RefResult, Status
@@ -159,6 +160,7 @@ def _summary(report: CheckReport, color: bool) -> str:
     line = summary_line(report)
     if not color:
         return line
-    head, _, verdict = line.rpartition("; ")
-    code = RED if has_unwaived_stale(report) else GREEN
-    return f"{head}; {paint(verdict, code, color)}"
+    head, _, rest = line.partition("; ")  # the verdict comes first after the counts
+    said = verdict(report)
+    code = RED if has_unwaived_stale(report) or report.failing else GREEN
+    return f"{head}; {paint(said, code, color)}{rest[len(said):]}"
