@@ -659,7 +659,7 @@ def test_sarif_result_location_message_and_properties() -> None:
     (item,) = sarif_of(report_of(result))["runs"][0]["results"]
     physical = item["locations"][0]["physicalLocation"]
     assert physical == {
-        "artifactLocation": {"uri": "annotations/paged-attention.yaml"},
+        "artifactLocation": {"uri": "annotations/paged-attention.yaml", "uriBaseId": "%SRCROOT%"},
         "region": {"startLine": 12},
     }
     assert item["message"]["text"] == (
@@ -715,6 +715,18 @@ def test_sarif_unknown_line_has_no_region() -> None:
 )
 def test_sarif_artifact_uri(path: str, uri: str) -> None:
     assert sarif.artifact_uri(path) == uri
+
+
+@pytest.mark.parametrize(("path", "location"), [
+    pytest.param("annotations/a.yaml", {"uri": "annotations/a.yaml", "uriBaseId": "%SRCROOT%"},
+                 id="relative-from-the-source-root"),
+    pytest.param("/abs/a.yaml", {"uri": "file:///abs/a.yaml"}, id="absolute-has-no-base"),
+])
+def test_sarif_relative_uri_names_its_base(path: str, location: dict) -> None:
+    """SARIF 2.1.0 (3.4.4): a relative ``uri`` should come with the ``uriBaseId`` it is
+    relative to; ``%SRCROOT%`` is the repository's root, as code scanning reads it."""
+    (item,) = sarif_of(report_of(make(Status.BROKEN, file=path)))["runs"][0]["results"]
+    assert item["locations"][0]["physicalLocation"]["artifactLocation"] == location
 
 
 def test_sarif_fingerprint_is_stable_per_article_claim_ref() -> None:
@@ -986,7 +998,8 @@ def test_a_file_not_read_makes_the_sarif_run_unsuccessful() -> None:
     [notification] = invocation["toolExecutionNotifications"]
     assert notification["level"] == "error"
     assert notification["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": "annotations/bad.yml"}, "region": {"startLine": 3}}
+        "artifactLocation": {"uri": "annotations/bad.yml", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": 3}}
     clean = json.loads(render(report_of(make(Status.FRESH)), "sarif"))
     assert clean["runs"][0]["invocations"] == [
         {"executionSuccessful": True, "toolExecutionNotifications": []}]

@@ -25,6 +25,8 @@ SARIF_VERSION = "2.1.0"
 TOOL_NAME = "annotate"
 INFORMATION_URI = "https://pypi.org/project/vllm-annotate/"
 FINGERPRINT_KEY = "annotateRef/v1"
+SOURCE_ROOT = "%SRCROOT%"
+"""The ``uriBaseId`` of a relative file: the repository's root, as code scanning reads it."""
 
 _LEVELS = {"error": "error", "warning": "warning", "notice": "note", None: "note"}
 _RULE_LEVELS = {Status.FRESH: "none", Status.COSMETIC: "note", Status.UNINDEXED: "note"}
@@ -51,7 +53,7 @@ def _invocation(report: CheckReport) -> dict[str, Any]:
     """Whether the check read every annotation file; each one it could not, as an error."""
     notifications = []
     for error in report.input_errors:
-        physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(error.file)}}
+        physical: dict[str, Any] = {"artifactLocation": artifact_location(error.file)}
         if error.line:
             physical["region"] = {"startLine": error.line}
         notifications.append({
@@ -149,8 +151,14 @@ def artifact_uri(path: str) -> str:
     return f"file://{encoded}" if posix.startswith("/") else encoded
 
 
+def artifact_location(path: str) -> dict[str, str]:
+    """The annotation file's ``artifactLocation``: a relative URI names its base."""
+    uri = artifact_uri(path)
+    return {"uri": uri} if uri.startswith("file:") else {"uri": uri, "uriBaseId": SOURCE_ROOT}
+
+
 def _location(result: RefResult) -> dict[str, Any]:
-    physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(result.file)}}
+    physical: dict[str, Any] = {"artifactLocation": artifact_location(result.file)}
     if result.line > 0:
         physical["region"] = {"startLine": result.line}
     return {"physicalLocation": physical}
