@@ -23,7 +23,6 @@ SARIF_SCHEMA = (
 )
 SARIF_VERSION = "2.1.0"
 TOOL_NAME = "annotate"
-INFORMATION_URI = "https://pypi.org/project/vllm-annotate/"
 FINGERPRINT_KEY = "annotateRef/v1"
 SOURCE_ROOT = "%SRCROOT%"
 """The ``uriBaseId`` of a relative file: the repository's root, as code scanning reads it."""
@@ -77,7 +76,10 @@ def _reported(result: RefResult) -> bool:
 
 
 def _driver() -> dict[str, Any]:
-    driver: dict[str, Any] = {"name": TOOL_NAME, "informationUri": INFORMATION_URI}
+    driver: dict[str, Any] = {"name": TOOL_NAME}
+    home = _information_uri()
+    if home:
+        driver["informationUri"] = home
     version = _tool_version()
     if version:
         driver["version"] = version
@@ -90,6 +92,17 @@ def _tool_version() -> str | None:
         return metadata.version("vllm-annotate")
     except metadata.PackageNotFoundError:
         return None
+
+
+def _information_uri() -> str | None:
+    """Where the installed package says it lives (it is not on PyPI), if it says."""
+    try:
+        declared = metadata.metadata("vllm-annotate")
+    except metadata.PackageNotFoundError:
+        return None
+    urls = [declared.get("Home-page")]
+    urls += [entry.partition(",")[2].strip() for entry in declared.get_all("Project-URL") or ()]
+    return next((url for url in urls if url and url.startswith("https://")), None)
 
 
 def _rule(status: Status) -> dict[str, Any]:
