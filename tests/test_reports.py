@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable
@@ -920,6 +921,35 @@ def test_markdown_all_fresh() -> None:
 )
 def test_markdown_text_escaping(raw: str, escaped: str) -> None:
     assert markdown.text(raw) == escaped
+
+
+PERMALINK = "https://github.com/vllm-project/vllm/blob/v0.1.0/vllm/model_executor/a.py#L3-L9"
+
+
+@pytest.mark.parametrize(("raw", "escaped"), [
+    pytest.param(PERMALINK, "https&#58;//github.com/vllm-project/vllm/blob/v0.1.0/vllm/"
+                 "model\\_executor/a.py\\#L3-L9", id="permalink"),
+    pytest.param("HTTP://a.org/x_y", "HTTP&#58;//a.org/x\\_y", id="upper-case-scheme"),
+    pytest.param("see www.example.com/a_b", "see www&#46;example.com/a\\_b", id="www"),
+    pytest.param("WWW.example.com", "WWW&#46;example.com", id="upper-case-www"),
+    pytest.param("a://b", "a&#58;//b", id="any-scheme"),
+])
+def test_markdown_text_is_not_autolinked(raw: str, escaped: str) -> None:
+    """GitHub's autolinker takes a URL (``scheme://`` or ``www.``) from the raw text, the
+    backslash escapes with it: ``a.py\\#L3`` showed with its backslash and linked to
+    ``a.py%5C#L3``, a file that does not exist. An entity for the ``:`` (or the ``.``) keeps
+    it from starting a link; the text shows as written."""
+    assert markdown.text(raw) == escaped
+    assert markdown.code(raw) == f"<code>{escaped}</code>"
+
+
+def test_markdown_permalink_ref_shows_as_written() -> None:
+    output = render(report_of(make(Status.REMOVED, ref=PERMALINK, claim_text=PERMALINK)),
+                    "markdown")
+    assert "://" not in output
+    unescaped = html.unescape(re.sub(r"\\(.)", r"\1", output))
+    assert unescaped.count(f"<code>{PERMALINK}</code>") == 1
+    assert unescaped.count(f"<sub>{PERMALINK}</sub>") == 1
 
 
 @pytest.mark.parametrize(

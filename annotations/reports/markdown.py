@@ -1,9 +1,11 @@
 """A Markdown report for a GitHub job summary or PR comment.
 
 Text from annotations and code is escaped (`text`): HTML-escaped so it cannot inject tags,
-Markdown punctuation backslash-escaped so it cannot format, link or break a table cell, and
-newlines turned into ``<br>``. Diffs go into fenced blocks whose fence is longer than any
-backtick run in the diff, so no diff line can close them.
+Markdown punctuation backslash-escaped so it cannot format, link or break a table cell, the
+``:`` of ``://`` and the ``.`` of ``www.`` written as entities so GitHub does not autolink a
+URL (its autolinks would keep the backslashes), and newlines turned into ``<br>``. Diffs go
+into fenced blocks whose fence is longer than any backtick run in the diff, so no diff line
+can close them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~#$])")
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _BACKTICK_RUN = re.compile("`+")
+# What starts one of GitHub's autolinks, which would take the backslash escapes into the URL.
+_AUTOLINK = re.compile(r"(:)(?=//)|(?<![0-9A-Za-z])(www)(\.)", re.IGNORECASE)
 
 
 def text(value: str, *, newline: str = "<br>") -> str:
@@ -40,7 +44,15 @@ def text(value: str, *, newline: str = "<br>") -> str:
     value = _CONTROL.sub(" ", value)
     value = _MARKDOWN_SPECIAL.sub(r"\\\1", value)
     value = html.escape(value, quote=False)
+    value = _AUTOLINK.sub(_entity, value)
     return _LINE_BREAK.sub(newline, value)
+
+
+def _entity(match: re.Match[str]) -> str:
+    """``&#58;`` for the ``:`` of ``://``, ``www&#46;`` for ``www.``: shown alike, not linked."""
+    if match.group(1):
+        return "&#58;"
+    return f"{match.group(2)}&#46;"
 
 
 def code(value: str) -> str:
