@@ -76,10 +76,7 @@ def _reported(result: RefResult) -> bool:
 
 
 def _driver() -> dict[str, Any]:
-    driver: dict[str, Any] = {"name": TOOL_NAME}
-    home = _information_uri()
-    if home:
-        driver["informationUri"] = home
+    driver: dict[str, Any] = {"name": TOOL_NAME}  # no informationUri: no page to link
     version = _tool_version()
     if version:
         driver["version"] = version
@@ -92,17 +89,6 @@ def _tool_version() -> str | None:
         return metadata.version("vllm-annotate")
     except metadata.PackageNotFoundError:
         return None
-
-
-def _information_uri() -> str | None:
-    """Where the installed package says it lives (it is not on PyPI), if it says."""
-    try:
-        declared = metadata.metadata("vllm-annotate")
-    except metadata.PackageNotFoundError:
-        return None
-    urls = [declared.get("Home-page")]
-    urls += [entry.partition(",")[2].strip() for entry in declared.get_all("Project-URL") or ()]
-    return next((url for url in urls if url and url.startswith("https://")), None)
 
 
 def _rule(status: Status) -> dict[str, Any]:
