@@ -667,8 +667,8 @@ def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) 
     note = ("target vllm@v3 is not indexed, so its refs were compared with nothing: run "
             "'annotate index vllm@v3' (or add \"unindexed\" to fail_on)")
     github = run("check", "--format", "github").stdout.splitlines()
-    assert github[-2] == f"::warning title=annotate%3A target not indexed::{note}"
-    assert github[-1].endswith(f"; nothing stale; {note}")
+    assert github[0] == f"::warning title=annotate%3A target not indexed::{note}"
+    assert github[1].endswith(f"; nothing stale; {note}")
     assert run("check").stdout.endswith(f"; nothing stale; {note}\n")
     escaped = note.replace("fail_on", "fail\\_on")
     assert f"**Warning**: {escaped}." in run("check", "--format", "markdown").stdout
@@ -806,7 +806,9 @@ def test_the_claims_a_broken_file_had_are_not_reported_and_ci_sees_why(
     assert result.exit_code == 2
     assert "::error file=annotations/b.yml,line=" in result.stdout
     assert "title=annotate%3A annotation file not read::invalid YAML" in result.stdout
-    assert result.stdout.endswith("; stale; 1 annotation file could not be read (not checked)\n")
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("::error file=annotations/b.yml,line=")
+    assert lines[1].endswith("; stale; 1 annotation file could not be read (not checked)")
 
 
 def test_output_file(table_index: Path) -> None:
@@ -1124,7 +1126,7 @@ def test_format_github(formats_project: Path) -> None:
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     by_line = {}
-    for line in lines[:-1]:
+    for line in lines[1:]:
         head, _, message = line[2:].partition("::")
         name, _, properties = head.partition(" ")
         props = dict(item.split("=", 1) for item in properties.split(","))
@@ -1138,7 +1140,7 @@ def test_format_github(formats_project: Path) -> None:
     assert by_line[11][2].startswith("vllm/utils.py::cdiv is changed (body): body changed%0A")
     assert "waived until 2099-12-31 (reviewed)" in by_line[14][2]
     assert "candidates: vllm@v0.3.0:" in by_line[20][2]
-    assert lines[-1].startswith("::notice::5 claims, 5 refs: ")
+    assert lines[0].startswith("::notice::5 claims, 5 refs: ")
 
 
 @pytest.mark.parametrize("layout", ["github-workspace", "git-work-tree"])
@@ -1186,7 +1188,7 @@ def test_permalinks_of_a_markdown_article_point_at_the_article(fake_index: Path)
     write(Path("articles/post.md"), POST)
     result = run("check", "--format", "github")
     assert result.exit_code == 1
-    removed, unindexed, summary = result.stdout.splitlines()
+    summary, removed, unindexed = result.stdout.splitlines()
     assert removed.startswith("::error file=articles/post.md,line=6,title=annotate%3A removed "
                               "claim link-")
     assert "vllm/utils.py::is_neuron not found at vllm@v0.3.0" in removed
@@ -1229,7 +1231,7 @@ def test_a_permalink_to_a_version_nobody_indexes_fails_the_check(
     write(Path("articles/post.md"), POST.replace("v0.0.9", version))
     result = run("check", "--format", "github")
     assert result.exit_code == 1
-    assert result.stdout.splitlines()[1].startswith(
+    assert result.stdout.splitlines()[2].startswith(
         "::error file=articles/post.md,line=8,title=annotate%3A broken claim link-")
     assert (f"is broken: vllm@{version} is neither indexed nor configured (hint: {hint})%0A"
             in result.stdout)

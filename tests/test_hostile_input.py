@@ -412,15 +412,15 @@ def test_github_report_is_one_command_per_result(hostile_report_project: None) -
     out = check_output("github")
     _no_line_breaks_but_newline(out)
     lines = out.splitlines()
-    assert len(lines) == 2  # one annotation and the summary: nothing injected
-    name, props, message = parse_workflow_command(lines[0])
+    assert len(lines) == 2  # the summary and one annotation: nothing injected
+    name, props, message = parse_workflow_command(lines[1])
     assert (name, props) == ("error", {"file": ANNOTATION_FILE, "line": "1",
                                        "title": "annotate: changed claim evil"})
     head, claim = message.split("\n")[:2]
     assert head == f"{REF} is changed (body): body changed"
     assert claim.startswith(f"claim evil of {ARTICLE}: 100% <script>alert(1)</script> | cell")
     assert "::error file=x,line=1::pwned" in claim  # inside the message, not a command
-    assert parse_workflow_command(lines[1])[0] == "notice"
+    assert parse_workflow_command(lines[0])[0] == "notice"
 
 
 def test_sarif_report_is_valid_and_round_trips(hostile_report_project: None) -> None:

@@ -434,7 +434,7 @@ def test_github_level(result: RefResult, expected: str | None) -> None:
     lines = render(report_of(result), "github").splitlines()
     assert len(lines) == (2 if expected else 1)
     if expected:
-        assert parse_command(lines[0])[0] == expected
+        assert parse_command(lines[1])[0] == expected
 
 
 def test_github_points_at_the_annotation() -> None:
@@ -445,7 +445,7 @@ def test_github_points_at_the_annotation() -> None:
         waived_until="2030-01-01",
         waiver_reason="later",
     )
-    line = render(report_of(result), "github").splitlines()[0]
+    line = render(report_of(result), "github").splitlines()[1]
     assert line.startswith(
         "::notice file=annotations/paged-attention.yaml,line=12,"
         "title=annotate%3A moved claim kv-blocks::"
@@ -462,22 +462,24 @@ def test_github_points_at_the_annotation() -> None:
 
 def test_github_cuts_a_long_claim_text() -> None:
     result = make(Status.CHANGED, claim_text="word " * 60)
-    _, _, message = parse_command(render(report_of(result), "github").splitlines()[0])
+    _, _, message = parse_command(render(report_of(result), "github").splitlines()[1])
     quoted = message.splitlines()[1].removeprefix(f"claim kv-blocks of {ARTICLE}: ")
     assert quoted == ("word " * 40)[: github.MAX_CLAIM_TEXT - 3] + "..."
     assert len(quoted) == github.MAX_CLAIM_TEXT
 
 
 def test_github_omits_unknown_line() -> None:
-    line = render(report_of(make(Status.CHANGED, line=0)), "github").splitlines()[0]
+    line = render(report_of(make(Status.CHANGED, line=0)), "github").splitlines()[1]
     assert "line=" not in line
 
 
-def test_github_ends_with_summary_notice() -> None:
+def test_github_starts_with_summary_notice() -> None:
+    """GitHub shows 10 annotations of a level per step, in the order printed: the summary
+    must not be the one it drops."""
     report = rich_report()
     lines = render(report, "github").splitlines()
-    assert lines[-1].startswith("::notice::12 claims, 12 refs: ")
-    assert lines[-1].endswith("; stale")
+    assert lines[0].startswith("::notice::12 claims, 12 refs: ")
+    assert lines[0].endswith("; stale")
     assert len(lines) == 1 + sum(
         1
         for r in report.results
@@ -515,7 +517,7 @@ def test_github_hostile_value_stays_in_one_command(field_name: str) -> None:
     result = make(Status.MOVED, waived_until="2030-01-01", **{field_name: HOSTILE})
     lines = render(report_of(result), "github").splitlines()
     assert len(lines) == 2
-    name, props, message = parse_command(lines[0])
+    name, props, message = parse_command(lines[1])
     assert name == "notice"
     assert set(props) == {"file", "line", "title"}
     if field_name == "file":
@@ -524,7 +526,7 @@ def test_github_hostile_value_stays_in_one_command(field_name: str) -> None:
         assert props["title"] == f"annotate: moved claim {HOSTILE}"
     if field_name in ("ref", "message", "new_ref"):
         assert HOSTILE in message
-    assert parse_command(lines[1])[0] == "notice"
+    assert parse_command(lines[0])[0] == "notice"
 
 
 @settings(max_examples=200, deadline=None)
@@ -533,7 +535,7 @@ def test_github_any_text_makes_one_command_per_result(claim: str, ref: str, path
     result = make(Status.CHANGED, claim=claim, ref=ref, claim_text=claim, file=path)
     lines = render(report_of(result), "github").splitlines()
     assert len(lines) == 2
-    name, props, message = parse_command(lines[0])
+    name, props, message = parse_command(lines[1])
     assert name == "warning"
     assert props.get("file", "") == OTHER_BREAKS.sub(" ", path)
     assert message.startswith(OTHER_BREAKS.sub(" ", ref))
@@ -1142,7 +1144,9 @@ def test_summary_line_says_a_run_fails_when_nothing_is_stale(
     summary must not leave it at "nothing stale"."""
     line = render(report, "text").splitlines()[-1]
     assert line.split("; ")[1] == verdict
-    assert render(report, "github").splitlines()[-1].split("; ")[1] == verdict
+    summary = next(line for line in render(report, "github").splitlines()
+                   if line.startswith("::notice::"))
+    assert summary.split("; ")[1] == verdict
 
 
 @pytest.mark.parametrize(("report", "verdict"), [

@@ -1,4 +1,8 @@
-"""GitHub Actions workflow commands: one annotation per result worth a mention, then a summary.
+"""GitHub Actions workflow commands: a summary, then one annotation per result worth a mention.
+
+GitHub shows the first 10 annotations of each level a step prints (and 50 a job), in the
+order printed: what concerns the whole run (files not read, a target not indexed, the
+summary) comes first, so it is shown however many refs are stale.
 
 Each command is exactly one line: values are escaped per GitHub's rules (``%``, CR, LF in
 the message; additionally ``:`` and ``,`` in properties) and any other character that some
@@ -51,13 +55,14 @@ def command(name: str, message: str, properties: dict[str, str] | None = None) -
 
 
 def render(report: CheckReport) -> str:
-    """One annotation per failing, stale, waived or unindexed result, then a summary notice."""
-    lines = [_annotation(result, name) for result in report.results if (name := level(result))]
-    lines += [_input_error(error) for error in report.input_errors]
+    """Each annotation file not read, the target not indexed, a summary notice, then one
+    annotation per failing, stale, waived or unindexed result."""
+    lines = [_input_error(error) for error in report.input_errors]
     if report.unindexed_targets:
         lines.append(command("warning", unindexed_target_note(report),
                              {"title": "annotate: target not indexed"}))
     lines.append(command("notice", summary_line(report)))
+    lines += [_annotation(result, name) for result in report.results if (name := level(result))]
     return "\n".join(lines)
 
 
