@@ -288,13 +288,15 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
     ctx.obj = Context(db_path, config_path)
 
 
-def split_version(text: str) -> tuple[str, str]:
+def split_version(text: str, option: str | None = None) -> tuple[str, str]:
+    """``REPO@VERSION`` as (repo, version); ``option``: the option it was given to."""
     from annotations.errors import one_line  # a line break in it would split the error
 
     repo, at, version = text.partition("@")
     if not at or not repo or not version:
         raise click.BadParameter(
-            f"'{one_line(text)}' is not REPO@VERSION (for example vllm@v0.20.0)"
+            f"'{one_line(text)}' is not REPO@VERSION (for example vllm@v0.20.0)",
+            param_hint=option,
         )
     # a hint to run 'annotate index' for a version that can never be indexed would mislead
     return repo, check_version_name(one_line(version))
@@ -909,7 +911,7 @@ def _checked(
     from annotations.links import link_if_changed, require_annotation_files
     from db import queries
 
-    pairs = [split_version(text) for text in against]
+    pairs = [split_version(text, "--against") for text in against]
     pins = dict(pairs)
     if len(pins) < len(pairs):
         raise click.BadParameter("give one version per repo", param_hint="--against")

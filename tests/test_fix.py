@@ -1163,8 +1163,8 @@ def test_bump_of_a_front_matter_claim() -> None:
                  "Markdown permalink (hint: bump it by editing the permalink's version)",
                  id="permalink-claim"),
     pytest.param(("--against", "vllm"),
-                 "Error: Invalid value: 'vllm' is not REPO@VERSION (for example vllm@v0.20.0) "
-                 "(see 'annotate fix --help')",
+                 "Error: Invalid value for --against: 'vllm' is not REPO@VERSION (for example "
+                 "vllm@v0.20.0) (see 'annotate fix --help')",
                  id="bad-against"),
 ])
 def test_fix_errors_are_one_line_and_change_nothing(args: tuple[str, ...], error: str) -> None:
