@@ -34,12 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotations.errors import AnnotationError
-from annotations.loader import (
-    URL_TRAILING,
-    load_annotation_text,
-    load_markdown_text,
-    markdown_visible_lines,
-)
+from annotations.loader import load_annotation_text, load_markdown_text
+from annotations.markdown import URL_TRAILING, markdown_visible_lines
 from annotations.model import Article, Claim, RepoFilter
 from annotations.refs import PLAIN_VIEW
 from annotations.results import CheckReport, RefResult, Status

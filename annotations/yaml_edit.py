@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import yaml
 
 from annotations.errors import AnnotationError, RefSyntaxError
-from annotations.loader import compose_yaml, front_matter_yaml
+from annotations.loader import compose_yaml
+from annotations.markdown import front_matter_yaml
 from annotations.refs import parse_ref
 
 _ALIAS_AFTER_KEY = re.compile(r"[ \t]*:[ \t]*(\*[^\s,\[\]{}]+)")

@@ -13,12 +13,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotations import loader
+from annotations import loader, markdown
 from annotations.errors import AnnotationError, AnnotationFileError
 from annotations.loader import (
     MAX_CLAIMS,
     MAX_FILE_BYTES,
-    code_span_ranges,
     link_claim_id,
     load_all,
     load_annotation_file,
@@ -26,6 +25,7 @@ from annotations.loader import (
     load_markdown_article,
     load_markdown_text,
 )
+from annotations.markdown import code_span_ranges
 from annotations.model import Article
 from annotations.refs import Ref, RefForm
 
@@ -779,7 +779,7 @@ def test_visible_lines_blank_comments_through_their_last_character(
     text: str, visible: dict[int, str]
 ) -> None:
     """What fix may rewrite: a column whose character is blanked is hidden."""
-    assert loader.markdown_visible_lines(text) == visible
+    assert markdown.markdown_visible_lines(text) == visible
 
 
 @pytest.mark.parametrize(("body", "texts"), [
@@ -850,7 +850,7 @@ def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     pytest.param('See [a]( "a title") now', "See a now", id="title-and-no-destination"),
 ])
 def test_inline_links_are_reduced_to_their_labels(text: str, reduced: str) -> None:
-    assert loader._Reduced.of(text).text == reduced
+    assert markdown._Reduced.of(text).text == reduced
 
 
 def test_a_body_permalink_that_cannot_be_read_is_a_claim_of_its_own() -> None:
