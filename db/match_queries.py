@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Iterable
 
 from db.database import Database
-from db.queries import PYTHON_FILE
+from db.queries import PYTHON_FILE, in_chunks
 
 MATCH_COLUMNS = (
     "path", "blob_id", "qualname", "name", "kind", "start_line", "end_line", "start_byte",
@@ -102,11 +102,8 @@ def rows_with_fingerprint(
 
 def blob_contents(database: Database, blob_ids: Iterable[str]) -> dict[str, bytes]:
     """Decompressed content of each stored blob among ``blob_ids`` (absent ones are left out)."""
-    wanted = list(dict.fromkeys(blob_ids))
     found: dict[str, bytes] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_chunks(blob_ids):
         rows = database.conn.execute(
             f"SELECT id, content FROM blobs WHERE id IN ({marks}) AND content IS NOT NULL",
             chunk,

@@ -170,15 +170,21 @@ def never_parsed_blobs(database: Database, ids: Iterable[str]) -> set[str]:
 
 
 def _blobs_among(database: Database, ids: Iterable[str], condition: str) -> set[str]:
-    wanted = list(dict.fromkeys(ids))
     found: set[str] = set()
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_chunks(ids):
         rows = database.conn.execute(
             f"SELECT id FROM blobs WHERE id IN ({marks}) AND {condition}", chunk)
         found.update(row[0] for row in rows)
     return found
+
+
+def in_chunks(ids: Iterable[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
+    """``ids`` without repeats, in lists of at most ``size`` (SQLite caps the parameters of
+    one statement), each with the ``?,?,...`` that its ``IN (...)`` takes."""
+    wanted = list(dict.fromkeys(ids))
+    for start in range(0, len(wanted), size):
+        chunk = wanted[start:start + size]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def write_version(
@@ -402,10 +408,8 @@ def _stored_extraction(conn, blob_ids: list[str]) -> dict[str, _Extraction]:
     return found
 
 
-def _contents(conn, blob_ids: list[str], chunk: int = 200) -> Iterator[tuple[str, bytes]]:
-    for start in range(0, len(blob_ids), chunk):
-        wanted = blob_ids[start:start + chunk]
-        marks = ",".join("?" * len(wanted))
+def _contents(conn, blob_ids: list[str]) -> Iterator[tuple[str, bytes]]:
+    for wanted, marks in in_chunks(blob_ids, size=200):  # 200 contents in memory at most
         rows = conn.execute(f"SELECT id, content FROM blobs WHERE id IN ({marks})", wanted)
         for blob_id, content in rows.fetchall():
             yield blob_id, zlib.decompress(content)

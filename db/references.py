@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from db.database import Database
-from db.queries import PYTHON_FILE
+from db.queries import PYTHON_FILE, in_chunks
 
 
 def files_mentioning(database: Database, version_key: int, name: str) -> list[tuple[str, str]]:
@@ -38,8 +38,7 @@ def _per_blob(
     database: Database, columns: str, table: str, order: str, blob_ids: Iterable[str]
 ) -> dict[str, list[tuple]]:
     found: dict[str, list[tuple]] = {}
-    for chunk in _chunks(list(dict.fromkeys(blob_ids))):
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_chunks(blob_ids):
         rows = database.conn.execute(
             f"SELECT blob_id, {columns} FROM {table} WHERE blob_id IN ({marks})"
             f" ORDER BY {order}",
@@ -48,8 +47,3 @@ def _per_blob(
         for blob_id, *row in rows:
             found.setdefault(blob_id, []).append(tuple(row))
     return found
-
-
-def _chunks(items: list[str], size: int = 500) -> Iterable[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
