@@ -95,6 +95,7 @@ class Context:
     def __init__(self, db_path: str | None, config_path: str | None) -> None:
         self._db_path = db_path
         self._config_path = config_path
+        self._blobs_checked = False  # a command may open the index several times
 
     @functools.cached_property
     def config(self) -> ProjectConfig:
@@ -111,7 +112,9 @@ class Context:
         from db.database import open_database
 
         database = open_database(self.db_path, create=create, notify=_note)
-        if not create:  # `annotate index` (the one command that creates) parses them again
+        # `annotate index` (the one command that creates) parses them again
+        if not create and not self._blobs_checked:
+            self._blobs_checked = True
             _note_outdated_blobs(database)
         return database
 

@@ -157,6 +157,17 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
     assert run("versions").stderr == ""
 
 
+def test_the_outdated_blobs_note_is_said_once_per_command(project: Path) -> None:
+    """`links NAME` opens the index up to four times (the links, a check for moves, the
+    names close to NAME): the note is one line all the same."""
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    _as_schema_5(DB)
+    assert run("versions").exit_code == 0  # migrates
+    result = run("links", "NoSuchName")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("indexed by another extractor") == 1, result.stderr
+
+
 def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"
     fv.write_snapshot(checkout, fv.VERSIONS["v0.3.0"])
