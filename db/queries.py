@@ -7,6 +7,7 @@ import datetime
 import difflib
 import fnmatch
 import itertools
+import sqlite3
 import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
@@ -212,33 +213,46 @@ def write_version(
             "ON CONFLICT(name) DO UPDATE SET git = :git, pypi = :pypi, github = :github",
             repo_row,
         )
-        fresh = 0
-        for batch in _batched(blobs, 256):
-            already = known_blobs(database, (blob.blob_id for blob in batch))
-            new = [blob for blob in batch if blob.blob_id not in already]
-            _insert_blobs(conn, new, extractor)
-            fresh += len(new)
-            now_python = never_parsed_blobs(
-                database, (b.blob_id for b in batch if b.python and b.blob_id in already))
-            _replace_extraction(conn, [b for b in batch if b.blob_id in now_python], extractor)
+        fresh = _store_blobs(database, blobs, extractor)
         if clock is not None:
             version = replace(version, seconds=clock())
-        cursor = conn.execute(
-            "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
-            " file_count, symbol_count, new_blobs, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (
-                version.repo, version.version, version.source, version.commit_sha,
-                version.wheel_sha256, _now(), version.file_count, 0, fresh,
-                round(version.seconds, 3),
-            ),
-        )
-        new_id = cursor.lastrowid
+        new_id = _insert_version(conn, version, fresh)
         conn.executemany(
             "INSERT INTO files (version_id, path, blob_id) VALUES (?, ?, ?)",
             ((new_id, path, blob_id) for path, blob_id in files),
         )
         conn.execute(f"{_RECOUNT_SYMBOLS} WHERE id = ?", (new_id,))
     return True
+
+
+def _store_blobs(database: Database, blobs: Iterable[BlobRow], extractor: str) -> int:
+    """Insert the blobs not stored yet, and the extraction of those stored unparsed that
+    are at a .py path now; how many were new."""
+    conn = database.conn
+    fresh = 0
+    for batch in _batched(blobs, 256):
+        already = known_blobs(database, (blob.blob_id for blob in batch))
+        new = [blob for blob in batch if blob.blob_id not in already]
+        _insert_blobs(conn, new, extractor)
+        fresh += len(new)
+        now_python = never_parsed_blobs(
+            database, (b.blob_id for b in batch if b.python and b.blob_id in already))
+        _replace_extraction(conn, [b for b in batch if b.blob_id in now_python], extractor)
+    return fresh
+
+
+def _insert_version(conn: sqlite3.Connection, version: VersionRow, new_blobs: int) -> int:
+    """The new row's id; its symbol count is filled in once its files are stored."""
+    cursor = conn.execute(
+        "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
+        " file_count, symbol_count, new_blobs, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            version.repo, version.version, version.source, version.commit_sha,
+            version.wheel_sha256, _now(), version.file_count, 0, new_blobs,
+            round(version.seconds, 3),
+        ),
+    )
+    return cursor.lastrowid
 
 
 def _batched(items: Iterable[BlobRow], size: int) -> Iterator[list[BlobRow]]:

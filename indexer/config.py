@@ -284,6 +284,31 @@ def _repo(
     where: str,
     root: Path,
 ) -> RepoConfig:
+    """``[repos.NAME]`` read over ``base``, the built-in repo of that name if any."""
+    _check_repo_table(name, table, base, where)
+    at = f"{where} [repos.{name}]"
+    versions = _string_list(table, "versions", where)
+    for version in versions or ():
+        _check_version_in(version, f"{at} versions")
+    sources = _sources(table, where, f" in [repos.{name}]")
+    _check_repo_strings(table, at)
+    repo = base or RepoConfig(name=name, sources=default_sources)
+    repo = replace(
+        repo,
+        git=_git_location(table["git"], root, at) if "git" in table else repo.git,
+        pypi=table.get("pypi", repo.pypi),
+        github=table.get("github", repo.github or _github_from_url(table.get("git"))),
+        versions=versions if versions is not None else repo.versions,
+        target=table.get("target", repo.target),
+        sources=sources or repo.sources,
+    )
+    _check_target(repo, at)
+    return repo
+
+
+def _check_repo_table(name: str, table: Any, base: RepoConfig | None, where: str) -> None:
+    """A valid name, a table of known keys, and a place to fetch from (unless the repo is
+    built in)."""
     if not REPO_NAME.fullmatch(name):
         raise ConfigError(f"{where}: invalid repo name '{name}'", "use letters, digits, _ . -")
     if not isinstance(table, dict):
@@ -295,38 +320,29 @@ def _repo(
                           f"did you mean [repos.{close[0]}]" if close else
                           "give it git = \"URL or PATH\", pypi = \"NAME\", or github = "
                           "\"ORG/NAME\" for versions indexed with --from")
-    repo = base or RepoConfig(name=name, sources=default_sources)
-    versions = _string_list(table, "versions", where)
-    for version in versions or ():
-        _check_version_in(version, f"{where} [repos.{name}] versions")
-    sources = _sources(table, where, f" in [repos.{name}]")
+
+
+def _check_repo_strings(table: dict[str, Any], at: str) -> None:
     for key in ("git", "pypi", "github", "target"):
-        _string(table, key, f"{where} [repos.{name}]")
+        _string(table, key, at)
     if "github" in table and not GITHUB_NAME.fullmatch(table["github"]):
-        raise ConfigError(f"{where} [repos.{name}]: github '{table['github']}' is not ORG/NAME",
+        raise ConfigError(f"{at}: github '{table['github']}' is not ORG/NAME",
                           'write it as in its URL: github = "vllm-project/vllm"')
     if "pypi" in table and not PYPI_NAME.fullmatch(table["pypi"]):
-        raise ConfigError(f"{where} [repos.{name}]: pypi '{table['pypi']}' is not a PyPI "
+        raise ConfigError(f"{at}: pypi '{table['pypi']}' is not a PyPI "
                           "project name", 'write it as pip takes it: pypi = "vllm"')
-    repo = replace(
-        repo,
-        git=_git_location(table["git"], root, f"{where} [repos.{name}]") if "git" in table
-        else repo.git,
-        pypi=table.get("pypi", repo.pypi),
-        github=table.get("github", repo.github or _github_from_url(table.get("git"))),
-        versions=versions if versions is not None else repo.versions,
-        target=table.get("target", repo.target),
-        sources=sources or repo.sources,
-    )
-    if repo.target is not None:
-        _check_version_in(repo.target, f"{where} [repos.{name}] target")
-        if repo.target not in repo.versions:
-            raise ConfigError(
-                f"{where} [repos.{name}]: target '{repo.target}' is not one of its versions "
-                f"({', '.join(repo.versions) or 'none'})",
-                "fix the target, or add it to versions",
-            )
-    return repo
+
+
+def _check_target(repo: RepoConfig, at: str) -> None:
+    if repo.target is None:
+        return
+    _check_version_in(repo.target, f"{at} target")
+    if repo.target not in repo.versions:
+        raise ConfigError(
+            f"{at}: target '{repo.target}' is not one of its versions "
+            f"({', '.join(repo.versions) or 'none'})",
+            "fix the target, or add it to versions",
+        )
 
 
 def _check_version_in(version: str, where: str) -> None:
