@@ -109,10 +109,13 @@ def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     return list(found.values())
 
 
-def load_claims(config: ProjectConfig) -> LoadResult:
-    from annotations.loader import load_all
+def load_claims(
+    config: ProjectConfig, files: tuple[list[Path], list[Path]] | None = None
+) -> LoadResult:
+    """The claims of ``files`` (default: the config's `annotation_files`)."""
+    from annotations.loader import load_all  # only when something is to be linked
 
-    yaml_files, markdown_files = annotation_files(config)
+    yaml_files, markdown_files = files if files is not None else annotation_files(config)
     return load_all(yaml_files, markdown_files, config.root, repo_filter(config))
 
 
@@ -168,9 +171,7 @@ def link_if_changed(
     signature = _signature(database, config, files)
     if not force and signature is not None and claim_store.link_signature(database) == signature:
         return None
-    from annotations.loader import load_all  # only when something changed
-
-    loaded = load_all(files[0], files[1], config.root, repo_filter(config))
+    loaded = load_claims(config, files)
     if not loaded.errors and not any(article.claims for article in loaded.articles):
         count = len(files[0]) + len(files[1])
         raise NoClaims(f"the {counted(count, 'annotation file')} under {config.root} matching "

@@ -226,19 +226,6 @@ class SymbolSnapshot:
     header_key: str | None = field(default=None, repr=False)
     body_key: str | None = field(default=None, repr=False)
 
-    @classmethod
-    def from_row(
-        cls,
-        row: Mapping[str, object],
-        repo: str,
-        version: str,
-        store: SourceStore | Database,
-        occurrence: int = 0,
-    ) -> SymbolSnapshot:
-        """A snapshot from a ``db.queries`` symbol row (a dict with ``path`` and ``s.*``)."""
-        values = tuple(row[column] for column in mq.MATCH_COLUMNS)
-        return _snapshot(values, repo, version, _as_store(store), occurrence)
-
     @property
     def name(self) -> str:
         return self.qualname.rsplit(".", 1)[-1]
@@ -286,10 +273,6 @@ def _snapshot(
         normalized, shape, blob_id, start_byte, end_byte, occurrence, store, header_key,
         body_key,
     )
-
-
-def _as_store(store: SourceStore | Database) -> SourceStore:
-    return store if isinstance(store, SourceStore) else SourceStore(store)
 
 
 class SourceStore:

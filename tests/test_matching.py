@@ -1217,15 +1217,6 @@ def test_classify_directly_on_snapshots(tmp_path: Path) -> None:
     assert changes == (SignatureChange("def f(a)", "def f(a, b=2)", ("parameters",)),)
 
 
-def test_snapshot_from_a_queries_row(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {"v1": {"a.py": "def f(a):\n    return a\n"}})
-    row = symbols_in_file(index.database, index.keys["v1"], "a.py")[0]
-    snapshot = SymbolSnapshot.from_row(row, "vllm", "v1", index.database)
-    assert snapshot == index.symbol("v1", "a.py", "f")
-    assert snapshot.source == "def f(a):\n    return a"
-    assert (snapshot.name, snapshot.parent, snapshot.ref) == ("f", "", "a.py::f")
-
-
 # --- history --------------------------------------------------------------------------
 
 STEP = "def step(batch):\n    return [run(item) for item in batch]\n"

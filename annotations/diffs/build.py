@@ -23,8 +23,6 @@ from indexer.config import ProjectConfig, RepoConfig
 
 PARALLEL_MIN_PAIRS = 500
 """Fewer changed symbols than this: their usage is computed without forking."""
-DEFAULT_DIFF_LIMIT = 100
-"""How many side-by-side diffs an HTML report shows by default (cited symbols first)."""
 
 _SECTIONS = {
     Verdict.CHANGED: Section.CHANGED,
