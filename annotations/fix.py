@@ -35,7 +35,12 @@ from pathlib import Path
 
 from annotations.errors import AnnotationError
 from annotations.loader import load_annotation_text, load_markdown_text
-from annotations.markdown import URL_TRAILING, markdown_visible_lines
+from annotations.markdown import (
+    LINE_BREAK_RE,
+    URL_CHARS,
+    URL_TRAILING,
+    markdown_visible_lines,
+)
 from annotations.model import Article, Claim, RepoFilter
 from annotations.refs import PLAIN_VIEW
 from annotations.results import CheckReport, RefResult, Status
@@ -46,8 +51,7 @@ from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
 _LINE = re.compile("[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])"
                    "|[^\r\n\x85\u2028\u2029]+\\Z")
 _ENDING = re.compile("(?:\r\n|[\r\n\x85\u2028\u2029])\\Z")
-_FIRST_ENDING = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
-_URL_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]*")  # as the loader finds permalinks
+_URL_CHARS = re.compile(URL_CHARS + "*")
 _EXTENDS_BEFORE = re.compile(r"[\w./:@#<>-]")
 _EXTENDS_AFTER = re.compile(r"[\w<>#/-]|[.:][\w:<]")
 _BY_HAND = "edit it by hand"
@@ -134,7 +138,7 @@ class FilePlan:
         self.edits += 1
 
     def _ending(self) -> str:
-        found = _FIRST_ENDING.search(self.original)
+        found = LINE_BREAK_RE.search(self.original)
         return found.group(0) if found else "\n"
 
     def diff(self, display: str) -> str:

@@ -18,7 +18,9 @@ from typing import NamedTuple
 MAX_LINK_TEXT = 300
 """Longest text of a claim made from a permalink in a Markdown article, in characters."""
 LINE_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
-_URL_RE = re.compile(r"https://github\.com/[A-Za-z0-9\-._~:/?#@!$&*+,;=%]+")
+URL_CHARS = r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]"
+"""What a URL in prose holds: where `find_permalinks` ends one."""
+_URL_RE = re.compile(r"https://github\.com/" + URL_CHARS + "+")
 PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 URL_TRAILING = ".,;:!?*_~"
 """What ends a URL in prose rather than belonging to it, as GitHub's autolinks read it
