@@ -251,11 +251,3 @@ def _apply_waivers(result: RefResult, rows: Iterable[dict], options: CheckOption
     )
 
 
-def claim_statuses(report: CheckReport) -> dict[tuple[str, str], Status]:
-    """Each claim's status: its worst ref's."""
-    worst: dict[tuple[str, str], Status] = {}
-    for result in report.results:
-        key = (result.article, result.claim)
-        if key not in worst or result.status.severity > worst[key].severity:
-            worst[key] = result.status
-    return worst

@@ -113,6 +113,15 @@ class CheckReport:
     def failing(self) -> bool:
         return any(result.failing for result in self.results)
 
+    def claim_statuses(self) -> dict[tuple[str, str], Status]:
+        """Each (article, claim)'s status, its worst ref's, in the order of the results."""
+        worst: dict[tuple[str, str], Status] = {}
+        for result in self.results:
+            key = (result.article, result.claim)
+            if key not in worst or result.status.severity > worst[key].severity:
+                worst[key] = result.status
+        return worst
+
     def summary(self) -> dict[str, object]:
         return {
             "refs": len(self.results),

@@ -349,8 +349,9 @@ RESULT_KEYS = [
 
 def test_json_shape() -> None:
     data = json.loads(render(rich_report(), "json"))
-    assert list(data) == ["results", "summary", "input_errors"]
+    assert list(data) == ["results", "claims", "summary", "input_errors"]
     assert all(list(item) == RESULT_KEYS for item in data["results"])
+    assert all(list(item) == ["article", "claim", "status"] for item in data["claims"])
     assert [f.name for f in fields(RefResult)] == RESULT_KEYS
 
 

@@ -1,5 +1,6 @@
-"""``{"results": [...], "summary": {...}, "input_errors": [...]}``: every RefResult field,
-keys in field order; each annotation file that could not be read as ``file``, ``line`` and
+"""``{"results": [...], "claims": [...], "summary": {...}, "input_errors": [...]}``: every
+RefResult field, keys in field order; each claim's ``article``, ``claim`` and ``status`` (its
+worst ref's); each annotation file that could not be read as ``file``, ``line`` and
 ``message``."""
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def result_to_dict(result: RefResult) -> dict[str, Any]:
 def report_to_dict(report: CheckReport) -> dict[str, Any]:
     return {
         "results": [result_to_dict(result) for result in report.results],
+        "claims": [{"article": article, "claim": claim, "status": status.value}
+                   for (article, claim), status in report.claim_statuses().items()],
         "summary": report.summary(),
         "input_errors": [asdict(error) for error in report.input_errors],
     }
