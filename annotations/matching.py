@@ -1246,7 +1246,10 @@ class Matcher:
         )
 
     def _orphaned(self, member: SymbolSnapshot) -> bool:
-        """Whether ``member``'s class (or function) was removed."""
+        """Whether ``member``'s class (or function) was removed. One whose place B still
+        holds is not, though while it is searched for (`_kind_changed`) it looks so."""
+        if self.b.has(member.path, member.parent):
+            return False
         parent = self._parent_match(member)
         return parent is not None and parent.new is None
 

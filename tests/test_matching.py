@@ -1162,6 +1162,29 @@ def test_a_method_of_a_class_left_as_a_factory_is_matched_as_a_member(
     assert matcher.match(cls).verdict is Verdict.CHANGED
 
 
+@pytest.mark.parametrize("factory_first", [True, False], ids=["factory-first", "alone"])
+def test_a_method_of_a_class_left_as_a_factory_contests_no_deleted_classs_method(
+    tmp_path: Path, factory_first: bool
+) -> None:
+    """While its class is searched for, the method of a class whose place now holds a
+    function is matched as an orphan; it is a member of a class that lives on, whatever
+    was matched first, so the deleted model's ``forward`` keeps its move."""
+    index = build_index(tmp_path, {
+        "v1": {"a.py": "class QwenVLModel:\n" + FORWARD,
+               "b.py": "class AyaVisionModel:\n" + FORWARD.replace("n_splits)\n",
+                                                                  "n_splits, 1)\n")},
+        "v2": {"a.py": "def QwenVLModel(config):\n    return build_model(config)\n",
+               "c.py": "class MossAudioModel:\n" + FORWARD.replace("return out",
+                                                                   "return out.t()")},
+    })
+    matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
+    if factory_first:
+        assert matcher.match(index.symbol("v1", "a.py", "QwenVLModel")).verdict is (
+            Verdict.CHANGED)
+    match = matcher.match(index.symbol("v1", "b.py", "AyaVisionModel.forward"))
+    assert (match.verdict, match.new.ref) == (Verdict.MOVED, "c.py::MossAudioModel.forward")
+
+
 @pytest.mark.parametrize("class_first", [True, False], ids=["class-first", "method-first"])
 def test_the_methods_of_a_class_that_followed_them_are_matched_as_its_members(
     tmp_path: Path, class_first: bool
