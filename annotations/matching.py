@@ -22,8 +22,9 @@ For a symbol ``old`` of A (``Matcher.match``):
       a renamed subclass, tied with another file's class), it is searched for as in b, c.
       When the member it finds there does not resemble it (scores under
       ``MOVE_THRESHOLD``: a stub that raises ``NotImplementedError``), a new method of
-      its name in a subclass of the parent's new place that is a move target and scores
-      better by more than ``AMBIGUITY_MARGIN`` is its match (`Matcher._pushed_down`).
+      its name in a subclass of the parent's new place that is a move target, succeeds
+      no method of its own qualname and scores better by more than ``AMBIGUITY_MARGIN``
+      is its match (`Matcher._pushed_down`).
    b. *Fingerprints.* Candidates with ``old``'s exact, else normalized, fingerprint.
    c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``
       (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file,
@@ -943,8 +944,9 @@ class Matcher:
         """Where ``old``'s code went when its class lives on as ``home`` but ``home``'s
         method of its name, ``stub``, does not resemble it (scores under
         ``MOVE_THRESHOLD``): B's new methods of that name in classes that inherit
-        ``home``, that are move targets and beat ``stub`` by more than
-        ``AMBIGUITY_MARGIN``, best first, with those as good (``NixlConnectorScheduler``
+        ``home``, that are move targets, beat ``stub`` by more than ``AMBIGUITY_MARGIN``
+        and do not succeed a method of their own qualname (`_taken`: a subclass that
+        moved keeps its own), best first, with those as good (``NixlConnectorScheduler``
         split into ``NixlBaseConnectorScheduler``, whose ``request_finished`` raises
         ``NotImplementedError``, and the ``NixlPullConnectorScheduler`` that has its
         body)."""
@@ -956,7 +958,8 @@ class Matcher:
         ranked = [scored for scored in self._scorer.ranked(
                       old, self.pool().blocks.get(("name", group, old.name), ()), hint)
                   if scored.score - floor > AMBIGUITY_MARGIN and self._eligible(old, scored)
-                  and self._inherits(scored.symbol, home)]
+                  and self._inherits(scored.symbol, home)
+                  and not self._taken(old, scored.symbol)]
         return [s for s in ranked if ranked[0].score - s.score <= AMBIGUITY_MARGIN]
 
     def _inherits(self, member: SymbolSnapshot, home: SymbolSnapshot) -> bool:

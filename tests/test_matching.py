@@ -951,6 +951,15 @@ MOVES = {
              "default_weight_loader(params[name], tensor)", "self.queue.put((name, tensor))")},
         "NixlScheduler.load_weights", Verdict.MOVED, "pull.py::NixlPullScheduler.load_weights",
     ),
+    "a-method-left-as-a-stub-does-not-take-a-subclasss-own-method": MoveCase(
+        {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS,
+         "pull.py": "class NixlPullScheduler(NixlScheduler):\n" + LOAD_WEIGHTS.replace(
+             "return set(params)", "return params")},
+        {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
+                    + "\n    def load_weights(self, weights):\n        raise NotImplementedError\n",
+         "nixl/pull.py": "class NixlPullScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS},
+        "NixlScheduler.load_weights", Verdict.MOVED, "base.py::NixlBaseScheduler.load_weights",
+    ),
     "a-method-rewritten-in-its-moved-class-does-not-go-to-a-lookalike-elsewhere": MoveCase(
         {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
         {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
