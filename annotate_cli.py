@@ -234,13 +234,13 @@ def _refuse_misplaced_global_options(
     moved, kept = _move_global_options(rest, set(GLOBAL_OPTIONS) - taken)
     from annotations.errors import one_line
 
-    options = " and ".join(dict.fromkeys(arg for arg in moved if arg in GLOBAL_OPTIONS))
+    misplaced = list(dict.fromkeys(moved[::2]))  # moved: each option, then its value
     # given before the command too: the later value is the one the user means
-    _, given = _move_global_options(given, set(options.split(" and ")))
+    _, given = _move_global_options(given, set(misplaced))
     fixed = one_line(shlex.join([ctx.find_root().info_name or "annotate", *given, *moved,
                                  name, *kept]))
-    verb = "goes" if " and " not in options else "go"
-    raise UserError(f"{options} {verb} before the command: {fixed}") from None
+    verb = "goes" if len(misplaced) == 1 else "go"
+    raise UserError(f"{' and '.join(misplaced)} {verb} before the command: {fixed}") from None
 
 
 def _move_global_options(
