@@ -113,6 +113,10 @@ class CheckReport:
     def failing(self) -> bool:
         return any(result.failing for result in self.results)
 
+    @property
+    def failing_refs(self) -> int:
+        return sum(1 for result in self.results if result.failing)
+
     def claim_statuses(self) -> dict[tuple[str, str], Status]:
         """Each (article, claim)'s status, its worst ref's, in the order of the results."""
         worst: dict[tuple[str, str], Status] = {}
@@ -129,7 +133,7 @@ class CheckReport:
             "articles": len({r.article for r in self.results}),
             "counts": self.counts,
             "waived": sum(1 for r in self.results if r.waived_until and not r.waiver_expired),
-            "failing": sum(1 for r in self.results if r.failing),
+            "failing": self.failing_refs,
             "targets": list(self.target_versions),
             "unindexed_targets": list(self.unindexed_targets),
         }

@@ -149,12 +149,8 @@ def verdict(report: CheckReport) -> str:
     if has_unwaived_stale(report):
         return "stale"
     if report.failing:
-        return f"nothing stale, but {counted(failing_count(report), 'ref')} failing (fail_on)"
+        return f"nothing stale, but {counted(report.failing_refs, 'ref')} failing (fail_on)"
     return "nothing stale"
-
-
-def failing_count(report: CheckReport) -> int:
-    return sum(1 for result in report.results if result.failing)
 
 
 def unindexed_target_note(report: CheckReport) -> str:

@@ -16,7 +16,6 @@ import re
 from annotations.reports._common import (
     SUMMARY_ORDER,
     by_article,
-    failing_count,
     has_unwaived_stale,
     location,
     needs_attention,
@@ -113,7 +112,7 @@ def _verdict(report: CheckReport) -> str:
     if report.target_versions:
         head += " against " + ", ".join(code(t) for t in report.target_versions)
     if not has_unwaived_stale(report) and report.failing:
-        failing = failing_count(report)
+        failing = report.failing_refs
         noun = "ref has" if failing == 1 else "refs have"
         return f"{head}. **Failing:** {failing} {noun} a status in fail\\_on."
     if not has_unwaived_stale(report):
