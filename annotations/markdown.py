@@ -82,7 +82,7 @@ def visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, list
     HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
     link. A comment hides what it holds, code and ``<pre>`` included."""
     blocks = _html_and_fenced_blocks(lines, first)
-    code = _indented_code_lines(lines, first, blocks.lines)
+    code = _indented_code_lines(lines, first, blocks)
     comment = False  # a comment opened in a paragraph is open
     for index in range(first, len(lines)):
         line = lines[index]
@@ -155,32 +155,45 @@ def _without(line: str, spans: list[Span]) -> str:
     return "".join(pieces) + line[last:]
 
 
-def _indented_code_lines(lines: list[str], first: int, blocks: set[int]) -> set[int]:
+def _indented_code_lines(lines: list[str], first: int, blocks: _Blocks) -> set[int]:
     """Indexes of the lines of indented code blocks, as CommonMark reads them: indented
     four columns past the content of the list item they are in (if any), and not the
-    continuation of a paragraph (``blocks`` are the lines of the other blocks that end
-    one). Block quotes are not looked into."""
+    continuation of a paragraph (``blocks``, the fences and HTML blocks, end one). Block
+    quotes are not looked into."""
     inside: set[int] = set()
     content_column = 0  # where the content of the list item around starts; 0 outside lists
     paragraph_open = in_code = False
     for index in range(first, len(lines)):
         line = lines[index].expandtabs(4)
-        if index in blocks or not line.strip():
+        if index in blocks.lines and index not in blocks.starts or not line.strip():
             paragraph_open = False  # a fence or HTML block, like a blank line, ends a paragraph
             continue
         indent = len(line) - len(line.lstrip())
+        if index in blocks.starts:
+            content_column = _content_column(line, indent, content_column, lazy=False)
+            paragraph_open = False
+            continue
         if indent >= content_column + 4 and (in_code or not paragraph_open):
             inside.add(index)
             in_code = True
             continue
-        item = _LIST_ITEM_RE.match(line, indent)
-        if item:
-            content_column = indent + len(item[0])
-        elif indent < content_column and not paragraph_open:
-            content_column = 0  # a line left of the item's content, not a lazy one, ends it
         # a heading (fences were passed over above) is a block of one line, no paragraph
-        paragraph_open, in_code = not _SINGLE_LINE_BLOCK_RE.match(line), False
+        heading = _SINGLE_LINE_BLOCK_RE.match(line) is not None
+        content_column = _content_column(line, indent, content_column,
+                                         lazy=paragraph_open and not heading)
+        paragraph_open, in_code = not heading, False
     return inside
+
+
+def _content_column(line: str, indent: int, content_column: int, lazy: bool) -> int:
+    """Where the content of the list item around ``line`` starts once it is read (0:
+    outside lists): a list item's own; a line left of the item's content ends the item,
+    unless it is a lazy line of the item's paragraph (a heading, a fence or an HTML block
+    never is)."""
+    item = _LIST_ITEM_RE.match(line, indent)
+    if item:
+        return indent + len(item[0])
+    return 0 if indent < content_column and not lazy else content_column
 
 
 @dataclass
@@ -191,6 +204,7 @@ class _Blocks:
 
     lines: set[int] = field(default_factory=set)
     shown: dict[int, int] = field(default_factory=dict)
+    starts: set[int] = field(default_factory=set)  # the line each block opened on
 
 
 _RAW_HTML, _COMMENT = "<pre>", "<!--"
@@ -210,6 +224,8 @@ def _html_and_fenced_blocks(lines: list[str], first: int) -> _Blocks:
         block = block or _block_opened(lines[index])
         if not block:
             continue
+        if opening:
+            blocks.starts.add(index)
         blocks.lines.add(index)
         end = _block_end(block, lines[index], opening)
         if end is not None:
