@@ -38,6 +38,7 @@ from annotations.loader import load_annotation_text, load_markdown_text
 from annotations.markdown import (
     LINE_BREAK_RE,
     URL_CHARS,
+    URL_RE,
     URL_TRAILING,
     markdown_visible_lines,
 )
@@ -242,6 +243,11 @@ class FixPlan:
             return load_annotation_text(text, name)
         return load_markdown_text(text, name, RepoFilter(self.tracks) if self.tracks else None)
 
+    def rewritten_urls(self, name: str) -> dict[str, str]:
+        """The permalinks of file ``name`` that the plan rewrites, with their new URLs."""
+        return {written: new for (file, _, _, written), new in self.rewrites.items()
+                if file == name}
+
     def verify(self) -> None:
         """Read every edited file again: it must load, and hold what it held but for the
         edits meant (another claim's ref or text, a shared anchor, must not change)."""
@@ -352,13 +358,24 @@ def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str) -> bool:
     pin = plan.pins.get((name, old.claim_id), old.at)
     if rewritten and old.body_link:
         same_claim = True  # a body permalink's claim is named and worded after its link
-    else:
-        same_claim = (old.claim_id, old.text) == (new.claim_id, new.text)
+    else:  # a body permalink's text is its paragraph: a bare URL rewritten there shows
+        text = _with_rewritten_urls(old.text, plan.rewritten_urls(name)) if old.body_link \
+            else old.text
+        same_claim = (old.claim_id, text) == (new.claim_id, new.text)
     same_refs = [ref.text for ref in new.refs] == expected and all(
         a.quote == b.quote and (pin != old.at or a.uses == b.uses)
         for a, b in zip(old.refs, new.refs, strict=True)
     )
     return same_claim and same_refs and new.at == pin and _waived(old) == _waived(new)
+
+
+def _with_rewritten_urls(text: str, urls: dict[str, str]) -> str:
+    """``text`` with each permalink that ``urls`` rewrites, where it ends as in prose,
+    replaced by its new URL (a URL that runs on, ``#L1`` in ``#L10``, is another)."""
+    def rewrite(found: re.Match[str]) -> str:
+        url = found[0].rstrip(URL_TRAILING)
+        return urls.get(url, url) + found[0][len(url):]
+    return URL_RE.sub(rewrite, text)
 
 
 def _waived(claim: Claim) -> list[tuple]:

@@ -20,7 +20,7 @@ MAX_LINK_TEXT = 300
 LINE_BREAK_RE = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 URL_CHARS = r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]"
 """What a URL in prose holds: where `find_permalinks` ends one."""
-_URL_RE = re.compile(r"https://github\.com/" + URL_CHARS + "+")
+URL_RE = re.compile(r"https://github\.com/" + URL_CHARS + "+")
 PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 URL_TRAILING = ".,;:!?*_~"
 """What ends a URL in prose rather than belonging to it, as GitHub's autolinks read it
@@ -294,7 +294,7 @@ def find_permalinks(line: str) -> list[str]:
     link's destination (``[text](URL)``, ``<URL>``) is a URL to its end, raw non-ASCII
     paths included; in prose a URL ends at the first character no URL holds, so the
     Chinese text that often follows it with no space is not taken in."""
-    matches = list(_URL_RE.finditer(line))
+    matches = list(URL_RE.finditer(line))
     ends = _destination_ends(line) if matches else {}
     urls = (line[match.start():max(match.end(), ends.get(match.start(), 0))]
             for match in matches)

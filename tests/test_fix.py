@@ -417,6 +417,23 @@ def test_links_by_lines_lists_the_permalinks_into_those_lines_and_each_claim_onc
                       "  t#twice @v1: t"]
 
 
+@pytest.mark.parametrize("paragraph", [
+    "引擎见 {moved}，\n向上取整见 [cdiv]({stays})。",
+    "向上取整见 [cdiv]({stays})，引擎见 <{moved}>。",
+    "[cdiv]: {stays}\n\n用法 [cdiv][] 与 {moved}.",
+], ids=["bare-url-in-the-paragraph", "autolink-in-the-paragraph", "url-beside-a-reference-use"])
+def test_a_permalink_that_moves_beside_one_that_stays_is_rewritten(paragraph: str) -> None:
+    """A bare permalink (or an autolink) is its own text: rewriting it changes the text of
+    the other links of its paragraph, as meant, so fix must not refuse the run."""
+    text = f"# T\n\n{paragraph.format(moved=ENGINE_URL, stays=UTILS_URL)}\n"
+    path = write("articles/e.md", text)
+    result = fix()
+    assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: articles/e.md\n"), \
+        result.output
+    assert path.read_text(encoding="utf-8") == text.replace(ENGINE_URL, NEW_ENGINE_URL)
+    assert statuses()[(link_claim_id("articles/e.md", UTILS_URL), UTILS_URL)] == "changed"
+
+
 def test_a_rewritten_permalink_keeps_githubs_source_view() -> None:
     old = ENGINE_URL.replace("#", "?plain=1#")
     path = write("articles/e.md", f"# T\n\nSee [the engine]({old}).\n")
