@@ -144,11 +144,19 @@ class FilePlan:
 
     def diff(self, display: str) -> str:
         return "".join(
-            difflib.unified_diff(
+            _ended(line) for line in difflib.unified_diff(
                 _LINE.findall(self.original), self.lines,
                 fromfile=f"a/{display}", tofile=f"b/{display}",
             )
         )
+
+
+def _ended(diff_line: str) -> str:
+    """A line of a diff; a file's last line that no line break ends is marked as diff and
+    git mark it, so that the diff's next line starts a line of its own."""
+    if _ENDING.search(diff_line):
+        return diff_line
+    return diff_line + "\n\\ No newline at end of file\n"
 
 
 def _place(edit: Span | NewLine) -> tuple[int, int, int]:

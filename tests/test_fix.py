@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -432,6 +433,25 @@ def test_a_permalink_that_moves_beside_one_that_stays_is_rewritten(paragraph: st
         result.output
     assert path.read_text(encoding="utf-8") == text.replace(ENGINE_URL, NEW_ENGINE_URL)
     assert statuses()[(link_claim_id("articles/e.md", UTILS_URL), UTILS_URL)] == "changed"
+
+
+@pytest.mark.parametrize("ending", ["", "\r\n"], ids=["no-line-break-at-the-end", "crlf"])
+def test_the_dry_run_diff_applies_to_give_what_fix_writes(ending: str, tmp_path: Path) -> None:
+    """The diff of a file whose last line has no line break marks it, as diff and git do:
+    unmarked, the next file's header ran on at the end of that line."""
+    engine = f"# T\r\n\r\n引擎见 [engine]({ENGINE_URL})。\r\n\r\n末尾：{ENGINE_URL}{ending}"
+    write("articles/a.md", engine)
+    write("articles/b.md", f"# B\n\n{ENGINE_URL}")
+    dry = fix("--dry-run").stdout_bytes  # as written: .stdout makes CRLF a LF
+    assert b"\n+++ b/articles/b.md\n" in dry
+    patched = tmp_path / "patched"
+    shutil.copytree("articles", patched / "articles")
+    applied = subprocess.run(["git", "apply", "--unsafe-paths", "-"], input=dry,
+                             cwd=patched, capture_output=True, check=False)
+    assert applied.returncode == 0, applied.stderr
+    assert fix().exit_code == 0
+    for name in ("a.md", "b.md"):
+        assert (patched / "articles" / name).read_bytes() == Path("articles", name).read_bytes()
 
 
 def test_a_rewritten_permalink_keeps_githubs_source_view() -> None:
