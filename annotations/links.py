@@ -36,6 +36,7 @@ from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries
 from db.database import Database
+from db.version_order import COMMIT
 from indexer.config import ProjectConfig, run_from
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
@@ -355,7 +356,10 @@ def _unknown_pin(error: UnindexedVersion, written: str) -> ResolveError:
     if error.misspelling_of:  # in the message, where check shows it
         return ResolveError(f"{pin} is neither indexed nor configured; "
                             + queries.did_you_mean(error.repo, error.misspelling_of))
-    if written.startswith("https://"):
+    if written.startswith("https://") and COMMIT.fullmatch(error.version):
+        hint = ("a commit names only a version indexed from git at that commit (a wheel "
+                "records none): put the release tag in its place, blob/TAG/PATH")
+    elif written.startswith("https://"):
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:
         hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "

@@ -1217,6 +1217,10 @@ def test_a_permalink_to_an_indexed_commit_is_checked(fake_index: Path) -> None:
                  id="a-release-not-configured"),
     pytest.param("main", "a permalink must name a configured release tag: blob/TAG/PATH",
                  id="a-branch"),
+    pytest.param("1234567890abcdef1234567890abcdef12345678",
+                 "a commit names only a version indexed from git at that commit (a wheel "
+                 "records none): put the release tag in its place, blob/TAG/PATH",
+                 id="a-commit-of-no-indexed-version"),
 ])
 def test_a_permalink_to_a_version_nobody_indexes_fails_the_check(
     fake_index: Path, version: str, hint: str
