@@ -152,8 +152,8 @@ class FilePlan:
 
 
 def _ended(diff_line: str) -> str:
-    """A line of a diff; a file's last line that no line break ends is marked as diff and
-    git mark it, so that the diff's next line starts a line of its own."""
+    """A line of a diff; a file's last line that no line break ends is marked as diff(1)
+    and git mark it, so that the diff's next line starts a line of its own."""
     if _ENDING.search(diff_line):
         return diff_line
     return diff_line + "\n\\ No newline at end of file\n"
@@ -366,9 +366,10 @@ def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str) -> bool:
     pin = plan.pins.get((name, old.claim_id), old.at)
     if rewritten and old.body_link:
         same_claim = True  # a body permalink's claim is named and worded after its link
-    else:  # a body permalink's text is its paragraph: a bare URL rewritten there shows
-        text = _with_rewritten_urls(old.text, plan.rewritten_urls(name)) if old.body_link \
-            else old.text
+    else:
+        text = old.text
+        if old.body_link:  # its text is its paragraph's: a bare URL rewritten there shows
+            text = _with_rewritten_urls(text, plan.rewritten_urls(name))
         same_claim = (old.claim_id, text) == (new.claim_id, new.text)
     same_refs = [ref.text for ref in new.refs] == expected and all(
         a.quote == b.quote and (pin != old.at or a.uses == b.uses)
