@@ -35,7 +35,11 @@ For a symbol ``old`` of A (``Matcher.match``):
       ``MIN_METHODS_FOLLOWED`` of them, and more than half of those that moved, moved (as
       orphans) to one class whose name A does not define, and that class scores as a move
       target (``KimiDeltaAttention`` -> ``KimiGatedDeltaNetAttention``, renamed in another
-      file with other bases: blocked on nothing).
+      file with other bases: blocked on nothing). Fewer methods, or a class that scores
+      under the bar, do when every method that moved went there, a short method of its
+      name and code is there too, and the class keeps most of its name
+      (`Matcher._followed_with_seconds`: ``DeepseekV4FlashMLASparseBackend`` ->
+      ``DeepseekV4FlashMLABackend``).
 
    Candidates are scored (b and c alike) by::
 
@@ -141,7 +145,7 @@ from indexer.literals import blank_literals, universal_newlines
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "CANDIDATE_MIN_BODY", "MAX_CLOSEST",
-    "MAX_TIES", "MIN_METHODS_FOLLOWED",
+    "MAX_TIES", "MIN_METHODS_FOLLOWED", "SECONDED_NAME_SIMILARITY",
     "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "PARALLEL_MIN_SYMBOLS", "RENAME_MOVE_THRESHOLD",
     "SAME_CLASS_MOVE_THRESHOLD",
     "UNIQUE_NAME_BONUS",
@@ -181,6 +185,11 @@ W_BODY, W_NAME, W_SCOPE, W_PARAMS = 0.55, 0.15, 0.15, 0.15
 MIN_METHODS_FOLLOWED = 2
 """Methods of a removed class that need to have moved to one new class (and more than
 half of those that moved anywhere) for the class to follow them there."""
+SECONDED_NAME_SIMILARITY = 0.8
+"""Lowest name similarity (``_name_similarity``) of a removed class and the class its
+moved methods went to, for the class to follow them there on the word of its short
+methods (`Matcher._followed_with_seconds`): a deleted model's boilerplate is in every
+new model."""
 UNIQUE_NAME_BONUS = 0.2
 """Added (score capped at 1) when the only unmatched symbol of a name in A meets the only
 one of that name in B: a rename is unlikely, a rewrite while moving is not."""
@@ -1087,7 +1096,8 @@ class Matcher:
         moved = [match.new for match in matches
                  if match.verdict is Verdict.MOVED and match.new.kind == "method"]
         places = Counter((new.path, new.parent) for new in moved)
-        target = self._followed_class(cls, places, len(moved))
+        target = (self._followed_class(cls, places, len(moved))
+                  or self._followed_with_seconds(cls, matches, places, len(moved)))
         if target is None:
             self._drop_lone_look_alikes(matches, places)
             return removed
@@ -1108,6 +1118,38 @@ class Matcher:
             return None
         scored = self._scorer.ranked(cls, [target], None)
         return scored[0] if scored and self._eligible(cls, scored[0]) else None
+
+    def _followed_with_seconds(
+        self, cls: SymbolSnapshot, matches: list[Match], places: Counter[tuple[str, str]],
+        moved: int,
+    ) -> _Scored | None:
+        """The class of B that every moved method of ``cls`` went to, scored, when methods
+        too short to move on their own second it (a method of their name and code is
+        there), its name is most of ``cls``'s (``SECONDED_NAME_SIMILARITY``) and it scores
+        at least ``CANDIDATE_FLOOR``: a class renamed and rewritten as it moved
+        (``DeepseekV4FlashMLASparseBackend`` -> ``DeepseekV4FlashMLABackend``, whose
+        ``get_kv_cache_shape`` moved and whose ``return [256]`` is there too) scores low
+        as a whole."""
+        if len(places) != 1:
+            return None
+        (path, parent), count = places.most_common(1)[0]
+        seconds = sum(1 for match in matches if self._seconds(match, path, parent))
+        target = self.b.lookup(path, parent)
+        if (count != moved or seconds == 0 or count + seconds < MIN_METHODS_FOLLOWED
+                or target is None or target.kind != "class"
+                or target.name in self.defined_names()[0]
+                or _name_similarity(cls.name, target.name) < SECONDED_NAME_SIMILARITY):
+            return None
+        scored = self._scorer.ranked(cls, [target], None)
+        return scored[0] if scored and scored[0].score >= CANDIDATE_FLOOR else None
+
+    def _seconds(self, match: Match, path: str, parent: str) -> bool:
+        """Whether the method of ``match``, removed as too short to move on its own,
+        lists a method of its name and code in class ``parent`` of ``path``."""
+        return match.verdict is Verdict.REMOVED and (
+            self._scorer.code_token_count(match.old) < MIN_RENAME_TOKENS) and any(
+            (symbol.path, symbol.parent, symbol.name) == (path, parent, match.old.name)
+            and symbol.normalized == match.old.normalized for symbol in match.candidates)
 
     def _drop_lone_look_alikes(
         self, matches: list[Match], places: Counter[tuple[str, str]]

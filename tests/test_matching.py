@@ -713,6 +713,36 @@ WINDOW = """
         self.conv_size = value // self.head_dim
 """
 
+SPARSE_BACKEND = """\
+class {name}({bases}):
+{extra}
+    @staticmethod
+    def get_supported_kernel_block_sizes():
+        return [256]
+
+    @staticmethod
+    def get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size, dtype="auto"):
+        if dtype == "fp8_ds_mla":
+            return (num_blocks, block_size, 584)
+        return (num_blocks, block_size, head_size)
+"""
+BACKEND_EXTRAS = """\
+    supported_dtypes = [torch.bfloat16]
+    supported_kv_cache_dtypes = ["auto", "bfloat16", "fp8_ds_mla", "fp8"]
+
+    @staticmethod
+    def get_builder_cls():
+        return FlashMLAMetadataBuilder
+
+    @classmethod
+    def get_supported_head_sizes(cls):
+        return [512]
+
+    @classmethod
+    def supports_compute_capability(cls, capability):
+        return capability.major in [9, 10]
+"""
+
 
 @dataclass(frozen=True)
 class MoveCase:
@@ -799,6 +829,29 @@ MOVES = {
         {"gdn/kimi.py": KDA_ONE_METHOD.format(name="KimiGatedDeltaNetAttention",
                                               bases="GatedDeltaNetAttention")},
         "KimiDeltaAttention", Verdict.REMOVED,
+    ),
+    "class-renamed-and-rewritten-elsewhere-follows-its-method-seconded-by-a-short-one": MoveCase(
+        {"a.py": SPARSE_BACKEND.format(name="DeepseekV4FlashMLASparseBackend",
+                                       bases="FlashMLASparseBackend", extra="")},
+        {"v4/sparse_mla.py": SPARSE_BACKEND.format(
+            name="DeepseekV4FlashMLABackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
+        "DeepseekV4FlashMLASparseBackend", Verdict.MOVED,
+        "v4/sparse_mla.py::DeepseekV4FlashMLABackend",
+    ),
+    "its-short-method-follows-it-there": MoveCase(
+        {"a.py": SPARSE_BACKEND.format(name="DeepseekV4FlashMLASparseBackend",
+                                       bases="FlashMLASparseBackend", extra="")},
+        {"v4/sparse_mla.py": SPARSE_BACKEND.format(
+            name="DeepseekV4FlashMLABackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
+        "DeepseekV4FlashMLASparseBackend.get_supported_kernel_block_sizes", Verdict.MOVED,
+        "v4/sparse_mla.py::DeepseekV4FlashMLABackend.get_supported_kernel_block_sizes",
+    ),
+    "class-seconded-by-a-short-method-does-not-follow-it-to-a-class-named-unlike-it": MoveCase(
+        {"a.py": SPARSE_BACKEND.format(name="DeepseekV4FlashMLASparseBackend",
+                                       bases="FlashMLASparseBackend", extra="")},
+        {"v4/sparse_mla.py": SPARSE_BACKEND.format(
+            name="TokenspeedBackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
+        "DeepseekV4FlashMLASparseBackend", Verdict.REMOVED,
     ),
     "removed-class-does-not-follow-its-methods-to-a-class-named-at-a": MoveCase(
         {"a.py": KDA.format(name="Dots1Model", bases="Dots1Base"),
