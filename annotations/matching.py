@@ -100,8 +100,9 @@ For a symbol ``old`` of A (``Matcher.match``):
    removed when a method of another removed class contests it there
    (`Matcher._drop_lone_look_alikes`: the ``forward`` of four deleted models and a new
    model's). A class attribute only ever follows its class (same name, in the
-   class's match; or, when the class lives on, into a base as above, or to the one new
-   attribute of the class that has its value, when that value has
+   class's match; or, when the class lives on, into a base as above, down into the one
+   subclass that newly declares it as it was (`Matcher._pushed_down_field`), or to the
+   one new attribute of the class that has its value, when that value has
    ``MIN_RENAME_TOKENS`` word tokens: `Matcher._attribute_kept`): a bare field ``x:
    torch.Tensor`` says too little to be tracked elsewhere.
 
@@ -972,9 +973,9 @@ class Matcher:
         return [s for s in ranked if ranked[0].score - s.score <= AMBIGUITY_MARGIN]
 
     def _inherits(self, member: SymbolSnapshot, home: SymbolSnapshot) -> bool:
-        """Whether ``member`` is a method of a class of B that has ``home`` among its
+        """Whether ``member`` is a member of a class of B that has ``home`` among its
         bases (or theirs)."""
-        cls = self.b.lookup(member.path, member.parent) if member.kind == "method" else None
+        cls = self.b.lookup(member.path, member.parent) if member.parent else None
         return cls is not None and cls.kind == "class" and home.name in self._ancestors(cls)
 
     def _copies_as_good(
@@ -1322,23 +1323,40 @@ class Matcher:
         self, old: SymbolSnapshot, home: SymbolSnapshot | None
     ) -> Match | None:
         """Where a class attribute went while its class lives on as ``home``: into a base
-        that ``home`` names (`_pulled_up`), or to the one new attribute of ``home`` that
-        has its value, when the value says something (``weight_mapper`` renamed
-        ``hf_to_vllm_mapper``, still ``WeightsMapper(...)``), but for the new name where
-        the old one was (``Other.weight_mapper`` renamed too)."""
+        that ``home`` names (`_pulled_up`), down into the one subclass of ``home`` that
+        newly declares it as it was (`_pushed_down_field`), or to the one new attribute of
+        ``home`` that has its value, when the value says something (``weight_mapper``
+        renamed ``hf_to_vllm_mapper``, still ``WeightsMapper(...)``), but for the new name
+        where the old one was (``Other.weight_mapper`` renamed too)."""
         if home is None:
             return None
-        found = self._pulled_up(old, home)
+        found, via = self._pulled_up(old, home), "base"
+        if not found:
+            found, via = self._pushed_down_field(old, home), "subclass"
         if not found and self._scorer.token_count(old) >= MIN_RENAME_TOKENS:
-            found = [symbol for symbol in self.b.file_symbols(home.path)
-                     if symbol.parent == home.qualname and symbol.kind == "attribute"
-                     and symbol.signature.replace(symbol.name, old.name) == old.signature
-                     and not self.a.has(symbol.path, symbol.qualname, symbol.occurrence)]
+            found, via = [symbol for symbol in self.b.file_symbols(home.path)
+                          if symbol.parent == home.qualname and symbol.kind == "attribute"
+                          and symbol.signature.replace(symbol.name, old.name) == old.signature
+                          and not self.a.has(symbol.path, symbol.qualname, symbol.occurrence)
+                          ], "base"
             found = found if len(found) == 1 else []
         if not found:
             return None
         return self._moved(old, found[0], tuple(found[1:]),
-                           self._scorer.score(old, found[0], None), "base")
+                           self._scorer.score(old, found[0], None), via)
+
+    def _pushed_down_field(
+        self, old: SymbolSnapshot, home: SymbolSnapshot
+    ) -> list[SymbolSnapshot]:
+        """B's new attribute of ``old``'s name and declaration in a class that inherits
+        ``home``, when one class alone declares it: ``NixlStorageAgent``'s
+        ``storage_xfer_descs``, now declared by ``NixlStaticStorageAgent`` alone of its
+        two subclasses (declared by several, it is no one subclass's)."""
+        found = [symbol for symbol in self.pool().blocks.get(
+                     ("name", KindGroup.ATTRIBUTE, old.name), ())
+                 if symbol.kind == "attribute" and symbol.source == old.source
+                 and self._inherits(symbol, home)]
+        return found if len(found) == 1 else []
 
     def _pulled_up(self, old: SymbolSnapshot, home: SymbolSnapshot) -> list[SymbolSnapshot]:
         """B's new definitions of ``old``'s name, in its kind group, in a class that

@@ -1060,6 +1060,32 @@ MOVES = {
         "ChatRequestMixin.add_generation_prompt", Verdict.MOVED,
         "a.py::ChatRequestOptionsMixin.add_generation_prompt",
     ),
+    "class-fields-pushed-down-into-the-one-subclass-that-declares-them-move-there": MoveCase(
+        {"a.py": "class StorageAgent:\n    name: str\n    xfer_descs: XferDList\n"},
+        {"a.py": "class StorageAgent(ABC):\n    name: str\n\n\n"
+                 "class StaticAgent(StorageAgent):\n    xfer_descs: XferDList\n\n\n"
+                 "class DynamicAgent(StorageAgent):\n    pool: DescPool\n"},
+        "StorageAgent.xfer_descs", Verdict.MOVED, "a.py::StaticAgent.xfer_descs",
+    ),
+    "a-class-field-two-subclasses-declare-is-not-pushed-down": MoveCase(
+        {"a.py": "class StorageAgent:\n    name: str\n    xfer_descs: XferDList\n"},
+        {"a.py": "class StorageAgent(ABC):\n    name: str\n\n\n"
+                 "class StaticAgent(StorageAgent):\n    xfer_descs: XferDList\n\n\n"
+                 "class DynamicAgent(StorageAgent):\n    xfer_descs: XferDList\n"},
+        "StorageAgent.xfer_descs", Verdict.REMOVED,
+    ),
+    "a-class-field-is-not-pushed-down-into-a-class-that-does-not-inherit-it": MoveCase(
+        {"a.py": "class StorageAgent:\n    name: str\n    xfer_descs: XferDList\n"},
+        {"a.py": "class StorageAgent(ABC):\n    name: str\n",
+         "b.py": "class StaticAgent:\n    xfer_descs: XferDList\n"},
+        "StorageAgent.xfer_descs", Verdict.REMOVED,
+    ),
+    "a-class-field-is-not-pushed-down-under-another-type": MoveCase(
+        {"a.py": "class StorageAgent:\n    name: str\n    xfer_descs: XferDList\n"},
+        {"a.py": "class StorageAgent(ABC):\n    name: str\n\n\n"
+                 "class StaticAgent(StorageAgent):\n    xfer_descs: RegDList\n"},
+        "StorageAgent.xfer_descs", Verdict.REMOVED,
+    ),
     "a-class-attribute-renamed-in-its-class-with-its-value-moves-to-the-new-name": MoveCase(
         {"a.py": f"class EmbeddingModel(Base):\n    weight_mapper = {MAPPER}\n"},
         {"a.py": f"class EmbeddingModel(Base):\n    hf_to_vllm_mapper = {MAPPER}\n"},
