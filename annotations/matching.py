@@ -99,7 +99,10 @@ For a symbol ``old`` of A (``Matcher.match``):
    where it went); a method that alone of its class moved, changed, to a class is
    removed when a method of another removed class contests it there
    (`Matcher._drop_lone_look_alikes`: the ``forward`` of four deleted models and a new
-   model's). A class attribute only ever follows its class (same name, in the
+   model's), and, changed or not, when a method of its name that B keeps in another
+   class has code as close to the target's (`Matcher._kept_twin`: a deleted model's
+   stock ``load_weights``, ``Qwen2ForCausalLM``'s and a new model's). A class
+   attribute only ever follows its class (same name, in the
    class's match; or, when the class lives on, into a base as above, down into the one
    subclass that newly declares it as it was (`Matcher._pushed_down_field`), or to the
    one new attribute of the class that has its value, when that value has
@@ -884,6 +887,7 @@ class Matcher:
         self._kept: dict[str, dict[str, list[SymbolSnapshot]]] = {}
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
         self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
+        self._kept_methods: dict[str, list[tuple[str, str]]] | None = None  # _kept_twin
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -1161,12 +1165,14 @@ class Matcher:
         than the others'. Methods that went together to one class (those of
         ``AWQConfig`` merged into ``AutoAWQConfig``) are evidence for each other, and code
         kept as it was is where it went (``_validate_chat_template`` of two removed
-        servings, now their renderer's)."""
+        servings, now their renderer's), unless a method of its name that B keeps in
+        another class is as close to it (`_kept_twin`: the stock ``load_weights`` of a
+        deleted model is a new model's no more than ``Qwen2ForCausalLM``'s)."""
         for match in matches:
-            if (match.verdict is Verdict.MOVED and match.content_changed
-                    and match.new.kind == "method"
+            if (match.verdict is Verdict.MOVED and match.new.kind == "method"
                     and places[(match.new.path, match.new.parent)] == 1
-                    and self._contested(match.old, match.new, None)):
+                    and (match.content_changed and self._contested(match.old, match.new, None)
+                         or self._kept_twin(match.old, match.new))):
                 ranked, _ = self._ranked(match.old, None)
                 self._matches[_match_key(match.old)] = self._removed(match.old, ranked)
 
@@ -1290,6 +1296,47 @@ class Matcher:
             if (rival.path, rival.parent) != (old.path, old.parent)
             and not self._has_new_place(rival)
         )
+
+    def _kept_twin(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
+        """Whether a method of ``new``'s name that A has in a class other than ``old``'s,
+        and B keeps at its place, has code as close to ``new``'s as ``old``'s (the same
+        text, or normalized text, when ``old``'s is; else body tokens about as similar):
+        then ``new`` is one more copy of code that classes repeat, not where ``old`` went
+        (``WekaGdsBackend.exists_in_put_tasks``, the very body ``GdsBackend`` keeps, and a
+        new ``MaruBackend``'s; a deleted model's stock ``load_weights``, ``Qwen2``'s and a
+        new model's)."""
+        closeness = self._closeness(old, new)
+        return any(
+            (path, _parent(qualname)) != (old.path, old.parent)
+            and (twin := self.b.lookup(path, qualname)) is not None
+            and self._closeness(twin, new) >= closeness
+            for path, qualname in self._kept_named(new.name)
+        )
+
+    def _closeness(self, old: SymbolSnapshot, new: SymbolSnapshot) -> tuple[int, float]:
+        """How close ``old``'s code is to ``new``'s: 2 for the same text, 1 for the same
+        normalized text, else 0 and the body similarity, in steps of
+        ``AMBIGUITY_MARGIN``."""
+        if old.exact == new.exact:
+            return 2, 1.0
+        if old.normalized == new.normalized:
+            return 1, 1.0
+        return 0, round(self._scorer.body_similarity(old, new) / AMBIGUITY_MARGIN)
+
+    def _kept_named(self, name: str) -> list[tuple[str, str]]:
+        """(path, qualname) of each method of A of that name that B has at its place."""
+        if self._kept_methods is None:
+            self.pool()
+            name_column = mq.MATCH_COLUMNS.index("name")
+            kept: dict[str, list[tuple[str, str]]] = defaultdict(list)
+            rows = [*self._a_same, *(row for key, row in self.a.rows().items()
+                                     if self.b.has(*key))]
+            for row in rows:
+                if row[_KIND] == "method":
+                    kept[row[name_column]].append((row[_PATH], row[_QUALNAME]))
+            self._kept_methods = {name: list(dict.fromkeys(places))
+                                  for name, places in kept.items()}
+        return self._kept_methods.get(name, [])
 
     def _orphaned(self, member: SymbolSnapshot) -> bool:
         """Whether ``member``'s class (or function) was removed. One whose place B still

@@ -626,6 +626,11 @@ FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
 LOGGER = "logger = init_logger(__name__)\n\n\n"
 SCALE_RE = '_SCALE_RE = re.compile(r"experts\\.(\\d+)\\.w13_scale")\n\n\n'
 EXPERT_MAP = "\n    def supports_expert_map(self):\n        return False\n"
+IN_PUT_TASKS = """
+    def exists_in_put_tasks(self, key):
+        with self.put_lock:
+            return key in self.put_tasks
+"""
 LOAD_WEIGHTS = """
     def load_weights(self, weights):
         params = dict(self.named_parameters())
@@ -994,6 +999,21 @@ MOVES = {
          "b.py": "class RenderServing:\n" + LOG_INPUTS},
         {"c.py": "class Renderer:\n" + LOG_INPUTS},
         "ChatServing._log_inputs", Verdict.MOVED, "c.py::Renderer._log_inputs",
+    ),
+    "a-deleted-classs-method-takes-no-new-copy-of-code-a-kept-class-has-too": MoveCase(
+        {"a.py": "class WekaBackend:\n" + IN_PUT_TASKS,
+         "b.py": "class GdsBackend:\n" + IN_PUT_TASKS},
+        {"b.py": "class GdsBackend:\n" + IN_PUT_TASKS,
+         "c.py": "class MaruBackend:\n" + IN_PUT_TASKS},
+        "WekaBackend.exists_in_put_tasks", Verdict.REMOVED,
+        candidates=frozenset({"c.py::MaruBackend.exists_in_put_tasks"}),
+    ),
+    "a-deleted-classs-method-moves-to-code-a-kept-class-has-unlike-it": MoveCase(
+        {"a.py": "class WekaBackend:\n" + IN_PUT_TASKS,
+         "b.py": "class GdsBackend:\n" + IN_PUT_TASKS.replace("put_tasks", "pending")},
+        {"b.py": "class GdsBackend:\n" + IN_PUT_TASKS.replace("put_tasks", "pending"),
+         "c.py": "class MaruBackend:\n" + IN_PUT_TASKS},
+        "WekaBackend.exists_in_put_tasks", Verdict.MOVED, "c.py::MaruBackend.exists_in_put_tasks",
     ),
     "a-method-left-as-a-stub-in-its-class-moves-to-the-subclass-with-its-body": MoveCase(
         {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
