@@ -1300,28 +1300,29 @@ class Matcher:
     def _kept_twin(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
         """Whether a method of ``new``'s name that A has in a class other than ``old``'s,
         and B keeps at its place, has code as close to ``new``'s as ``old``'s (the same
-        text, or normalized text, when ``old``'s is; else body tokens about as similar):
+        text, or normalized text, when ``old``'s is; else body tokens as similar, less
+        ``AMBIGUITY_MARGIN`` at most, as ``_contested`` weighs rivals):
         then ``new`` is one more copy of code that classes repeat, not where ``old`` went
         (``WekaGdsBackend.exists_in_put_tasks``, the very body ``GdsBackend`` keeps, and a
         new ``MaruBackend``'s; a deleted model's stock ``load_weights``, ``Qwen2``'s and a
         new model's)."""
-        closeness = self._closeness(old, new)
+        level, similarity = self._closeness(old, new)
+        bar = (level, similarity - AMBIGUITY_MARGIN if level == 0 else similarity)
         return any(
             (path, _parent(qualname)) != (old.path, old.parent)
             and (twin := self.b.lookup(path, qualname)) is not None
-            and self._closeness(twin, new) >= closeness
+            and self._closeness(twin, new) >= bar
             for path, qualname in self._kept_named(new.name)
         )
 
     def _closeness(self, old: SymbolSnapshot, new: SymbolSnapshot) -> tuple[int, float]:
         """How close ``old``'s code is to ``new``'s: 2 for the same text, 1 for the same
-        normalized text, else 0 and the body similarity, in steps of
-        ``AMBIGUITY_MARGIN``."""
+        normalized text, else 0 and the body similarity."""
         if old.exact == new.exact:
             return 2, 1.0
         if old.normalized == new.normalized:
             return 1, 1.0
-        return 0, round(self._scorer.body_similarity(old, new) / AMBIGUITY_MARGIN)
+        return 0, self._scorer.body_similarity(old, new)
 
     def _kept_named(self, name: str) -> list[tuple[str, str]]:
         """(path, qualname) of each method of A of that name that B has at its place."""
