@@ -1134,13 +1134,17 @@ class Matcher:
         at least ``CANDIDATE_FLOOR``: a class renamed and rewritten as it moved
         (``DeepseekV4FlashMLASparseBackend`` -> ``DeepseekV4FlashMLABackend``, whose
         ``get_kv_cache_shape`` moved and whose ``return [256]`` is there too) scores low
-        as a whole."""
+        as a whole. Methods that moved as copies of code a kept class has too
+        (`_kept_twin`) are no such evidence: a deleted backend's stock
+        ``get_kv_cache_shape``, ``TritonAttentionBackend``'s and a new backend's."""
         if len(places) != 1:
             return None
         (path, parent), count = places.most_common(1)[0]
         seconds = sum(1 for match in matches if self._seconds(match, path, parent))
         target = self.b.lookup(path, parent)
         if (count != moved or seconds == 0 or count + seconds < MIN_METHODS_FOLLOWED
+                or all(self._kept_twin(match.old, match.new) for match in matches
+                       if match.verdict is Verdict.MOVED)
                 or target is None or target.kind != "class"
                 or target.name in self.defined_names()[0]
                 or _name_similarity(cls.name, target.name) < SECONDED_NAME_SIMILARITY):

@@ -880,6 +880,18 @@ MOVES = {
             name="TokenspeedBackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
         "DeepseekV4FlashMLASparseBackend", Verdict.REMOVED,
     ),
+    "class-does-not-follow-stock-code-a-kept-class-has-too-seconded-by-a-short-method": MoveCase(
+        {"a.py": SPARSE_BACKEND.format(name="RocmAttentionBackend", bases="AttentionBackend",
+                                       extra=""),
+         "b.py": SPARSE_BACKEND.format(name="TritonAttentionBackend", bases="AttentionBackend",
+                                       extra="")},
+        {"b.py": SPARSE_BACKEND.format(name="TritonAttentionBackend", bases="AttentionBackend",
+                                       extra=""),
+         "c.py": SPARSE_BACKEND.format(name="RocmAiterAttentionBackend", bases="AttentionBackend",
+                                       extra=BACKEND_EXTRAS)},
+        "RocmAttentionBackend", Verdict.REMOVED,
+        candidates=frozenset({"c.py::RocmAiterAttentionBackend"}),
+    ),
     "removed-class-does-not-follow-its-methods-to-a-class-named-at-a": MoveCase(
         {"a.py": KDA.format(name="Dots1Model", bases="Dots1Base"),
          "b.py": KDA.format(name="MiMoModel", bases="nn.Module")},  # a copy of Dots1Model
