@@ -144,7 +144,7 @@ from annotations.forking import balanced, fork_map
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
-from db.queries import file_blob, require_version
+from db.queries import file_blob, require_version, symbols_named
 from indexer.literals import blank_literals, universal_newlines
 
 __all__ = [
@@ -1403,12 +1403,24 @@ class Matcher:
         """B's new attribute of ``old``'s name and declaration in a class that inherits
         ``home``, when one class alone declares it: ``NixlStorageAgent``'s
         ``storage_xfer_descs``, now declared by ``NixlStaticStorageAgent`` alone of its
-        two subclasses (declared by several, it is no one subclass's)."""
+        two subclasses (declared by several, new or kept, it is no one subclass's)."""
         found = [symbol for symbol in self.pool().blocks.get(
                      ("name", KindGroup.ATTRIBUTE, old.name), ())
                  if symbol.kind == "attribute" and symbol.source == old.source
                  and self._inherits(symbol, home)]
-        return found if len(found) == 1 else []
+        if len(found) != 1 or self._declared_by_a_kept_subclass(old, home):
+            return []
+        return found
+
+    def _declared_by_a_kept_subclass(self, old: SymbolSnapshot, home: SymbolSnapshot) -> bool:
+        """Whether a class inheriting ``home`` declares ``old``'s name as ``old`` did, at
+        a place that A has too (a subclass that already declared it keeps its own)."""
+        return any(
+            row["kind"] == "attribute" and self.a.has(row["path"], row["qualname"])
+            and (symbol := self.b.lookup(row["path"], row["qualname"])) is not None
+            and symbol.source == old.source and self._inherits(symbol, home)
+            for row in symbols_named(self.database, self.b.key, old.name)
+        )
 
     def _pulled_up(self, old: SymbolSnapshot, home: SymbolSnapshot) -> list[SymbolSnapshot]:
         """B's new definitions of ``old``'s name, in its kind group, in a class that

@@ -1140,6 +1140,14 @@ MOVES = {
                  "class DynamicAgent(StorageAgent):\n    xfer_descs: XferDList\n"},
         "StorageAgent.xfer_descs", Verdict.REMOVED,
     ),
+    "a-class-field-a-kept-subclass-declares-too-is-not-pushed-down": MoveCase(
+        {"a.py": "class StorageAgent:\n    name: str\n    xfer_descs: XferDList\n\n\n"
+                 "class DynamicAgent(StorageAgent):\n    xfer_descs: XferDList\n"},
+        {"a.py": "class StorageAgent(ABC):\n    name: str\n\n\n"
+                 "class StaticAgent(StorageAgent):\n    xfer_descs: XferDList\n\n\n"
+                 "class DynamicAgent(StorageAgent):\n    xfer_descs: XferDList\n"},
+        "StorageAgent.xfer_descs", Verdict.REMOVED,
+    ),
     "a-class-field-is-not-pushed-down-into-a-class-that-does-not-inherit-it": MoveCase(
         {"a.py": "class StorageAgent:\n    name: str\n    xfer_descs: XferDList\n"},
         {"a.py": "class StorageAgent(ABC):\n    name: str\n",
