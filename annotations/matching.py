@@ -203,9 +203,9 @@ _WORD = re.compile(r"\w+")
 _TRIVIAL_PARAMETERS = frozenset({"", "()", "(self)", "(cls)", "(self)->None"})
 _LOCALS = ".<locals>"
 _Key = tuple[str, str, int]  # (path, qualname, occurrence)
-_PATH, _BLOB, _QUALNAME, _KIND, _START_BYTE, _EXACT = (
+_PATH, _BLOB, _QUALNAME, _NAME, _KIND, _START_BYTE, _EXACT = (
     mq.MATCH_COLUMNS.index(column)
-    for column in ("path", "blob_id", "qualname", "kind", "start_byte", "exact")
+    for column in ("path", "blob_id", "qualname", "name", "kind", "start_byte", "exact")
 )
 _DEF_NAME = re.compile(r"(?:^|\n)[ \t]*(?:async\s+)?(?:def|class)\s+\w+")
 
@@ -1332,13 +1332,12 @@ class Matcher:
         """(path, qualname) of each method of A of that name that B has at its place."""
         if self._kept_methods is None:
             self.pool()
-            name_column = mq.MATCH_COLUMNS.index("name")
             kept: dict[str, list[tuple[str, str]]] = defaultdict(list)
             rows = [*self._a_same, *(row for key, row in self.a.rows().items()
                                      if self.b.has(*key))]
             for row in rows:
                 if row[_KIND] == "method":
-                    kept[row[name_column]].append((row[_PATH], row[_QUALNAME]))
+                    kept[row[_NAME]].append((row[_PATH], row[_QUALNAME]))
             self._kept_methods = {name: list(dict.fromkeys(places))
                                   for name, places in kept.items()}
         return self._kept_methods.get(name, [])
@@ -1539,11 +1538,10 @@ class Matcher:
         """The names of every symbol of A and of B, from the rows ``pool`` loads."""
         if self._names is None:
             self.pool()
-            name = mq.MATCH_COLUMNS.index("name")
-            shared = {row[name] for row in self._a_same}
+            shared = {row[_NAME] for row in self._a_same}
             self._names = (
-                frozenset(shared.union(row[name] for row in self.a.rows().values())),
-                frozenset(shared.union(row[name] for row in self.b.rows().values())),
+                frozenset(shared.union(row[_NAME] for row in self.a.rows().values())),
+                frozenset(shared.union(row[_NAME] for row in self.b.rows().values())),
             )
         return self._names
 
