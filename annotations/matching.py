@@ -1143,11 +1143,11 @@ class Matcher:
         seconds = sum(1 for match in matches if self._seconds(match, path, parent))
         target = self.b.lookup(path, parent)
         if (count != moved or seconds == 0 or count + seconds < MIN_METHODS_FOLLOWED
-                or all(self._kept_twin(match.old, match.new) for match in matches
-                       if match.verdict is Verdict.MOVED)
                 or target is None or target.kind != "class"
                 or target.name in self.defined_names()[0]
-                or _name_similarity(cls.name, target.name) < SECONDED_NAME_SIMILARITY):
+                or _name_similarity(cls.name, target.name) < SECONDED_NAME_SIMILARITY
+                or all(self._kept_twin(match.old, match.new) for match in matches
+                       if match.verdict is Verdict.MOVED)):  # the costly test last
             return None
         scored = self._scorer.ranked(cls, [target], None)
         return scored[0] if scored and scored[0].score >= CANDIDATE_FLOOR else None
