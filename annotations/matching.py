@@ -1381,20 +1381,26 @@ class Matcher:
         where the old one was (``Other.weight_mapper`` renamed too)."""
         if home is None:
             return None
-        found, via = self._pulled_up(old, home), "base"
-        if not found:
-            found, via = self._pushed_down_field(old, home), "subclass"
-        if not found and self._scorer.token_count(old) >= MIN_RENAME_TOKENS:
-            found, via = [symbol for symbol in self.b.file_symbols(home.path)
-                          if symbol.parent == home.qualname and symbol.kind == "attribute"
-                          and symbol.signature.replace(symbol.name, old.name) == old.signature
-                          and not self.a.has(symbol.path, symbol.qualname, symbol.occurrence)
-                          ], "base"
-            found = found if len(found) == 1 else []
-        if not found:
-            return None
-        return self._moved(old, found[0], tuple(found[1:]),
-                           self._scorer.score(old, found[0], None), via)
+        rules = ((self._pulled_up, "base"), (self._pushed_down_field, "subclass"),
+                 (self._renamed_attribute, "base"))
+        for rule, via in rules:
+            if found := rule(old, home):
+                return self._moved(old, found[0], tuple(found[1:]),
+                                   self._scorer.score(old, found[0], None), via)
+        return None
+
+    def _renamed_attribute(
+        self, old: SymbolSnapshot, home: SymbolSnapshot
+    ) -> list[SymbolSnapshot]:
+        """The one new attribute of ``home`` whose value is ``old``'s, with the new name
+        where the old one was, when that value says something (``MIN_RENAME_TOKENS``)."""
+        if self._scorer.token_count(old) < MIN_RENAME_TOKENS:
+            return []
+        found = [symbol for symbol in self.b.file_symbols(home.path)
+                 if symbol.parent == home.qualname and symbol.kind == "attribute"
+                 and symbol.signature.replace(symbol.name, old.name) == old.signature
+                 and not self.a.has(symbol.path, symbol.qualname, symbol.occurrence)]
+        return found if len(found) == 1 else []
 
     def _pushed_down_field(
         self, old: SymbolSnapshot, home: SymbolSnapshot
