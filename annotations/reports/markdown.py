@@ -111,16 +111,16 @@ def _verdict(report: CheckReport) -> str:
             f"{counted(summary['articles'], 'article')}")
     if report.target_versions:
         head += " against " + ", ".join(code(t) for t in report.target_versions)
-    if not has_unwaived_stale(report) and report.failing:
+    if has_unwaived_stale(report):  # in the order of `_common.verdict`
+        attention = sum(1 for r in report.results if needs_attention(r))
+        noun = "ref needs" if attention == 1 else "refs need"
+        return f"{head}. **Stale:** {attention} {noun} attention."
+    if report.failing:
         failing = report.failing_refs
         noun = "ref has" if failing == 1 else "refs have"
         return f"{head}. **Failing:** {failing} {noun} a status in fail\\_on."
-    if not has_unwaived_stale(report):
-        read = " in the files read" if report.input_errors else ""
-        return f"{head}. **Nothing stale{read}.**"
-    attention = sum(1 for r in report.results if needs_attention(r))
-    noun = "ref needs" if attention == 1 else "refs need"
-    return f"{head}. **Stale:** {attention} {noun} attention."
+    read = " in the files read" if report.input_errors else ""
+    return f"{head}. **Nothing stale{read}.**"
 
 
 def _unread_files(report: CheckReport) -> list[str]:
