@@ -49,9 +49,9 @@ from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
 
 # Lines end where the loader's (and YAML's) line numbers say they do: also at a lone CR,
 # NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR.
-_LINE = re.compile("[^\r\n\x85\u2028\u2029]*(?:\r\n|[\r\n\x85\u2028\u2029])"
+_LINE = re.compile(f"[^\r\n\x85\u2028\u2029]*(?:{LINE_BREAK_RE.pattern})"
                    "|[^\r\n\x85\u2028\u2029]+\\Z")
-_ENDING = re.compile("(?:\r\n|[\r\n\x85\u2028\u2029])\\Z")
+_ENDING = re.compile(f"(?:{LINE_BREAK_RE.pattern})\\Z")
 _URL_CHARS = re.compile(URL_CHARS + "*")
 _EXTENDS_BEFORE = re.compile(r"[\w./:@#<>-]")
 _EXTENDS_AFTER = re.compile(r"[\w<>#/-]|[.:][\w:<]")
