@@ -1018,9 +1018,12 @@ def _same_file(path: Path, other: Path) -> bool:
 
 
 def _write_report(path: Path | None, text: str) -> None:
-    """``text`` into the file at ``path``, or to standard output when there is none."""
+    """``text`` into the file at ``path``, or to standard output when there is none; either
+    way it ends with one line break, so the file holds what standard output would."""
+    if not text.endswith("\n"):
+        text += "\n"
     if path is None:
-        click.echo(text, nl=not text.endswith("\n"))
+        click.echo(text, nl=False)
         return
     try:
         path.write_text(text, encoding="utf-8")

@@ -815,10 +815,27 @@ def test_output_file(table_index: Path) -> None:
     report = json.loads(Path("report.json").read_text(encoding="utf-8"))
     assert report["summary"]["failing"] == 2
     assert run("check", "--output", "report.txt", "--exit-zero").exit_code == 0
-    assert Path("report.txt").read_text(encoding="utf-8").endswith("; stale")
+    assert Path("report.txt").read_text(encoding="utf-8").endswith("; stale\n")
     unwritable = run("check", "--output", "no/such/dir/report.txt")
     assert unwritable.exit_code == 2
     assert unwritable.stderr.startswith("Error: cannot write no/such/dir/report.txt: ")
+
+
+@pytest.mark.parametrize("command", [
+    *(pytest.param(("check", "--format", name), id=f"check-{name}")
+      for name in ("text", "json", "github", "sarif", "markdown")),
+    *(pytest.param(("diff", "vllm@v1", "vllm@v2", "--format", name), id=f"diff-{name}")
+      for name in ("markdown", "json", "html")),
+])
+def test_output_file_holds_what_standard_output_shows(
+    table_index: Path, command: tuple[str, ...]
+) -> None:
+    copy_project(table_index)
+    _two_claims()
+    shown = run(*command).stdout
+    assert run(*command, "--output", "report").stdout == ""
+    written = Path("report").read_text(encoding="utf-8")
+    assert (written, written.endswith("\n")) == (shown, True)
 
 
 @pytest.mark.parametrize("output", [
