@@ -811,7 +811,8 @@ CHECK_FORMATS = ["text", "json", "github", "sarif", "markdown"]
 @click.option("--format", "output_format", type=click.Choice(CHECK_FORMATS), default="text")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report to this file instead of standard output.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when claims are stale.")
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 even when refs fail (an unreadable annotation file still exits 2).")
 @click.option("--today", type=click.DateTime(["%Y-%m-%d"]), hidden=True,
               help="Pretend today is this date (for waivers).")
 @pass_context
@@ -824,7 +825,10 @@ def check(
     exit_zero: bool,
     today: Any,
 ) -> None:
-    """Check every claim against the target versions; exit 1 when any is stale."""
+    """Check every claim against the target versions; exit 1 when any fails.
+
+    A ref fails when its status is in the config's fail_on (by default every stale
+    status, and broken) and no waiver covers it."""
     from annotations.reports import render
 
     _refuse_to_overwrite_inputs(context, output)

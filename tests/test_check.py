@@ -807,6 +807,14 @@ def test_the_claims_a_broken_file_had_are_not_reported_and_ci_sees_why(
     assert lines[1].endswith("; stale; 1 annotation file could not be read (not checked)")
 
 
+def test_check_help_says_what_fails_and_what_exit_zero_leaves() -> None:
+    """Not 'exit 1 when any is stale': a broken ref fails, a stale status left out of
+    fail_on does not, and --exit-zero does not hide an unreadable file."""
+    shown = " ".join(run("check", "--help").stdout.split())
+    assert "exit 1 when any fails. A ref fails when its status is in the config's fail_on" in shown
+    assert "Exit 0 even when refs fail (an unreadable annotation file still exits 2)" in shown
+
+
 def test_output_file(table_index: Path) -> None:
     copy_project(table_index)
     _two_claims()
