@@ -40,7 +40,7 @@ from db.version_order import COMMIT
 from indexer.config import ProjectConfig, run_from
 
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 13
+LINK_FORMAT = 14
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -55,7 +55,8 @@ its use's, a block quote's wrapped lines are one paragraph; 8: an autolink holds
 HTML comment or <pre> block opens nothing, an HTML block starts at most three columns in
 (a tab is four) and ends a paragraph (the indented line after it is code); 11: an HTML
 block's lines are not text of the paragraph after them; 12: nor is the end of a comment
-before its '-->'; 13: nor are the comments inside a paragraph."""
+before its '-->'; 13: nor are the comments inside a paragraph; 14: a reference
+definition no link uses has its own line as its text, not its block of definitions'."""
 
 
 @dataclass

@@ -476,6 +476,7 @@ class Body:
             use = self._use_of(definition["label"])
             if use is not None:
                 return self.link_text(*use)
+            return self._text_in(self._line_alone(index), index, url)  # not its neighbours'
         return self.link_text(index, url)
 
     def _use_of(self, label: str) -> tuple[int, str] | None:
@@ -494,7 +495,17 @@ class Body:
 
     def link_text(self, index: int, url: str) -> str:
         """The text around a link on line `index`: its paragraph, or else its sentence."""
-        paragraph = self._paragraph(self.starts[index])
+        return self._text_in(self._paragraph(self.starts[index]), index, url)
+
+    def _line_alone(self, index: int) -> _Paragraph:
+        """Line `index` as a paragraph of its own."""
+        return _make_paragraph(index, [_without(self.lines[index],
+                                                self.hidden.get(index, [])).strip()])
+
+    @staticmethod
+    def _text_in(paragraph: _Paragraph, index: int, url: str) -> str:
+        """The text around a link on line `index` of `paragraph`: all of it, or else its
+        sentence."""
         if len(paragraph.reduced) <= MAX_LINK_TEXT:
             return paragraph.reduced
         row = index - paragraph.start
