@@ -114,7 +114,7 @@ def _check_ref(
                                "PyPI wheel (its package's Python files only); index "
                                f"{target} from git to check this ref")
     if pinned.qualname is None:
-        comparison = compare_lines(resolver, pinned, target_key)
+        comparison = compare_lines(comparer, pinned, target_key)
     else:
         comparison = _as_named(resolver, row, version, comparer.compare(pinned, target_key))
     return _finish(resolver, config, replace(base, target=target), row, pinned, comparison)

@@ -63,12 +63,13 @@ def symbol_diff(resolver: Resolver, old: Resolved, new: Resolved) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def compare_lines(resolver: Resolver, pinned: Resolved, target_key: int) -> Comparison:
+def compare_lines(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> Comparison:
     """Find the pinned lines' text in the same file at the target version."""
+    resolver = comparer.resolver
     target = _target_pin(resolver, target_key)
     blob_id = queries.file_blob(resolver.database, target_key, pinned.path)
     if blob_id is None:
-        return _lines_elsewhere(resolver, pinned, target_key, target)
+        return _lines_elsewhere(comparer, pinned, target_key, target)
     old = resolver.text_of(pinned)
     new_text = resolver.source(blob_id)
     if blob_id == pinned.blob_id:
@@ -99,17 +100,19 @@ files: a lone ``return x`` stands in many."""
 
 
 def _lines_elsewhere(
-    resolver: Resolver, pinned: Resolved, target_key: int, target: str
+    comparer: SymbolComparer, pinned: Resolved, target_key: int, target: str
 ) -> Comparison:
     """The pinned lines of a file that is gone, found in a file of its folder or of its
-    name at the target (``abstract.py`` merged into ``base.py``)."""
+    name at the target (``abstract.py`` merged into ``base.py``), or in a file where the
+    definitions around them went (``layers/kda.py`` into ``layers/mamba/gdn/kimi.py``)."""
+    resolver = comparer.resolver
     gone = f"{pinned.path} does not exist at {target}"
     old = resolver.text_of(pinned)
     if len("".join(old.split())) < MIN_TEXT_TO_FOLLOW:
         return Comparison(Status.REMOVED, gone)
     places = (
         (path, blob_id, place)
-        for path, blob_id, text in _sibling_files(resolver, pinned.path, target_key)
+        for path, blob_id, text in _candidate_files(comparer, pinned, target_key)
         for place in places_of(old, text)
     )
     found = [
@@ -120,8 +123,9 @@ def _lines_elsewhere(
         return Comparison(Status.REMOVED, gone)
     if len(found) > MAX_PLACES:  # a licence header, an import: no evidence of a move
         return Comparison(Status.REMOVED, f"{gone}; its lines stand at more than {MAX_PLACES}"
-                                          " places in files of its folder or name: no "
-                                          "evidence of where they went")
+                                          " places in files of its folder or name, or "
+                                          "where its code went: no evidence of where they "
+                                          "went")
     listed = ", ".join(f"{new.path}#L{new.start_line}" for new in found)
     if len(found) > 1:
         return Comparison(Status.MOVED, f"{gone}; its lines stand at {len(found)} places "
@@ -130,21 +134,39 @@ def _lines_elsewhere(
     return Comparison(Status.MOVED, f"{gone}; its lines stand in {listed}", found[0])
 
 
-def _sibling_files(
-    resolver: Resolver, path: str, target_key: int
+def _candidate_files(
+    comparer: SymbolComparer, pinned: Resolved, target_key: int
 ) -> Iterator[tuple[str, str, str]]:
-    """(path, blob, text) of the target's files in ``path``'s folder or named like it."""
-    folder, _, name = path.rpartition("/")
-    for other in sorted(resolver.paths(target_key)):
-        other_folder, _, other_name = other.rpartition("/")
-        if other_folder != folder and other_name != name:
-            continue
+    """(path, blob, text) of the target's files in the pinned file's folder or named like
+    it, then of those where the definitions around the pinned lines went."""
+    resolver = comparer.resolver
+    folder, _, name = pinned.path.rpartition("/")
+    siblings = [other for other in sorted(resolver.paths(target_key))
+                if other.rpartition("/")[0] == folder or other.rpartition("/")[2] == name]
+    successors = [path for path in _successor_paths(comparer, pinned, target_key)
+                  if path not in siblings]
+    for other in siblings + successors:
         blob_id = queries.file_blob(resolver.database, target_key, other)
         try:
             text = resolver.source(blob_id)
         except ResolveError:  # a file over 1 MiB: its content is not stored
             continue
         yield other, blob_id, text
+
+
+def _successor_paths(
+    comparer: SymbolComparer, pinned: Resolved, target_key: int
+) -> list[str]:
+    """The target files where the definitions around the pinned lines went: those that
+    hold them, and the nearest top-level ones above and below."""
+    definitions = comparer.resolver.definitions(pinned)
+    around = [d for d in definitions
+              if d.start_line <= pinned.start_line and d.end_line >= pinned.end_line]
+    top_level = [d for d in definitions if d.qualname and "." not in d.qualname]
+    above = [d for d in top_level if d.end_line < pinned.start_line][-1:]
+    below = [d for d in top_level if d.start_line > pinned.end_line][:1]
+    paths = (comparer.compare(d, target_key).new for d in around + above + below)
+    return list(dict.fromkeys(new.path for new in paths if new is not None))
 
 
 def places_of(wanted: str, text: str) -> list[int]:

@@ -209,6 +209,12 @@ class Resolver:
                        if row["qualname"] == parent and row["kind"] == "class"), "")
         return unnamed_uses(self.text_of(resolved), uses, header)
 
+    def definitions(self, resolved: Resolved) -> list[Resolved]:
+        """Every definition in ``resolved``'s file at its version."""
+        rows = self.file_symbols(resolved.version_key, resolved.path)
+        return [_from_row(resolved.repo, resolved.version, resolved.version_key, row)
+                for row in rows]
+
     def other_definitions(self, resolved: Resolved) -> list[Resolved]:
         """The other definitions of ``resolved``'s qualname in its file (a property's
         setter, a def under if/else, @overload stubs), in source order."""

@@ -155,6 +155,17 @@ HELPER = "class Helper:\n    def run(self):\n        return 42\n"
 KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float* out) {\n" \
          "  out[0] = 1.0f;\n}\n"
 
+KDA = """\
+def kda_attention(q, k, v, layer_name):
+    return lookup(layer_name).forward(q, k, v)
+
+
+register_custom_op(
+    op_name="kda_attention",
+    op_func=kda_attention,
+)
+"""
+
 CASES: dict[str, Case] = {
     "fresh-file-unchanged": Case(TOTAL, TOTAL, "m.py::total", "fresh", message="unchanged"),
     "fresh-rest-of-file-changed": Case(
@@ -362,7 +373,14 @@ CASES: dict[str, Case] = {
     "lines-file-gone-text-everywhere-is-not-followed": Case(
         KERNEL, {f"k{n}.cu": KERNEL for n in range(9)}, "gone.cu#L4-L6", "removed",
         path="gone.cu", message="its lines stand at more than 5 places in files of its folder"
-                                " or name: no evidence of where they went",
+                                " or name, or where its code went: no evidence of where "
+                                "they went",
+    ),
+    "lines-file-gone-text-where-its-code-went": Case(  # another folder, another name
+        KDA, {"gdn/kimi.py": '"""Kimi layers."""\n' + KDA}, "ops/kda.py#L5-L8", "moved",
+        path="ops/kda.py", new_ref="gdn/kimi.py#L6-L9",
+        message="ops/kda.py does not exist at vllm@v2; its lines stand in c/lines-file-gone-"
+                "text-where-its-code-went/gdn/kimi.py#L6",
     ),
     "lines-file-gone-short-text-is-not-followed": Case(
         "a\nX\nb\n", {"n.txt": "X\n"}, "m.txt#L2", "removed", path="m.txt",
