@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
+from annotations.errors import AnnotationError
 from annotations.model import Waiver, governing_waiver
 from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
@@ -117,7 +118,7 @@ def _check_ref(
         comparison = compare_lines(comparer, pinned, target_key)
     else:
         comparison = _as_named(resolver, row, version, comparer.compare(pinned, target_key))
-    return _finish(resolver, config, replace(base, target=target), row, pinned, comparison)
+    return _finish(comparer, config, replace(base, target=target), row, pinned, comparison)
 
 
 def _as_named(resolver: Resolver, row: dict, version: str, comparison: Comparison) -> Comparison:
@@ -173,20 +174,22 @@ def _pinned(resolver: Resolver, row: dict) -> Resolved:
 
 
 def _finish(
-    resolver: Resolver,
+    comparer: SymbolComparer,
     config: ProjectConfig,
     result: RefResult,
     row: dict,
     pinned: Resolved,
     comparison: Comparison,
 ) -> RefResult:
+    resolver = comparer.resolver
     status, message = comparison.status, comparison.message
     diff = comparison.diff
     new = comparison.new
     missing = _missing_relations(resolver, row, new) if status in _RELATION_CHECKED else []
     if missing:
         status = Status.RELATION_MISSING
-        message = f"{new.canonical} no longer refers to {', '.join(missing)}"
+        message = f"{new.canonical} no longer refers to " + ", ".join(
+            _missing_use(comparer, use, new) for use in missing)
     if row["quote"] and new is not None and status is not Status.REMOVED:
         if not quote_stands(row["quote"], resolver.text_of(new)):
             status = Status.QUOTE_MISSING
@@ -235,6 +238,29 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
     if not uses:
         return []
     return resolver.unnamed_uses_in(new, uses)
+
+
+def _missing_use(comparer: SymbolComparer, use: str, new: Resolved) -> str:
+    """A ``uses:`` target the symbol no longer names; when it refers to where that target
+    moved (a class renamed), says so: its ``uses:`` is to be written anew."""
+    successor = _successor(comparer, use, new.version_key)
+    if successor is None or comparer.resolver.unnamed_uses_in(
+            new, [{"written": successor.canonical, "qualname": successor.qualname}]):
+        return use
+    return (f"{use}, but it refers to {successor.canonical}, where that moved (write that in "
+            "its uses:)")
+
+
+def _successor(comparer: SymbolComparer, use: str, target_key: int) -> Resolved | None:
+    """Where a ``uses:`` target moved at the target version, when it moved to one place."""
+    try:
+        old = comparer.resolver.resolve(parse_ref(use))
+    except AnnotationError:  # not a symbol ref, or its version is gone from the index
+        return None
+    if old.qualname is None:
+        return None
+    moved = comparer.compare(old, target_key)
+    return moved.new if moved.status is Status.MOVED and not moved.candidates else None
 
 
 def _apply_waivers(result: RefResult, rows: Iterable[dict], options: CheckOptions) -> RefResult:

@@ -152,6 +152,7 @@ FETCH = fakevllm.LOAD_WEIGHTS_FROM_URL
 MODEL = fakevllm.DEEPSEEK_V4_TEMPLATE
 MLA = "class MLA:\n    def __init__(self):\n        self.proj = Helper()\n        self.dim = 576\n"
 HELPER = "class Helper:\n    def run(self):\n        return 42\n"
+HELPER_USED = PARAMS.replace("SamplingParams", "Helper") + "\n\n" + MLA
 KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float* out) {\n" \
          "  out[0] = 1.0f;\n}\n"
 
@@ -276,6 +277,12 @@ CASES: dict[str, Case] = {
         both={"helper.py": HELPER}, uses=("helper.py::Helper",),
         message="no longer refers to "
                 "vllm@v1:c/relation-missing-in-moved-symbol/helper.py::Helper",
+    ),
+    "relation-target-renamed": Case(  # it refers to the target under its new name
+        HELPER_USED, HELPER_USED.replace("Helper", "Assistant"), "m.py::MLA.__init__",
+        "relation-missing", ("body",), uses=("m.py::Helper",),
+        message="no longer refers to vllm@v1:c/relation-target-renamed/m.py::Helper, but it "
+                "refers to vllm@v2:c/relation-target-renamed/m.py::Assistant, where that moved",
     ),
     "relation-holds": Case(
         MLA, MLA.replace("576", "512"), "m.py::MLA.__init__", "changed", ("body",),
