@@ -200,6 +200,8 @@ def _finish(
     elif status is Status.CHANGED and _linked_lines_stand(resolver, row, pinned, new):
         status = Status.FRESH
         message = f"changed ({', '.join(comparison.changes)}), but the linked lines still stand"
+    if status is Status.MOVED and comparison.changes:
+        message += _evidence_at_new_place(resolver, row, pinned, new)
     repo = config.repo(pinned.repo)
     return replace(
         result,
@@ -222,9 +224,30 @@ def _linked_lines_stand(
     target (a change elsewhere in a long function leaves them as the author read them)."""
     if new is None:
         return False
-    linked = linked_text(row["written"], pinned.start_line, pinned.end_line, lambda: (
-        resolver.source_lines(pinned.blob_id)[pinned.start_line - 1:pinned.end_line]))
+    linked = _linked_lines(resolver, row, pinned)
     return linked is not None and quote_stands(linked, resolver.text_of(new))
+
+
+def _linked_lines(resolver: Resolver, row: dict, pinned: Resolved) -> str | None:
+    """The lines a permalink links inside its symbol; None for any other ref."""
+    return linked_text(row["written"], pinned.start_line, pinned.end_line, lambda: (
+        resolver.source_lines(pinned.blob_id)[pinned.start_line - 1:pinned.end_line]))
+
+
+def _evidence_at_new_place(
+    resolver: Resolver, row: dict, pinned: Resolved, new: Resolved | None
+) -> str:
+    """For a symbol that moved and changed: whether the author's evidence (the quote, or
+    the lines a permalink links) stands at its new place, which tells a rewrite of the
+    ref from a re-reading of the claim."""
+    if row["quote"]:  # a quote that no longer stands made the ref quote-missing
+        return "; the quote still stands there"
+    linked = _linked_lines(resolver, row, pinned)
+    if linked is None or new is None:
+        return ""
+    if quote_stands(linked, resolver.text_of(new)):
+        return "; the linked lines still stand there"
+    return "; the linked lines no longer stand there"
 
 
 _RELATION_CHECKED = (Status.FRESH, Status.COSMETIC, Status.CHANGED, Status.MOVED)

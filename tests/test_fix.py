@@ -534,6 +534,28 @@ def test_a_symbol_that_moved_and_changed_keeps_its_permalink_with_a_note() -> No
     )
 
 
+MERGE_MOVED = "moved to vllm@v2:vllm/core/block_utils.py::merge_blocks; body changed"
+
+
+@pytest.mark.parametrize(("article", "evidence"), [
+    (f"# T\n\nRuns {GH}/v1/vllm/block_utils.py#L5-L6.\n", "; the linked lines still stand there"),
+    (f"# T\n\nRuns {GH}/v1/vllm/block_utils.py#L2-L3.\n",
+     "; the linked lines no longer stand there"),
+    ("---\nat: vllm@v1\nclaims:\n  - id: q\n    text: t\n    refs:\n      - ref: vllm/block_"
+     "utils.py::merge_blocks\n        quote: runs.append\n---\n# T\n",
+     "; the quote still stands there"),
+    ("---\nat: vllm@v1\nclaims:\n  - id: q\n    text: t\n    refs: [vllm.block_utils.merge_"
+     "blocks]\n---\n# T\n", ""),
+], ids=["linked-lines-stand", "linked-lines-gone", "quote-stands", "no-evidence"])
+def test_a_moved_and_changed_symbol_says_whether_the_evidence_stands_there(
+    article: str, evidence: str
+) -> None:
+    """The author's quote or linked lines tell a ref to rewrite from a claim to re-read."""
+    write("articles/e.md", article)
+    (result,) = json.loads(run("check", "--format", "json", "--exit-zero").stdout)["results"]
+    assert (result["status"], result["message"]) == ("moved", MERGE_MOVED + evidence)
+
+
 def test_permalink_lines_agree_with_the_loader_across_unusual_line_breaks() -> None:
     # U+2028 and a lone CR end lines for the loader (and YAML) too: the fix edits the
     # line the check reported, nothing else.
