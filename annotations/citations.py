@@ -41,6 +41,25 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     return rows
 
 
+def member_links(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:
+    """The stored links to members of ``symbol`` (read as `links_citing` reads it): a
+    claim about ``SpeculativeConfig.use_eagle`` for ``SpeculativeConfig``. Lines have none."""
+    if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
+        ref = parse_ref(symbol)
+        if ref.form is RefForm.SYMBOL:
+            return claim_store.links_to_members(database, ref.qualname or "", ref.path)
+        if ref.form is not RefForm.DOTTED:
+            return []
+    rows = claim_store.links_to_members(database, symbol.rsplit(":", 1)[-1])
+    seen = {link_key(row) for row in rows}
+    for path, qualname in sorted(_defined_as(database, config, symbol)):
+        for row in claim_store.links_to_members(database, qualname, path):
+            if link_key(row) not in seen:
+                seen.add(link_key(row))
+                rows.append(row)
+    return rows
+
+
 def links_moved_to(
     database: Database, config: ProjectConfig, symbol: str, results: Iterable[RefResult]
 ) -> list[dict]:

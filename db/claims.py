@@ -163,6 +163,25 @@ def links_to(database: Database, qualname: str, path: str | None = None) -> list
     return [row for row in rows if names(row["path"], row["qualname"], qualname, path)]
 
 
+def links_to_members(database: Database, qualname: str, path: str | None = None) -> list[dict]:
+    """Stored refs to the members of what ``qualname`` names, as `links_to` reads it
+    (``KimiDeltaAttention.forward``, ``Outer.Inner.f`` for ``KimiDeltaAttention``)."""
+    last = qualname.rsplit(".", 1)[-1]
+    rows = database.query(
+        "SELECT * FROM claim_links WHERE qualname LIKE ? ESCAPE '\\'"
+        " ORDER BY path, qualname, article, claim_id",
+        ("%" + like_escape(last) + ".%",),
+    )
+    return [row for row in rows if any(
+        names(row["path"], owner, qualname, path) for owner in _owners(row["qualname"]))]
+
+
+def _owners(qualname: str) -> list[str]:
+    """The classes (or functions) ``qualname`` is defined in: ``A``, ``A.B`` of ``A.B.c``."""
+    parts = qualname.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts))]
+
+
 def names(path: str, qualname: str, wanted: str, wanted_path: str | None = None) -> bool:
     """Whether ``wanted`` (a qualname, the end of one, or a dotted name) names the symbol
     ``qualname`` of ``path`` (in ``wanted_path``, when given)."""

@@ -352,6 +352,22 @@ def test_links_to_a_name_nothing_defines_says_so(name: str, note: str) -> None:
     assert (result.exit_code, result.stdout, result.stderr) == (0, "No claims cite it.\n", note)
 
 
+@pytest.mark.parametrize(("name", "note"), [
+    pytest.param("RMSNorm", "Note: 1 claim cites its members: vllm/model_executor/layers/"
+                 "layernorm.py::RMSNorm.forward; 'annotate links vllm/model_executor/layers/"
+                 "layernorm.py::RMSNorm.forward' lists those of one\n", id="a-class"),
+    pytest.param("vllm.model_executor.layers.layernorm.RMSNorm", "Note: 1 claim cites its "
+                 "members: vllm/model_executor/layers/layernorm.py::RMSNorm.forward; 'annotate"
+                 " links vllm/model_executor/layers/layernorm.py::RMSNorm.forward' lists those "
+                 "of one\n", id="a-dotted-name"),
+    pytest.param("LLMEngine.add_request", "", id="a-method-has-none"),
+])
+def test_links_to_a_class_whose_members_are_cited_names_them(name: str, note: str) -> None:
+    """An author asking which claims depend on a class is shown those about its members."""
+    result = run("links", name)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "No claims cite it.\n", note)
+
+
 def test_links_json_round_trips_the_text() -> None:
     out = ok("links", "--format", "json", "CacheConfig.gpu_memory_utilization")
     assert TEXTS["util-default"] in out  # not \\u-escaped
