@@ -77,10 +77,7 @@ def compare_lines(comparer: SymbolComparer, pinned: Resolved, target_key: int) -
                                                                          blob_id, target, 0))
     places = places_of(old, new_text)
     if not places:
-        same_place = _moved_lines(pinned, target_key, blob_id, target, 0)
-        return Comparison(Status.CHANGED, f"lines {pinned.start_line}-{pinned.end_line} of "
-                          f"{pinned.path} no longer stand as written at {target}",
-                          same_place, ("body",), (), symbol_diff(resolver, pinned, same_place))
+        return _changed_lines(comparer, pinned, target_key, blob_id, target)
     found = places[0] if len(places) == 1 else _own_place(
         split_lines(resolver.source(pinned.blob_id)), split_lines(new_text), pinned, places)
     if found is None:  # the same lines stand at several places, none more its own
@@ -90,6 +87,38 @@ def compare_lines(comparer: SymbolComparer, pinned: Resolved, target_key: int) -
     if shift == 0:
         return Comparison(Status.FRESH, "lines unchanged", new)
     return Comparison(Status.MOVED, f"the lines moved by {shift:+d}", new)
+
+
+def _changed_lines(
+    comparer: SymbolComparer, pinned: Resolved, target_key: int, blob_id: str, target: str
+) -> Comparison:
+    """Lines that no longer stand: diffed as the definition holding them, with where it is at
+    the target (lines above it may have come or gone), else as the same lines there."""
+    message = (f"lines {pinned.start_line}-{pinned.end_line} of {pinned.path} no longer "
+               f"stand as written at {target}")
+    holder = _holder(comparer.resolver, pinned)
+    new = comparer.compare(holder, target_key).new if holder is not None else None
+    if holder is None or new is None:
+        new = _moved_lines(pinned, target_key, blob_id, target, 0)
+        return Comparison(Status.CHANGED, message, new, ("body",), (),
+                          symbol_diff(comparer.resolver, pinned, new))
+    inside = [place for place in places_of(comparer.resolver.text_of(pinned),
+                                           comparer.resolver.source(new.blob_id))
+              if new.start_line <= place <= new.end_line]
+    if new.path != pinned.path and len(inside) == 1:  # they went with their definition
+        moved = _moved_lines(pinned, target_key, new.blob_id, target,
+                             inside[0] - pinned.start_line, new.path)
+        return Comparison(Status.MOVED, f"{pinned.path} no longer holds them; they stand in "
+                          f"{holder.qualname} at {moved.path}#L{moved.start_line}", moved)
+    return Comparison(Status.CHANGED, f"{message} ({holder.qualname} holds them)", new,
+                      ("body",), (), symbol_diff(comparer.resolver, holder, new))
+
+
+def _holder(resolver: Resolver, pinned: Resolved) -> Resolved | None:
+    """The innermost definition that holds all the pinned lines, if any."""
+    holding = [d for d in resolver.definitions(pinned)
+               if d.start_line <= pinned.start_line and d.end_line >= pinned.end_line]
+    return min(holding, key=lambda d: d.end_line - d.start_line, default=None)
 
 
 MAX_PLACES = 5

@@ -156,6 +156,8 @@ HELPER_USED = PARAMS.replace("SamplingParams", "Helper") + "\n\n" + MLA
 KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float* out) {\n" \
          "  out[0] = 1.0f;\n}\n"
 
+SUFFIX = PREFIX.replace("prefix", "suffix").replace("min(words)", "min(w[::-1] for w in words)")
+METHODS = 'Method = Literal[\n    "ngram",\n    "suffix",\n    Eagle,\n]\n'
 KDA = """\
 def kda_attention(q, k, v, layer_name):
     return lookup(layer_name).forward(q, k, v)
@@ -366,6 +368,16 @@ CASES: dict[str, Case] = {
     ),
     "lines-changed": Case(KERNEL, KERNEL.replace("1.0f", "2.0f"), "kernel.cu#L4-L6", "changed",
                           ("body",), path="kernel.cu", message="no longer stand as written"),
+    "lines-changed-in-a-definition-that-shifted": Case(  # diffed as their definition
+        METHODS, "B = 2\nC = 3\n" + METHODS.replace('    "suffix",\n', '    "suffix",\n'
+                                                       '    "custom",\n'),
+        "m.py#L1-L5", "changed", ("body",), message="(Method holds them)",
+    ),
+    "lines-went-with-their-definition": Case(
+        "X = 1\n" + SUFFIX, {"m.py": "X = 1\n", "util.py": SUFFIX}, "m.py#L5-L8", "moved",
+        new_ref="util.py#L4-L7", message="m.py no longer holds them; they stand in "
+                                         "longest_common_suffix at c/lines-went-with-their-",
+    ),
     "lines-removed": Case(KERNEL, None, "removed.cu#L4-L6", "removed", path="removed.cu",
                           message="c/lines-removed/removed.cu does not exist at vllm@v2"),
     "lines-file-gone-text-in-a-sibling": Case(
@@ -478,6 +490,14 @@ def test_status_table(case_id: str, table_report: dict) -> None:
         assert result["new_ref"] is None  # a moved ref keeps where it went, whatever else
     if case.status == "changed":
         assert result["diff"].startswith(f"--- vllm@v1:c/{case_id}/")
+
+
+def test_changed_lines_are_diffed_as_their_definition(table_report: dict) -> None:
+    """Not as the same line numbers at the target, where other lines now stand."""
+    [result] = by_claim(table_report)["lines-changed-in-a-definition-that-shifted"]
+    assert '+    "custom",' in result["diff"]
+    assert "B = 2" not in result["diff"]
+    assert result["new_url"].endswith("/m.py#L3-L8")
 
 
 SCALE = "class Scale:\n    TENSOR = 'tensor'\n    GROUP = 'group'\n"
