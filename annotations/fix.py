@@ -43,7 +43,7 @@ from annotations.markdown import (
     markdown_visible_lines,
 )
 from annotations.model import Article, Claim, RepoFilter
-from annotations.refs import PLAIN_VIEW
+from annotations.refs import PLAIN_VIEW, RefForm, parse_ref
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
 
@@ -600,7 +600,21 @@ def _bump_blocker(results: Iterable[RefResult]) -> tuple[RefResult, str] | None:
 def _blocker_hint(result: RefResult) -> str | None:
     if result.status is Status.MOVED and result.candidates:
         return "choose one of its candidates and write it first"
+    if result.status is not Status.MOVED and _lines_elsewhere(result):  # a quote may stand
+        return ("its lines changed and other lines stand at their numbers at the target: "
+                "write the lines to cite there by hand (check's diff shows them)")
     return _BUMP_BLOCKERS.get(result.status)
+
+
+def _lines_elsewhere(result: RefResult) -> bool:
+    """Whether a ``PATH#Lx-Ly`` ref's changed lines are not where its numbers point at the
+    target (lines came or went above them): moving its pin alone would cite other lines.
+    A permalink is rewritten from where its symbol is instead."""
+    if parse_ref(result.ref).form is not RefForm.LINES:
+        return False
+    old, new = (url.rpartition("/blob/")[2].partition("/")[2] if url else None
+                for url in (result.old_url, result.new_url))
+    return old != new
 
 
 def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefResult) -> None:

@@ -56,6 +56,7 @@ def merge_blocks(blocks, block_size):
     return runs
 '''
 TOP_K = "def top_k(logits, k):\n    values = sorted(logits)\n    return values[-k:]\n"
+METHODS = 'Method = Literal[\n    "ngram",\n    "suffix",\n    Eagle,\n]\n'
 V1 = {
     "vllm/block_utils.py": MERGE,
     "vllm/sampling.py": TOP_K,
@@ -64,6 +65,7 @@ V1 = {
     f"{DS}/deepseek_v4.py": fakevllm.DEEPSEEK_V4,
     "vllm/utils.py": fakevllm.UTILS_V1,
     "csrc/kernel.cu": KERNEL,
+    "vllm/config/spec.py": METHODS,
 }
 V2 = {
     "vllm/core/block_utils.py": MERGE.replace("    runs = []\n",
@@ -78,6 +80,9 @@ V2 = {
     f"{DS}/deepseek_v4_xpu.py": fakevllm.DEEPSEEK_V4_XPU,
     "vllm/utils.py": fakevllm.UTILS_V2,
     "csrc/kernel.cu": "// v2\n// two lines more\n" + KERNEL,
+    # Two lines above it, one member more: lines 1-5 of v1 are lines 3-8.
+    "vllm/config/spec.py": "A = 1\nB = 2\n" + METHODS.replace("    Eagle",
+                                                            '    "custom",\n    Eagle'),
 }
 
 
@@ -681,6 +686,29 @@ def refused_bump(name: str, text: str, claim: str) -> str:
     assert (result.exit_code, result.stdout) == (2, "")
     assert path.read_text(encoding="utf-8") == text
     return result.stderr
+
+
+@pytest.mark.parametrize(("ref", "status"), [
+    ("[vllm/config/spec.py#L1-L5]", "changed"),
+    ("\n      - ref: vllm/config/spec.py#L1-L5\n        quote: '\"ngram\",'", "fresh"),
+], ids=["changed", "changed-but-its-quote-stands"])
+def test_bump_refuses_changed_lines_that_other_lines_replaced_at_their_numbers(
+    ref: str, status: str
+) -> None:
+    """Moving the pin alone would cite ``A = 1`` and what follows instead of the Literal."""
+    text = STYLE_HEAD + f"  - id: c\n    text: x\n    refs: {ref}\n"
+    stderr = refused_bump("annotations/style.yml", text, "c")
+    assert stderr.startswith(
+        f"Error: claim 'c' cannot move to vllm@v2: vllm/config/spec.py#L1-L5 is {status} (")
+    assert "(hint: its lines changed and other lines stand at their numbers at the target" in (
+        stderr)
+
+
+def test_bump_moves_the_pin_of_lines_changed_where_they_stood() -> None:
+    text = STYLE_HEAD + "  - id: c\n    text: x\n    refs: [vllm/utils.py#L10-L12]\n"
+    path = write("annotations/style.yml", text)
+    assert fix("--bump", "c").exit_code == 0
+    assert path.read_text(encoding="utf-8") == text.replace("id: c\n", "id: c\n    at: vllm@v2\n")
 
 
 def test_bump_refuses_a_pin_over_several_lines() -> None:
