@@ -532,7 +532,7 @@ def symbols(
 def show(context: Context, ref_text: str) -> None:
     """Print a symbol's source at its version, with its GitHub permalink."""
     from annotations.refs import parse_ref
-    from annotations.resolve import Resolver, split_lines
+    from annotations.resolve import Resolver, linked_lines, split_lines
 
     ref = parse_ref(ref_text)
     with context.database() as database:
@@ -551,10 +551,18 @@ def show(context: Context, ref_text: str) -> None:
                           else f"L{other.start_line}-L{other.end_line}" for other in others)
         click.echo(f"# defined {len(others) + 1} times in its file; the others: {where} "
                    f"(show {resolved.pin}:{resolved.path}#Lx-Ly for one)")
+    linked = linked_lines(ref_text, resolved.start_line, resolved.end_line)
+    if linked:
+        click.echo(f"# the permalink links {_line_span(*linked)} of it, marked >")
     width = len(str(resolved.end_line))
     for number, line in enumerate(split_lines(text), start=resolved.start_line):
         shown = line.rstrip("\r\n")
-        click.echo(f"{str(number).rjust(width)}  {shown}")
+        mark = ">" if linked and linked[0] <= number <= linked[1] else " "
+        click.echo(f"{str(number).rjust(width)}{mark} {shown}")
+
+
+def _line_span(start: int, end: int) -> str:
+    return f"L{start}" if start == end else f"L{start}-L{end}"
 
 
 @contextlib.contextmanager

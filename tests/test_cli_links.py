@@ -595,10 +595,10 @@ SHOWS = [
                  "vllm@v0.3.0:csrc/attention/paged_attention_v1.cu#L4-L7",
                  "v0.3.0/csrc/attention/paged_attention_v1.cu", fv.PAGED_ATTENTION_CU, 4, 7,
                  id="lines-non-python"),
-    pytest.param(f"{GH}/v0.2.0/vllm/sampling_params.py#L25",
+    pytest.param(f"{GH}/v0.2.0/vllm/sampling_params.py#L24",
                  "vllm@v0.2.0:vllm/sampling_params.py::SamplingParams.clone",
                  "v0.2.0/vllm/sampling_params.py", fv.SAMPLING_PARAMS_V2, 24, 26,
-                 id="permalink"),
+                 id="permalink-to-the-def-line"),
 ]
 
 
@@ -616,6 +616,15 @@ def test_show(ref: str, canonical: str, where: str, source: str, start: int, end
         f"# {canonical}\n# {GH}/{where}#L{start}-L{end}\n"
         + OTHER_DEFINITIONS.get(canonical, "") + _numbered(source, start, end)
     )
+
+
+def test_show_marks_the_lines_a_permalink_links_inside_its_symbol() -> None:
+    """The author sees which lines of the symbol the link is evidence of."""
+    shown = ok("show", f"{GH}/v0.2.0/vllm/sampling_params.py#L25").splitlines()
+    assert shown[0] == "# vllm@v0.2.0:vllm/sampling_params.py::SamplingParams.clone"
+    assert shown[2] == "# the permalink links L25 of it, marked >"
+    numbered = _numbered(fv.SAMPLING_PARAMS_V2, 24, 26).splitlines()
+    assert shown[3:] == [numbered[0], numbered[1].replace("25  ", "25> ", 1), numbered[2]]
 
 
 def test_show_another_repo() -> None:
