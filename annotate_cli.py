@@ -276,10 +276,19 @@ def _usage_errors_on_one_line(command_path: Callable[[], str]) -> Iterator[None]
         raise OneLineUsageError(error.format_message(), path) from None
 
 
+def _a_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """An empty ``--db`` or ``--config`` (an unset variable in ``--db "$DB"``) is refused:
+    taken as not given, it would read or write the default index instead."""
+    if value == "":
+        raise click.BadParameter("it is empty; give a file path")
+    return value
+
+
 @click.group(cls=OneLineErrorsGroup)
 @click.version_option(package_name="vllm-annotate")
-@click.option("--db", "db_path", metavar="PATH", help="Index database (default from config).")
-@click.option("--config", "config_path", metavar="FILE",
+@click.option("--db", "db_path", metavar="PATH", callback=_a_path,
+              help="Index database (default from config).")
+@click.option("--config", "config_path", metavar="FILE", callback=_a_path,
               help="Config file (default: annotate.toml, or [tool.annotate] in "
                    "pyproject.toml, in the current folder only).")
 @click.pass_context
@@ -308,8 +317,8 @@ def split_version(text: str, option: str | None = None) -> tuple[str, str]:
 def db_option(command: F) -> F:
     """Accept ``--db PATH`` after the command name too: ``annotate versions --db x.db``."""
 
-    def remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-        if value is not None:
+    def remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+        if _a_path(ctx, param, value) is not None:
             ctx.find_object(Context)._db_path = value
 
     return click.option(

@@ -581,6 +581,14 @@ ERRORS = [
         "pass another --db PATH, or move that file away",
         id="not-sqlite",
     ),
+    *(pytest.param(args, f"Error: Invalid value for '{option}': it is empty; give a file "
+                   f"path (see '{command_path} --help')", id=name)
+      for args, option, command_path, name in (
+          (("--db", "", "versions"), "--db", "annotate", "empty-db-before"),
+          (("versions", "--db", ""), "--db", "annotate versions", "empty-db-after"),
+          (("--db=", "check"), "--db", "annotate", "empty-db-with-equals"),
+          (("--config", "", "check"), "--config", "annotate", "empty-config"),
+      )),
     pytest.param(
         ("index", "vllm@v0.1.0", "vllm@v0.2.0", "--from", "."),
         "Error: --from reads one version: name exactly one REPO@VERSION (see 'annotate index "
