@@ -72,6 +72,8 @@ class Database:
                 connection = self._connect()
                 version, tables = _first_look(connection)
             self.conn = connection
+            # SQLite opens a file this process may not write read-only, without a word
+            self._read_only = self._target.startswith("file:") or not os.access(path, os.W_OK)
             foreign = tables > 0 and (version == 0 or not _has_index_tables(connection))
         except sqlite3.DatabaseError as error:
             if connection is not None:
@@ -121,13 +123,14 @@ class Database:
         connection.execute("PRAGMA foreign_keys = ON")
         copy = Database.__new__(Database)  # already migrated: nothing to open or check
         copy.path, copy._notify, copy.conn = self.path, self._notify, connection
-        copy._target, copy._scratch = str(scratch), scratch
+        copy._target, copy._scratch, copy._read_only = str(scratch), scratch, False
         return copy
 
     @property
     def read_only(self) -> bool:
-        """Opened read-only, its folder being unwritable (see `_immutable_uri`)."""
-        return self._target.startswith("file:")
+        """Opened read-only: the file, or its folder (see `_immutable_uri`), cannot be
+        written."""
+        return self._read_only
 
     @cached_property
     def db(self) -> sqlite_utils.Database:

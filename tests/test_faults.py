@@ -462,6 +462,39 @@ def test_index_into_an_immutable_database(indexed_db: Path, small_tree: Path) ->
     assert dump(indexed_db) == before
 
 
+def test_an_index_file_that_cannot_be_written_is_read_and_checked_in_a_copy(
+    indexed_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file this user may not write, in a folder it may (a CI cache restored as another
+    user's, made immutable here since root ignores permission bits), is opened read-only by
+    SQLite: check and fix link a changed annotation file in a temporary copy of it, as they
+    do for an index on a read-only disk."""
+    _an_annotation_file("vllm/utils.py::cdiv")
+    assert run("link").exit_code == 0
+    before = dump(indexed_db)
+    _an_annotation_file("vllm/utils.py::get_open_port")  # a pull request edits a claim
+    scratch = Path("scratch").resolve()
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    if subprocess.run(["chattr", "+i", str(indexed_db)], capture_output=True).returncode:
+        pytest.skip("cannot make a file immutable here")
+    try:
+        checked = run("check", "--format", "json")
+        fixed = run("fix", "--dry-run")
+        linked = run("link")
+    finally:
+        subprocess.run(["chattr", "-i", str(indexed_db)], capture_output=True)
+    copied = ("Note: the index cannot be written: the annotation files are linked in a "
+              "temporary copy of it, for this check only\n")
+    assert (checked.exit_code, checked.stderr) == (0, copied), checked.output
+    assert [r["ref"] for r in json.loads(checked.stdout)["results"]] == [
+        "vllm/utils.py::get_open_port"]
+    assert (fixed.exit_code, fixed.stderr) == (0, copied), fixed.output
+    one_error_line(linked, "the index database cannot be written", "readonly database")
+    assert list(scratch.iterdir()) == []
+    assert dump(indexed_db) == before
+
+
 def test_an_older_index_on_a_read_only_disk_is_one_error_not_a_failed_migration(
     mounted: list[Path]
 ) -> None:
