@@ -266,7 +266,7 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
     return ProjectConfig(
         root=root,
         db=root / _local_path(table.get("db", ".annotate/index.db"), "db", where),
-        cache_dir=root / _local_path(cache_dir, "cache_dir", where) if cache_dir
+        cache_dir=root / _local_path(cache_dir, "cache_dir", where) if cache_dir is not None
         else default_cache_dir(),
         repos=repos,
         annotations=_or_default(_globs(table, "annotations", where), ProjectConfig.annotations),
@@ -366,6 +366,9 @@ def is_remote_git(location: str) -> bool:
 
 def _git_location(location: str, root: Path, where: str) -> str:
     """A relative local path is relative to the config file's folder, like ``db``."""
+    if not location:
+        raise ConfigError(f"{where}: 'git' is empty",
+                          "write a clone URL or a path, or leave the key out")
     if is_remote_git(location):
         return location
     path = _local_path(location, "git", where)
@@ -374,6 +377,9 @@ def _git_location(location: str, root: Path, where: str) -> str:
 
 def _local_path(value: str, key: str, where: str) -> Path:
     """A path value, ``~`` expanded; one error for what names no path."""
+    if not value:
+        raise ConfigError(f"{where}: '{key}' is empty",
+                          "write a path, or leave the key out for its default")
     if "\0" in value:
         raise ConfigError(f"{where}: '{key}' holds a NUL character", "write a plain path")
     try:
@@ -395,6 +401,9 @@ def _github_from_url(url: str | None) -> str | None:
 
 def _sources(table: dict[str, Any], where: str, context: str) -> tuple[str, ...] | None:
     sources = _string_list(table, "sources", where)
+    if sources == ():
+        raise ConfigError(f"{where}: 'sources' is empty{context}",
+                          f"list {' or '.join(SOURCE_KINDS)}, or leave the key out for both")
     for kind in sources or ():
         if kind not in SOURCE_KINDS:
             raise ConfigError(f"{where}: unknown source '{kind}'{context}",

@@ -691,6 +691,20 @@ CONFIGS = [
         ("~nosuchuser/x", "= '~nosuchuser/x' starts with the home folder of a user this "
                           "machine does not have; write the path in full", "unknown-user"),
         ("a\\u0000b", "holds a NUL character; write a plain path", "nul"))),
+    *(pytest.param(f"{key} = ''\n", f"{{path}}: '{key}' is empty; write a path, or leave the "
+                   "key out for its default", id=f"{key}-empty") for key in ("db", "cache_dir")),
+    pytest.param(
+        "[repos.vllm]\ngit = ''\n",
+        "{path} [repos.vllm]: 'git' is empty; write a clone URL or a path, or leave the key out",
+        id="git-empty"),
+    pytest.param(
+        "sources = []\n",
+        "{path}: 'sources' is empty; list git or pypi, or leave the key out for both",
+        id="sources-empty"),
+    pytest.param(
+        "[repos.lmcache]\nsources = []\n",
+        "{path}: 'sources' is empty in [repos.lmcache]; list git or pypi, or leave the key out "
+        "for both", id="repo-sources-empty"),
     pytest.param(
         "[repos.vllm]\ngit = '~nosuchuser/vllm'\n",
         "{path} [repos.vllm]: 'git' = '~nosuchuser/vllm' starts with the home folder of a user "
