@@ -290,6 +290,7 @@ def _repo(
     versions = _string_list(table, "versions", where)
     for version in versions or ():
         _check_version_in(version, f"{at} versions")
+    _check_listed_once(versions or (), at)
     sources = _sources(table, where, f" in [repos.{name}]")
     _check_repo_strings(table, at)
     repo = base or RepoConfig(name=name, sources=default_sources)
@@ -343,6 +344,12 @@ def _check_target(repo: RepoConfig, at: str) -> None:
             f"({', '.join(repo.versions) or 'none'})",
             "fix the target, or add it to versions",
         )
+
+
+def _check_listed_once(versions: tuple[str, ...], at: str) -> None:
+    twice = next((v for i, v in enumerate(versions) if v in versions[:i]), None)
+    if twice is not None:
+        raise ConfigError(f"{at}: versions lists '{twice}' twice", "list each version once")
 
 
 def _check_version_in(version: str, where: str) -> None:

@@ -706,6 +706,10 @@ CONFIGS = [
         "{path}: 'sources' is empty in [repos.lmcache]; list git or pypi, or leave the key out "
         "for both", id="repo-sources-empty"),
     pytest.param(
+        "[repos.vllm]\nversions = ['v0.1.0', 'v0.2.0', 'v0.1.0']\n",
+        "{path} [repos.vllm]: versions lists 'v0.1.0' twice; list each version once",
+        id="a-version-listed-twice"),
+    pytest.param(
         "[repos.vllm]\ngit = '~nosuchuser/vllm'\n",
         "{path} [repos.vllm]: 'git' = '~nosuchuser/vllm' starts with the home folder of a user "
         "this machine does not have; write the path in full", id="git-unknown-user"),
