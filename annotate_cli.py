@@ -359,6 +359,8 @@ def index(
     ]
     if from_path is not None and len(wanted) != 1:
         raise click.UsageError("--from reads one version: name exactly one REPO@VERSION")
+    for repo, _ in wanted:  # before the database is opened: a typo creates no index
+        context.config.repo(repo)
     alone = len(wanted) == 1 and not keep_going  # its one error is the command's error
     # what --keep-going lets pass is a warning: "Error:" in a green CI log reads as a failure
     echo = None if alone else ("Warning" if keep_going else "Error")

@@ -520,6 +520,10 @@ ERRORS = [
                  "Error: folder.db is a folder, not an index file; pass a file path, e.g. "
                  "--db .annotate/index.db", id="index-into-a-folder"),
     pytest.param(("index", "foo@v1"), UNKNOWN_REPO, id="index-unknown-repo"),
+    pytest.param(("--db", "nowhere.db", "index", "foo@v1"), UNKNOWN_REPO,
+                 id="index-unknown-repo-into-a-new-index"),
+    pytest.param(("--db", "nowhere.db", "index", "vllm@v1", "foo@v1"), UNKNOWN_REPO,
+                 id="index-a-known-and-an-unknown-repo"),
     pytest.param(("symbols", "foo@v1"), UNKNOWN_REPO, id="symbols-unknown-repo"),
     pytest.param(("index", "vllm"), NOT_REPO_VERSION.format("vllm", "index"), id="index-no-at"),
     pytest.param(("index", "@v1"), NOT_REPO_VERSION.format("@v1", "index"), id="index-no-repo"),
