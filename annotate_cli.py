@@ -15,6 +15,7 @@ import shlex
 import signal
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -1070,9 +1071,40 @@ def _write_report(path: Path | None, text: str) -> None:
         click.echo(text, nl=False)
         return
     try:
-        path.write_text(text, encoding="utf-8")
+        _replace_whole(path, text.encode("utf-8"))
     except OSError as error:
-        raise UserError(f"cannot write {path}: {error.strerror}") from None
+        raise UserError(f"cannot write {path}: {error.strerror}; check that its folder exists "
+                        "and can be written, or pass another --output") from None
+
+
+def _replace_whole(path: Path, data: bytes) -> None:
+    """Write ``data`` to a file beside ``path``, then rename it over ``path``: a full disk
+    or Ctrl-C leaves the previous report whole, never a part of the new one. A device or
+    pipe (``--output /dev/stdout``) is written to as it is."""
+    if path.exists() and not path.is_file():
+        path.write_bytes(data)
+        return
+    target = Path(os.path.realpath(path))  # a symlink stays one
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
+                                    dir=target.parent)
+    partial = Path(name)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(partial, _new_file_mode(target))
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _new_file_mode(path: Path) -> int:
+    """The mode ``path`` has, or the one a new file gets (mkstemp's is owner-only)."""
+    with contextlib.suppress(OSError):
+        return path.stat().st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 # --- xref ----------------------------------------------------------------------------

@@ -656,6 +656,53 @@ def test_database_on_a_full_disk(small_tree: Path, mounted: list[Path], leave: i
     assert again.exit_code == 0, again.output
 
 
+def test_a_report_that_does_not_fit_leaves_the_previous_one_whole(
+    indexed_db: Path, mounted: list[Path]
+) -> None:
+    """``--output`` onto a full disk: the previous report stays as it was (a CI artifact is
+    never replaced by the first part of a new one), and no partial file is left."""
+    point = Path("reports").resolve()
+    _mount_tmpfs(point, "size=1m")
+    mounted.append(point)
+    fv.write_snapshot(Path("v2"), fv.VERSIONS["v0.2.0"])
+    assert run("index", "vllm@v0.2.0", "--from", "v2").exit_code == 0
+    report = point / "diff.html"
+    report.write_text("the previous report\n")
+    fill(point)
+    result = run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
+                 str(report))
+    one_error_line(result, f"cannot write {report}: No space left on device",
+                   "pass another --output")
+    assert report.read_text() == "the previous report\n"
+    assert sorted(path.name for path in point.iterdir()) == ["diff.html", "filler"]
+    (point / "filler").unlink()
+    assert run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
+               str(report)).exit_code == 0
+    assert report.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_report_keeps_the_mode_a_written_file_has(indexed_db: Path) -> None:
+    """The report is renamed into place from a temporary file (owner-only when made): a new
+    one gets the mode the umask gives, one written over keeps its own, and a symlink to it
+    stays a symlink."""
+    _an_annotation_file("vllm/utils.py::cdiv")
+    umask = os.umask(0o022)
+    try:
+        kept = Path("kept.md")
+        kept.write_text("old")
+        kept.chmod(0o640)
+        Path("link.md").symlink_to("kept.md")
+        for name in ("new.md", "link.md"):
+            result = run("check", "--exit-zero", "--format", "markdown", "--output", name)
+            assert (result.exit_code, result.output) == (0, "")
+    finally:
+        os.umask(umask)
+    assert Path("new.md").stat().st_mode & 0o777 == 0o644
+    assert Path("link.md").is_symlink()
+    assert kept.stat().st_mode & 0o777 == 0o640
+    assert kept.read_text().startswith("## annotate check")
+
+
 # ------------------------------------------------------------------------------ databases
 
 
