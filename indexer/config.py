@@ -174,8 +174,8 @@ def load_config(start: Path | None = None, config_file: Path | None = None) -> P
     """Read annotate.toml (or pyproject's [tool.annotate]) in ``start``, else defaults."""
     root = (start or Path.cwd()).resolve()
     table: dict[str, Any] = {}
-    if config_file is None and (root / CONFIG_FILE).is_file():
-        config_file = root / CONFIG_FILE
+    if config_file is None and os.path.lexists(root / CONFIG_FILE):
+        config_file = root / CONFIG_FILE  # a folder or a dangling symlink too: read, refused
     if config_file is None and (root / "pyproject.toml").is_file():
         table = _tool_table(root / "pyproject.toml")
         config_file = root / "pyproject.toml" if table else None
@@ -233,7 +233,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         text = path.read_bytes().decode("utf-8-sig")  # tomllib refuses a byte order mark
         return tomllib.loads(text)
     except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+        raise ConfigError(f"cannot read {path}: {error.strerror}",
+                          "make it a file you may read, or pass --config FILE") from None
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: not valid UTF-8 (byte {error.start + 1})",
                           "save the file as UTF-8") from None

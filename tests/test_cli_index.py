@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import fakevllm as fv
@@ -778,6 +779,36 @@ def test_invalid_pyproject_is_one_line_with_exit_2(toml: bytes, message: str) ->
     assert result.stderr == (
         f"Error: {message.format(path=path)}; write the settings under [tool.annotate]\n"
     )
+
+
+def _config_folder(path: Path) -> None:
+    path.mkdir()
+
+
+def _dangling_config(path: Path) -> None:
+    path.symlink_to("moved-away.toml")
+
+
+@pytest.mark.parametrize(("args", "make", "problem"), [
+    pytest.param((), _config_folder, "Is a directory", id="annotate.toml-is-a-folder"),
+    pytest.param((), _dangling_config, "No such file or directory",
+                 id="annotate.toml-is-a-dangling-symlink"),
+    pytest.param(("--config", "annotate.toml"), _config_folder, "Is a directory",
+                 id="config-is-a-folder"),
+    pytest.param(("--config", "annotate.toml"), lambda _: None, "No such file or directory",
+                 id="config-does-not-exist"),
+])
+def test_a_config_that_cannot_be_read_is_one_line_with_exit_2(
+    args: tuple[str, ...], make: Callable[[Path], None], problem: str
+) -> None:
+    """Not taken for no config (the defaults would index another project's versions)."""
+    make(Path("annotate.toml"))
+    result = run(*args, "versions")
+    path = Path.cwd().resolve() / "annotate.toml" if not args else Path("annotate.toml")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"Error: cannot read {path}: {problem}; make it a file you may "
+                             "read, or pass --config FILE\n")
+    assert not Path(".annotate").exists()
 
 
 @pytest.mark.parametrize("name", ["annotate.toml", "pyproject.toml"])
