@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import tempfile
@@ -39,7 +40,11 @@ def open_database(path: Path, *, create: bool = True, notify: Notify | None = No
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise DatabaseError(f"cannot create {path.parent}: {error.strerror}") from None
+            in_the_way = error.errno in (errno.EEXIST, errno.ENOTDIR)
+            problem = "a file is in the way" if in_the_way else error.strerror
+            raise DatabaseError(f"cannot create the folder {path.parent} for the index "
+                                f"({problem})",
+                                "pass --db with a path in a folder you may write") from None
     return Database(path, notify=notify)
 
 

@@ -520,6 +520,11 @@ ERRORS = [
     pytest.param(("--db", "folder.db", "index", "vllm@v1"),
                  "Error: folder.db is a folder, not an index file; pass a file path, e.g. "
                  "--db .annotate/index.db", id="index-into-a-folder"),
+    *(pytest.param(("--db", db, "index", "vllm@v1"),
+                   f"Error: cannot create the folder {folder} for the index (a file is in the "
+                   "way); pass --db with a path in a folder you may write", id=name)
+      for db, folder, name in (("junk.db/x.db", "junk.db", "index-under-a-file"),
+                               ("junk.db/sub/x.db", "junk.db/sub", "index-below-a-file"))),
     pytest.param(("index", "foo@v1"), UNKNOWN_REPO, id="index-unknown-repo"),
     pytest.param(("--db", "nowhere.db", "index", "foo@v1"), UNKNOWN_REPO,
                  id="index-unknown-repo-into-a-new-index"),
