@@ -240,6 +240,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
                           "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}", "fix the file's syntax") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"{path}: invalid TOML: arrays or inline tables nested too deeply",
+                          "fix the file's syntax") from None
 
 
 _TOP_KEYS = {"db", "cache_dir", "repos", "annotations", "articles", "fail_on", "sources"}

@@ -634,6 +634,11 @@ CONFIGS = [
         "(at line 1, column 12); fix the file's syntax",
         id="toml-syntax",
     ),
+    *(pytest.param(
+        f"db = {nested}\n", "{path}: invalid TOML: arrays or inline tables nested too deeply; "
+        "fix the file's syntax", id=name) for nested, name in (
+            ("[" * 10_000 + "]" * 10_000, "toml-arrays-nested-too-deeply"),
+            ("{a=" * 10_000 + "1" + "}" * 10_000, "toml-tables-nested-too-deeply"))),
     pytest.param(
         "colour = 'red'\n",
         "{path}: unknown key 'colour'; allowed keys: annotations, articles, cache_dir, db, "
