@@ -246,10 +246,15 @@ class _Finder:
 
 
 def _statements(body: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
-    """The statements of a body, looking through compound statements' blocks."""
-    for child in body.children:
-        if child.type in _TRANSPARENT:
-            yield from _statements(child)
+    """The statements of a body, looking through compound statements' blocks (with a
+    stack, not recursion: a file may nest blocks deeper than Python's recursion limit)."""
+    pending = [iter(body.children)]
+    while pending:
+        child = next(pending[-1], None)
+        if child is None:
+            pending.pop()
+        elif child.type in _TRANSPARENT:
+            pending.append(iter(child.children))
         else:
             yield child
 

@@ -154,6 +154,30 @@ def test_empty_file_is_a_parsed_file_without_symbols(db: Database, tag: str) -> 
     assert [row for row in _stored(db, tag) if row[0] == fv.EMPTY_FILE] == []
 
 
+NESTING = 600
+"""Blocks nested deeper than the interpreter's recursion limit lets a recursive walk go
+(Python itself refuses past 100 levels, but a file in a repo is read, not run)."""
+
+
+@pytest.mark.parametrize("header", [
+    pytest.param("if x:", id="if"),
+    pytest.param("for a in b:", id="for"),
+    pytest.param("while x:", id="while"),
+    pytest.param("with c:", id="with"),
+])
+def test_blocks_nested_deeper_than_the_recursion_limit_keep_their_definitions(
+    header: str
+) -> None:
+    nested = "".join(" " * depth + header + "\n" for depth in range(NESTING))
+    inner = " " * NESTING
+    source = (f"{nested}{inner}LIMIT = 1\n{inner}class Engine:\n{inner} def step(self):\n"
+              f"{inner}  pass\n").encode()
+    parsed = parse_blob("blob", source)
+    assert [(s.qualname, s.kind.value, s.start_line) for s in parsed.symbols] == [
+        ("LIMIT", "attribute", NESTING + 1), ("Engine", "class", NESTING + 2),
+        ("Engine.step", "method", NESTING + 3)]
+
+
 @pytest.mark.parametrize("tag", TAG_PARAMS)
 def test_files_are_the_regular_files_symlinks_excluded(db: Database, tag: str) -> None:
     paths = {
