@@ -82,13 +82,18 @@ BUILTIN_REPOS = {
 class ProjectConfig:
     root: Path
     db: Path
-    cache_dir: Path
+    configured_cache_dir: Path | None  # None: `default_cache_dir`, found when first needed
     repos: dict[str, RepoConfig]
     annotations: tuple[str, ...] = ("annotations/**/*.yml", "annotations/**/*.yaml",
                                     "articles/**/*.yml", "articles/**/*.yaml")
     articles: tuple[str, ...] = ("articles/**/*.md",)
     fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
     source_file: Path | None = None
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where git mirrors and wheels are cached."""
+        return self.configured_cache_dir or default_cache_dir()
 
     def repo(self, name: str) -> RepoConfig:
         try:
@@ -166,7 +171,14 @@ def default_cache_dir() -> Path:
     override = os.environ.get("ANNOTATE_CACHE_DIR")
     if override:
         return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no HOME, and a user id with no passwd entry
+            raise ConfigError("there is no home folder to keep the cache in (HOME is not "
+                              "set)", "set ANNOTATE_CACHE_DIR (or cache_dir in "
+                              f"{CONFIG_FILE}) to a writable folder") from None
     return Path(base) / "annotate"
 
 
@@ -270,8 +282,8 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
     return ProjectConfig(
         root=root,
         db=root / _local_path(table.get("db", ".annotate/index.db"), "db", where),
-        cache_dir=root / _local_path(cache_dir, "cache_dir", where) if cache_dir is not None
-        else default_cache_dir(),
+        configured_cache_dir=root / _local_path(cache_dir, "cache_dir", where)
+        if cache_dir is not None else None,
         repos=repos,
         annotations=_or_default(_globs(table, "annotations", where), ProjectConfig.annotations),
         articles=_or_default(_globs(table, "articles", where), ProjectConfig.articles),

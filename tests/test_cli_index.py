@@ -930,6 +930,28 @@ def test_config_files_a_user_may_hand_over(tmp_path: Path, name: str, text: str)
     assert load_config(tmp_path, config_file=path).db == tmp_path / "conf" / "x.db"
 
 
+def test_no_home_folder_stops_only_what_needs_the_cache(
+    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A user id with no passwd entry and no HOME (a container run with --user): the cache
+    folder cannot be found, which only fetching a version needs."""
+    def no_home(_cls: type) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    for name in ("ANNOTATE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(no_home))
+    fv.write_snapshot(tmp_path / "v1", fv.VERSIONS["v0.1.0"])
+    local = run("index", "vllm@v0.1.0", "--from", str(tmp_path / "v1"))
+    assert (local.exit_code, local.stderr) == (0, ""), local.output
+    assert run("versions").exit_code == 0
+    fetched = run("index", "vllm@v0.2.0")
+    assert (fetched.exit_code, fetched.stdout) == (2, "")
+    assert fetched.stderr == ("Error: there is no home folder to keep the cache in (HOME is "
+                              "not set); set ANNOTATE_CACHE_DIR (or cache_dir in "
+                              "annotate.toml) to a writable folder\n")
+
+
 def test_config_paths_expand_the_home_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
