@@ -33,6 +33,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 class UserError(click.ClickException):
     exit_code = 2
 
+    def __init__(self, message: str) -> None:
+        from annotations.errors import one_line  # a path may hold a line break
+
+        super().__init__(one_line(message))
+
 
 def _library_errors() -> tuple[type[Exception], ...]:
     from annotations.errors import AnnotationError

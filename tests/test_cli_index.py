@@ -525,6 +525,12 @@ ERRORS = [
                    "way); pass --db with a path in a folder you may write", id=name)
       for db, folder, name in (("junk.db/x.db", "junk.db", "index-under-a-file"),
                                ("junk.db/sub/x.db", "junk.db/sub", "index-below-a-file"))),
+    *(pytest.param(("--db", f"no{brk}where.db", *command),
+                   f"Error: no index at no{shown}where.db; run 'annotate index' first, or pass "
+                   "--db PATH", id=f"{name}-in-the-db-path-{command[0]}")
+      for brk, shown, name in (("\n", "\\n", "line-feed"), ("\u2028", "\\u2028",
+                                                             "line-separator"))
+      for command in (("versions",), ("symbols", "vllm@v0.1.0"))),
     pytest.param(("index", "foo@v1"), UNKNOWN_REPO, id="index-unknown-repo"),
     pytest.param(("--db", "nowhere.db", "index", "foo@v1"), UNKNOWN_REPO,
                  id="index-unknown-repo-into-a-new-index"),
