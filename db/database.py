@@ -26,6 +26,14 @@ Notify = Callable[[str], None]
 
 def open_database(path: Path, *, create: bool = True, notify: Notify | None = None) -> Database:
     """Open (and when ``create``, create or migrate) the index at ``path``."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # no index there yet: said below
+    except OSError as error:  # a folder on the way it may not enter, a name too long
+        raise DatabaseError(f"cannot open {path}: {error.strerror}",
+                            "pass --db with a path in a folder you may read and write"
+                            ) from None
     if path.is_dir():
         raise DatabaseError(f"{path} is a folder, not an index file",
                             "pass a file path, e.g. --db .annotate/index.db")

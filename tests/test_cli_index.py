@@ -509,6 +509,9 @@ UNKNOWN_REPO = (
 NOT_REPO_VERSION = ("Error: Invalid value: '{0}' is not REPO@VERSION (for example vllm@v0.20.0) "
                     "(see 'annotate {1} --help')")
 
+LONG_NAME = "x" * 300 + ".db"
+"""Longer than a file name may be (ENAMETOOLONG)."""
+
 # (args, expected last stderr line); every one exits 2.
 ERRORS = [
     pytest.param(("--db", "zero.db", "versions"),
@@ -531,6 +534,10 @@ ERRORS = [
       for brk, shown, name in (("\n", "\\n", "line-feed"), ("\u2028", "\\u2028",
                                                              "line-separator"))
       for command in (("versions",), ("symbols", "vllm@v0.1.0"))),
+    *(pytest.param(("--db", LONG_NAME, *command),
+                   f"Error: cannot open {LONG_NAME}: File name too long; pass --db with a path "
+                   "in a folder you may read and write", id=f"db-name-too-long-{command[0]}")
+      for command in (("versions",), ("index", "vllm@v1"))),
     pytest.param(("index", "foo@v1"), UNKNOWN_REPO, id="index-unknown-repo"),
     pytest.param(("--db", "nowhere.db", "index", "foo@v1"), UNKNOWN_REPO,
                  id="index-unknown-repo-into-a-new-index"),
