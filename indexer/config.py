@@ -405,11 +405,23 @@ def _local_path(value: str, key: str, where: str) -> Path:
                           "write a path, or leave the key out for its default")
     if "\0" in value:
         raise ConfigError(f"{where}: '{key}' holds a NUL character", "write a plain path")
+    if _has_too_long_name(value):
+        raise ConfigError(f"{where}: '{key}' has a name longer than {NAME_MAX} bytes",
+                          "write a shorter path")
     try:
         return Path(value).expanduser()
     except RuntimeError:  # ~user, of no such user
         raise ConfigError(f"{where}: '{key}' = '{value}' starts with the home folder of a "
                           "user this machine does not have", "write the path in full") from None
+
+
+NAME_MAX = 255
+"""The longest file name, in bytes, that Linux's and macOS's file systems take: a longer one
+fails every use of the path (ENAMETOOLONG)."""
+
+
+def _has_too_long_name(path: str) -> bool:
+    return any(len(os.fsencode(name)) > NAME_MAX for name in path.split("/"))
 
 
 def _or_default(value: tuple[str, ...] | None, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -468,6 +480,8 @@ def _glob_problem(pattern: str) -> str | None:
         return "is not relative"
     if not parts:
         return "names no file"
+    if _has_too_long_name(pattern):
+        return f"has a name longer than {NAME_MAX} bytes"
     if ".." in parts:
         return "leaves the config's folder"
     if any("**" in part and part != "**" for part in parts):

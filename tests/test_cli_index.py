@@ -718,7 +718,9 @@ CONFIGS = [
       for value, problem, name in (
         ("~nosuchuser/x", "= '~nosuchuser/x' starts with the home folder of a user this "
                           "machine does not have; write the path in full", "unknown-user"),
-        ("a\\u0000b", "holds a NUL character; write a plain path", "nul"))),
+        ("a\\u0000b", "holds a NUL character; write a plain path", "nul"),
+        (f"cache/{'x' * 256}", "has a name longer than 255 bytes; write a shorter path",
+         "name-too-long"))),
     *(pytest.param(f"{key} = ''\n", f"{{path}}: '{key}' is empty; write a path, or leave the "
                    "key out for its default", id=f"{key}-empty") for key in ("db", "cache_dir")),
     pytest.param(
@@ -765,6 +767,7 @@ CONFIGS = [
         ("../../**/*.yml", "leaves the config's folder", "glob-outside"),
         ("articles/a**/*.md",
          "uses '**' inside a name: it can only stand alone between slashes", "glob-with-a**"),
+        (f"{'x' * 256}/*.md", "has a name longer than 255 bytes", "glob-name-too-long"),
     )),
 ]
 
