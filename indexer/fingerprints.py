@@ -4,8 +4,9 @@
 * ``normalized``: a hash of the span with comments and docstrings removed, white space
   outside string literals removed (line continuations included), and a trailing comma
   dropped where a line break separates it from the closing bracket (the "magic trailing
-  comma" a formatter adds when it splits a call over several lines). A symbol that was
-  only re-commented, re-documented or reformatted keeps its normalized fingerprint.
+  comma" a formatter adds when it splits a call over several lines; comments may stand
+  between them). A symbol that was only re-commented, re-documented or reformatted keeps
+  its normalized fingerprint.
   Quote style and redundant parentheses are not normalized.
 * ``shape`` (classes): a hash of the class header and its members' kinds, names and
   normalized signatures, so a changed method body leaves it alone and a changed
@@ -22,7 +23,10 @@ from collections.abc import Iterable
 from indexer.literals import LITERAL
 
 _RARE_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n")
+_CONTINUATION = re.compile(rb"\\\r?\n")
 _WHITE_SPACE = b" \t\n\r\x0b\x0c"  # what \s matches in a bytes pattern
+# A comma that only line breaks, white space and comments separate from a closing bracket.
+_SPLIT_COMMA = re.compile(rb",(?=[ \t]*(?:#[^\n]*)?\r?\n(?:\s*#[^\n]*\n)*\s*[)\]}])")
 
 
 def denoise(code: bytes) -> bytes:
@@ -58,44 +62,58 @@ class NormalizedFile:
     def __init__(
         self, source: bytes, docstrings: list[tuple[int, int]], boundaries: list[int]
     ) -> None:
-        cuts = sorted(set(boundaries))
+        commas = set(split_commas(source))
+        stops = sorted(commas.union(boundaries))
         self._positions: dict[int, int] = {}
         self.code_parts: list[bytes] = []
         pieces: list[bytes] = []
         offset = length = 0
-        cut_index = 0
+        stop_index = 0
         for index, part in enumerate(LITERAL.split(source)):
             end = offset + len(part)
-            if index % 2 == 0:
+            is_code = index % 2 == 0
+            if is_code:
                 self.code_parts.append(part)
-            while cut_index < len(cuts) and cuts[cut_index] < end:
-                position = cuts[cut_index]
-                if index % 2 == 0:
-                    piece = denoise(source[offset:position])
+            while stop_index < len(stops) and stops[stop_index] < end:
+                position = stops[stop_index]
+                stop_index += 1
+                if is_code:
+                    piece = _strip_layout(source[offset:position])
                     pieces.append(piece)
                     length += len(piece)
-                    offset = position
-                self._positions[position] = length
-                cut_index += 1
-            piece = self._piece(index, source[offset:end], offset, docstrings)
+                    offset = position + (position in commas)
+                self._positions[position] = length  # inside a literal: at its start
+            piece = self._piece(is_code, source[offset:end], offset, docstrings)
             pieces.append(piece)
             length += len(piece)
             offset = end
-        while cut_index < len(cuts):
-            self._positions[cuts[cut_index]] = length
-            cut_index += 1
+        for position in stops[stop_index:]:
+            self._positions[position] = length
         self._text = b"".join(pieces)
 
     @staticmethod
-    def _piece(index: int, part: bytes, offset: int, docstrings: list[tuple[int, int]]) -> bytes:
-        if index % 2 == 0:
-            return denoise(part)
+    def _piece(
+        is_code: bool, part: bytes, offset: int, docstrings: list[tuple[int, int]]
+    ) -> bytes:
+        if is_code:
+            return _strip_layout(part)
         if part[:1] == b"#" or _inside(offset, docstrings):
             return b""
         return part
 
     def slice(self, start: int, end: int) -> bytes:
         return self._text[self._positions[start]:self._positions[end]]
+
+
+def split_commas(source: bytes) -> list[int]:
+    """Offsets of the trailing commas that line breaks (and maybe comments) separate from
+    their closing bracket; those inside string literals too, which are never code."""
+    return [match.start() for match in _SPLIT_COMMA.finditer(source)]
+
+
+def _strip_layout(code: bytes) -> bytes:
+    """``code`` (no literal in it) without white space and line continuations."""
+    return _CONTINUATION.sub(b"", code).translate(None, _WHITE_SPACE)
 
 
 def shape_digest(header: bytes, members: Iterable[tuple[str, str, str]]) -> str:

@@ -87,6 +87,27 @@ CASES = [
         id="extra-blank-lines",
     ),
     pytest.param(
+        "def f(\n    a,\n    b,  # why\n):\n    pass\n",
+        "def f(\n    a,\n    b,\n):\n    pass\n",
+        "f", False, True, None, id="comment-after-a-magic-trailing-comma-removed",
+    ),
+    pytest.param(
+        "x = [\n    1,\n    2,\n]\n", "x = [\n    1,\n    2,\n    # 3,\n]\n",
+        "x", False, True, None, id="comment-line-before-the-closing-bracket-added",
+    ),
+    pytest.param(
+        "x = [\n    1,\n    2,  # two\n]\n", "x = [1, 2]\n",
+        "x", False, True, None, id="commented-split-list-joined",
+    ),
+    pytest.param(
+        "x = (\n    a,  # (see b)\n    b\n)\n", "x = (\n    ab  # (see b)\n)\n",
+        "x", False, False, None, id="comma-before-a-comment-with-a-bracket-is-kept",
+    ),
+    pytest.param(
+        "x = [\n    1,  # one\n    2\n]\n", "x = [\n    1,  # one\n    2, 3\n]\n",
+        "x", False, False, None, id="element-added-after-a-commented-comma",
+    ),
+    pytest.param(
         FUNCTION, FUNCTION.replace("total = a + b", "total = a + \\\n        b"), "f",
         False, True, None, id="line-continuation",
     ),
