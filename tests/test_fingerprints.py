@@ -120,6 +120,43 @@ CASES = [
         id="body-change",
     ),
     pytest.param(
+        "def f():\n    if a:\n        b()\n        c()\n",
+        "def f():\n    if a:\n        b()\n    c()\n",
+        "f", False, False, None, id="statement-moved-out-of-its-block",
+    ),
+    pytest.param(
+        "def f(xs):\n    for x in xs:\n        g(x)\n        return x\n",
+        "def f(xs):\n    for x in xs:\n        g(x)\n    return x\n",
+        "f", False, False, None, id="return-moved-out-of-a-loop",
+    ),
+    pytest.param(
+        "def f():\n    if a:\n        if b:\n            c()\n        else:\n            d()\n",
+        "def f():\n    if a:\n        if b:\n            c()\n    else:\n        d()\n",
+        "f", False, False, None, id="else-moved-to-the-outer-if",
+    ),
+    pytest.param(
+        "def f():\n    x = a\n    (b)\n", "def f():\n    x = a(b)\n",
+        "f", False, False, None, id="two-statements-joined-into-one",
+    ),
+    pytest.param(
+        "def f():\n    if a:\n        b()\n    c()\n", "def f():\n  if a:\n    b()\n  c()\n",
+        "f", False, True, None, id="indented-by-two-spaces-instead-of-four",
+    ),
+    pytest.param(
+        "def f():\n    if a: return 1\n    return 2\n",
+        "def f():\n    if a:\n        return 1\n    return 2\n",
+        "f", False, True, None, id="one-line-suite-split",
+    ),
+    pytest.param(
+        "def f():\n    a = 1; b = 2\n", "def f():\n    a = 1\n    b = 2\n",
+        "f", False, True, None, id="semicolon-statements-split",
+    ),
+    pytest.param(
+        "def f():\n    if a:\n        b()\n        # later\n    c()\n",
+        "def f():\n    if a:\n        b()\n    c()\n",
+        "f", False, True, None, id="comment-at-the-end-of-a-block-removed",
+    ),
+    pytest.param(
         FUNCTION, FUNCTION.replace("b=1", "b=2"), "f", False, False, None,
         id="signature-change",
     ),
@@ -226,6 +263,57 @@ def test_fingerprints(
         assert (before.shape == after.shape) is same_shape
 
 
+KEYED_CLASS = """\
+class C(Base):
+    limit = 3
+    register(limit)
+
+    def m(self, x):
+        if x:
+            x += 1
+        return x
+"""
+
+# (old, new, qualname, same_header_key, same_body_key)
+KEY_CASES = [
+    pytest.param(
+        "def f():\n    return 1\n", 'def f():\n    """Doc."""\n    return 1\n', "f", True, True,
+        id="docstring-added",
+    ),
+    pytest.param(
+        "def f():\n    if a:\n        b()\n        c()\n",
+        "def f():\n    if a:\n        b()\n    c()\n", "f", True, False,
+        id="statement-moved-out-of-its-block",
+    ),
+    pytest.param(
+        KEYED_CLASS, KEYED_CLASS + "\n    def n(self):\n        pass\n", "C", True, True,
+        id="class-gains-a-method",
+    ),
+    pytest.param(
+        KEYED_CLASS, KEYED_CLASS.replace("    limit = 3\n", ""), "C", True, True,
+        id="class-loses-the-attribute-before-a-call",
+    ),
+    pytest.param(
+        KEYED_CLASS, KEYED_CLASS.replace("        if x:\n            x += 1\n", ""), "C",
+        True, True, id="method-loses-a-block",
+    ),
+    pytest.param(
+        KEYED_CLASS, KEYED_CLASS.replace("    register(limit)\n", ""), "C", True, False,
+        id="class-loses-a-call",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "qualname", "same_header", "same_body"), KEY_CASES)
+def test_header_and_body_keys(
+    old: str, new: str, qualname: str, same_header: bool, same_body: bool
+) -> None:
+    """A class's body key is its code outside its members: theirs never reaches it."""
+    before, after = _symbol(old, qualname), _symbol(new, qualname)
+    assert (before.header_key == after.header_key) is same_header
+    assert (before.body_key == after.body_key) is same_body
+
+
 def test_method_fingerprints_ignore_their_class() -> None:
     """A method's fingerprints cover its own span only."""
     before = _symbol(CLASS, "C.m")
@@ -310,11 +398,12 @@ def test_ambiguous_move_copies_share_shape_only_with_each_other(indexed: Path) -
 
 
 # What normalization drops, as the one regex it was first written as.
-ONE_PASS_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n|\s+")
+ONE_PASS_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n|\s+|;")
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from([b",", b"\\", b"\r", b"\n", b" ", b"\t", b"\x0b", b"\x0c",
-                                 b")", b"]", b"}", b"a", b"#", b"'"]), max_size=40).map(b"".join))
+                                 b")", b"]", b"}", b"a", b"#", b"'", b";"]),
+                max_size=40).map(b"".join))
 def test_denoise_is_the_noise_pattern_removed(code: bytes) -> None:
     assert denoise(code) == ONE_PASS_NOISE.sub(b"", code)
