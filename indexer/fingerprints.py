@@ -5,12 +5,12 @@
   outside string literals removed (line continuations included), and a trailing comma
   dropped where a line break separates it from the closing bracket (the "magic trailing
   comma" a formatter adds when it splits a call over several lines; comments may stand
-  between them). A symbol that was only re-commented, re-documented or reformatted keeps
-  its normalized fingerprint. What white space says about statements is kept as marks
-  (`indexer.symbols` places them): ``;`` before each statement of a block (a ``;`` of
-  the source is dropped), ``}`` at each block's end, so that moving a statement out of a
-  block, or splitting one into two, is a change. Quote style and redundant parentheses
-  are not normalized.
+  between them; a one-element tuple's is kept). A symbol that was only re-commented,
+  re-documented or reformatted keeps its normalized fingerprint. What white space says
+  about statements is kept as marks (`indexer.symbols` places them): ``;`` before each
+  statement of a block (a ``;`` of the source is dropped), ``}`` at each block's end, so
+  that moving a statement out of a block, or splitting one into two, is a change. Quote
+  style and redundant parentheses are not normalized.
 * ``shape`` (classes): a hash of the class header and its members' kinds, names and
   normalized signatures, so a changed method body leaves it alone and a changed
   interface does not.
@@ -62,15 +62,16 @@ class NormalizedFile:
     like comments. ``boundaries`` are the offsets ``slice`` may be called with: symbol
     starts, header ends and ends, which never fall inside a string literal. ``marks`` are
     bytes put in at an offset outside string literals; a slice leaves out those at its
-    own two ends.
+    own two ends. ``commas`` are the offsets of the trailing commas to drop, by default
+    every `split_commas` one.
     """
 
     def __init__(
         self, source: bytes, docstrings: list[tuple[int, int]], boundaries: list[int],
-        marks: dict[int, bytes] | None = None,
+        marks: dict[int, bytes] | None = None, commas: Iterable[int] | None = None,
     ) -> None:
         marks = marks or {}
-        commas = set(split_commas(source))
+        commas = set(split_commas(source) if commas is None else commas)
         stops = sorted(commas.union(boundaries, marks))
         self._before: dict[int, int] = {}
         self._after: dict[int, int] = {}

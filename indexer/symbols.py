@@ -30,7 +30,7 @@ from functools import lru_cache
 import tree_sitter
 import tree_sitter_python
 
-from indexer.fingerprints import NormalizedFile, digest, shape_digest
+from indexer.fingerprints import NormalizedFile, digest, shape_digest, split_commas
 from indexer.literals import universal_newlines
 from indexer.models import ParsedBlob, Symbol, SymbolKind
 from indexer.references import imports_in, names_in
@@ -45,6 +45,7 @@ _TRANSPARENT = frozenset(
     }
 )
 _STRING_TYPES = frozenset({"string", "concatenated_string"})
+_TUPLES = frozenset({"tuple", "tuple_pattern"})
 _TRAILING = frozenset({"comment", "line_continuation"})  # not the end of a definition
 
 
@@ -145,7 +146,8 @@ def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBl
     definitions = finder.find(root, definition_nodes)
     docstrings = sorted(finder.docstrings)
     marks = _statement_marks(text, finder.blocks + _compound_blocks(text, root), docstrings)
-    normalized = _normalized_file(text, definitions, docstrings, marks)
+    commas = _dropped_commas(text, root)
+    normalized = _normalized_file(text, definitions, docstrings, marks, commas)
     return ParsedBlob(
         blob_id,
         _fingerprint(source, definitions, normalized),
@@ -346,12 +348,34 @@ def _statement_marks(
     return marks
 
 
+def _dropped_commas(source: bytes, root: tree_sitter.Node) -> list[int]:
+    """The split trailing commas to normalize away: all but those that make a tuple of one
+    element, ``(x,)`` or ``t[x,]``, which would not be the same code without them."""
+    return [position for position in split_commas(source)
+            if not _makes_one_tuple(root.descendant_for_byte_range(position, position + 1))]
+
+
+def _makes_one_tuple(comma: tree_sitter.Node) -> bool:
+    """Whether ``comma`` ends a one-element tuple (``with (a as b,):`` has none: Python
+    reads the parentheses as the with statement's)."""
+    container = comma.parent
+    if comma.type != "," or container is None:
+        return False  # in a string or a comment
+    if container.type in _TUPLES and container.parent.type != "with_item":
+        elements = [child for child in container.named_children if child.type != "comment"]
+    elif container.type == "subscript":
+        elements = container.children_by_field_name("subscript")
+    else:
+        return False
+    return len(elements) == 1
+
+
 def _normalized_file(
     source: bytes, definitions: list[_Definition], docstrings: list[tuple[int, int]],
-    marks: dict[int, bytes],
+    marks: dict[int, bytes], commas: list[int],
 ) -> NormalizedFile:
     boundaries = [offset for d in definitions for offset in (d.start, d.header_end, d.end)]
-    return NormalizedFile(source, docstrings, boundaries, marks)
+    return NormalizedFile(source, docstrings, boundaries, marks, commas)
 
 
 def _fingerprint(

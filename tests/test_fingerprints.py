@@ -87,6 +87,31 @@ CASES = [
         id="extra-blank-lines",
     ),
     pytest.param(
+        "x = (\n    1,\n)\n", "x = (\n    1\n)\n", "x", False, False, None,
+        id="one-element-tuple-loses-its-comma",
+    ),
+    pytest.param(
+        "x = t[\n    a,  # one\n]\n", "x = t[\n    a\n]\n", "x", False, False, None,
+        id="one-element-subscript-tuple-loses-its-comma",
+    ),
+    pytest.param(
+        "x = (\n    1,\n    2,\n)\n", "x = (1, 2)\n", "x", False, True, None,
+        id="two-element-tuple-joined",
+    ),
+    pytest.param(
+        "x = f(\n    a,\n)\n", "x = f(a)\n", "x", False, True, None,
+        id="one-argument-call-joined",
+    ),
+    pytest.param(
+        "x = [\n    a,\n]\n", "x = [a]\n", "x", False, True, None,
+        id="one-element-list-joined",
+    ),
+    pytest.param(
+        "def f():\n    with (\n        open(x) as g,\n    ):\n        pass\n",
+        "def f():\n    with (\n        open(x) as g\n    ):\n        pass\n", "f", False, True,
+        None, id="parenthesized-with-item-loses-its-trailing-comma",
+    ),
+    pytest.param(
         "def f(\n    a,\n    b,  # why\n):\n    pass\n",
         "def f(\n    a,\n    b,\n):\n    pass\n",
         "f", False, True, None, id="comment-after-a-magic-trailing-comma-removed",
