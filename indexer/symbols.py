@@ -44,7 +44,6 @@ _TRANSPARENT = frozenset(
         "while_statement", "match_statement", "case_clause", "block", "ERROR",
     }
 )
-_STRING_TYPES = frozenset({"string", "concatenated_string"})
 _TUPLES = frozenset({"tuple", "tuple_pattern"})
 _TRAILING = frozenset({"comment", "line_continuation"})  # not the end of a definition
 
@@ -258,9 +257,20 @@ class _Finder:
             child is not None
             and child.type == "expression_statement"
             and child.named_child_count == 1
-            and child.named_child(0).type in _STRING_TYPES
+            and _is_text_literal(child.named_child(0))
         ):
             self.docstrings.append((child.start_byte, child.end_byte))
+
+
+def _is_text_literal(node: tree_sitter.Node) -> bool:
+    """Whether ``node`` is a str literal, as a docstring must be: not an f-string (nor a
+    t-string) and not bytes, which Python keeps as statements."""
+    if node.type == "concatenated_string":
+        return all(_is_text_literal(part) for part in node.named_children)
+    if node.type != "string":
+        return False
+    prefix = node.children[0].text.rstrip(b"'\"").lower()
+    return not any(letter in prefix for letter in b"fbt")
 
 
 def _statements(body: tree_sitter.Node) -> Iterator[tree_sitter.Node]:

@@ -79,6 +79,18 @@ CASES = [
         "f", False, True, None, id="concatenated-docstring-change",
     ),
     pytest.param(
+        "def f():\n    f'{a}'\n    return 1\n", "def f():\n    f'{b}'\n    return 1\n",
+        "f", False, False, None, id="leading-f-string-statement-change",
+    ),
+    pytest.param(
+        "def f():\n    'doc' f'{a}'\n    return 1\n", "def f():\n    'doc' f'{b}'\n    return 1\n",
+        "f", False, False, None, id="leading-concatenated-f-string-change",
+    ),
+    pytest.param(
+        "def f():\n    b'a'\n    return 1\n", "def f():\n    b'b'\n    return 1\n",
+        "f", False, False, None, id="leading-bytes-statement-change",
+    ),
+    pytest.param(
         FUNCTION, FUNCTION.replace("def f(a, b=1):", "def f(\n    a,\n    b=1,\n):"),
         "f", False, True, None, id="args-split-with-magic-trailing-comma",
     ),
