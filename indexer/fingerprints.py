@@ -72,7 +72,8 @@ class NormalizedFile:
     ) -> None:
         marks = marks or {}
         commas = set(split_commas(source) if commas is None else commas)
-        stops = sorted(commas.union(boundaries, marks))
+        # a docstring's start is where its prefix (r, u) starts, before its literal
+        stops = sorted(commas.union(boundaries, marks, (start for start, _ in docstrings)))
         self._before: dict[int, int] = {}
         self._after: dict[int, int] = {}
         self._marks = marks
@@ -110,9 +111,11 @@ class NormalizedFile:
     def _piece(
         is_code: bool, part: bytes, offset: int, docstrings: list[tuple[int, int]]
     ) -> bytes:
+        if _inside(offset, docstrings):
+            return b""  # a docstring's literals, prefixes and the space between them
         if is_code:
             return _strip_layout(part)
-        if part[:1] == b"#" or _inside(offset, docstrings):
+        if part[:1] == b"#":
             return b""
         return part
 

@@ -91,6 +91,15 @@ CASES = [
         "f", False, False, None, id="leading-bytes-statement-change",
     ),
     pytest.param(
+        'def f():\n    """Match \\d."""\n    return 1\n',
+        'def f():\n    r"""Match \\d."""\n    return 1\n',
+        "f", False, True, None, id="docstring-made-raw",
+    ),
+    pytest.param(
+        "class C:\n    u'doc' 'more'\n    x = 1\n", "class C:\n    'doc'\n    x = 1\n",
+        "C", False, True, True, id="prefixed-concatenated-class-docstring-change",
+    ),
+    pytest.param(
         FUNCTION, FUNCTION.replace("def f(a, b=1):", "def f(\n    a,\n    b=1,\n):"),
         "f", False, True, None, id="args-split-with-magic-trailing-comma",
     ),
