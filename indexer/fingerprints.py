@@ -9,8 +9,10 @@
   re-documented or reformatted keeps its normalized fingerprint. What white space says
   about statements is kept as marks (`indexer.symbols` places them): ``;`` before each
   statement of a block (a ``;`` of the source is dropped), ``}`` at each block's end, so
-  that moving a statement out of a block, or splitting one into two, is a change. Quote
-  style and redundant parentheses are not normalized.
+  that moving a statement out of a block, or splitting one into two, is a change. A
+  string literal is kept as written, so quote style, implicit concatenation and white
+  space inside an f-string's fields count, as do redundant parentheses and a number's
+  spelling (``1e3``, ``1_000``): Python's ``ast`` calls such code equal.
 * ``shape`` (classes): a hash of the class header and its members' kinds, names and
   normalized signatures, so a changed method body leaves it alone and a changed
   interface does not.
