@@ -3,7 +3,8 @@
 ``classify(old, new)`` compares two definitions of (what is taken to be) the same symbol:
 
 * identical ``exact`` fingerprints: ``unchanged``;
-* identical ``normalized`` fingerprints (comments, docstrings, white space): ``cosmetic``;
+* identical ``normalized`` fingerprints (comments, docstrings, white space): ``cosmetic``,
+  unless their statements nest differently (`annotations.layout`);
 * otherwise ``changed``, with one ``Change`` per kind that differs:
 
   - ``signature``: decorators, parameters (defaults, annotations), return annotation or
@@ -31,6 +32,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import ClassVar, Protocol
 
+from annotations.layout import same_layout
 from indexer.fingerprints import normalize
 
 
@@ -183,16 +185,24 @@ def classify(old: Comparable, new: Comparable) -> tuple[Verdict, tuple[Change, .
     if old.exact == new.exact:
         return Verdict.UNCHANGED, ()
     if old.normalized == new.normalized:
-        return Verdict.COSMETIC, ()
+        return _cosmetic(old, new)
     if old.name != new.name:
         if _renamed(old.source, old, new.name) == new.source:
             return Verdict.UNCHANGED, ()
         if _same_but_name(old, new):
-            return Verdict.COSMETIC, ()
+            return _cosmetic(old, new)
     changes = describe(old, new)
     if not changes and kind_group(old.kind) is KindGroup.CLASS:
-        return Verdict.COSMETIC, ()  # the same header, members and code: ``class A():``
+        return _cosmetic(old, new)  # the same header, members and code: ``class A():``
     return Verdict.CHANGED, changes or (BodyChange(),)
+
+
+def _cosmetic(old: Comparable, new: Comparable) -> tuple[Verdict, tuple[Change, ...]]:
+    """Cosmetic, unless the statements nest or split differently (the same code without
+    white space: ``return`` dedented out of a loop)."""
+    if same_layout(old.source, new.source):
+        return Verdict.COSMETIC, ()
+    return Verdict.CHANGED, (BodyChange(),)
 
 
 def describe(old: Comparable, new: Comparable) -> tuple[Change, ...]:

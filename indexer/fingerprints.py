@@ -6,11 +6,10 @@
   dropped where a line break separates it from the closing bracket (the "magic trailing
   comma" a formatter adds when it splits a call over several lines; comments may stand
   between them; a one-element tuple's is kept). A symbol that was only re-commented,
-  re-documented or reformatted keeps its normalized fingerprint. What white space says
-  about statements is kept as marks (`indexer.symbols` places them): ``;`` before each
-  statement of a block (a ``;`` of the source is dropped), ``}`` at each block's end, so
-  that moving a statement out of a block, or splitting one into two, is a change. A
-  string literal is kept as written, so quote style, implicit concatenation and white
+  re-documented or reformatted keeps its normalized fingerprint; so does one whose
+  statements nest differently (``;`` is dropped too): where statements start and blocks
+  end is compared by `annotations.layout` when two fingerprints are equal. A string
+  literal is kept as written, so quote style, implicit concatenation and white
   space inside an f-string's fields count, as do redundant parentheses and a number's
   spelling (``1e3``, ``1_000``): Python's ``ast`` calls such code equal.
 * ``shape`` (classes): a hash of the class header and its members' kinds, names and
@@ -30,7 +29,7 @@ from indexer.literals import LITERAL
 _RARE_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n")
 _CONTINUATION = re.compile(rb"\\\r?\n")
 _WHITE_SPACE = b" \t\n\r\x0b\x0c"  # what \s matches in a bytes pattern
-_LAYOUT = _WHITE_SPACE + b";"  # statements are told apart by marks instead
+_LAYOUT = _WHITE_SPACE + b";"  # `annotations.layout` tells statements apart instead
 # A comma that only line breaks, white space and comments separate from a closing bracket.
 _SPLIT_COMMA = re.compile(rb",(?=[ \t]*(?:#[^\n]*)?\r?\n(?:\s*#[^\n]*\n)*\s*[)\]}])")
 
@@ -62,23 +61,18 @@ class NormalizedFile:
 
     ``docstrings`` are sorted (start, end) byte ranges of docstring statements, dropped
     like comments. ``boundaries`` are the offsets ``slice`` may be called with: symbol
-    starts, header ends and ends, which never fall inside a string literal. ``marks`` are
-    bytes put in at an offset outside string literals; a slice leaves out those at its
-    own two ends. ``commas`` are the offsets of the trailing commas to drop, by default
-    every `split_commas` one.
+    starts, header ends and ends, which never fall inside a string literal. ``commas``
+    are the offsets of the trailing commas to drop, by default every `split_commas` one.
     """
 
     def __init__(
         self, source: bytes, docstrings: list[tuple[int, int]], boundaries: list[int],
-        marks: dict[int, bytes] | None = None, commas: Iterable[int] | None = None,
+        commas: Iterable[int] | None = None,
     ) -> None:
-        marks = marks or {}
         commas = set(split_commas(source) if commas is None else commas)
         # a docstring's start is where its prefix (r, u) starts, before its literal
-        stops = sorted(commas.union(boundaries, marks, (start for start, _ in docstrings)))
-        self._before: dict[int, int] = {}
-        self._after: dict[int, int] = {}
-        self._marks = marks
+        stops = sorted(commas.union(boundaries, (start for start, _ in docstrings)))
+        self._positions: dict[int, int] = {}
         self.code_parts: list[bytes] = []
         pieces: list[bytes] = []
         offset = length = 0
@@ -96,17 +90,13 @@ class NormalizedFile:
                     pieces.append(piece)
                     length += len(piece)
                     offset = position + (position in commas)
-                self._before[position] = length  # inside a literal: at its start
-                if position == offset and position in marks:
-                    pieces.append(marks[position])
-                    length += len(marks[position])
-                self._after[position] = length
+                self._positions[position] = length  # inside a literal: at its start
             piece = self._piece(is_code, source[offset:end], offset, docstrings)
             pieces.append(piece)
             length += len(piece)
             offset = end
         for position in stops[stop_index:]:
-            self._before[position] = self._after[position] = length
+            self._positions[position] = length
         self._text = b"".join(pieces)
 
     @staticmethod
@@ -122,11 +112,7 @@ class NormalizedFile:
         return part
 
     def slice(self, start: int, end: int) -> bytes:
-        """The normalized code from ``start`` to ``end``, without the marks at either."""
-        return self._text[self._after[start]:self._before[end]]
-
-    def marks_at(self, position: int) -> bytes:
-        return self._marks.get(position, b"")
+        return self._text[self._positions[start]:self._positions[end]]
 
 
 def split_commas(source: bytes) -> list[int]:

@@ -66,18 +66,6 @@ def _parser() -> tree_sitter.Parser:
 # pattern that starts with ``^`` is tried at every byte of the file (twice the time).
 _KEYWORD = re.compile(rb"(?:def|class|import|from)[ \t\\(.]")
 _BEFORE_KEYWORD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?")
-# The keywords of the statements and clauses that have a block (def and class aside).
-_COMPOUND_KEYWORD = re.compile(
-    rb"(?<![A-Za-z0-9_])(?:if|elif|else|for|while|with|try|except|finally|match|case)"
-    rb"(?![A-Za-z0-9_])"
-)
-# Where the block of the statement or clause a compound keyword starts is ("": last child).
-_BLOCK_FIELDS = {
-    "if_statement": "consequence", "elif_clause": "consequence", "else_clause": "body",
-    "for_statement": "body", "while_statement": "body", "with_statement": "body",
-    "try_statement": "body", "except_clause": "", "except_group_clause": "",
-    "finally_clause": "", "match_statement": "body", "case_clause": "consequence",
-}
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _IMPORTS = frozenset({"import_statement", "import_from_statement"})
 
@@ -99,11 +87,11 @@ def _outline(
     return definitions, imports
 
 
-def _statement_keywords(source: bytes, keyword_re: re.Pattern[bytes] = _KEYWORD) -> Iterator[int]:
-    """Offsets of the keywords that ``keyword_re`` finds where a statement may start: at the
+def _statement_keywords(source: bytes) -> Iterator[int]:
+    """Offsets of the keywords that ``_KEYWORD`` finds where a statement may start: at the
     start of a line, or after the last ``;`` or ``:`` before them on their line. A lone CR
     is taken for a character (`universal_newlines` makes it a LF first)."""
-    for match in keyword_re.finditer(source):
+    for match in _KEYWORD.finditer(source):
         keyword = match.start()
         line_start = source.rfind(b"\n", 0, keyword) + 1
         statement_start = max(line_start, source.rfind(b";", line_start, keyword) + 1,
@@ -144,9 +132,8 @@ def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBl
     finder = _Finder(text)
     definitions = finder.find(root, definition_nodes)
     docstrings = sorted(finder.docstrings)
-    marks = _statement_marks(text, finder.blocks + _compound_blocks(text, root), docstrings)
     commas = _dropped_commas(text, root)
-    normalized = _normalized_file(text, definitions, docstrings, marks, commas)
+    normalized = _normalized_file(text, definitions, docstrings, commas)
     return ParsedBlob(
         blob_id,
         _fingerprint(source, definitions, normalized),
@@ -161,7 +148,6 @@ class _Finder:
     def __init__(self, source: bytes) -> None:
         self._source = source
         self.docstrings: list[tuple[int, int]] = []
-        self.blocks: list[tree_sitter.Node] = []  # the bodies of the definitions
 
     def find(
         self, root: tree_sitter.Node, nodes: Iterable[tree_sitter.Node]
@@ -202,7 +188,6 @@ class _Finder:
             outer = node
         end_node = _content_end(node, self._source)
         self._note_docstring(body)
-        self.blocks.append(body)
         is_class = node.type == "class_definition"
         kind = SymbolKind.CLASS if is_class else (
             SymbolKind.METHOD if in_class else SymbolKind.FUNCTION
@@ -321,43 +306,6 @@ def _content_end(node: tree_sitter.Node, source: bytes) -> tree_sitter.Node:
     return node
 
 
-def _compound_blocks(source: bytes, root: tree_sitter.Node) -> list[tree_sitter.Node]:
-    """The blocks of the if, for, while, with, try and match statements and of their
-    clauses (found from their keywords, as definitions are)."""
-    blocks = []
-    for keyword in _statement_keywords(source, _COMPOUND_KEYWORD):
-        statement = root.named_descendant_for_byte_range(keyword, keyword + 1)
-        field = _BLOCK_FIELDS.get(statement.type)
-        if field is None or statement.start_byte > keyword:
-            continue
-        block = statement.child_by_field_name(field) if field else statement.children[-1]
-        if block is not None and block.type == "block":
-            blocks.append(block)
-    return blocks
-
-
-def _statement_marks(
-    source: bytes, blocks: Iterable[tree_sitter.Node], docstrings: list[tuple[int, int]]
-) -> dict[int, bytes]:
-    """What the line breaks and indentation of ``blocks`` say, as marks to normalize with:
-    ``;`` before each statement (not comments, not docstrings) and ``}`` at each block's
-    end (its last statement's, trailing comments left out)."""
-    skipped = set(docstrings)
-    starts: set[int] = set()
-    ends: dict[int, int] = {}
-    for block in blocks:
-        for statement in block.named_children:
-            span = (statement.start_byte, statement.end_byte)
-            if statement.type != "comment" and span not in skipped:
-                starts.add(span[0])
-        end = _content_end(block, source).end_byte
-        ends[end] = ends.get(end, 0) + 1
-    marks = {position: b"}" * count for position, count in ends.items()}
-    for position in starts:
-        marks[position] = marks.get(position, b"") + b";"
-    return marks
-
-
 def _dropped_commas(source: bytes, root: tree_sitter.Node) -> list[int]:
     """The split trailing commas to normalize away: all but those that make a tuple of one
     element, ``(x,)`` or ``t[x,]``, which would not be the same code without them."""
@@ -382,10 +330,10 @@ def _makes_one_tuple(comma: tree_sitter.Node) -> bool:
 
 def _normalized_file(
     source: bytes, definitions: list[_Definition], docstrings: list[tuple[int, int]],
-    marks: dict[int, bytes], commas: list[int],
+    commas: list[int],
 ) -> NormalizedFile:
     boundaries = [offset for d in definitions for offset in (d.start, d.header_end, d.end)]
-    return NormalizedFile(source, docstrings, boundaries, marks, commas)
+    return NormalizedFile(source, docstrings, boundaries, commas)
 
 
 def _fingerprint(
@@ -428,11 +376,8 @@ def _symbol(source: bytes, definition: _Definition, normalized: NormalizedFile) 
 
 
 def _normalized_body(definition: _Definition, normalized: NormalizedFile) -> bytes:
-    """The normalized code after the header; for a class, without its members' spans
-    (nor the marks at their ends)."""
+    """The normalized code after the header; for a class, without its members' spans."""
     position, pieces = definition.header_end, []
-    if not any(member.start == position for member in definition.members or ()):
-        pieces.append(normalized.marks_at(position))  # the first statement's
     for member in sorted(definition.members or (), key=lambda member: member.start):
         if member.start > position:
             pieces.append(normalized.slice(position, member.start))

@@ -207,6 +207,30 @@ SAME_PLACE = {
         "x: int = 1\n", "x: float = 1\n", "x", Verdict.CHANGED, (VALUE,),
         "value changed: x: int = 1 -> x: float = 1",
     ),
+    "return-dedented-out-of-a-loop": Case(
+        "def f(xs):\n    for x in xs:\n        g(x)\n        return x\n",
+        "def f(xs):\n    for x in xs:\n        g(x)\n    return x\n", "f",
+        Verdict.CHANGED, (BODY,),
+    ),
+    "else-moved-to-the-outer-if-in-a-method": Case(
+        "class C:\n    def m(self):\n        if a:\n            if b:\n                c()\n"
+        "            else:\n                d()\n",
+        "class C:\n    def m(self):\n        if a:\n            if b:\n                c()\n"
+        "        else:\n            d()\n", "C.m", Verdict.CHANGED, (BODY,),
+    ),
+    "two-statements-joined-into-one": Case(
+        "def f():\n    x = a\n    (b)\n", "def f():\n    x = a(b)\n", "f",
+        Verdict.CHANGED, (BODY,),
+    ),
+    "one-line-suite-split-and-semicolons-split-are-cosmetic": Case(
+        "def f():\n    if a: return 1\n    b = 2; c = 3\n",
+        "def f():\n    if a:\n        return 1\n    b = 2\n    c = 3\n", "f",
+        Verdict.COSMETIC,
+    ),
+    "reindented-with-a-docstring-added-is-cosmetic": Case(
+        "def f():\n    if a:\n        b()\n    c()\n",
+        'def f():\n  """Doc."""\n  if a:\n    b()\n  c()\n', "f", Verdict.COSMETIC,
+    ),
     "method-signature": Case(
         "class C:\n    @property\n    def a(self):\n        return 1\n",
         "class C:\n    @cached_property\n    def a(self):\n        return 1\n", "C.a",

@@ -1,0 +1,117 @@
+"""Where a definition's statements start and how deep they nest: what its line breaks and
+indentation say.
+
+The normalized fingerprint drops all white space (`indexer.fingerprints`), so two
+definitions can share it while their statements nest differently: ``return x`` dedented
+out of a loop, an ``else`` moved to the outer ``if``, ``f`` and ``(x)`` on two lines joined
+into ``f(x)``. ``changes.classify`` calls such a pair cosmetic only when their layouts are
+equal. Kept apart from indexing, which would pay for it on every blob: only pairs whose
+fingerprints are equal and whose text is not are compared.
+
+A layout is one ``(depth, head)`` per statement: its block depth, and its first token if
+that is a keyword (else the token's type, so a renamed target is the same layout). A
+compound statement's body on its own line or after its colon, and statements apart on
+two lines or joined by ``;``, are the same layout; a statement that is only string
+literals (a docstring) is left out, as the fingerprint leaves it out.
+"""
+
+from __future__ import annotations
+
+import io
+import keyword
+import tokenize
+from functools import lru_cache
+
+Layout = tuple[tuple[int, str], ...]
+
+_COMPOUND = frozenset({"if", "elif", "else", "for", "while", "with", "try", "except",
+                       "finally", "def", "class", "async", "match", "case"})
+_OPENING, _CLOSING = frozenset("([{"), frozenset(")]}")
+_SKIPPED = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER})
+
+
+def same_layout(old_source: str, new_source: str) -> bool:
+    """Whether two definitions' statements start and nest alike (true when either cannot
+    be tokenized: the fingerprints, which found them equal, have the last word)."""
+    old, new = layout(old_source), layout(new_source)
+    return old is None or new is None or old == new
+
+
+@lru_cache(maxsize=4096)
+def layout(source: str) -> Layout | None:
+    """The statements of ``source`` as ``(depth, head)``, or None when Python's tokenizer
+    refuses it (a syntax error tree-sitter recovered from)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return _undecorated(_statements(tokens))
+
+
+def _statements(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, str]]:
+    statements: list[tuple[int, str]] = []
+    line: list[tokenize.TokenInfo] = []
+    depth = brackets = lambdas = 0  # lambdas: those of the line whose colon is to come
+    opened_body = False  # the line's compound header has met its colon: a body follows
+
+    def end_line() -> None:
+        nonlocal line
+        if line and any(token.type != tokenize.STRING for token in line):
+            statements.append((depth, _head(line[0])))
+        line = []
+
+    for token in tokens:
+        if token.type in _SKIPPED:
+            continue
+        if token.type == tokenize.INDENT:
+            depth += 1
+        elif token.type == tokenize.DEDENT:
+            depth -= 1
+        elif token.type == tokenize.NEWLINE or (token.string == ";" and brackets == 0):
+            end_line()
+            if token.type == tokenize.NEWLINE and opened_body:
+                depth, opened_body = depth - 1, False
+        else:
+            brackets += (token.string in _OPENING) - (token.string in _CLOSING)
+            line.append(token)
+            if brackets or token.type != tokenize.NAME and token.string != ":":
+                continue
+            if token.string == "lambda":
+                lambdas += 1
+            elif token.string == ":" and lambdas:
+                lambdas -= 1
+            elif token.string == ":" and not opened_body and _is_header(line):
+                end_line()
+                depth, opened_body = depth + 1, True
+    end_line()
+    return statements
+
+
+def _undecorated(statements: list[tuple[int, str]]) -> Layout:
+    """``statements`` at the depths they have under their decorators: a span starts at its
+    first decorator, after the indentation of its line, which the tokenizer sees as the
+    ``def`` line's indentation, one level in."""
+    decorators = 0
+    while decorators < len(statements) and statements[decorators][1] == "OP":
+        decorators += 1
+    if not decorators or decorators == len(statements):
+        return tuple(statements)
+    base = statements[decorators][0]
+    return tuple((0, head) for _, head in statements[:decorators]) + tuple(
+        (depth - base, head) for depth, head in statements[decorators:]
+    )
+
+
+def _is_header(line: list[tokenize.TokenInfo]) -> bool:
+    """Whether the colon that ends ``line`` ends a compound statement's header (not an
+    annotation's: ``case: int = 1`` names a variable)."""
+    return line[0].string in _COMPOUND and (
+        line[0].string not in ("match", "case") or len(line) > 2
+    )
+
+
+def _head(token: tokenize.TokenInfo) -> str:
+    if token.type == tokenize.NAME and (keyword.iskeyword(token.string)
+                                        or keyword.issoftkeyword(token.string)):
+        return token.string
+    return tokenize.tok_name[token.type]
