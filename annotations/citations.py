@@ -31,14 +31,7 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
                                               ref.end_line, ref.version, ref.repo)
             return [row for row in rows if ref.start_line is None
                     or _links_into(row, ref.start_line, ref.end_line or ref.start_line)]
-    rows = claim_store.links_to(database, symbol.rsplit(":", 1)[-1])
-    seen = {link_key(row) for row in rows}
-    for path, qualname in sorted(_defined_as(database, config, symbol)):
-        for row in claim_store.links_to(database, qualname, path):
-            if link_key(row) not in seen:
-                seen.add(link_key(row))
-                rows.append(row)
-    return rows
+    return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
 
 
 def member_links(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:
@@ -50,10 +43,19 @@ def member_links(database: Database, config: ProjectConfig, symbol: str) -> list
             return claim_store.links_to_members(database, ref.qualname or "", ref.path)
         if ref.form is not RefForm.DOTTED:
             return []
-    rows = claim_store.links_to_members(database, symbol.rsplit(":", 1)[-1])
+    return _by_name_and_definitions(database, config, symbol, claim_store.links_to_members)
+
+
+def _by_name_and_definitions(
+    database: Database, config: ProjectConfig, symbol: str,
+    links: Callable[..., list[dict]],
+) -> list[dict]:
+    """``links(database, qualname[, path])`` of ``symbol`` read as a qualname, then of each
+    definition it names through imports (`_defined_as`), each link once."""
+    rows = links(database, symbol.rsplit(":", 1)[-1])
     seen = {link_key(row) for row in rows}
     for path, qualname in sorted(_defined_as(database, config, symbol)):
-        for row in claim_store.links_to_members(database, qualname, path):
+        for row in links(database, qualname, path):
             if link_key(row) not in seen:
                 seen.add(link_key(row))
                 rows.append(row)
