@@ -327,12 +327,13 @@ def test_failure_before_the_version_row_leaves_nothing(
         assert database.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] > 0
         raise RuntimeError("injected between the blobs and the version")
 
+    now = queries._now
     monkeypatch.setattr(queries, "_now", explode)
     with pytest.raises(RuntimeError, match="injected"):
         index_version(database, config, "vllm", "v0.1.0")
     assert table_counts(database) == dict.fromkeys(INDEX_TABLES, 0)
     assert not database.conn.in_transaction
-    monkeypatch.undo()
+    monkeypatch.setattr(queries, "_now", now)  # not undo(): the isolation stays
     outcome = index_version(database, config, "vllm", "v0.1.0")  # and it can be done again
     assert outcome.parsed == table_counts(database)["blobs"] - len(fv.NON_PYTHON_FILES)
 
