@@ -42,7 +42,9 @@ def layout(source: str) -> Layout | None:
     """The statements of ``source`` as ``(depth, head)``, or None when Python's tokenizer
     refuses it (a syntax error tree-sitter recovered from)."""
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        # newline=None: a lone \r ends a line, as it does for Python
+        lines = io.StringIO(source, newline=None).readline
+        tokens = list(tokenize.generate_tokens(lines))
     except (tokenize.TokenError, SyntaxError):
         return None
     return _undecorated(_statements(tokens))

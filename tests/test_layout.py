@@ -50,6 +50,11 @@ CASES = [
     pytest.param("@a\n    @b\n    def f():\n        return 1\n",
                  "@a\n@b\ndef f():\n    if x:\n        return 1\n", False,
                  id="decorated-and-indented-with-a-body-change"),
+    pytest.param("def f():\r    for x in y:\r        g(x)\r        return x\r",
+                 "def f():\r    for x in y:\r        g(x)\r    return x\r", False,
+                 id="return-dedented-out-of-a-loop-with-lone-cr-line-ends"),
+    pytest.param("def f():\r    if x: return 1\r", "def f():\n    if x:\n        return 1\n",
+                 True, id="lone-cr-and-lf-line-ends"),
     pytest.param("def f():\n    x = '''\nunclosed\n", "def f():\n    x = 1\n", True,
                  id="untokenizable-source-trusts-the-fingerprint"),
 ]
