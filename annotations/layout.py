@@ -74,7 +74,8 @@ def _statements(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, str]]:
             if token.type == tokenize.NEWLINE and opened_body:
                 depth, opened_body = depth - 1, False
         else:
-            brackets += (token.string in _OPENING) - (token.string in _CLOSING)
+            if token.type == tokenize.OP:  # not an f-string's text: f"({x}"
+                brackets += (token.string in _OPENING) - (token.string in _CLOSING)
             line.append(token)
             if brackets or token.type != tokenize.NAME and token.string != ":":
                 continue

@@ -55,6 +55,9 @@ CASES = [
                  id="return-dedented-out-of-a-loop-with-lone-cr-line-ends"),
     pytest.param("def f():\r    if x: return 1\r", "def f():\n    if x:\n        return 1\n",
                  True, id="lone-cr-and-lf-line-ends"),
+    pytest.param("def f():\n    x = f\"({a}\"\n    if x: return 1\n",
+                 "def f():\n    x = f\"({a}\"\n    if x:\n        return 1\n", True,
+                 id="a-bracket-in-an-f-string-text"),  # an FSTRING_MIDDLE on Python 3.12+
     pytest.param("def f():\n    x = '''\nunclosed\n", "def f():\n    x = 1\n", True,
                  id="untokenizable-source-trusts-the-fingerprint"),
 ]
