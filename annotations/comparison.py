@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-37"  # bump when matching or the stored diffs change: old cache rows are ignored
+ENGINE = "matcher-38"  # bump when matching or the stored diffs change: old cache rows are ignored
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _changed_lines(
     comparer: SymbolComparer, pinned: Resolved, target_key: int, blob_id: str, target: str
 ) -> Comparison:
     """Lines that no longer stand: diffed as the definition holding them, with where it is at
-    the target (lines above it may have come or gone), else as the same lines there."""
+    the target when it moved (lines above it came or went), else as the same lines there."""
     message = (f"lines {pinned.start_line}-{pinned.end_line} of {pinned.path} no longer "
                f"stand as written at {target}")
     holder = _holder(comparer.resolver, pinned)
@@ -110,8 +110,11 @@ def _changed_lines(
                              inside[0] - pinned.start_line, new.path)
         return Comparison(Status.MOVED, f"{pinned.path} no longer holds them; they stand in "
                           f"{holder.qualname} at {moved.path}#L{moved.start_line}", moved)
+    diff = symbol_diff(comparer.resolver, holder, new)
+    if (new.path, new.start_line) == (pinned.path, holder.start_line):
+        new = _moved_lines(pinned, target_key, blob_id, target, 0)  # their definition stayed
     return Comparison(Status.CHANGED, f"{message} ({holder.qualname} holds them)", new,
-                      ("body",), (), symbol_diff(comparer.resolver, holder, new))
+                      ("body",), (), diff)
 
 
 def _holder(resolver: Resolver, pinned: Resolved) -> Resolved | None:

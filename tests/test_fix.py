@@ -704,8 +704,10 @@ def test_bump_refuses_changed_lines_that_other_lines_replaced_at_their_numbers(
         stderr)
 
 
-def test_bump_moves_the_pin_of_lines_changed_where_they_stood() -> None:
-    text = STYLE_HEAD + "  - id: c\n    text: x\n    refs: [vllm/utils.py#L10-L12]\n"
+@pytest.mark.parametrize("lines", ["L10-L12", "L11-L12"],
+                         ids=["a-whole-definition", "lines-inside-a-definition"])
+def test_bump_moves_the_pin_of_lines_changed_where_they_stood(lines: str) -> None:
+    text = STYLE_HEAD + f"  - id: c\n    text: x\n    refs: [vllm/utils.py#{lines}]\n"
     path = write("annotations/style.yml", text)
     assert fix("--bump", "c").exit_code == 0
     assert path.read_text(encoding="utf-8") == text.replace("id: c\n", "id: c\n    at: vllm@v2\n")
