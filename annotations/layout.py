@@ -59,7 +59,7 @@ def _statements(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, str]]:
     def end_line() -> None:
         nonlocal line
         if line and any(token.type != tokenize.STRING for token in line):
-            statements.append((depth, _head(line[0])))
+            statements.append((depth, _head(line)))
         line = []
 
     for token in tokens:
@@ -113,8 +113,16 @@ def _is_header(line: list[tokenize.TokenInfo]) -> bool:
     )
 
 
-def _head(token: tokenize.TokenInfo) -> str:
+def _head(line: list[tokenize.TokenInfo]) -> str:
+    token = line[0]
     if token.type == tokenize.NAME and (keyword.iskeyword(token.string)
-                                        or keyword.issoftkeyword(token.string)):
+                                        or _soft_keyword_used(line)):
         return token.string
     return tokenize.tok_name[token.type]
+
+
+def _soft_keyword_used(line: list[tokenize.TokenInfo]) -> bool:
+    """Whether ``line`` starts with a soft keyword used as one (``match x:``, ``type X =
+    int``), not as a name (``match = m``, ``type: str``: a renamed target is the same)."""
+    return keyword.issoftkeyword(line[0].string) and len(line) > 1 and (
+        line[1].type in (tokenize.NAME, tokenize.NUMBER, tokenize.STRING))

@@ -44,6 +44,8 @@ CASES = [
                  "class A:\n    case: int = 1\n    match: str = ''\n", True,
                  id="soft-keywords-as-annotated-names"),
     pytest.param("x = 1\n", "y = 1\n", True, id="a-renamed-target"),
+    pytest.param("match = 1  # m\n", "found = 1\n", True,
+                 id="a-renamed-target-named-like-a-soft-keyword"),
     pytest.param("@strict\n    class C(B):\n        x: int = 1\n",
                  "@strict\nclass C(B):\n    x: int = 1\n", True,
                  id="decorated-class-out-of-an-if-block"),
