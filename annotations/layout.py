@@ -58,7 +58,7 @@ def _statements(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, str]]:
 
     def end_line() -> None:
         nonlocal line
-        if line and any(token.type != tokenize.STRING for token in line):
+        if line and not all(map(_is_text_literal, line)):
             statements.append((depth, _head(line)))
         line = []
 
@@ -103,6 +103,13 @@ def _undecorated(statements: list[tuple[int, str]]) -> Layout:
     return tuple((0, head) for _, head in statements[:decorators]) + tuple(
         (depth - base, head) for depth, head in statements[decorators:]
     )
+
+
+def _is_text_literal(token: tokenize.TokenInfo) -> bool:
+    """Whether ``token`` is a literal that does nothing as a statement: not an f-string,
+    which Python evaluates (a STRING token before 3.12, FSTRING_START tokens after)."""
+    return token.type == tokenize.STRING and "f" not in (
+        token.string[:token.string.find(token.string[-1])].lower())
 
 
 def _is_header(line: list[tokenize.TokenInfo]) -> bool:
