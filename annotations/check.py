@@ -266,7 +266,7 @@ def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> l
 def _missing_use(comparer: SymbolComparer, use: str, new: Resolved) -> str:
     """A ``uses:`` target the symbol no longer names; when it refers to where that target
     moved (a class renamed), says so: its ``uses:`` is to be written anew."""
-    successor = _successor(comparer, use, new.version_key)
+    successor = _successor(comparer, use, new)
     if successor is None or comparer.resolver.unnamed_uses_in(
             new, [{"written": successor.canonical, "qualname": successor.qualname}]):
         return use
@@ -274,15 +274,16 @@ def _missing_use(comparer: SymbolComparer, use: str, new: Resolved) -> str:
             "its uses:)")
 
 
-def _successor(comparer: SymbolComparer, use: str, target_key: int) -> Resolved | None:
-    """Where a ``uses:`` target moved at the target version, when it moved to one place."""
+def _successor(comparer: SymbolComparer, use: str, new: Resolved) -> Resolved | None:
+    """Where a ``uses:`` target of ``new``'s repo moved at ``new``'s version, when it moved
+    to one place (a target in another repo is not sought in this one)."""
     try:
         old = comparer.resolver.resolve(parse_ref(use))
     except AnnotationError:  # not a symbol ref, or its version is gone from the index
         return None
-    if old.qualname is None:
+    if old.qualname is None or old.repo != new.repo:
         return None
-    moved = comparer.compare(old, target_key)
+    moved = comparer.compare(old, new.version_key)
     return moved.new if moved.status is Status.MOVED and not moved.candidates else None
 
 

@@ -744,6 +744,27 @@ def test_bump_pins_a_claim_at_its_own_repos_target_when_it_cites_another_repo() 
     assert set(statuses().values()) == {"fresh"}
 
 
+def test_a_uses_target_of_another_repo_is_not_sought_in_the_refs_repo() -> None:
+    """LMCache's lru_cache did not move to vLLM's cache, however alike their code."""
+    Path("annotate.toml").write_text(
+        '[repos.vllm]\nversions = ["v0", "v1", "v2", "v3"]\n[repos.lmcache]\nversions = ["a1"]\n')
+    body = "(function):\n    memo = {}\n    return wraps(function)(lambda *a: memo.get(a))\n"
+    write("src/lm/lmcache/utils.py", "def lru_cache" + body)
+    assert run("index", "lmcache@a1", "--from", "src/lm").exit_code == 0
+    for rel, text in {**V2, "vllm/caching.py": "def cache" + body}.items():
+        write(Path("src/v3", rel), text)
+    assert run("index", "vllm@v3", "--from", "src/v3").exit_code == 0
+    text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            "    refs:\n      - ref: vllm/utils.py::get_cpu_memory\n"
+            "        uses: [lmcache@a1:lmcache/utils.py::lru_cache]\n")
+    write("annotations/s.yml", text)
+    result = run("check", "--against", "vllm@v3", "--format", "json", "--exit-zero")
+    [result] = json.loads(result.stdout)["results"]
+    assert (result["status"], result["message"]) == (
+        "relation-missing", "vllm@v3:vllm/utils.py::get_cpu_memory no longer refers to "
+        "lmcache@a1:lmcache/utils.py::lru_cache")
+
+
 @pytest.mark.parametrize("order", [("one", "two"), ("two", "one")], ids=["one-first", "two-first"])
 def test_two_bumps_in_one_file_in_either_order(order: tuple[str, str]) -> None:
     text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: one\n    text: x\n"
