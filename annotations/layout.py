@@ -65,25 +65,26 @@ def _statements(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, str]]:
     for token in tokens:
         if token.type in _SKIPPED:
             continue
+        # not an f-string's text, whatever it holds (f"({x}:" on Python 3.12+)
+        operator = token.string if token.type == tokenize.OP else None
         if token.type == tokenize.INDENT:
             depth += 1
         elif token.type == tokenize.DEDENT:
             depth -= 1
-        elif token.type == tokenize.NEWLINE or (token.string == ";" and brackets == 0):
+        elif token.type == tokenize.NEWLINE or (operator == ";" and brackets == 0):
             end_line()
             if token.type == tokenize.NEWLINE and opened_body:
                 depth, opened_body = depth - 1, False
         else:
-            if token.type == tokenize.OP:  # not an f-string's text: f"({x}"
-                brackets += (token.string in _OPENING) - (token.string in _CLOSING)
+            brackets += (operator in _OPENING) - (operator in _CLOSING)
             line.append(token)
-            if brackets or token.type != tokenize.NAME and token.string != ":":
+            if brackets or token.type != tokenize.NAME and operator != ":":
                 continue
             if token.string == "lambda":
                 lambdas += 1
-            elif token.string == ":" and lambdas:
+            elif operator == ":" and lambdas:
                 lambdas -= 1
-            elif token.string == ":" and not opened_body and _is_header(line):
+            elif operator == ":" and not opened_body and _is_header(line):
                 end_line()
                 depth, opened_body = depth + 1, True
     end_line()

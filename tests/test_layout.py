@@ -63,6 +63,9 @@ CASES = [
     pytest.param("def f():\n    x = f\"({a}\"\n    if x: return 1\n",
                  "def f():\n    x = f\"({a}\"\n    if x:\n        return 1\n", True,
                  id="a-bracket-in-an-f-string-text"),  # an FSTRING_MIDDLE on Python 3.12+
+    pytest.param("def f():\n    if f\"{a}:{b}\": return 1\n",
+                 "def f():\n    if f\"{a}:{b}\":\n        return 1\n", True,
+                 id="a-colon-in-an-f-string-text-of-a-header"),
     pytest.param("def f():\n    x = '''\nunclosed\n", "def f():\n    x = 1\n", True,
                  id="untokenizable-source-trusts-the-fingerprint"),
 ]
@@ -78,3 +81,8 @@ def test_layout_lists_each_statement_with_its_depth_and_keyword() -> None:
     assert layout(source) == (
         (0, "OP"), (0, "def"), (1, "if"), (2, "return"), (1, "NAME"), (1, "NAME"),
     )
+
+
+def test_a_semicolon_in_an_f_string_text_ends_no_statement() -> None:
+    """On Python 3.12+ the tokenizer gives the text ``;`` a token of its own."""
+    assert layout('def f():\n    x = f"{a};"\n    y\n') == ((0, "def"), (1, "NAME"), (1, "NAME"))
