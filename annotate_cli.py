@@ -1085,13 +1085,20 @@ def _write_report(path: Path | None, text: str) -> None:
 def _replace_whole(path: Path, data: bytes) -> None:
     """Write ``data`` to a file beside ``path``, then rename it over ``path``: a full disk
     or Ctrl-C leaves the previous report whole, never a part of the new one. A device or
-    pipe (``--output /dev/stdout``) is written to as it is."""
+    pipe (``--output /dev/stdout``), or a file one may write in a folder one may not add a
+    file to, is written to as it is."""
     if path.exists() and not path.is_file():
         path.write_bytes(data)
         return
     target = Path(os.path.realpath(path))  # a symlink stays one
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                                    dir=target.parent)
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
+                                        dir=target.parent)
+    except PermissionError:
+        if not target.is_file():
+            raise
+        target.write_bytes(data)
+        return
     partial = Path(name)
     try:
         with os.fdopen(handle, "wb") as file:

@@ -703,6 +703,31 @@ def test_a_report_keeps_the_mode_a_written_file_has(indexed_db: Path) -> None:
     assert kept.read_text().startswith("## annotate check")
 
 
+
+def test_a_report_file_in_a_folder_that_takes_no_new_file_is_written_in_place(
+    indexed_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report one may write in a folder one may not add a file to, as before reports were
+    renamed into place (root, the tests' user in CI, is never refused: the folder's answer
+    to a new file is stood in for)."""
+    _an_annotation_file("vllm/utils.py::cdiv")
+    report = Path("locked/report.md").resolve()
+    report.parent.mkdir()
+    report.write_text("the previous report\n")
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
+        if Path(dir) == report.parent:
+            raise PermissionError(13, "Permission denied", dir)
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    result = run("check", "--exit-zero", "--format", "markdown", "--output", str(report))
+    assert (result.exit_code, result.output) == (0, "")
+    assert report.read_text().startswith("## annotate check")
+    assert sorted(path.name for path in report.parent.iterdir()) == ["report.md"]
+
+
 # ------------------------------------------------------------------------------ databases
 
 
