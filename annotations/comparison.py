@@ -119,9 +119,14 @@ def _changed_lines(
 
 def _holder(resolver: Resolver, pinned: Resolved) -> Resolved | None:
     """The innermost definition that holds all the pinned lines, if any."""
-    holding = [d for d in resolver.definitions(pinned)
-               if d.start_line <= pinned.start_line and d.end_line >= pinned.end_line]
-    return min(holding, key=lambda d: d.end_line - d.start_line, default=None)
+    return min(_holding(resolver.definitions(pinned), pinned),
+               key=lambda d: d.end_line - d.start_line, default=None)
+
+
+def _holding(definitions: list[Resolved], pinned: Resolved) -> list[Resolved]:
+    """The ``definitions`` that hold all the pinned lines."""
+    return [d for d in definitions
+            if d.start_line <= pinned.start_line and d.end_line >= pinned.end_line]
 
 
 MAX_PLACES = 5
@@ -192,8 +197,7 @@ def _successor_paths(
     """The target files where the definitions around the pinned lines went: those that
     hold them, and the nearest top-level ones above and below."""
     definitions = comparer.resolver.definitions(pinned)
-    around = [d for d in definitions
-              if d.start_line <= pinned.start_line and d.end_line >= pinned.end_line]
+    around = _holding(definitions, pinned)
     top_level = [d for d in definitions if d.qualname and "." not in d.qualname]
     above = [d for d in top_level if d.end_line < pinned.start_line][-1:]
     below = [d for d in top_level if d.start_line > pinned.end_line][:1]
