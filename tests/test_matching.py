@@ -777,6 +777,9 @@ class {name}({bases}):
             return (num_blocks, block_size, 584)
         return (num_blocks, block_size, head_size)
 """
+V4_SPARSE_BACKEND = {"a.py": SPARSE_BACKEND.format(name="DeepseekV4FlashMLASparseBackend",
+                                                   bases="FlashMLASparseBackend", extra="")}
+"""v0.20.0's DeepseekV4FlashMLASparseBackend, whose class moved, renamed and rewritten."""
 BACKEND_EXTRAS = """\
     supported_dtypes = [torch.bfloat16]
     supported_kv_cache_dtypes = ["auto", "bfloat16", "fp8_ds_mla", "fp8"]
@@ -882,24 +885,21 @@ MOVES = {
         "KimiDeltaAttention", Verdict.REMOVED,
     ),
     "class-renamed-and-rewritten-elsewhere-follows-its-method-seconded-by-a-short-one": MoveCase(
-        {"a.py": SPARSE_BACKEND.format(name="DeepseekV4FlashMLASparseBackend",
-                                       bases="FlashMLASparseBackend", extra="")},
+        V4_SPARSE_BACKEND,
         {"v4/sparse_mla.py": SPARSE_BACKEND.format(
             name="DeepseekV4FlashMLABackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
         "DeepseekV4FlashMLASparseBackend", Verdict.MOVED,
         "v4/sparse_mla.py::DeepseekV4FlashMLABackend",
     ),
     "its-short-method-follows-it-there": MoveCase(
-        {"a.py": SPARSE_BACKEND.format(name="DeepseekV4FlashMLASparseBackend",
-                                       bases="FlashMLASparseBackend", extra="")},
+        V4_SPARSE_BACKEND,
         {"v4/sparse_mla.py": SPARSE_BACKEND.format(
             name="DeepseekV4FlashMLABackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
         "DeepseekV4FlashMLASparseBackend.get_supported_kernel_block_sizes", Verdict.MOVED,
         "v4/sparse_mla.py::DeepseekV4FlashMLABackend.get_supported_kernel_block_sizes",
     ),
     "class-seconded-by-a-short-method-does-not-follow-it-to-a-class-named-unlike-it": MoveCase(
-        {"a.py": SPARSE_BACKEND.format(name="DeepseekV4FlashMLASparseBackend",
-                                       bases="FlashMLASparseBackend", extra="")},
+        V4_SPARSE_BACKEND,
         {"v4/sparse_mla.py": SPARSE_BACKEND.format(
             name="TokenspeedBackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
         "DeepseekV4FlashMLASparseBackend", Verdict.REMOVED,
