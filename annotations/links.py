@@ -411,8 +411,8 @@ def _use_row(resolver: Resolver, text: str) -> dict:
         return {"written": text}
     except AnnotationError as error:
         return {"written": text, "error": error}
-    return {"written": text, "resolved": used.canonical, "path": used.path,
-            "qualname": used.qualname}
+    return {"written": text, "resolved": used.canonical, "repo": used.repo,
+            "version": used.version, "path": used.path, "qualname": used.qualname}
 
 
 def _resolved_columns(resolved: Resolved) -> dict:

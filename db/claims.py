@@ -110,9 +110,11 @@ def _insert_ref(conn, claim_key: int, ref: dict) -> None:
         [values.get(column) for column in REF_COLUMNS],
     ).lastrowid
     conn.executemany(
-        "INSERT INTO claim_uses (ref, written, resolved, path, qualname) VALUES (?,?,?,?,?)",
+        "INSERT INTO claim_uses (ref, written, resolved, repo, version, path, qualname)"
+        " VALUES (?,?,?,?,?,?,?)",
         (
-            (ref_key, use["written"], use.get("resolved"), use.get("path"), use.get("qualname"))
+            (ref_key, use["written"], use.get("resolved"), use.get("repo"), use.get("version"),
+             use.get("path"), use.get("qualname"))
             for use in ref.get("uses", ())
         ),
     )

@@ -247,5 +247,26 @@ UPDATE blobs SET extractor = '' WHERE parsed = 0 AND skipped IS NULL
     AND EXISTS (SELECT 1 FROM files f WHERE f.blob_id = blobs.id AND substr(f.path, -3) = '.py');
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# A claim's ``uses:`` targets are cited too (``annotate diff --annotated`` lists a target
+# that moved while the claim's symbol stopped naming it). A target's repo and version,
+# known before only inside its canonical ``resolved`` (``REPO@VERSION:...``: neither
+# part holds a ':' or an '@'), are columns of their own, as a ref's are.
+_V9 = """
+ALTER TABLE claim_uses ADD COLUMN repo TEXT;
+ALTER TABLE claim_uses ADD COLUMN version TEXT;
+UPDATE claim_uses SET
+    repo = substr(resolved, 1, instr(resolved, '@') - 1),
+    version = substr(resolved, instr(resolved, '@') + 1,
+                     instr(resolved, ':') - instr(resolved, '@') - 1)
+    WHERE instr(resolved, '@') > 1 AND instr(resolved, ':') > instr(resolved, '@');
+CREATE VIEW claim_use_links AS
+    SELECT a.path AS article, a.title, c.claim_id, c.text, c.source_file, r.line,
+           u.written, u.resolved, u.repo, u.version, u.path, u.qualname,
+           r.written AS ref_written, r.repo AS ref_repo, r.version AS ref_version,
+           r.path AS ref_path, r.qualname AS ref_qualname, r.state
+    FROM claim_uses u JOIN claim_refs r ON r.id = u.ref JOIN claims c ON c.id = r.claim
+    JOIN articles a ON a.path = c.article;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +18,15 @@ from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from db.database import Database
+
+
+def undo_uses_pins(conn: sqlite3.Connection) -> None:
+    """Take a database back before migration 9, for a test that sets an older
+    ``user_version`` on it (migration 9 adds these again)."""
+    conn.execute("DROP VIEW claim_use_links")
+    conn.execute("ALTER TABLE claim_uses DROP COLUMN repo")
+    conn.execute("ALTER TABLE claim_uses DROP COLUMN version")
+
 
 LEAKY_PREFIXES = ("GIT_", "PIP_", "GITHUB_", "ANNOTATE_")
 """The user's variables that would point a test's git, pip, cache or report paths at the

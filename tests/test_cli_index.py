@@ -16,7 +16,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import DB, run_annotate, write_file
+from fakeproject import DB, run_annotate, undo_uses_pins, write_file
 from fakeproject import invoke as run
 from fakevllm import FakeRepo
 
@@ -121,6 +121,7 @@ def _as_schema_5(path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("DROP INDEX blobs_extractor")
         conn.execute("ALTER TABLE blobs DROP COLUMN extractor")
+        undo_uses_pins(conn)
         conn.execute("PRAGMA user_version = 5")
 
 

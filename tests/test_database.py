@@ -212,6 +212,36 @@ def test_an_unparsed_python_blob_of_a_schema_7_database_is_marked_for_parsing(
     assert marked == [("big", "x"), ("py", ""), ("txt", "x")]  # a skipped blob stays skipped
 
 
+def test_the_uses_targets_of_a_schema_8_database_keep_their_rows_with_repo_and_version(
+    tmp_path: Path
+) -> None:
+    """_V9 splits a target's repo and version out of its canonical ``resolved``, and
+    ``claim_use_links`` lists the targets with their claims and refs."""
+    path = tmp_path / "index.db"
+    target = "vllm@v0.20.0:vllm/model_executor/layers/kda.py::KimiDeltaAttention"
+    _at_schema(
+        path, 8, "INSERT INTO articles VALUES ('kimi.md', 'Kimi', 'kimi.yml')",
+        "INSERT INTO claims VALUES (1, 'kimi.md', 'kda', 'x', NULL, 'kimi.yml', 3)",
+        "INSERT INTO claim_refs (id, claim, seq, written, line, repo, version, path, qualname,"
+        " state) VALUES (7, 1, 0, 'm.py::L.__init__', 5, 'vllm', 'v0.20.0', 'm.py',"
+        " 'L.__init__', 'linked')",
+        f"INSERT INTO claim_uses VALUES (7, '{target}', '{target}',"
+        " 'vllm/model_executor/layers/kda.py', 'KimiDeltaAttention')",
+        "INSERT INTO claim_uses (ref, written) VALUES (7, 'vllm@v0.23.1rc0:a.py::B')",
+    )
+    with open_database(path) as database:
+        rows = database.conn.execute(
+            "SELECT written, repo, version, qualname FROM claim_uses ORDER BY rowid").fetchall()
+        links = list(database.query("SELECT article, claim_id, line, version, qualname,"
+                                    " ref_written, ref_path FROM claim_use_links"))
+    assert rows == [(target, "vllm", "v0.20.0", "KimiDeltaAttention"),
+                    ("vllm@v0.23.1rc0:a.py::B", None, None, None)]  # unresolved: not indexed
+    assert links[0] == {"article": "kimi.md", "claim_id": "kda", "line": 5,
+                        "version": "v0.20.0", "qualname": "KimiDeltaAttention",
+                        "ref_written": "m.py::L.__init__", "ref_path": "m.py"}
+    assert _full_schema(path) == _full_schema(_fresh(tmp_path / "fresh.db"))
+
+
 def _fresh(path: Path) -> Path:
     with open_database(path):
         pass

@@ -627,3 +627,111 @@ def test_same_version_lists_nothing(project: Path) -> None:
     report = diff_json(project, "v0.2.0", "v0.2.0")
     assert report["listed"] == dict.fromkeys(TITLES, 0)
     assert report["counts"]["unchanged"] > 0
+
+
+# --- uses: relations ------------------------------------------------------------------
+
+TOY_CONFIG = '[repos.toy]\ngithub = "example/toy"\nversions = ["k1", "k2"]\ntarget = "k2"\n'
+KDA = '''\
+class {name}:
+    def __init__(self, heads, head_dim):
+        self.heads = heads
+        self.head_dim = head_dim
+
+    def forward(self, q, k, v, beta):
+        state = self.state_of(q)
+        return delta_rule(state, q, k, v, beta)
+
+    def state_of(self, q):
+        return q.new_zeros(self.heads, self.head_dim, self.head_dim)
+'''
+CACHE_K1 = '''\
+class BlockCache:
+    def get(self, key):
+        return self.blocks[key]
+'''
+LAYER = '''\
+from toy.kda import {attention}
+from toy.cache import BlockCache
+
+
+def helper(x):
+    return x
+
+
+class DecoderLayer:
+    def __init__(self, config):
+        self.is_kda = config.is_kda
+        self.attn = {attention}(config.heads, config.head_dim)
+        self.cache = BlockCache()
+
+    def forward(self, x):
+        """Runs the layer."""
+        return {forward}
+'''
+TOY = {
+    "k1": {"toy/kda.py": KDA.format(name="KimiDeltaAttention"),
+           "toy/cache.py": CACHE_K1,
+           "toy/layer.py": LAYER.format(attention="KimiDeltaAttention",
+                                        forward="helper(self.attn.forward(x))")},
+    "k2": {"toy/kda.py": KDA.format(name="KimiGatedDeltaNetAttention"),
+           "toy/cache.py": CACHE_K1.replace("self.blocks[key]", "self.blocks.get(key)"),
+           "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
+                                        forward="self.attn.forward(x)")},
+}
+# Each claim's ref is a symbol of toy/layer.py, with a quote that stands at k2 and one
+# uses: target; then (listed symbol, section, the ref that uses it when cited through
+# uses:) of every entry citing the claim in the annotated diff, and check's status.
+_INIT = "DecoderLayer.__init__"
+_QUOTE = "self.is_kda = config.is_kda"
+USES_CASES = {
+    "target-renamed": (
+        _INIT, _QUOTE, "toy/kda.py::KimiDeltaAttention",
+        {("toy/layer.py::DecoderLayer.__init__", "changed", None),
+         ("toy/kda.py::KimiDeltaAttention", "moved", f"toy/layer.py::{_INIT}")},
+        "relation-missing"),
+    "unchanged-target-no-longer-named": (
+        "DecoderLayer.forward", "Runs the layer.", "toy/layer.py::helper",
+        {("toy/layer.py::DecoderLayer.forward", "changed", None)}, "relation-missing"),
+    "changed-target-still-named": (
+        _INIT, _QUOTE, "toy/cache.py::BlockCache", set(), "fresh"),
+}
+
+
+@pytest.fixture(scope="module")
+def toy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two versions of a toy repo, and one claim per `USES_CASES` row, linked."""
+    root = tmp_path_factory.mktemp("uses-project")
+    (root / "annotate.toml").write_text(TOY_CONFIG, encoding="utf-8")
+    claims = "".join(
+        f"  - id: {claim_id}\n    text: x\n    refs:\n      - ref: toy/layer.py::{qualname}\n"
+        f"        quote: '{quote}'\n        uses: [{target}]\n"
+        for claim_id, (qualname, quote, target, *_) in USES_CASES.items())
+    (root / "annotations").mkdir()
+    (root / "annotations" / "uses.yml").write_text(
+        f"article: notes/uses.md\nat: toy@k1\nclaims:\n{claims}", encoding="utf-8")
+    config = load_config(root)
+    with open_database(config.db) as database:
+        for version, files in TOY.items():
+            fakevllm.write_snapshot(root / "src" / version, files)
+            index_version(database, config, "toy", version, from_path=root / "src" / version,
+                          workers=1)
+        outcome = link_if_changed(database, config, force=True)
+    assert outcome is not None and not outcome.errors
+    return root
+
+
+@pytest.mark.parametrize("claim_id", USES_CASES)
+def test_annotated_lists_what_a_claim_cites_through_uses_as_check_fails_it(
+    toy_project: Path, claim_id: str
+) -> None:
+    """A claim whose quote stands but whose uses: relation no longer holds at B fails
+    check (relation-missing): the diff lists the symbols that broke it, cited by it."""
+    *_, expected, status = USES_CASES[claim_id]
+    report = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated",
+                           "--format", "json"))
+    found = {(entry["ref"], key, claim.get("used_by")) for key in TITLES
+             for entry in report[key] for claim in entry["claims"] if claim["claim"] == claim_id}
+    checked = json.loads(run(toy_project, "check", "--format", "json").stdout)
+    assert (found, [ref["status"] for ref in checked["results"] if ref["claim"] == claim_id]) == (
+        expected, [status])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import INDEX_TABLES
+from fakeproject import INDEX_TABLES, undo_uses_pins
 from fakevllm import FakeRepo
 
 from db import queries
@@ -348,6 +348,7 @@ def test_unparsed_python_blobs_of_a_schema_6_database_are_parsed_by_the_next_ind
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE blobs SET parsed = 0")
         conn.execute("UPDATE versions SET symbol_count = 0")
+        undo_uses_pins(conn)
         conn.execute("PRAGMA user_version = 6")
     with open_database(path) as database:
         done, _ = pipeline.reextract_outdated(database)

@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from annotations.changes import Verdict
-from annotations.diffs.citations import cite, cited_refs, impacts, without_standing_lines
+from annotations.diffs.citations import (
+    broken_uses,
+    cite,
+    cited_refs,
+    impacts,
+    without_standing_lines,
+)
 from annotations.diffs.model import Citation, DiffReport, Location, Section, SymbolChange, Usage
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
@@ -84,10 +90,12 @@ def build_report(
     diff = matcher.diff(workers)
     items = _items(diff.matches, diff.added, repo_config)
     rows = without_standing_lines(cited_refs(database, repo), matcher.store, repo, keys[1])
-    found = cite(rows, [(item.old, item.new) for item in items],
+    uses = broken_uses(database, matcher, diff.matches, repo)
+    found = cite([*rows, *uses], [(item.old, item.new) for item in items],
                  version_a, version_b)
+    relation_gone = {(use["article"], use["claim_id"], use["ref_written"]) for use in uses}
     for item, citations in zip(items, found, strict=True):
-        item.citations = _without_standing_quotes(item, citations)
+        item.citations = _without_standing_quotes(item, citations, relation_gone)
     if annotated:
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
@@ -101,14 +109,18 @@ def build_report(
     )
 
 
-def _without_standing_quotes(item: _Item, citations: tuple[Citation, ...]) -> tuple:
+def _without_standing_quotes(
+    item: _Item, citations: tuple[Citation, ...], relation_gone: set[tuple[str, str, str]]
+) -> tuple:
     """The citations but those whose quote, or a permalink's linked lines, still stand in
-    the changed symbol at B: ``check`` calls such a ref fresh (the author's evidence). A
-    moved symbol keeps them: its refs must be rewritten all the same."""
+    the changed symbol at B: ``check`` calls such a ref fresh (the author's evidence),
+    unless one of its ``uses:`` relations (``relation_gone``: article, claim, ref) no
+    longer holds. A moved symbol keeps them: its refs must be rewritten all the same."""
     match = item.match
     if item.section is not Section.CHANGED or match is None or match.new is None:
         return citations
-    evidence = [_evidence(citation, match.old) for citation in citations]
+    evidence = [None if (c.article, c.claim, c.written) in relation_gone or c.used_by
+                else _evidence(c, match.old) for c in citations]
     if not any(evidence):
         return citations
     text = match.new.source

@@ -8,6 +8,11 @@ when
   at B, whatever other version the ref is pinned at; or
 * it names lines pinned at A of the symbol's file at A that overlap the symbol; of
   nested symbols (a class and its method) only the innermost are cited.
+
+A ``uses:`` target of a ref of the same repo cites its listed symbol as a ref would,
+when the relation no longer holds at B: the ref's symbol there (at its new place, when it
+moved) no longer names the target, or is gone (``check`` reports the claim
+``relation-missing`` or ``removed``).
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from annotations.changes import Verdict
 from annotations.comparison import places_of
 from annotations.diffs.model import ArticleImpact, Citation, ClaimImpact, Location, SymbolChange
-from annotations.matching import SourceStore
-from annotations.resolve import split_lines
+from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
+from annotations.resolve import split_lines, unnamed_uses
 from db import queries
 from db.database import Database
 
@@ -32,6 +38,42 @@ _SQL = (
 def cited_refs(database: Database, repo: str) -> list[dict]:
     """Every resolved claim ref of ``repo`` (rows of the ``claim_links`` view)."""
     return list(database.query(_SQL, (repo,)))
+
+
+_USES_SQL = (
+    "SELECT article, title, claim_id, text, version, written, resolved, line, path, qualname,"
+    " NULL AS start_line, NULL AS end_line, NULL AS quote, ref_written, ref_version,"
+    " ref_path, ref_qualname FROM claim_use_links WHERE repo = ? AND ref_repo = repo"
+    " AND qualname IS NOT NULL AND ref_qualname IS NOT NULL ORDER BY article, line, claim_id"
+)
+
+
+def broken_uses(
+    database: Database, matcher: Matcher, matches: Iterable[Match], repo: str
+) -> list[dict]:
+    """The ``uses:`` targets (rows of ``claim_use_links``) of ``repo``'s symbol refs whose
+    relation does not hold at the matcher's version B."""
+    rows = list(database.query(_USES_SQL, (repo,)))
+    if not rows:
+        return []
+    gone = {(match.old.path, match.old.qualname): match.new for match in matches
+            if match.verdict in (Verdict.MOVED, Verdict.REMOVED)}
+
+    def at_b(row: dict) -> SymbolSnapshot | None:
+        place = (row["ref_path"], row["ref_qualname"])
+        if row["ref_version"] != matcher.b.version and place in gone:
+            return gone[place]
+        return matcher.b.lookup(*place)
+
+    return [row for row in rows if not _names_use(matcher, at_b(row), row)]
+
+
+def _names_use(matcher: Matcher, symbol: SymbolSnapshot | None, use: dict) -> bool:
+    if symbol is None:
+        return False
+    parent = matcher.b.lookup(symbol.path, symbol.parent) if symbol.parent else None
+    header = parent.signature if parent is not None and parent.kind == "class" else ""
+    return not unnamed_uses(symbol.source, [use], header)
 
 
 def without_standing_lines(
@@ -132,7 +174,7 @@ def _citations(rows: Iterable[dict]) -> tuple[Citation, ...]:
     }
     return tuple(
         Citation(row["article"], row["title"], row["claim_id"], row["text"], row["version"],
-                 row["written"], row["line"], row["quote"])
+                 row["written"], row["line"], row["quote"], row.get("ref_written"))
         for row in sorted(unique.values(), key=lambda r: (r["article"], r["line"], r["claim_id"]))
     )
 

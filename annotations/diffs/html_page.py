@@ -300,8 +300,8 @@ def _citations(change: SymbolChange) -> str:
     if not change.citations:
         return ""
     items = "".join(
-        f'<li><code>{e(c.article)}#{e(c.claim)}</code> <span class="pin">@{e(c.version)}'
-        f'</span> <span class="text">{e(c.text)}</span></li>'
+        f'<li><code>{e(c.article)}#{e(c.claim)}</code>{" (in its uses:)" if c.used_by else ""}'
+        f' <span class="pin">@{e(c.version)}</span> <span class="text">{e(c.text)}</span></li>'
         for c in change.citations
     )
     return f'<div class="cites-list"><span class="label">cited by</span><ul>{items}</ul></div>'

@@ -40,7 +40,8 @@ def report_to_dict(report: DiffReport) -> dict[str, Any]:
 def change_to_dict(change: SymbolChange) -> dict[str, Any]:
     """One symbol. Every section has ``ref`` (at A; at B when added), ``kind``,
     ``package``, ``old`` and ``new`` (locations: null when added, or removed) and
-    ``claims``; then
+    ``claims`` (``article``, ``claim``, ``version``, ``ref``; and ``used_by``, the ref
+    whose ``uses:`` names the symbol, when the claim cites it there); then
 
     * changed: ``kinds``, ``changes`` (one line each), ``started_using``,
       ``stopped_using`` (sorted, at most `usage.MAX_NAMES`) and their ``..._total``;
@@ -76,8 +77,11 @@ def _location(location: Location | None) -> dict[str, Any] | None:
 
 
 def _citation(citation: Citation) -> dict[str, Any]:
-    return {"article": citation.article, "claim": citation.claim, "version": citation.version,
+    data = {"article": citation.article, "claim": citation.claim, "version": citation.version,
             "ref": citation.written}
+    if citation.used_by is not None:
+        data["used_by"] = citation.used_by
+    return data
 
 
 def _article(article: ArticleImpact) -> dict[str, Any]:

@@ -115,7 +115,8 @@ def _cells(change: SymbolChange) -> list[str]:
 def _symbol(change: SymbolChange) -> str:
     cell = code(change.ref)
     if change.citations:
-        claims = ", ".join(code(f"{c.article}#{c.claim}") for c in change.citations)
+        claims = ", ".join(code(f"{c.article}#{c.claim}") + (" (in its uses:)" if c.used_by else "")
+                           for c in change.citations)
         cell += f"<br>cited by {claims}"
     return cell
 

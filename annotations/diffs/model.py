@@ -53,7 +53,8 @@ class Location(NamedTuple):
 
 
 class Citation(NamedTuple):
-    """One claim ref that cites a listed symbol."""
+    """One claim ref that cites a listed symbol; or a ``uses:`` target of the ref
+    ``used_by`` (the ref as written), whose relation no longer holds."""
 
     article: str
     title: str | None
@@ -63,6 +64,7 @@ class Citation(NamedTuple):
     written: str
     line: int
     quote: str | None = None
+    used_by: str | None = None
 
 
 class Usage(NamedTuple):
