@@ -14,8 +14,9 @@ edits meant; and the files are written all or none.
   anyone read it.
 * ``--bump CLAIM`` moves the claim to the target version after its author re-checked it
   (``CLAIM`` is ``ARTICLE#ID`` or just ``ID`` when that is unique): its ``at:`` becomes
-  the target, its moved refs (changed or not) and its permalinks their new places, and
-  its refs written with their own pin that pin's target. A claim with a ref that would
+  the target, its moved refs (changed or not) and its permalinks their new places (a ref
+  written without a pin stays without one: it takes the claim's new pin), and its refs
+  written with their own pin that pin's target. A claim with a ref that would
   not hold at the target (removed, broken, an ambiguous move, a quote or ``uses:`` that
   no longer stands, an unindexed version), or that cannot be rewritten in place, is
   refused, naming that ref.
@@ -556,8 +557,10 @@ def _bump(
     for result in results:
         _refuse_unless_it_holds_at_the_target(wanted, target, result)
     for result in results:
-        if result.status is Status.MOVED or result.ref.startswith("https://"):
-            new = _new_permalink(result) if result.ref.startswith("https://") else result.new_ref
+        if result.ref.startswith("https://"):
+            new = _new_permalink(result)
+        elif result.status is Status.MOVED:
+            new = _as_written(result, result.new_ref, target)
         else:
             new = _repinned(result)
         unwritten = _rewrite(plan, result, new) if new and new != result.ref else None
@@ -622,6 +625,14 @@ def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefR
     if hint is not None:
         raise FixError(f"claim '{wanted}' cannot move to {target}: "
                        f"{result.ref} is {result.status.value} ({result.message})", hint=hint)
+
+
+def _as_written(result: RefResult, new: str | None, target: str) -> str | None:
+    """``new`` (``REPO@VERSION:...``) without its pin when the ref was written without one
+    and that pin is the claim's new one, ``target``, as its author would write it then."""
+    if new is None or parse_ref(result.ref).pinned or not new.startswith(f"{target}:"):
+        return new
+    return new[len(target) + 1:]
 
 
 def _repinned(result: RefResult) -> str | None:

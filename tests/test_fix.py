@@ -787,7 +787,7 @@ def test_bump_of_a_claim_already_at_the_target_edits_nothing() -> None:
     assert path.read_text(encoding="utf-8") == text
 
 
-NEW_MERGE = "vllm@v2:vllm/core/block_utils.py::merge_blocks"
+NEW_MERGE = "vllm/core/block_utils.py::merge_blocks"  # as bumped: the claim's pin
 MERGE = "vllm/block_utils.py::merge_blocks"
 ONE_LINE = f"  - {{id: a, text: x, refs: [{MERGE}]}}\n  - {{id: b, text: y, refs: [{MERGE}]}}\n"
 
@@ -1192,14 +1192,30 @@ def test_a_moved_and_changed_refs_note_says_what_keeps_its_claim_from_a_bump(
     ) in result.stderr
 
 
-def test_bump_moves_the_claims_refs_with_its_pin() -> None:
-    path = write("annotations/merge.yml", MOVED_AND_CHANGED)
+ENGINE_USES = "vllm/worker/cache_engine.py::CacheEngine._allocate_kv_cache"
+
+
+# A claim's refs as written, then as a bump to v2 writes them: as its author would at v2,
+# each naming what check found at v2 (a ref written without a pin takes the claim's).
+@pytest.mark.parametrize(("refs", "bumped"), [
+    pytest.param(f"[{MERGE_REF}, vllm@v1:vllm/utils.py::cdiv]",
+                 "[vllm/core/block_utils.py::merge_blocks, vllm@v2:vllm/utils.py::cdiv]",
+                 id="moved-without-a-pin-stays-without"),
+    pytest.param(f"[vllm@v1:{MERGE_REF}]", "[vllm@v2:vllm/core/block_utils.py::merge_blocks]",
+                 id="moved-with-its-own-pin-keeps-one"),
+    pytest.param("[vllm.block_utils.merge_blocks]", "[vllm/core/block_utils.py::merge_blocks]",
+                 id="dotted-name-without-a-pin"),
+    pytest.param(f"\n      - ref: {ENGINE}\n        uses: [{ENGINE_USES}]",
+                 "\n      - ref: vllm/v1/worker/cache_engine.py::CacheEngine\n"
+                 f"        uses: [vllm@v1:{ENGINE_USES}]", id="its-uses-keep-their-pin"),
+])
+def test_bump_moves_the_claims_refs_with_its_pin(refs: str, bumped: str) -> None:
+    text = MOVED_AND_CHANGED.replace(f"[{MERGE_REF}, vllm@v1:vllm/utils.py::cdiv]", refs)
+    path = write("annotations/merge.yml", text)
     result = fix("--bump", "merge")
     assert (result.exit_code, result.stderr) == (0, "")
-    assert path.read_text(encoding="utf-8") == MOVED_AND_CHANGED.replace(
-        "  - id: merge\n", "  - id: merge\n    at: vllm@v2\n"
-    ).replace(f"[{MERGE_REF}, vllm@v1:",
-              "[vllm@v2:vllm/core/block_utils.py::merge_blocks, vllm@v2:")
+    assert path.read_text(encoding="utf-8") == text.replace(
+        "  - id: merge\n", "  - id: merge\n    at: vllm@v2\n").replace(refs, bumped)
     assert set(statuses().values()) == {"fresh"}
 
 
