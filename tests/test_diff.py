@@ -414,7 +414,7 @@ USAGE_KEYS = {"kinds", "changes", "started_using", "started_using_total", "stopp
 def test_json_shape(project: Path) -> None:
     report = diff_json(project, "v0.2.0", "v0.3.0")
     assert list(report) == ["repo", "from", "to", "annotated", "counts", "listed", "packages",
-                            "articles", *TITLES]
+                            "articles", *TITLES, "lines"]
     assert (report["repo"], report["from"], report["to"]) == ("vllm", "v0.2.0", "v0.3.0")
     assert list(report["counts"]) == ["unchanged", "cosmetic", "changed", "moved", "removed",
                                       "added"]
@@ -669,12 +669,15 @@ class DecoderLayer:
         """Runs the layer."""
         return {forward}
 '''
+KERNEL = "// delta rule\n__global__ void kda(float* s) {\n  s[0] = 1.0f;\n}\n"
 TOY = {
     "k1": {"toy/kda.py": KDA.format(name="KimiDeltaAttention"),
+           "toy/kernel.cu": KERNEL, "toy/gone.py": "import toy.kda\n",
            "toy/cache.py": CACHE_K1,
            "toy/layer.py": LAYER.format(attention="KimiDeltaAttention",
                                         forward="helper(self.attn.forward(x))")},
     "k2": {"toy/kda.py": KDA.format(name="KimiGatedDeltaNetAttention"),
+           "toy/kernel.cu": KERNEL.replace("1.0f", "0.0f"),
            "toy/cache.py": CACHE_K1.replace("self.blocks[key]", "self.blocks.get(key)"),
            "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
                                         forward="self.attn.forward(x)")},
@@ -698,9 +701,23 @@ USES_CASES = {
 }
 
 
+# A line ref (at k1) per claim; where the annotated diff lists it ("lines", or the section
+# of the symbol that holds it), or None; and check's status.
+LINE_CASES = {
+    "changed-import": ("toy/layer.py#L1", ("lines", "toy/layer.py#L1-L1"), "changed"),
+    "standing-import": ("toy/layer.py#L2", None, "fresh"),
+    "changed-kernel-line": ("toy/kernel.cu#L3", ("lines", "toy/kernel.cu#L3-L3"), "changed"),
+    "unchanged-kernel-line": ("toy/kernel.cu#L2", None, "fresh"),
+    "file-gone": ("toy/gone.py#L1", ("lines", "toy/gone.py#L1-L1"), "removed"),
+    "in-a-changed-method": ("toy/layer.py#L12", ("changed", "toy/layer.py::DecoderLayer.__init__"),
+                            "changed"),
+}
+
+
 @pytest.fixture(scope="module")
 def toy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two versions of a toy repo, and one claim per `USES_CASES` row, linked."""
+    """Two versions of a toy repo, and one claim per `USES_CASES` and `LINE_CASES` row,
+    linked."""
     root = tmp_path_factory.mktemp("uses-project")
     (root / "annotate.toml").write_text(TOY_CONFIG, encoding="utf-8")
     claims = "".join(
@@ -710,6 +727,10 @@ def toy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "annotations").mkdir()
     (root / "annotations" / "uses.yml").write_text(
         f"article: notes/uses.md\nat: toy@k1\nclaims:\n{claims}", encoding="utf-8")
+    lines = "".join(f"  - {{id: {claim_id}, text: x, refs: [{ref}]}}\n"
+                    for claim_id, (ref, _, _) in LINE_CASES.items())
+    (root / "annotations" / "lines.yml").write_text(
+        f"article: notes/lines.md\nat: toy@k1\nclaims:\n{lines}", encoding="utf-8")
     config = load_config(root)
     with open_database(config.db) as database:
         for version, files in TOY.items():
@@ -735,3 +756,44 @@ def test_annotated_lists_what_a_claim_cites_through_uses_as_check_fails_it(
     checked = json.loads(run(toy_project, "check", "--format", "json").stdout)
     assert (found, [ref["status"] for ref in checked["results"] if ref["claim"] == claim_id]) == (
         expected, [status])
+
+
+@pytest.mark.parametrize("claim_id", LINE_CASES)
+def test_annotated_lists_cited_lines_that_changed_where_no_symbol_holds_them(
+    toy_project: Path, claim_id: str
+) -> None:
+    """A line ref into a module's imports, or into a file that defines nothing (a kernel),
+    whose lines changed fails check as a symbol's would: the diff lists it under lines."""
+    _, listed, status = LINE_CASES[claim_id]
+    report = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated",
+                           "--format", "json"))
+    found = [(key, entry["ref"]) for key in (*TITLES, "lines") for entry in report[key]
+             if claim_id in [claim["claim"] for claim in entry["claims"]]]
+    checked = json.loads(run(toy_project, "check", "--format", "json").stdout)
+    assert (found, [ref["status"] for ref in checked["results"] if ref["claim"] == claim_id]) == (
+        [listed] if listed else [], [status])
+    impact = [claim["symbols"] for article in report["articles"] for claim in article["claims"]
+              if claim["claim"] == claim_id]
+    assert impact == ([[{"ref": listed[1], "section": listed[0]}]] if listed else [])
+
+
+def test_changed_lines_in_every_format(toy_project: Path) -> None:
+    entry = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--format", "json"))["lines"]
+    assert entry[0] == {
+        "ref": "toy/gone.py#L1-L1", "version": "k1", "path": "toy/gone.py", "start_line": 1,
+        "end_line": 1, "url": "https://github.com/example/toy/blob/k1/toy/gone.py#L1-L1",
+        "file_gone": True,
+        "claims": [{"article": "notes/lines.md", "claim": "file-gone", "version": "k1",
+                    "ref": "toy/gone.py#L1"}]}
+    markdown = markdown_sections(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated"))
+    assert markdown["Changed lines"].splitlines()[-3:] == [
+        "| <code>toy/gone.py\\#L1-L1</code><br>cited by <code>notes/lines.md\\#file-gone</code>"
+        " | k1 | file gone |",
+        "| <code>toy/kernel.cu\\#L3-L3</code><br>cited by <code>notes/lines.md\\#changed-kernel-"
+        "line</code> | k1 | changed |",
+        "| <code>toy/layer.py\\#L1-L1</code><br>cited by <code>notes/lines.md\\#changed-import"
+        "</code> | k1 | changed |",
+    ]
+    page = ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated", "--format", "html")
+    check_page(page)
+    assert 'href="#lines:toy/gone.py#L1-L1"' in page and 'id="lines:toy/gone.py#L1-L1"' in page

@@ -12,13 +12,24 @@ from dataclasses import dataclass
 
 from annotations.changes import Verdict
 from annotations.diffs.citations import (
+    LineTexts,
     broken_uses,
+    citations_of,
     cite,
     cited_refs,
     impacts,
+    uncited_lines,
     without_standing_lines,
 )
-from annotations.diffs.model import Citation, DiffReport, Location, Section, SymbolChange, Usage
+from annotations.diffs.model import (
+    Citation,
+    DiffReport,
+    LineChange,
+    Location,
+    Section,
+    SymbolChange,
+    Usage,
+)
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
@@ -89,10 +100,13 @@ def build_report(
     matcher = Matcher(database, *keys)
     diff = matcher.diff(workers)
     items = _items(diff.matches, diff.added, repo_config)
-    rows = without_standing_lines(cited_refs(database, repo), matcher.store, repo, keys[1])
+    texts = LineTexts(matcher.store, repo)
+    rows = without_standing_lines(cited_refs(database, repo), texts, keys[1])
     uses = broken_uses(database, matcher, diff.matches, repo)
     found = cite([*rows, *uses], [(item.old, item.new) for item in items],
                  version_a, version_b)
+    lines = _line_changes(uncited_lines(rows, found, texts, version_a, version_b, keys[0]),
+                          matcher, repo_config)
     relation_gone = {(use["article"], use["claim_id"], use["ref_written"]) for use in uses}
     for item, citations in zip(items, found, strict=True):
         item.citations = _without_standing_quotes(item, citations, relation_gone)
@@ -104,8 +118,21 @@ def build_report(
     matcher.store.clear()
     return DiffReport(
         repo, version_a, version_b, annotated, diff.counts, diff.packages, changes,
-        impacts(changes), diff_limit, sum(item.sources is not None for item in items),
-        sum(item.diffable for item in items),
+        impacts(changes, lines), diff_limit, sum(item.sources is not None for item in items),
+        sum(item.diffable for item in items), lines,
+    )
+
+
+def _line_changes(rows: list[dict], matcher: Matcher, repo: RepoConfig) -> tuple:
+    """`LineChange`s of the line refs ``rows``, one per pinned range, in file order."""
+    ranges: dict[tuple[str, str, int, int], list[dict]] = {}
+    for row in rows:
+        key = (row["path"], row["version"], row["start_line"], row["end_line"])
+        ranges.setdefault(key, []).append(row)
+    return tuple(
+        LineChange(version, path, start, end, matcher.b.blob(path) is None,
+                   repo.permalink(version, path, start, end), citations_of(cited))
+        for (path, version, start, end), cited in sorted(ranges.items())
     )
 
 

@@ -13,6 +13,9 @@ A ``uses:`` target of a ref of the same repo cites its listed symbol as a ref wo
 when the relation no longer holds at B: the ref's symbol there (at its new place, when it
 moved) no longer names the target, or is gone (``check`` reports the claim
 ``relation-missing`` or ``removed``).
+
+A line ref whose lines no listed symbol holds (a module's imports, a file that defines
+nothing) and that changed from A to B is listed on its own (`uncited_lines`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,15 @@ from collections.abc import Iterable, Sequence
 
 from annotations.changes import Verdict
 from annotations.comparison import places_of
-from annotations.diffs.model import ArticleImpact, Citation, ClaimImpact, Location, SymbolChange
+from annotations.diffs.model import (
+    LINES,
+    ArticleImpact,
+    Citation,
+    ClaimImpact,
+    LineChange,
+    Location,
+    SymbolChange,
+)
 from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 from annotations.resolve import split_lines, unnamed_uses
 from db import queries
@@ -76,27 +87,48 @@ def _names_use(matcher: Matcher, symbol: SymbolSnapshot | None, use: dict) -> bo
     return not unnamed_uses(symbol.source, [use], header)
 
 
-def without_standing_lines(
-    rows: list[dict], store: SourceStore, repo: str, key_b: int
-) -> list[dict]:
-    """``rows`` but for the line refs whose lines stand as written in version ``key_b``'s
-    file (``check`` calls them fresh or moved: no change up to B touched them)."""
-    database = store.database
-    pins = {version: queries.version_id(database, repo, version)
-            for version in {row["version"] for row in rows}}
+class LineTexts:
+    """The text of line refs' lines at their pins, and where it stands."""
 
-    def text(key: int | None, path: str) -> str | None:
-        blob_id = queries.file_blob(database, key, path) if key is not None else None
-        return store.content(blob_id).decode("utf-8", "replace") if blob_id else None
+    def __init__(self, store: SourceStore, repo: str) -> None:
+        self.store, self.repo = store, repo
+        self._pins: dict[str, int | None] = {}
 
-    def stand(row: dict) -> bool:
-        old, new = text(pins[row["version"]], row["path"]), text(key_b, row["path"])
+    def stands(self, row: dict, key: int | None) -> bool:
+        """Whether the row's lines stand as written in version ``key``'s file of its path."""
+        old, new = self._text(self._pin(row["version"]), row["path"]), self._text(key, row["path"])
         if old is None or new is None:
             return False
         wanted = "".join(split_lines(old)[row["start_line"] - 1:row["end_line"]])
         return bool(wanted) and bool(places_of(wanted, new))
 
-    return [row for row in rows if row["qualname"] is not None or not stand(row)]
+    def _pin(self, version: str) -> int | None:
+        if version not in self._pins:
+            self._pins[version] = queries.version_id(self.store.database, self.repo, version)
+        return self._pins[version]
+
+    def _text(self, key: int | None, path: str) -> str | None:
+        blob_id = queries.file_blob(self.store.database, key, path) if key is not None else None
+        return self.store.content(blob_id).decode("utf-8", "replace") if blob_id else None
+
+
+def without_standing_lines(rows: list[dict], texts: LineTexts, key_b: int) -> list[dict]:
+    """``rows`` but for the line refs whose lines stand as written in version ``key_b``'s
+    file (``check`` calls them fresh or moved: no change up to B touched them)."""
+    return [row for row in rows if row["qualname"] is not None or not texts.stands(row, key_b)]
+
+
+def uncited_lines(
+    rows: Sequence[dict], cited: Sequence[tuple[Citation, ...]], texts: LineTexts,
+    version_a: str, version_b: str, key_a: int,
+) -> list[dict]:
+    """The line refs of ``rows`` (`without_standing_lines`'s) that no listed symbol cites
+    (lines no definition holds, a module's imports, a file of another language) and whose
+    lines stand as written at A: they changed from A to B. Not those pinned at B."""
+    keys = {(c.article, c.claim, c.written, c.version, c.line) for found in cited for c in found}
+    return [row for row in rows if row["qualname"] is None and row["version"] != version_b
+            and (row["article"], row["claim_id"], row["written"], row["version"], row["line"])
+            not in keys and (row["version"] == version_a or texts.stands(row, key_a))]
 
 
 Pair = tuple[Location | None, Location | None]
@@ -122,7 +154,7 @@ def cite(
     ]
     for index, row in _innermost(_line_hits(by_lines, changes, version_a)):
         found[index].append(row)
-    return [_citations(rows_found) for rows_found in found]
+    return [citations_of(rows_found) for rows_found in found]
 
 
 def _locations(change: Pair) -> list[tuple[str, str]]:
@@ -167,7 +199,8 @@ def _contains(outer: Location, inner: Location) -> bool:
     )
 
 
-def _citations(rows: Iterable[dict]) -> tuple[Citation, ...]:
+def citations_of(rows: Iterable[dict]) -> tuple[Citation, ...]:
+    """The rows as citations, by article, line and claim; a ref cited twice, once."""
     unique = {
         (row["article"], row["claim_id"], row["written"], row["version"], row["line"]): row
         for row in rows
@@ -179,15 +212,20 @@ def _citations(rows: Iterable[dict]) -> tuple[Citation, ...]:
     )
 
 
-def impacts(changes: Iterable[SymbolChange]) -> tuple[ArticleImpact, ...]:
-    """The articles and claims that cite listed symbols, by article path then line."""
+def impacts(
+    changes: Iterable[SymbolChange], lines: Iterable[LineChange] = ()
+) -> tuple[ArticleImpact, ...]:
+    """The articles and claims that cite listed symbols or lines, by article path then
+    line."""
     claims: dict[tuple[str, str], dict] = {}
-    for change in changes:
-        for citation in change.citations:
+    cited = [*((change.ref, change.section.value, change.citations) for change in changes),
+             *((change.ref, LINES, change.citations) for change in lines)]
+    for ref, section, citations in cited:
+        for citation in citations:
             entry = claims.setdefault((citation.article, citation.claim), {
                 "citation": citation, "symbols": {},
             })
-            entry["symbols"][(change.ref, change.section.value)] = None
+            entry["symbols"][(ref, section)] = None
     articles: dict[str, list[ClaimImpact]] = defaultdict(list)
     titles: dict[str, str | None] = {}
     for (article, claim), entry in claims.items():

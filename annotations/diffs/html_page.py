@@ -18,9 +18,12 @@ from collections.abc import Iterable
 
 from annotations.diffs.model import (
     COUNT_ORDER,
+    LINES,
     SECTION_TITLES,
     ArticleImpact,
+    Citation,
     DiffReport,
+    LineChange,
     Location,
     Section,
     SymbolChange,
@@ -46,6 +49,8 @@ def render(report: DiffReport) -> str:
     else:
         body += [_summary(report), _articles(report)]
     body += [_section(report, section) for section in Section]
+    if report.lines:
+        body.append(_lines(report))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
@@ -69,6 +74,9 @@ def _header(report: DiffReport) -> str:
         f'<span class="count">{report.listed[section.value]}</span></a>'
         for section in Section
     )
+    if report.lines:
+        links += (f'<a href="#{LINES}">Changed lines <span class="count">{len(report.lines)}'
+                  "</span></a>")
     return (
         f'<header><h1><span class="repo">{e(report.repo)}</span> '
         f"<code>{e(report.version_a)}</code> <span class=\"arrow\">→</span> "
@@ -208,6 +216,24 @@ def _symbol(change: SymbolChange) -> str:
     )
 
 
+def _lines(report: DiffReport) -> str:
+    rows = "".join(_line_change(change) for change in report.lines)
+    return (f'<section id="{LINES}"><h2>Changed lines <span class="count">{len(report.lines)}'
+            f'</span></h2><p class="muted">Lines that line refs cite, that no listed symbol '
+            f"holds, and that no longer stand as written at {e(report.version_b)}.</p>"
+            f"{rows}</section>")
+
+
+def _line_change(change: LineChange) -> str:
+    ref = f'<code class="ref">{e(change.ref)}</code>'
+    if change.url:
+        ref = f'<a href="{e(change.url)}" rel="noreferrer">{ref}</a>'
+    where = "file gone" if change.file_gone else "changed"
+    return (f'<div class="sym line" id="{e(_anchor(LINES, change.ref))}">{ref} '
+            f'<span class="pin">@{e(change.version)}</span> <span class="chip">{where}</span>'
+            f"{_cited_by(change.citations)}</div>")
+
+
 def _has_details(change: SymbolChange) -> bool:
     usage = change.usage
     return bool(change.changes or change.candidates or change.citations
@@ -297,12 +323,16 @@ def _candidate(location: Location) -> str:
 
 
 def _citations(change: SymbolChange) -> str:
-    if not change.citations:
+    return _cited_by(change.citations)
+
+
+def _cited_by(citations: tuple[Citation, ...]) -> str:
+    if not citations:
         return ""
     items = "".join(
         f'<li><code>{e(c.article)}#{e(c.claim)}</code>{" (in its uses:)" if c.used_by else ""}'
         f' <span class="pin">@{e(c.version)}</span> <span class="text">{e(c.text)}</span></li>'
-        for c in change.citations
+        for c in citations
     )
     return f'<div class="cites-list"><span class="label">cited by</span><ul>{items}</ul></div>'
 

@@ -1,9 +1,10 @@
 """A `DiffReport` as JSON.
 
 ``{"repo", "from", "to", "annotated", "counts", "listed", "packages", "articles",
-"changed", "moved", "removed", "added", "cosmetic"}``: ``counts`` and ``packages`` cover
-every symbol; ``listed`` counts what each section lists; each section is a list of
-symbol objects (see `change_to_dict`).
+"changed", "moved", "removed", "added", "cosmetic", "lines"}``: ``counts`` and
+``packages`` cover every symbol; ``listed`` counts what each section lists; each section
+is a list of symbol objects (see `change_to_dict`); ``lines`` lists the cited lines that
+changed where no listed symbol holds them (see `lines_to_dict`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import json
 from typing import Any
 
 from annotations.diffs.model import (
+    LINES,
     ArticleImpact,
     Citation,
     DiffReport,
+    LineChange,
     Location,
     Section,
     SymbolChange,
@@ -34,7 +37,17 @@ def report_to_dict(report: DiffReport) -> dict[str, Any]:
     }
     for section in Section:
         data[section.value] = [change_to_dict(change) for change in report.section(section)]
+    data[LINES] = [lines_to_dict(change) for change in report.lines]
     return data
+
+
+def lines_to_dict(change: LineChange) -> dict[str, Any]:
+    """``ref`` (``PATH#Lx-Ly``), ``version`` (the refs' pin), ``path``, ``start_line``,
+    ``end_line``, ``url``, ``file_gone`` (no file of that path at B) and ``claims``."""
+    return {"ref": change.ref, "version": change.version, "path": change.path,
+            "start_line": change.start_line, "end_line": change.end_line, "url": change.url,
+            "file_gone": change.file_gone,
+            "claims": [_citation(citation) for citation in change.citations]}
 
 
 def change_to_dict(change: SymbolChange) -> dict[str, Any]:
@@ -123,7 +136,7 @@ def _one_per_line(key: str, items: list[dict[str, Any]]) -> str:
     return "    " + text.replace('}, {"ref": ', '},\n    {"ref": ')
 
 
-_SECTIONS = frozenset(section.value for section in Section)
+_SECTIONS = frozenset((*(section.value for section in Section), LINES))
 _ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)  # trees, no cycles
 
 

@@ -34,6 +34,8 @@ def render(report: DiffReport) -> str:
     else:
         parts += [_summary(report), _articles(report)]
     parts += [_section(report, section) for section in Section]
+    if report.lines:
+        parts.append(_lines(report))
     return "\n\n".join(parts) + "\n"
 
 
@@ -41,9 +43,11 @@ def _intro(report: DiffReport) -> str:
     listed = sum(report.listed.values())
     compared = sum(report.counts.values()) - report.counts.get("added", 0)
     line = f"{compared} symbols of {code(report.version_a)} compared with {code(report.version_b)}"
+    lines = (f", and {counted(len(report.lines), 'cited line range')} that changed"
+             if report.lines else "")
     if report.annotated:
-        return f"{line}; only the {listed} changed symbols that claims cite are listed."
-    return f"{line}; {listed} are listed (all but the unchanged ones)."
+        return f"{line}; only the {listed} changed symbols that claims cite{lines} are listed."
+    return f"{line}; {listed} are listed (all but the unchanged ones){lines}."
 
 
 def _summary(report: DiffReport) -> str:
@@ -97,6 +101,19 @@ def _section(report: DiffReport, section: Section) -> str:
     rows = [head, "", "| " + " | ".join(columns) + " |",
             "|" + " --- |" * len(columns)]
     rows += ["| " + " | ".join(_cells(change)) + " |" for change in changes]
+    return "\n".join(rows)
+
+
+def _lines(report: DiffReport) -> str:
+    rows = [f"## Changed lines ({len(report.lines)})", "",
+            f"Lines that line refs cite, that no listed symbol holds, and that no longer "
+            f"stand as written at {code(report.version_b)}.", "",
+            "| Lines | Pinned at | At the new version |", "| --- | --- | --- |"]
+    for change in report.lines:
+        claims = ", ".join(code(f"{c.article}#{c.claim}") for c in change.citations)
+        where = "file gone" if change.file_gone else "changed"
+        rows.append(f"| {code(change.ref)}<br>cited by {claims} | {text(change.version)} "
+                    f"| {where} |")
     return "\n".join(rows)
 
 

@@ -67,6 +67,28 @@ class Citation(NamedTuple):
     used_by: str | None = None
 
 
+LINES = "lines"
+"""What a claim cites in a `LineChange`, where a `SymbolChange` has its section."""
+
+
+class LineChange(NamedTuple):
+    """Lines that line refs cite, pinned at ``version`` (A, or where they stood as written
+    at A), that no listed symbol holds and that no longer stand as written at B, in the
+    same file or, ``file_gone``, in none of that path."""
+
+    version: str
+    path: str
+    start_line: int
+    end_line: int
+    file_gone: bool
+    url: str | None = None
+    citations: tuple[Citation, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+
 class Usage(NamedTuple):
     """Names of definitions a changed symbol started or stopped using (sorted, capped;
     the totals count them all)."""
@@ -142,7 +164,8 @@ class DiffReport:
 
     ``counts`` and ``packages`` cover every symbol of the two versions (verdicts of A's
     symbols, and B's additions); ``changes`` are the listed symbols: all that are not
-    unchanged, or (``annotated``) only those that claims cite. ``diff_limit`` is how many
+    unchanged, or (``annotated``) only those that claims cite; ``lines``, the cited lines
+    that changed where no listed symbol holds them. ``diff_limit`` is how many
     side-by-side diffs were asked for; ``with_sources`` how many symbols have them.
     """
 
@@ -157,6 +180,7 @@ class DiffReport:
     diff_limit: int = 0
     with_sources: int = 0
     diffable: int = 0
+    lines: tuple[LineChange, ...] = ()
 
     @property
     def title(self) -> str:
