@@ -563,11 +563,29 @@ def _bump(
             new = _as_written(result, result.new_ref, target)
         else:
             new = _repinned(result)
-        unwritten = _rewrite(plan, result, new) if new and new != result.ref else None
+        if new and new != result.ref:
+            unwritten = _rewrite(plan, result, new)
+        else:
+            unwritten = _pin_uses(plan, result)
         if unwritten:
             raise FixError(f"claim '{wanted}' cannot move to {target}: {result.ref} cannot "
                            f"be rewritten ({unwritten}); nothing was changed", hint=_BY_HAND)
     return wanted, first, target
+
+
+def _pin_uses(plan: FixPlan, result: RefResult) -> str | None:
+    """Write out the old pin of the unpinned ``uses:`` targets of a ref the bump leaves as
+    written, which would take the claim's new pin; None once done, else why not."""
+    claims = plan.file(result.file).claims()
+    if claims.claim(result.claim) is None:
+        return None  # a Markdown permalink's claim has no uses:
+    try:
+        edits = claims.uses_edits(result.claim, result.line, result.ref, plan.uses_of(result))
+    except Unwritable as error:
+        return error.message
+    for edit in edits:
+        plan.file(result.file).apply(edit)
+    return None
 
 
 def _claim_target(

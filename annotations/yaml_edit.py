@@ -93,6 +93,13 @@ class ClaimsYaml:
             spans.append(self._scalar_span(node, new))
         return spans + self._uses_spans(items, pinned)
 
+    def uses_edits(
+        self, claim_id: str, line: int, written: str, pinned: list[tuple[str, ...]]
+    ) -> list[Span]:
+        """The edits of `ref_edits` that write out the pin of the unpinned ``uses:``
+        targets of the claim's ref ``written`` on ``line``, leaving the ref as it is."""
+        return self._uses_spans(self._ref_items(claim_id, line, written), pinned)
+
     def _uses_spans(
         self, items: list[tuple[yaml.Node, yaml.ScalarNode]], pinned: list[tuple[str, ...]]
     ) -> list[Span]:

@@ -56,10 +56,12 @@ def merge_blocks(blocks, block_size):
     return runs
 '''
 TOP_K = "def top_k(logits, k):\n    values = sorted(logits)\n    return values[-k:]\n"
+SAMPLER = "\n\ndef greedy(logits):\n    return top_k(logits, 1)\n"
 METHODS = 'Method = Literal[\n    "ngram",\n    "suffix",\n    Eagle,\n]\n'
 V1 = {
     "vllm/block_utils.py": MERGE,
     "vllm/sampling.py": TOP_K,
+    "vllm/sampler.py": "from vllm.sampling import top_k" + SAMPLER,
     "vllm/worker/cache_engine.py": fakevllm.CACHE_ENGINE_OLD,  # CacheEngine: lines 8-27
     "vllm/compilation/cuda_graph.py": fakevllm.CUDA_GRAPH_V1 + POOL,
     f"{DS}/deepseek_v4.py": fakevllm.DEEPSEEK_V4,
@@ -70,6 +72,7 @@ V1 = {
 V2 = {
     "vllm/core/block_utils.py": MERGE.replace("    runs = []\n",
                                               "    assert block_size > 0\n    runs = []\n"),
+    "vllm/sampler.py": "from vllm.sample.sampling import top_k" + SAMPLER,
     "vllm/sample/sampling.py": TOP_K.replace("    values", "    # the largest last\n    values"),
     # One more import line: CacheEngine is on lines 9-28.
     "vllm/v1/worker/cache_engine.py": fakevllm.CACHE_ENGINE_NEW.replace(
@@ -1208,6 +1211,12 @@ ENGINE_USES = "vllm/worker/cache_engine.py::CacheEngine._allocate_kv_cache"
     pytest.param(f"\n      - ref: {ENGINE}\n        uses: [{ENGINE_USES}]",
                  "\n      - ref: vllm/v1/worker/cache_engine.py::CacheEngine\n"
                  f"        uses: [vllm@v1:{ENGINE_USES}]", id="its-uses-keep-their-pin"),
+    # greedy stays as it was; top_k, which it calls, moved: written unpinned, the target
+    # would take the claim's new pin, where no vllm/sampling.py is
+    pytest.param("\n      - ref: vllm/sampler.py::greedy\n        uses: [vllm/sampling.py::top_k]",
+                 "\n      - ref: vllm/sampler.py::greedy\n"
+                 "        uses: [vllm@v1:vllm/sampling.py::top_k]",
+                 id="an-unmoved-refs-uses-keep-their-pin"),
 ])
 def test_bump_moves_the_claims_refs_with_its_pin(refs: str, bumped: str) -> None:
     text = MOVED_AND_CHANGED.replace(f"[{MERGE_REF}, vllm@v1:vllm/utils.py::cdiv]", refs)
