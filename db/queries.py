@@ -252,6 +252,7 @@ def _insert_version(conn: sqlite3.Connection, version: VersionRow, new_blobs: in
             round(version.seconds, 3),
         ),
     )
+    assert cursor.lastrowid is not None  # set by the INSERT
     return cursor.lastrowid
 
 

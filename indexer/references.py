@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import tree_sitter
 
 ImportRow = tuple[int, str, str | None, str | None, int]
-KEYWORDS = frozenset(word.encode() for word in keyword.kwlist + keyword.softkwlist)
+KEYWORDS = frozenset(word.encode() for word in (*keyword.kwlist, *keyword.softkwlist))
 _SEPARATE = bytes(byte if byte in WORD_BYTES else 0x20 for byte in range(256))
 _DIGITS = b"0123456789"
 _FIRST_LETTER = ord("A")  # word bytes below it are digits
@@ -53,51 +53,52 @@ def code_identifiers(code: bytes) -> set[bytes]:
     return identifiers(blank_literals(code))
 
 
-def imports_in(nodes: Iterable[tree_sitter.Node]) -> tuple[ImportRow, ...]:
-    """Rows of the import statement nodes (as captured by the indexer's outline query)."""
+def imports_in(source: bytes, nodes: Iterable[tree_sitter.Node]) -> tuple[ImportRow, ...]:
+    """Rows of the import statement nodes (as the indexer's outline finds them) of the
+    tree parsed from ``source``."""
     rows: list[ImportRow] = []
     for node in nodes:
         line = node.start_point[0] + 1
         if node.type == "import_statement":
-            rows.extend(_plain_import(node, line))
+            rows.extend(_plain_import(source, node, line))
         else:
-            rows.extend(_from_import(node, line))
+            rows.extend(_from_import(source, node, line))
     return tuple(rows)
 
 
-def _plain_import(node: tree_sitter.Node, line: int) -> list[ImportRow]:
-    rows = []
+def _plain_import(source: bytes, node: tree_sitter.Node, line: int) -> list[ImportRow]:
+    rows: list[ImportRow] = []
     for child in node.children_by_field_name("name"):
-        module, alias = _name_and_alias(child)
+        module, alias = _name_and_alias(source, child)
         if module:
             rows.append((line, module, None, alias, 0))
     return rows
 
 
-def _from_import(node: tree_sitter.Node, line: int) -> list[ImportRow]:
+def _from_import(source: bytes, node: tree_sitter.Node, line: int) -> list[ImportRow]:
     module_node = node.child_by_field_name("module_name")
     if module_node is None:
         return []
-    level, module = _relative(module_node)
-    names = [_name_and_alias(child) for child in node.children_by_field_name("name")]
+    level, module = _relative(source, module_node)
+    names = [_name_and_alias(source, child) for child in node.children_by_field_name("name")]
     if any(child.type == "wildcard_import" for child in node.children):
         names.append(("*", None))
     return [(line, module, name, alias, level) for name, alias in names if name]
 
 
-def _relative(node: tree_sitter.Node) -> tuple[int, str]:
-    text = _text(node)
+def _relative(source: bytes, node: tree_sitter.Node) -> tuple[int, str]:
+    text = _text(source, node)
     stripped = text.lstrip(".")
     return len(text) - len(stripped), stripped
 
 
-def _name_and_alias(node: tree_sitter.Node) -> tuple[str, str | None]:
+def _name_and_alias(source: bytes, node: tree_sitter.Node) -> tuple[str, str | None]:
     if node.type == "aliased_import":
         name = node.child_by_field_name("name")
         alias = node.child_by_field_name("alias")
-        return (_text(name) if name else "", _text(alias) if alias else None)
-    return _text(node), None
+        return (_text(source, name) if name else "", _text(source, alias) if alias else None)
+    return _text(source, node), None
 
 
-def _text(node: tree_sitter.Node) -> str:
-    return "".join(node.text.decode("utf-8", "replace").split())
+def _text(source: bytes, node: tree_sitter.Node) -> str:
+    return "".join(source[node.start_byte:node.end_byte].decode("utf-8", "replace").split())

@@ -55,7 +55,7 @@ class Snapshot(ABC):
 def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
     """Open ``repo@version`` from the first configured source that has it."""
     check_version_name(version)
-    failures = []
+    failures: list[str] = []
     hints: list[str] = []  # what to do about a broken cache or mirror, said first
     for kind in repo.sources:
         try:
@@ -65,8 +65,9 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
                 return snapshot
         except SourceError as error:  # a broken mirror or cache also falls back
             failures.append(f"{kind}: {error.message}")
-            if not isinstance(error, VersionNotFound) and error.hint not in (None, *hints):
-                hints.append(error.hint)
+            hint = None if isinstance(error, VersionNotFound) else error.hint
+            if hint is not None and hint not in hints:
+                hints.append(hint)
     tried = "; ".join(failures) or "no git or pypi source is configured"
     raise VersionNotFound(
         f"{repo.name}@{version} was not found ({tried})",

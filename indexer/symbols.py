@@ -74,11 +74,12 @@ def _outline(
     source: bytes, root: tree_sitter.Node
 ) -> tuple[list[tree_sitter.Node], list[tree_sitter.Node]]:
     """The definition and import statement nodes, in source order."""
-    definitions, imports = [], []
+    definitions: list[tree_sitter.Node] = []
+    imports: list[tree_sitter.Node] = []
     for keyword in _statement_keywords(source):
         # the keyword token is unnamed: the smallest named node around it is its statement
         statement = root.named_descendant_for_byte_range(keyword, keyword + 1)
-        if statement.start_byte > keyword:
+        if statement is None or statement.start_byte > keyword:
             continue
         if statement.type in _DEFINITIONS:
             definitions.append(statement)
@@ -140,7 +141,7 @@ def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBl
         has_errors=root.has_error,
         decode_errors=decode_errors,
         names=names_in(normalized.code_parts) if references else "",
-        imports=imports_in(import_nodes) if references else (),
+        imports=imports_in(text, import_nodes) if references else (),
     )
 
 
@@ -177,14 +178,16 @@ class _Finder:
         body = node.child_by_field_name("body")
         if name is None or body is None:
             return None
-        in_class = parent is not None and parent.kind is SymbolKind.CLASS
+        class_members = None if parent is None else parent.members  # None: not in a class
+        in_class = class_members is not None
+        name_text = self._source[name.start_byte:name.end_byte].decode("utf-8", "replace")
         if parent is None:
-            qualname = name.text.decode("utf-8", "replace")
+            qualname = name_text
         else:
             joint = "." if in_class else ".<locals>."
-            qualname = parent.qualname + joint + name.text.decode("utf-8", "replace")
+            qualname = parent.qualname + joint + name_text
         outer = node.parent  # finding a parent walks down from the root: once only
-        if outer.type != "decorated_definition":
+        if outer is None or outer.type != "decorated_definition":
             outer = node
         end_node = _content_end(node, self._source)
         self._note_docstring(body)
@@ -199,23 +202,24 @@ class _Finder:
             signature=self._source[outer.start_byte:_header_end(body)]
             .decode("utf-8", "replace").rstrip(),
         )
-        if in_class:
-            parent.members.append(definition)
+        if class_members is not None:
+            class_members.append(definition)
         if is_class:
             definition.members = self._attributes(body, qualname + ".")
         return definition
 
     def _attributes(self, body: tree_sitter.Node, prefix: str) -> list[_Definition]:
-        found = []
+        found: list[_Definition] = []
         for statement in _statements(body):
             if statement.type != "expression_statement" or statement.named_child_count != 1:
                 continue
-            assignment = statement.named_child(0)
+            assignment: tree_sitter.Node | None = statement.named_child(0)
             while assignment is not None and assignment.type == "assignment":
                 left = _unparenthesized(assignment.child_by_field_name("left"))
                 value = assignment.child_by_field_name("right")
                 if left is not None and left.type == "identifier":
-                    found.append(self._attribute(prefix + left.text.decode(), statement, value))
+                    left_text = self._source[left.start_byte:left.end_byte].decode()
+                    found.append(self._attribute(prefix + left_text, statement, value))
                 assignment = value
         return found
 
@@ -229,32 +233,34 @@ class _Finder:
             qualname=qualname, kind=SymbolKind.ATTRIBUTE, start=statement.start_byte,
             end=end.end_byte, start_line=statement.start_point[0] + 1,
             end_line=end.end_point[0] + 1, header_end=end.end_byte,
-            signature="" if value is None else value.text.decode("utf-8", "replace"),
+            signature="" if value is None
+            else self._source[value.start_byte:value.end_byte].decode("utf-8", "replace"),
         )
 
     def _note_docstring(self, body: tree_sitter.Node) -> None:
         if body.named_child_count == 0:
             return
-        child = body.named_child(0)
+        child: tree_sitter.Node | None = body.named_child(0)
         while child is not None and child.type == "comment":
             child = child.next_named_sibling
         if (
             child is not None
             and child.type == "expression_statement"
             and child.named_child_count == 1
-            and _is_text_literal(child.named_child(0))
+            and _is_text_literal(child.named_child(0), self._source)
         ):
             self.docstrings.append((child.start_byte, child.end_byte))
 
 
-def _is_text_literal(node: tree_sitter.Node) -> bool:
+def _is_text_literal(node: tree_sitter.Node, source: bytes) -> bool:
     """Whether ``node`` is a str literal, as a docstring must be: not an f-string (nor a
     t-string) and not bytes, which Python keeps as statements."""
     if node.type == "concatenated_string":
-        return all(_is_text_literal(part) for part in node.named_children)
+        return all(_is_text_literal(part, source) for part in node.named_children)
     if node.type != "string":
         return False
-    prefix = node.children[0].text.rstrip(b"'\"").lower()
+    start = node.children[0]
+    prefix = source[start.start_byte:start.end_byte].rstrip(b"'\"").lower()
     return not any(letter in prefix for letter in b"fbt")
 
 
@@ -313,13 +319,14 @@ def _dropped_commas(source: bytes, root: tree_sitter.Node) -> list[int]:
             if not _makes_one_tuple(root.descendant_for_byte_range(position, position + 1))]
 
 
-def _makes_one_tuple(comma: tree_sitter.Node) -> bool:
+def _makes_one_tuple(comma: tree_sitter.Node | None) -> bool:
     """Whether ``comma`` ends a one-element tuple (``with (a as b,):`` has none: Python
     reads the parentheses as the with statement's)."""
-    container = comma.parent
-    if comma.type != "," or container is None:
+    container = comma.parent if comma is not None and comma.type == "," else None
+    if container is None:
         return False  # in a string or a comment
-    if container.type in _TUPLES and container.parent.type != "with_item":
+    around = container.parent
+    if container.type in _TUPLES and (around is None or around.type != "with_item"):
         elements = [child for child in container.named_children if child.type != "comment"]
     elif container.type == "subscript":
         elements = container.children_by_field_name("subscript")
