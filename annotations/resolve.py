@@ -27,14 +27,20 @@ class ResolveError(AnnotationError):
 
 
 class UnindexedVersion(ResolveError):
-    """The ref's version is not in the index (yet)."""
+    """The ref's version is not in the index (yet); ``missing`` is `queries.unindexed`'s
+    wording of ``repo@version``."""
 
-    @classmethod
-    def of(cls, repo: str, version: str, missing: queries.Unindexed) -> UnindexedVersion:
-        """``missing``: `queries.unindexed`'s wording of ``repo@version``."""
-        error = cls(missing.message, hint=missing.hint)
-        error.repo, error.version, error.misspelling_of = repo, version, missing.misspelling_of
-        return error
+    def __init__(self, repo: str, version: str, missing: queries.Unindexed) -> None:
+        super().__init__(missing.message, hint=missing.hint)
+        self.repo = repo
+        self.version = version
+        self.misspelling_of = missing.misspelling_of
+        self._missing = missing
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied (`located`) and pickled with its own arguments: the default rebuilds an
+        exception from its message alone."""
+        return type(self), (self.repo, self.version, self._missing), self.__dict__
 
 
 class AmbiguousRef(ResolveError):
@@ -108,7 +114,7 @@ class Resolver:
         key = self._version_keys[repo, version]
         if key is None:
             configured = self.config.configured_versions(repo)
-            raise UnindexedVersion.of(
+            raise UnindexedVersion(
                 repo, version, queries.unindexed(self.database, repo, version, configured))
         return key
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import pickle
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import fakevllm as fv
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from fakeproject import run_annotate, stored_fingerprints, write_tree
 
 from annotate_cli import cli
+from annotations.errors import AnnotationError
 from annotations.refs import parse_ref
 from annotations.resolve import (
     AmbiguousRef,
@@ -21,6 +23,7 @@ from annotations.resolve import (
     split_lines,
 )
 from db.database import open_database
+from db.queries import Unindexed
 from indexer.config import load_config
 from indexer.fingerprints import digest
 from indexer.pipeline import index_version
@@ -376,6 +379,23 @@ def test_resolve_errors(
         resolver.resolve(parse_ref(text))
     assert type(caught.value) is error_type
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("carry", "where"),
+    [
+        pytest.param(lambda error: error.located("a.yml", 7), "a.yml:7", id="located"),
+        pytest.param(lambda error: pickle.loads(pickle.dumps(error)), "3", id="pickled"),
+    ],
+)
+def test_an_unindexed_version_keeps_its_pin_when_located_or_pickled(
+    carry: Callable[[UnindexedVersion], AnnotationError], where: str
+) -> None:
+    error = UnindexedVersion("vllm", "v0.2", Unindexed("vllm@v0.2 is not indexed", "h", "v0.2.0"))
+    carried = carry(error.located(line=3))
+    assert isinstance(carried, UnindexedVersion)
+    assert (carried.repo, carried.version, carried.misspelling_of) == ("vllm", "v0.2", "v0.2.0")
+    assert str(carried) == f"{where}: vllm@v0.2 is not indexed (hint: h)"
 
 
 # -- helpers -------------------------------------------------------------------------------------
