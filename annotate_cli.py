@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
@@ -27,7 +27,13 @@ from db.errors import DatabaseError
 from indexer.config import ProjectConfig, check_version_name, load_config, run_from
 from indexer.errors import IndexerError
 
+if TYPE_CHECKING:
+    from annotations.errors import AnnotationError
+    from db.database import Database
+
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class UserError(click.ClickException):
@@ -45,11 +51,11 @@ def _library_errors() -> tuple[type[Exception], ...]:
     return (IndexerError, DatabaseError, AnnotationError)
 
 
-def reports_errors(command: F) -> F:
+def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Turn the libraries' named errors into ``Error: ...`` and exit code 2."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
         except _library_errors() as error:
@@ -81,7 +87,7 @@ def reports_errors(command: F) -> F:
             raise UserError(f"cannot write the output: {error.strerror}; free some space, "
                             "or send the output elsewhere") from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
@@ -114,7 +120,7 @@ class Context:
     def db_path(self) -> Path:
         return Path(self._db_path) if self._db_path else self.config.db
 
-    def database(self, create: bool = False):  # noqa: ANN201 - db.database.Database
+    def database(self, create: bool = False) -> Database:
         from db.database import open_database
 
         database = open_database(self.db_path, create=create, notify=_note)
@@ -325,7 +331,9 @@ def db_option(command: F) -> F:
 
     def remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
         if _a_path(ctx, param, value) is not None:
-            ctx.find_object(Context)._db_path = value
+            context = ctx.find_object(Context)
+            assert context is not None  # made by the group before its command's options
+            context._db_path = value
 
     return click.option(
         "--db", metavar="PATH", expose_value=False, callback=remember,
@@ -955,7 +963,7 @@ def _run_check(
 def _checked(
     context: Context, against: tuple[str, ...], today: Any = None, relink: bool = True,
     source_files: frozenset[str] | None = None,
-) -> tuple[Any, list[Exception]]:
+) -> tuple[Any, list[AnnotationError]]:
     """Link (unless ``relink`` is false) and check; print, and return, the annotation
     files' errors beside the report."""
     import datetime
@@ -1004,14 +1012,14 @@ def _linkable(database: Any, config: Any, relink: bool) -> Iterator[Any]:
         yield copy
 
 
-def _input_error(error: Any) -> Any:
+def _input_error(error: AnnotationError) -> Any:
     from annotations.results import InputError
 
     return InputError(error.file or "", error.line, error.explained)
 
 
-def _unreadable_files(errors: list[Exception]) -> str:
-    files = len({getattr(error, "file", None) for error in errors})
+def _unreadable_files(errors: list[AnnotationError]) -> str:
+    files = len({error.file for error in errors})
     return f"{counted(files, 'annotation file')} could not be read"
 
 

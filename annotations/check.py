@@ -44,7 +44,9 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     resolver = Resolver(database, config)
     comparer = SymbolComparer(resolver)
     waivers = claim_store.waivers(database)
-    results, repos, pins = [], set(), {}
+    results: list[RefResult] = []
+    repos: set[str | None] = set()
+    pins: dict[str, None] = {}  # in their first order
     for row in claim_store.all_refs(database):
         if options.source_files is not None and row["source_file"] not in options.source_files:
             continue
@@ -186,7 +188,7 @@ def _finish(
     diff = comparison.diff
     new = comparison.new
     missing = _missing_relations(resolver, row, new) if status in _RELATION_CHECKED else []
-    if missing:
+    if new is not None and missing:
         status = Status.RELATION_MISSING
         message = f"{new.canonical} no longer refers to " + ", ".join(
             _missing_use(comparer, use, new) for use in missing)

@@ -147,8 +147,10 @@ def _defined_as(
         return set()
     if ref.form is not RefForm.DOTTED or "." not in (ref.dotted or ""):
         return set()
-    pins = [(ref.repo, ref.version)] if ref.pinned else list(dict.fromkeys(
-        [*claim_store.linked_versions(database), *more_pins]))
+    if ref.repo is not None and ref.version is not None:  # pinned
+        pins = [(ref.repo, ref.version)]
+    else:
+        pins = list(dict.fromkeys([*claim_store.linked_versions(database), *more_pins]))
     resolver = Resolver(database, config)
     found = set()
     for repo, version in pins:

@@ -184,6 +184,8 @@ def _candidate_files(
                   if path not in siblings]
     for other in siblings + successors:
         blob_id = queries.file_blob(resolver.database, target_key, other)
+        if blob_id is None:
+            continue
         try:
             text = resolver.source(blob_id)
         except ResolveError:  # a file over 1 MiB: its content is not stored
@@ -364,7 +366,7 @@ def _comparison(match: Match, target: str, target_key: int) -> Comparison:
                           new)
     if verdict is Verdict.CHANGED:
         return Comparison(Status.CHANGED, explained or "changed", new, kinds)
-    if verdict is Verdict.MOVED:
+    if verdict is Verdict.MOVED and new is not None:
         content = f"; {explained}" if match.content_changed and explained else ""
         also = " (several candidates: see candidates)" if match.ambiguous else ""
         return Comparison(Status.MOVED, f"moved to {new.canonical}{also}{content}", new,

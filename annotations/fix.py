@@ -184,7 +184,9 @@ def _find_ref(line: str, ref: str, taken: Collection[int] = ()) -> int:
     while start >= 0:
         end = start + len(ref)
         if ref.startswith("https://"):
-            whole = not _URL_CHARS.match(line, end).group(0).rstrip(URL_TRAILING)
+            extension = _URL_CHARS.match(line, end)
+            assert extension is not None  # a '*' pattern matches everywhere
+            whole = not extension.group(0).rstrip(URL_TRAILING)
         else:
             whole = not _EXTENDS_BEFORE.match(line[start - 1:start]) and not (
                 _EXTENDS_AFTER.match(line, end))

@@ -235,7 +235,7 @@ def _split_articles(articles: list[Article]) -> list[AnnotationError]:
     """An annotation file's ``article: kv/bridge.md`` beside the Markdown article
     ``articles/kv/bridge.md``: the two are merged only when the paths are equal."""
     markdown = {article.path for article in articles if _is_markdown(article.source_file)}
-    found = []
+    found: list[AnnotationError] = []
     for article in articles:
         if _is_markdown(article.source_file) or article.path in markdown:
             continue
@@ -329,9 +329,10 @@ def _ref_row(
         return _broken(row, claim, error.located(claim.source_file, entry.line), outcome)
     row.update(_resolved_columns(resolved))
     row["uses"] = [_use_row(resolver, text) for text in entry.uses]
-    error = _relation_error(resolver, resolved, row["uses"])
-    if error is not None:
-        return _broken(row, claim, error.located(claim.source_file, entry.line), outcome)
+    relation_error = _relation_error(resolver, resolved, row["uses"])
+    if relation_error is not None:
+        located = relation_error.located(claim.source_file, entry.line)
+        return _broken(row, claim, located, outcome)
     return _state(row, "linked", None, outcome)
 
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -222,7 +223,7 @@ class _Fatal(Exception):
 class _ComposeLimit(Exception):
     """Raised by the composer at the first node past MAX_DEPTH or MAX_NODES."""
 
-    def __init__(self, line: int, too_deep: bool) -> None:
+    def __init__(self, line: int | None, too_deep: bool) -> None:
         super().__init__(line)
         self.line = line
         self.too_deep = too_deep
@@ -252,14 +253,20 @@ class _Limited(yaml.composer.Composer):
 
     depth = count = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+    if TYPE_CHECKING:  # the parser's, PyYAML's or libyaml's, that a loader mixes in
+        def peek_event(self) -> yaml.Event: ...
+        def dispose(self) -> None: ...
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
         self.depth += 1
         self.count += 1
         try:
             if self.depth > MAX_DEPTH or self.count > MAX_NODES:
-                line = self.peek_event().start_mark.line + 1
+                mark = self.peek_event().start_mark
+                line = None if mark is None else mark.line + 1
                 raise _ComposeLimit(line, too_deep=self.depth > MAX_DEPTH)
-            return super().compose_node(parent, index)
+            # PyYAML passes None, or a mapping value's key node, where its stubs say an int
+            return super().compose_node(parent, index)  # type: ignore[arg-type]  # stubs: int
         finally:
             self.depth -= 1
 
@@ -279,22 +286,27 @@ class _DepthLimitedLoader(_Limited, yaml.SafeLoader):
 
 
 if yaml.__with_libyaml__:
-    class _FastLoader(_Limited, yaml.cyaml.CParser, yaml.constructor.SafeConstructor,
+    from yaml._yaml import CParser  # which yaml.cyaml's loaders use, not exporting it
+
+    class _FastLoader(_Limited, CParser, yaml.constructor.SafeConstructor,
                       yaml.resolver.Resolver):
         """libyaml's events (10x faster than PyYAML's scanner and parser, which are most
         of a large collection's link), composed in Python with the limits."""
 
         def __init__(self, stream: str) -> None:
-            yaml.cyaml.CParser.__init__(self, stream)
+            CParser.__init__(self, stream)
             yaml.composer.Composer.__init__(self)
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
-        def compose_scalar_node(self, anchor: str | None) -> yaml.ScalarNode:
+        # PyYAML passes the event's anchor, a str or None, where its stubs say a dict
+        def compose_scalar_node(  # type: ignore[override]  # stubs: anchor is a dict
+            self, anchor: str | None
+        ) -> yaml.ScalarNode:
             event = self.peek_event()
-            if event.tag == "!":  # PyYAML resolves a lone '!' as untagged ('at: !' is null)
-                event.implicit = (True, False)
-            return super().compose_scalar_node(anchor)
+            if isinstance(event, yaml.ScalarEvent) and event.tag == "!":
+                event.implicit = (True, False)  # PyYAML: a lone '!' is untagged ('at: !' is null)
+            return super().compose_scalar_node(anchor)  # type: ignore[arg-type]  # stubs: dict
 
 
 def _compose(text: str, ctx: _Context) -> yaml.Node | None:
@@ -333,7 +345,7 @@ def _compose_single(text: str) -> yaml.Node | None:
     return _composed(_DepthLimitedLoader, text)
 
 
-def _composed(loader_class: type[_Limited], text: str) -> yaml.Node | None:
+def _composed(loader_class: Callable[[str], _Limited], text: str) -> yaml.Node | None:
     loader = loader_class(text)
     try:
         return loader.get_single_node()
@@ -389,6 +401,7 @@ class _Converter:
             return _Scalar(line, kind, node.value)
         if isinstance(node, yaml.SequenceNode):
             return _Seq(line, tuple(self.convert(item, depth + 1) for item in node.value))
+        assert isinstance(node, yaml.MappingNode)  # the third and last kind of node
         return self._mapping(node, line, depth)
 
     def _count(self, line: int, depth: int) -> None:
@@ -441,8 +454,8 @@ def _describe(node: _Node) -> str:
     return "a list" if isinstance(node, _Seq) else "a mapping"
 
 
-def _is_null(node: _Node | None) -> bool:
-    return node is None or (isinstance(node, _Scalar) and node.kind == "null")
+def _is_null(node: _Node) -> bool:
+    return isinstance(node, _Scalar) and node.kind == "null"
 
 
 def _string(node: _Node, what: str, ctx: _Context) -> str | None:
@@ -613,7 +626,7 @@ def _claim_text(node: _Map, label: str, ctx: _Context) -> str | None:
 
 def _refs(node: _Map, label: str, at: _Pin, ctx: _Context) -> tuple[RefEntry, ...]:
     refs = node.items.get("refs")
-    if _is_null(refs) or (isinstance(refs, _Seq) and not refs.items):
+    if refs is None or _is_null(refs) or (isinstance(refs, _Seq) and not refs.items):
         ctx.error(node.line if refs is None else refs.line, f"{label} has no refs")
         return ()
     if not isinstance(refs, _Seq):
@@ -651,7 +664,7 @@ def _ref_mapping(node: _Map, label: str, at: _Pin, ctx: _Context) -> RefEntry | 
 
 
 def _uses(node: _Node | None, label: str, at: _Pin, ctx: _Context) -> tuple[str, ...] | None:
-    if _is_null(node):
+    if node is None or _is_null(node):
         return ()
     if not isinstance(node, _Seq):
         ctx.error(node.line, f"'uses' of a ref of {label} must be a list, not {_describe(node)}")
@@ -677,7 +690,7 @@ def _parse_ref_at(text: str, line: int, at: _Pin, ctx: _Context) -> Ref | None:
 
 def _waivers(node: _Map, label: str, ctx: _Context) -> tuple[Waiver, ...]:
     waive = node.items.get("waive")
-    if _is_null(waive):
+    if waive is None or _is_null(waive):
         return ()
     if not isinstance(waive, _Seq):
         ctx.error(waive.line, f"'waive' of {label} must be a list, not {_describe(waive)}")
@@ -768,7 +781,8 @@ def _link_claims(
     seen: dict[str, int] = {}
     for index, text in visible.items():
         for url in find_permalinks(text):
-            if repos is not None and not repos.keeps(PERMALINK_RE.match(url)["repo"]):
+            permalink = PERMALINK_RE.match(url)  # as every URL find_permalinks gives
+            if repos is not None and permalink and not repos.keeps(permalink["repo"]):
                 continue
             seen[url] = seen.get(url, 0) + 1
             claims.append(_link_claim(body, index, url, seen[url], article, ctx))

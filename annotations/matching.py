@@ -127,7 +127,7 @@ import dataclasses
 import posixpath
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -418,6 +418,11 @@ class Match:
     def ambiguous(self) -> bool:
         return self.verdict is Verdict.MOVED and bool(self.candidates)
 
+    @property
+    def moved_to(self) -> SymbolSnapshot | None:
+        """``new`` when ``old`` moved there, else None."""
+        return self.new if self.verdict is Verdict.MOVED else None
+
     def towards(self, new: SymbolSnapshot) -> Match:
         """This match, led to ``new`` instead (the copy a history follows when a symbol
         was split in several close copies): the others become the candidates."""
@@ -552,6 +557,10 @@ class _VersionView:
     def symbol(self, key: _Key) -> SymbolSnapshot | None:
         """The snapshot of a loaded row (None if there is no such row)."""
         return self._materialize(key) if key in self._rows else None
+
+    def loaded(self, key: _Key) -> SymbolSnapshot:
+        """The snapshot of a row that ``rows`` or ``files`` gave the key of."""
+        return self._materialize(key)
 
     def load(self, skip: Callable[[str, str], bool]) -> list[tuple]:
         """Load every row in one query, but for files where ``skip(path, blob)``.
@@ -933,12 +942,13 @@ class Matcher:
 
     def _parent_move(self, old: SymbolSnapshot) -> Match | None:
         parent = self._parent_match(old)
-        if parent is None or parent.verdict is not Verdict.MOVED:
+        home = None if parent is None else parent.moved_to
+        if parent is None or home is None:
             return None
         # the parent's place and its copies, not a class of another name tied with it
-        copies = [target.path for target in (parent.new, *parent.candidates)
-                  if target.qualname == parent.new.qualname]
-        qualname = parent.new.qualname + old.qualname[len(old.parent):]
+        copies = [target.path for target in (home, *parent.candidates)
+                  if target.qualname == home.qualname]
+        qualname = home.qualname + old.qualname[len(old.parent):]
         found = [
             symbol for path in copies
             for symbol in [self.b.lookup(path, qualname, old.occurrence)]
@@ -946,10 +956,10 @@ class Matcher:
         ]
         if not found:
             return None
-        if pushed := self._pushed_down(old, found[0], parent.new):
+        if pushed := self._pushed_down(old, found[0], home):
             return self._moved(old, pushed[0].symbol, tuple(s.symbol for s in pushed[1:]),
                                pushed[0].score, "subclass")
-        others = [*found[1:], *self._copies_as_good(old, found[0], found, parent.new)]
+        others = [*found[1:], *self._copies_as_good(old, found[0], found, home)]
         return self._moved(old, found[0], tuple(others), parent.score, "parent")
 
     def _pushed_down(
@@ -1019,25 +1029,23 @@ class Matcher:
         parent = self._parent_match(old)
         if parent is not None and old.kind == "attribute":  # it only follows its class
             return self._attribute_kept(old, parent.new) or self._removed(old, [])
-        hint = None if parent is None or parent.new is None else (
-            parent.new.path, parent.new.qualname
-        )
-        orphan = parent is not None and parent.new is None
+        home = None if parent is None else parent.new  # of a member that may have left it
+        hint = None if home is None else (home.path, home.qualname)
+        orphan = parent is not None and home is None
         if orphan and (settled := self._matches.get(_match_key(old))) is not None:
             return settled  # matched with its class's methods (`_where_methods_went`)
-        leaver = parent is not None and parent.new is not None
         max_ties = 0 if parent is not None else MAX_TIES
         ranked, via = self._ranked(old, hint)
         if orphan and self._scorer.code_token_count(old) < MIN_RENAME_TOKENS:
             # ``return``, ``pass``: that a method of a removed class says as little as one of
             # another class is no evidence that it moved there
             return self._removed(old, ranked)
-        if leaver and (pulled_up := self._pulled_up(old, parent.new)):
+        if home is not None and (pulled_up := self._pulled_up(old, home)):
             return self._moved(old, pulled_up[0], tuple(pulled_up[1:]),
                                self._scorer.score(old, pulled_up[0], hint), "base")
         found = self._decide(old, ranked, via, max_ties)
-        if leaver and found.verdict is Verdict.MOVED and self._contested(old, found.new,
-                                                                         parent.new):
+        moved_to = found.moved_to
+        if home is not None and moved_to is not None and self._contested(old, moved_to, home):
             return self._removed(old, ranked)
         if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
             return self._where_methods_went(old, found)
@@ -1075,16 +1083,16 @@ class Matcher:
             return None, []
         top = [symbol for symbol in self.a.file_symbols(path)
                if not symbol.parent and symbol.kind != "attribute"]
-        moves = [match for match in map(self.match, top)
-                 if match.verdict is Verdict.MOVED and match.new is not None]
-        places = Counter(match.new.path for match in moves)
+        moves = [(match.moved_to, match.candidates) for match in map(self.match, top)
+                 if match.moved_to is not None]
+        places = Counter(new.path for new, _ in moves)
         if not places:
             return None, []
         place, count = places.most_common(1)[0]
         if 2 * count <= len(top):
             return None, []
-        held = Counter(path for match in moves
-                       for path in {symbol.path for symbol in (match.new, *match.candidates)})
+        held = Counter(path for new, candidates in moves
+                       for path in {symbol.path for symbol in (new, *candidates)})
         return place, sorted(path for path, count in held.items()
                              if path != place and count >= held[place])
 
@@ -1098,8 +1106,8 @@ class Matcher:
         only moved)."""
         self._matches[_match_key(cls)] = removed  # while its methods are matched
         matches = [self.match(method) for method in self._methods(cls)]
-        moved = [match.new for match in matches
-                 if match.verdict is Verdict.MOVED and match.new.kind == "method"]
+        moved = [new for match in matches
+                 if (new := match.moved_to) is not None and new.kind == "method"]
         places = Counter((new.path, new.parent) for new in moved)
         target = (self._followed_class(cls, places, len(moved))
                   or self._followed_with_seconds(cls, matches, places, len(moved)))
@@ -1146,8 +1154,8 @@ class Matcher:
                 or target is None or target.kind != "class"
                 or target.name in self.defined_names()[0]
                 or _name_similarity(cls.name, target.name) < SECONDED_NAME_SIMILARITY
-                or all(self._kept_twin(match.old, match.new) for match in matches
-                       if match.verdict is Verdict.MOVED)):  # the costly test last
+                or all(self._kept_twin(match.old, new) for match in matches
+                       if (new := match.moved_to) is not None)):  # the costly test last
             return None
         scored = self._scorer.ranked(cls, [target], None)
         return scored[0] if scored and scored[0].score >= CANDIDATE_FLOOR else None
@@ -1173,10 +1181,11 @@ class Matcher:
         another class is as close to it (`_kept_twin`: the stock ``load_weights`` of a
         deleted model is a new model's no more than ``Qwen2ForCausalLM``'s)."""
         for match in matches:
-            if (match.verdict is Verdict.MOVED and match.new.kind == "method"
-                    and places[(match.new.path, match.new.parent)] == 1
-                    and (match.content_changed and self._contested(match.old, match.new, None)
-                         or self._kept_twin(match.old, match.new))):
+            new = match.moved_to
+            if (new is not None and new.kind == "method"
+                    and places[(new.path, new.parent)] == 1
+                    and (match.content_changed and self._contested(match.old, new, None)
+                         or self._kept_twin(match.old, new))):
                 ranked, _ = self._ranked(match.old, None)
                 self._matches[_match_key(match.old)] = self._removed(match.old, ranked)
 
@@ -1206,6 +1215,7 @@ class Matcher:
     def _fingerprint_hits(self, old: SymbolSnapshot, column: str) -> list[SymbolSnapshot]:
         value = getattr(old, column)
         group = kind_group(old.kind)
+        hits: Sequence[SymbolSnapshot | None]
         if self._pool is not None:
             hits = self._pool.with_fingerprint(column, value)
         else:
@@ -1448,7 +1458,7 @@ class Matcher:
 
     def _gone_named(self, group: KindGroup, name: str) -> list[SymbolSnapshot]:
         """A's symbols of that kind group and name whose place B does not have."""
-        return [self.a.symbol(key) for key in self.pool().gone.get((group, name), ())]
+        return [self.a.loaded(key) for key in self.pool().gone.get((group, name), ())]
 
     def _places(self, view: _VersionView, new: SymbolSnapshot) -> list[str]:
         """The path of each definition of ``new``'s qualname, in its kind group, in
@@ -1558,7 +1568,8 @@ class Matcher:
         packages: dict[str, Counter[str]] = defaultdict(Counter)
         for row in self._a_same:
             packages[package_of(row[_PATH])][Verdict.UNCHANGED.value] += 1
-        matches, targets = [], set()
+        matches: list[Match] = []
+        targets: set[SymbolSnapshot | None] = set()
         found = self._match_all(self._to_match(), workers)
         a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
         for path, keys in self.a.files():
@@ -1613,12 +1624,11 @@ class Matcher:
 
     def _match_part(self, keys: list[_Key]) -> list[tuple[_Key, tuple]]:
         """Matches as plain tuples (snapshots by key): what a child can send back."""
-        return [(key, _compact(self.match(self.a.symbol(key)))) for key in keys]
+        return [(key, _compact(self.match(self.a.loaded(key)))) for key in keys]
 
     def _expand(self, key: _Key, compact: tuple) -> Match:
         verdict, new_key, changes, content, candidate_keys, score, via = compact
-        old = self.a.symbol(key)
-        assert old is not None
+        old = self.a.loaded(key)
         if new_key is None:
             new = None
         elif via == "blob":

@@ -6,6 +6,20 @@ import posixpath
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import TypedDict
+
+
+class Summary(TypedDict):
+    """A report's figures, as the JSON and SARIF reports give them."""
+
+    refs: int
+    claims: int
+    articles: int
+    counts: dict[str, int]
+    waived: int
+    failing: int
+    targets: list[str]
+    unindexed_targets: list[str]
 
 
 class Status(str, Enum):
@@ -126,7 +140,7 @@ class CheckReport:
                 worst[key] = result.status
         return worst
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> Summary:
         return {
             "refs": len(self.results),
             "claims": len({(r.article, r.claim) for r in self.results}),

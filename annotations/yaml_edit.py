@@ -148,7 +148,9 @@ class ClaimsYaml:
             return Span(line, *alias.span(1), target)
         if id(value) in self._shared:
             raise Unwritable("its 'at:' is an anchor that other values share")
-        if isinstance(value, yaml.ScalarNode) and value.value == "" and _style(value) is None:
+        if not isinstance(value, yaml.ScalarNode):  # a claim that loads has a text 'at:'
+            raise Unwritable("its 'at:' is not a text")
+        if value.value == "" and _style(value) is None:
             return self._empty_pin(value, target)
         return self._scalar_span(value, target, "its 'at:'")
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from db.database import Database
 from db.errors import QueryTooLarge
-from db.queries import like_escape
+from db.queries import inserted_id, like_escape
 
 REF_COLUMNS = (
     "claim", "seq", "written", "line", "quote", "repo", "version", "resolved", "path",
@@ -72,7 +73,7 @@ def replace_articles(
             _insert_article(conn, article)
 
 
-def _insert_article(conn, article: ArticleRow) -> None:
+def _insert_article(conn: sqlite3.Connection, article: ArticleRow) -> None:
     conn.execute(
         "INSERT INTO articles (path, title, source_file) VALUES (?, ?, ?) ON CONFLICT (path)"
         " DO UPDATE SET title = excluded.title, source_file = excluded.source_file",
@@ -84,11 +85,11 @@ def _insert_article(conn, article: ArticleRow) -> None:
         if conn.execute("DELETE FROM claims WHERE article = ? AND claim_id = ?", key).rowcount:
             # a scan of the search table (it has no index on these): only when one was kept
             conn.execute("DELETE FROM claim_search WHERE article = ? AND claim_id = ?", key)
-        claim_key = conn.execute(
+        claim_key = inserted_id(conn.execute(
             "INSERT INTO claims (article, claim_id, text, pin, source_file, line)"
             " VALUES (?,?,?,?,?,?)",
             (article.path, claim.claim_id, claim.text, claim.pin, claim.source_file, claim.line),
-        ).lastrowid
+        ))
         for ref in claim.refs:
             _insert_ref(conn, claim_key, ref)
         conn.executemany(
@@ -102,7 +103,7 @@ def _insert_article(conn, article: ArticleRow) -> None:
         )
 
 
-def _insert_ref(conn, claim_key: int, ref: dict) -> None:
+def _insert_ref(conn: sqlite3.Connection, claim_key: int, ref: dict) -> None:
     values = {**ref, "claim": claim_key}
     marks = ",".join("?" * len(REF_COLUMNS))
     ref_key = conn.execute(

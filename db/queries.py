@@ -243,7 +243,7 @@ def _store_blobs(database: Database, blobs: Iterable[BlobRow], extractor: str) -
 
 def _insert_version(conn: sqlite3.Connection, version: VersionRow, new_blobs: int) -> int:
     """The new row's id; its symbol count is filled in once its files are stored."""
-    cursor = conn.execute(
+    return inserted_id(conn.execute(
         "INSERT INTO versions (repo, version, source, commit_sha, wheel_sha256, indexed_at,"
         " file_count, symbol_count, new_blobs, seconds) VALUES (?,?,?,?,?,?,?,?,?,?)",
         (
@@ -251,8 +251,12 @@ def _insert_version(conn: sqlite3.Connection, version: VersionRow, new_blobs: in
             version.wheel_sha256, _now(), version.file_count, 0, new_blobs,
             round(version.seconds, 3),
         ),
-    )
-    assert cursor.lastrowid is not None  # set by the INSERT
+    ))
+
+
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The rowid of the row that ``cursor``'s INSERT added."""
+    assert cursor.lastrowid is not None  # set by any INSERT
     return cursor.lastrowid
 
 
@@ -267,7 +271,7 @@ def _batched(items: Iterable[BlobRow], size: int) -> Iterator[list[BlobRow]]:
         yield batch
 
 
-def _insert_blobs(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
+def _insert_blobs(conn: sqlite3.Connection, blobs: Sequence[BlobRow], extractor: str) -> None:
     conn.executemany(
         "INSERT INTO blobs (id, size, content, parsed, has_errors, decode_errors, skipped,"
         " extractor) VALUES (?,?,?,?,?,?,?,?)",
@@ -280,7 +284,7 @@ def _insert_blobs(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
     _insert_extraction(conn, blobs)
 
 
-def _insert_extraction(conn, blobs: Sequence[BlobRow]) -> None:
+def _insert_extraction(conn: sqlite3.Connection, blobs: Sequence[BlobRow]) -> None:
     """The symbols, names and imports of ``blobs``."""
     marks = ",".join("?" * len(SYMBOL_COLUMNS))
     conn.executemany(
@@ -303,7 +307,7 @@ _RECOUNT_SYMBOLS = f"""
 """
 
 
-def _count_symbols(conn, blob_ids: set[str]) -> int:
+def _count_symbols(conn: sqlite3.Connection, blob_ids: set[str]) -> int:
     """The symbols of ``blob_ids`` (a version's count is `_RECOUNT_SYMBOLS`)."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _count_blobs (id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM _count_blobs")
@@ -377,7 +381,7 @@ def reextract(
     return Reextraction(previous, len(blob_ids), before, after, changed)
 
 
-def _changed_extraction(conn, blobs: Sequence[BlobRow]) -> list[BlobRow]:
+def _changed_extraction(conn: sqlite3.Connection, blobs: Sequence[BlobRow]) -> list[BlobRow]:
     """The blobs whose flags, symbols, names or imports differ from the stored ones."""
     stored = _stored_extraction(conn, [blob.blob_id for blob in blobs])
     return [blob for blob in blobs if stored.get(blob.blob_id) != _Extraction.of(blob)]
@@ -399,7 +403,7 @@ class _Extraction:
         return cls(flags, list(blob.symbols), names, Counter(blob.imports))
 
 
-def _stored_extraction(conn, blob_ids: list[str]) -> dict[str, _Extraction]:
+def _stored_extraction(conn: sqlite3.Connection, blob_ids: list[str]) -> dict[str, _Extraction]:
     marks = ",".join("?" * len(blob_ids))
     found = {
         blob_id: _Extraction(tuple(flags)) for blob_id, *flags in conn.execute(
@@ -423,14 +427,14 @@ def _stored_extraction(conn, blob_ids: list[str]) -> dict[str, _Extraction]:
     return found
 
 
-def _contents(conn, blob_ids: list[str]) -> Iterator[tuple[str, bytes]]:
+def _contents(conn: sqlite3.Connection, blob_ids: list[str]) -> Iterator[tuple[str, bytes]]:
     for wanted, marks in in_chunks(blob_ids, size=200):  # 200 contents in memory at most
         rows = conn.execute(f"SELECT id, content FROM blobs WHERE id IN ({marks})", wanted)
         for blob_id, content in rows.fetchall():
             yield blob_id, zlib.decompress(content)
 
 
-def _replace_extraction(conn, blobs: Sequence[BlobRow], extractor: str) -> None:
+def _replace_extraction(conn: sqlite3.Connection, blobs: Sequence[BlobRow], extractor: str) -> None:
     """Replace the stored extraction of blobs parsed again, or parsed at last (stored
     unparsed where first seen, not at a .py path): flags, symbols, names and imports, and
     the content when none was stored."""

@@ -9,6 +9,7 @@ its source at both versions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from annotations.changes import Verdict
 from annotations.diffs.citations import (
@@ -49,6 +50,15 @@ _SECTIONS = {
 }
 _ORDER = {section: index for index, section in enumerate(Section)}
 _DIFFABLE = (Section.CHANGED, Section.MOVED, Section.COSMETIC)
+
+
+class _Attached(TypedDict):
+    """What a listed symbol carries besides its match."""
+
+    citations: tuple[Citation, ...]
+    usage: Usage | None
+    old_source: str | None
+    new_source: str | None
 
 
 @dataclass(slots=True)
@@ -95,17 +105,17 @@ def build_report(
     processes match the symbols.
     """
     repo_config = config.repo(repo)
-    keys = tuple(require_version(database, repo, version, repo_config.versions)
-                 for version in (version_a, version_b))
-    matcher = Matcher(database, *keys)
+    key_a, key_b = (require_version(database, repo, version, repo_config.versions)
+                    for version in (version_a, version_b))
+    matcher = Matcher(database, key_a, key_b)
     diff = matcher.diff(workers)
     items = _items(diff.matches, diff.added, repo_config)
     texts = LineTexts(matcher.store, repo)
-    rows = without_standing_lines(cited_refs(database, repo), texts, keys[1])
+    rows = without_standing_lines(cited_refs(database, repo), texts, key_b)
     uses = broken_uses(database, matcher, diff.matches, repo)
     found = cite([*rows, *uses], [(item.old, item.new) for item in items],
                  version_a, version_b)
-    lines = _line_changes(uncited_lines(rows, found, texts, version_a, version_b, keys[0]),
+    lines = _line_changes(uncited_lines(rows, found, texts, version_a, version_b, key_a),
                           matcher, repo_config)
     relation_gone = {(use["article"], use["claim_id"], use["ref_written"]) for use in uses}
     for item, citations in zip(items, found, strict=True):
@@ -191,7 +201,7 @@ def _location(symbol: SymbolSnapshot, repo: RepoConfig) -> Location:
 def _change(item: _Item, repo: RepoConfig) -> SymbolChange:
     match = item.match
     sources = item.sources or (None, None)
-    common = {
+    common: _Attached = {
         "citations": item.citations, "usage": item.usage, "old_source": sources[0],
         "new_source": sources[1],
     }
