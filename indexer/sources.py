@@ -26,6 +26,11 @@ from indexer.config import RepoConfig, check_version_name
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: downloads are reclaimed by age alone
+    fcntl = None  # type: ignore[assignment]
+
 PIP_TIMEOUT_SECONDS = 1800
 
 
@@ -136,17 +141,19 @@ def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
     """The cached wheel of ``repo.pypi==version``, downloaded with pip when missing."""
     requirement = f"{repo.pypi}=={pypi_version(version)}"
     folder = cache_dir / "wheels" / (repo.pypi or repo.name) / pypi_version(version)
+    _reclaim_dead_downloads(cache_dir / "wheels")
     cached = _cached_wheel(folder)
     if cached is not None:
         return cached
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_downloads(folder.parent)
         staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder.parent))
     except OSError as error:
         raise cache_error(folder.parent, error) from None
+    lock = None
     try:
-        wheel = _pip_download(requirement, staging)
+        lock = _lock_download(staging)
+        wheel = _pip_download(requirement, staging, lock)
         folder.mkdir(exist_ok=True)
         final = folder / wheel.name
         os.replace(wheel, final)
@@ -155,16 +162,58 @@ def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
         raise cache_error(folder, error) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
 
 
-def _remove_stale_downloads(folder: Path) -> None:
-    """The staging folders of downloads killed before they could clean up (older than any
-    download may take: a running one is left alone)."""
+DOWNLOAD_LOCK = "lock"
+
+
+def _lock_download(staging: Path) -> int | None:
+    """Lock ``staging`` as a live download's, for this process and the pip it starts (which
+    may outlive it): the kernel drops the lock when both are gone, however they ended. The
+    file is locked under another name, then renamed, so that a run reclaiming folders never
+    finds it unlocked while the download sets up. None where locks are not supported."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return None
+    starting = staging / f"{DOWNLOAD_LOCK}.new"
+    descriptor = os.open(starting, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    except OSError:  # a file system without locks: the folder is reclaimed by age
+        os.close(descriptor)
+        return None
+    try:
+        os.rename(starting, staging / DOWNLOAD_LOCK)
+    except OSError:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _reclaim_dead_downloads(wheels: Path) -> None:
+    """Remove the staging folders that downloads killed before they could clean up (``kill
+    -9``, a power cut) left in the cache: those whose lock no process holds. One without a
+    lock (from before locks, or where they are not supported) goes once older than any
+    download may take."""
     cutoff = time.time() - PIP_TIMEOUT_SECONDS
-    for staging in folder.glob(".download-*"):
-        with contextlib.suppress(OSError):
-            if staging.stat().st_mtime < cutoff:
+    for staging in wheels.glob("*/.download-*"):
+        with contextlib.suppress(OSError):  # a live download's, or a read-only cache
+            if (staging / DOWNLOAD_LOCK).exists():
+                _remove_if_unlocked(staging)
+            elif staging.stat().st_mtime < cutoff:
                 shutil.rmtree(staging)
+
+
+def _remove_if_unlocked(staging: Path) -> None:
+    if fcntl is None:  # pragma: no cover - Windows
+        return
+    descriptor = os.open(staging / DOWNLOAD_LOCK, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError when held
+        shutil.rmtree(staging)
+    finally:
+        os.close(descriptor)
 
 
 def _cached_wheel(folder: Path) -> Path | None:
@@ -176,9 +225,11 @@ def _cached_wheel(folder: Path) -> Path | None:
     return None
 
 
-def _pip_download(requirement: str, destination: Path) -> Path:
+def _pip_download(requirement: str, destination: Path, lock: int | None) -> Path:
+    """Download into ``destination``, handing pip the download's ``lock``."""
     # pip's console says only "No matching distribution" when the index failed to answer;
-    # its debug log (--log) says why ("Could not fetch URL ...: Read timed out").
+    # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"). It is
+    # kept off the cache, which may be the full disk pip fails on.
     handle, log_name = tempfile.mkstemp(prefix="annotate-pip-", suffix=".log")
     os.close(handle)
     log = Path(log_name)
@@ -189,7 +240,8 @@ def _pip_download(requirement: str, destination: Path) -> Path:
     ]
     try:
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS, check=False
+            command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS, check=False,
+            pass_fds=() if lock is None else (lock,),
         )
         wheels = sorted(destination.glob("*.whl"))
         if done.returncode != 0 or not wheels:

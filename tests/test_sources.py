@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -284,7 +286,9 @@ def test_cached_wheel_is_used_without_pip(wheels: Path, monkeypatch: pytest.Monk
     assert fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache()) == first
 
 
-def test_a_killed_downloads_staging_folder_is_removed_when_stale(wheels: Path) -> None:
+def test_a_lockless_staging_folder_is_removed_only_when_stale(wheels: Path) -> None:
+    """A folder without a lock (left by a version of annotate before locks) is a live
+    download's as long as one may take."""
     parent = _cache() / "wheels" / "vllm"
     stale, running = parent / ".download-killed", parent / ".download-running"
     for folder in (stale, running):
@@ -294,6 +298,81 @@ def test_a_killed_downloads_staging_folder_is_removed_when_stale(wheels: Path) -
     os.utime(stale, (old, old))
     fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
     assert not stale.exists() and running.exists()
+
+
+def _stalling_wheel_folder(tmp_path: Path) -> Path:
+    """A find-links folder whose wheel is a FIFO: pip blocks reading it until it is written."""
+    folder = tmp_path / "stalling"
+    folder.mkdir()
+    os.mkfifo(folder / fv.wheel_filename("vllm", "0.1.0"))
+    return folder
+
+
+def _open_once_read(fifo: Path, timeout: float = 60) -> int:
+    """Open ``fifo`` for writing once a reader (pip) has opened it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
+    wheels: Path, tmp_path: Path
+) -> None:
+    """``kill -9`` runs no cleanup; the orphaned pip may still be writing into the folder, so
+    it is left while pip lives, and the next download removes it as soon as pip is gone,
+    not half an hour later."""
+    stalling = _stalling_wheel_folder(tmp_path)
+    fetch = ("import sys; from pathlib import Path; from indexer.config import RepoConfig; "
+             "from indexer.sources import fetch_wheel; fetch_wheel(RepoConfig(name='vllm', "
+             "git=None, pypi='vllm', sources=('pypi',)), 'v0.1.0', Path(sys.argv[1]))")
+    killed = subprocess.Popen(
+        [sys.executable, "-c", fetch, str(_cache())], start_new_session=True,
+        env={**os.environ, "PIP_FIND_LINKS": str(stalling)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        writer = _open_once_read(stalling / fv.wheel_filename("vllm", "0.1.0"))
+        killed.kill()  # annotate's process only: its pip goes on reading the wheel
+        killed.wait()
+        (staging,) = (_cache() / "wheels" / "vllm").glob(".download-*")
+        fetch_wheel(_repo(None, ("pypi",)), "v0.2.0", _cache())
+        assert staging.is_dir()  # pip still holds it
+        os.killpg(killed.pid, signal.SIGKILL)
+        os.close(writer)
+        _wait_for_no_process_in_session(killed.pid)
+        cached = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(killed.pid, signal.SIGKILL)
+    assert not staging.exists()
+    assert sorted(p.name for p in (_cache() / "wheels" / "vllm").iterdir()) == ["0.1.0", "0.2.0"]
+    assert cached.read_bytes() == (wheels / cached.name).read_bytes()
+
+
+def _wait_for_no_process_in_session(session: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while any(_session_of(stat) == session for stat in Path("/proc").glob("[0-9]*/stat")):
+        assert time.monotonic() < deadline, "the orphaned pip did not end"
+        time.sleep(0.05)
+
+
+def _session_of(stat: Path) -> int | None:
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:  # the process ended meanwhile
+        return None
+    return int(fields[3]) if fields[0] != "Z" else None  # a zombie holds no files
+
+
+def test_a_failed_download_leaves_nothing(wheels: Path) -> None:
+    with pytest.raises(VersionNotFound):
+        fetch_wheel(_repo(None, ("pypi",)), "v9.9.9", _cache())
+    assert list((_cache() / "wheels" / "vllm").iterdir()) == []
 
 
 def test_corrupt_cached_wheel_is_downloaded_again(wheels: Path) -> None:
