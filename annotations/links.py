@@ -8,11 +8,14 @@ or its ``quote`` or ``uses:`` does not hold in the symbol at its own pin).
 from __future__ import annotations
 
 import datetime
+import errno
+import fnmatch
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from annotations.errors import AnnotationError, AnnotationFileError
 from annotations.model import (
@@ -102,13 +105,57 @@ def annotation_files(config: ProjectConfig) -> tuple[list[Path], list[Path]]:
     return _glob(config.root, config.annotations), _glob(config.root, config.articles)
 
 
+class UnreadableFolder(AnnotationError):
+    """A folder that an annotation glob reaches cannot be listed: Python's glob passes over
+    it, and the claims of the files in it would drop out of the links unsaid."""
+
+
 def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     found: dict[Path, Path] = {}  # the file -> the first name it was found under
     for pattern in patterns:
+        _refuse_unreadable_folders(root, pattern)
         for path in sorted(root.glob(pattern)):
             if path.is_file():  # a symlink to a file too, as a symlinked folder is
                 found.setdefault(path.resolve(), path)  # one file under two names: once
     return list(found.values())
+
+
+_WILDCARD = re.compile(r"[*?[]")
+
+
+def _refuse_unreadable_folders(root: Path, pattern: str) -> None:
+    """Walk the folders ``pattern`` could match files in, as its glob does, and raise
+    `UnreadableFolder` for the first that cannot be listed."""
+    parts = PurePosixPath(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if _WILDCARD.search(part)), len(parts) - 1)
+    top, below = root.joinpath(*parts[:fixed]), parts[fixed:]
+    errors: list[OSError] = []
+    for folder, subfolders, _ in os.walk(top, onerror=errors.append):
+        inside = Path(folder).relative_to(top).parts
+        subfolders[:] = [name for name in subfolders if _reaches_into(below, (*inside, name))]
+    error = next((e for e in errors if e.errno not in (errno.ENOENT, errno.ENOTDIR)), None)
+    if error is None:  # nothing there to match is no error
+        return
+    folder = Path(error.filename)
+    shown = folder.relative_to(root) if folder.is_relative_to(root) else folder
+    raise UnreadableFolder(
+        f"cannot read the folder {shown} ({error.strerror}), which '{pattern}' reaches: "
+        "its annotation files would be left out",
+        hint="make it readable, or change 'annotations' or 'articles' in annotate.toml so "
+             "that they do not reach it",
+    )
+
+
+def _reaches_into(pattern: tuple[str, ...], folder: tuple[str, ...]) -> bool:
+    """Whether ``pattern`` (glob parts) could match a file below ``folder`` (its parts)."""
+    if not pattern:
+        return False
+    if pattern[0] == "**":
+        return _reaches_into(pattern[1:], folder) or (
+            bool(folder) and _reaches_into(pattern, folder[1:]))
+    if not folder:
+        return True
+    return fnmatch.fnmatchcase(folder[0], pattern[0]) and _reaches_into(pattern[1:], folder[1:])
 
 
 def load_claims(
@@ -196,7 +243,10 @@ def link_state(database: Database, config: ProjectConfig) -> LinkState:
     """Where the config finds no annotation files (the articles folder emptied, or globs
     that match nothing), NO_FILES when claims are stored (`link` would refuse, and keep
     them) and CURRENT when none are: nothing to compare with."""
-    files = annotation_files(config)
+    try:
+        files = annotation_files(config)
+    except UnreadableFolder:  # `link` names it
+        return LinkState.CHANGED
     if not (files[0] or files[1]):
         return LinkState.NO_FILES if claim_store.has_claims(database) else LinkState.CURRENT
     signature = _signature(database, config, files)

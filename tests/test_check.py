@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -683,6 +685,82 @@ def test_annotation_files_without_claims_are_an_error_and_keep_the_links(
     assert result.stderr.endswith(" holds no claims (hint: check 'annotations' and 'articles' in "
                                   "annotate.toml; the stored links are kept)\n")
     assert _stored_links() == stored_links
+
+
+def _without_root_powers() -> list[str]:
+    """A command prefix under which file modes bind: as root, drop the capabilities that
+    ignore them (root reads a folder of mode 000)."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    try:
+        done = subprocess.run([*prefix, "true"], capture_output=True, check=False)
+    except OSError:
+        pytest.skip("run as root, and setpriv is not installed to drop root's file powers")
+    if done.returncode != 0:
+        pytest.skip(f"run as root, and setpriv cannot drop root's file powers: {done.stderr!r}")
+    return prefix
+
+
+def _run_as_a_user(*args: str) -> tuple[int, str, str]:
+    done = subprocess.run([*_without_root_powers(), sys.executable, "-m", "annotate_cli",
+                           *args], capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("command", ["check", "link", "fix"])
+def test_a_folder_the_globs_reach_and_the_user_cannot_read_is_an_error(
+    stored_links: list[tuple], command: str
+) -> None:
+    """Python's glob passes over it: its claims would drop out, and check pass without them."""
+    write(Path("annotations/private/b.yml"), "article: b.md\nat: vllm@v1\nclaims:\n  - id: b\n"
+          "    text: t\n    refs: [nowhere.py::g]\n")
+    Path("annotations/private").chmod(0)
+    try:
+        outcome = _run_as_a_user(command)
+    finally:
+        Path("annotations/private").chmod(0o755)
+    assert outcome == (2, "", (
+        "Error: cannot read the folder annotations/private (Permission denied), which "
+        "'annotations/**/*.yml' reaches: its annotation files would be left out (hint: make it "
+        "readable, or change 'annotations' or 'articles' in annotate.toml so that they do not "
+        "reach it)\n"
+    ))
+    assert _stored_links() == stored_links
+
+
+def test_a_query_beside_an_unreadable_folder_says_to_link(stored_links: list[tuple]) -> None:
+    """``search`` reads the stored links: it answers, and sends the user to ``link``, which
+    names the folder."""
+    Path("annotations/private").mkdir()
+    Path("annotations/private").chmod(0)
+    try:
+        outcome = _run_as_a_user("search", "t")
+    finally:
+        Path("annotations/private").chmod(0o755)
+    assert outcome == (0, "a.md#a: t\n", (
+        "Note: the annotation files, the index or annotate changed since the last link; run "
+        "'annotate link' (or 'annotate check') to bring the claims shown here up to date\n"))
+
+
+@pytest.mark.parametrize("folder", [
+    pytest.param("notes", id="outside-every-glob"),
+    pytest.param("annotations/old", id="below-a-glob-of-one-level"),
+    pytest.param("articles/old.md", id="matched-by-name-as-a-file-is"),
+])
+def test_an_unreadable_folder_no_glob_reaches_is_no_concern(
+    stored_links: list[tuple], folder: str
+) -> None:
+    globs = 'annotations = ["annotations/*.yml"]\narticles = ["articles/*.md"]\n'
+    Path("annotate.toml").write_text(globs + Path("annotate.toml").read_text())
+    without = _run_as_a_user("check")
+    Path(folder).mkdir(parents=True)
+    Path(folder).chmod(0)
+    try:
+        assert _run_as_a_user("check") == without
+    finally:
+        Path(folder).chmod(0o755)
+    assert without[0] == 1  # the stored claim's ref is broken: reported, not refused
 
 
 def _stored_links() -> list[tuple]:
