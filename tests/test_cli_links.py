@@ -535,6 +535,20 @@ def test_search_survives_fts_syntax(query: str) -> None:
     assert isinstance(json.loads(ok("search", "--format", "json", "--", query)), list)
 
 
+@pytest.mark.parametrize(("query", "found"), [
+    pytest.param("*", ["verify"], id="star-alone"),
+    pytest.param("NEAR*", ["verify"], id="star-after-a-word"),
+    pytest.param("**", [], id="two-stars"),
+    pytest.param("swa*", [], id="no-prefix-search"),
+    pytest.param("?", [], id="question-mark"),
+])
+def test_search_has_no_wildcards(query: str, found: list[str]) -> None:
+    """``*`` is a character like any other: ``search '*'`` finds the claims whose text holds
+    one, not every claim."""
+    rows = json.loads(ok("search", "--format", "json", "--", query))
+    assert [row["claim_id"] for row in rows] == found
+
+
 @pytest.mark.parametrize("query", [" ", ""], ids=["blank", "empty"])
 def test_search_refuses_empty_text(query: str) -> None:
     result = run("search", "--", query)
