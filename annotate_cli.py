@@ -529,6 +529,12 @@ def symbols(
     with context.database() as database:
         version_key = queries.require_version(database, repo, version,
                                               context.config.configured_versions(repo))
+        if path_glob is not None:
+            matches = queries.path_matcher(path_glob)
+            if not any(matches(path) for path in queries.version_paths(database, version_key)):
+                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; paths "
+                      "are relative to the repository, as in vllm/config/cache.py")
+                return
         rows = queries.version_symbols(database, version_key, path_glob, kind)
         if output_format == "jsonl":
             for row in rows:
@@ -540,11 +546,6 @@ def symbols(
                 ([r["path"], f"{r['start_line']}-{r['end_line']}", r["kind"], r["qualname"]]
                  for r in rows),
             )
-        if path_glob is not None:
-            matches = queries.path_matcher(path_glob)
-            if not any(matches(path) for path in queries.version_paths(database, version_key)):
-                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; paths "
-                      "are relative to the repository, as in vllm/config/cache.py")
 
 
 # --- show, link, links, search ------------------------------------------------------

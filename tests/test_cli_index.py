@@ -476,6 +476,18 @@ def test_symbols_path_without_wildcards_or_with_double_star(
     assert found == paths
 
 
+@pytest.mark.parametrize("output_format", ["table", "jsonl"])
+def test_symbols_path_matching_no_file_prints_only_the_note(
+    project: Path, output_format: str
+) -> None:
+    """No empty table: the note alone says why nothing is listed."""
+    assert run("index", "vllm@v0.2.0").exit_code == 0
+    result = run("symbols", "vllm@v0.2.0", "--format", output_format, "--path", "nothing/*.py")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", (
+        "Note: no file of vllm@v0.2.0 matches --path nothing/*.py; paths are relative to the "
+        "repository, as in vllm/config/cache.py\n"))
+
+
 def test_symbols_table(project: Path) -> None:
     assert run("index", "vllm@v0.1.0").exit_code == 0
     result = run("symbols", "vllm@v0.1.0", "--path", "vllm/utils.py", "--kind", "function")
