@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
-from db.version_order import in_version_order, version_key
+from db.version_order import COMMIT, in_version_order, version_key
 
 SYMBOL_COLUMNS = (
     "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
@@ -135,7 +135,16 @@ def unindexed(
         return Unindexed(f"{pin} is not indexed", index_advice(pin))
     known = ", ".join(dict.fromkeys([*configured, *indexed_versions(database, repo)]))
     return Unindexed(f"{pin} is neither indexed nor configured ({repo} has {known or 'none'})",
-                     f"fix the version, or {index_advice(pin)} to index it")
+                     _commit_advice(pin) if COMMIT.fullmatch(version)
+                     else f"fix the version, or {index_advice(pin)} to index it")
+
+
+def _commit_advice(pin: str) -> str:
+    """What indexes a commit: only git knows it (a permalink's "Copy permalink" SHA)."""
+    return ("a commit names only a version indexed from git at that commit (a wheel records "
+            "none): put the release tag in its place, or index the commit with git ('annotate "
+            f"index {pin}', which needs access to the repository) or from a checkout of it "
+            f"('annotate index {pin} --from PATH')")
 
 
 def index_advice(pin: str) -> str:

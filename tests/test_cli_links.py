@@ -467,6 +467,27 @@ def test_links_at_a_version_not_indexed_says_so() -> None:
         "fix the version, or run 'annotate index vllm@v9' to index it\n")
 
 
+UNKNOWN_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(("command", "pin"), [
+    pytest.param(("show", f"{GH}/{UNKNOWN_SHA}/vllm/utils.py#L1"), f"vllm@{UNKNOWN_SHA}",
+                 id="show-a-copied-permalink"),
+    pytest.param(("show", f"vllm@{UNKNOWN_SHA}:vllm/utils.py::cdiv"), f"vllm@{UNKNOWN_SHA}",
+                 id="show-a-ref"),
+    pytest.param(("links", "vllm@0123abc:vllm/utils.py#L1"), "vllm@0123abc",
+                 id="links-of-an-abbreviated-commit"),
+])
+def test_a_commit_not_indexed_says_what_would_index_it(command: tuple[str, str], pin: str) -> None:
+    """A wheel records no commit: 'annotate index vllm@SHA' alone cannot work from PyPI."""
+    assert fails(*command) == (
+        f"Error: {pin} is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0); "
+        "a commit names only a version indexed from git at that commit (a wheel records "
+        "none): put the release tag in its place, or index the commit with git ('annotate "
+        f"index {pin}', which needs access to the repository) or from a checkout of it "
+        f"('annotate index {pin} --from PATH')\n")
+
+
 # -- search --------------------------------------------------------------------------------------
 
 SEARCHES = [
