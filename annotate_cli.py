@@ -25,7 +25,7 @@ import click
 from annotations.wording import counted
 from db.errors import DatabaseError
 from indexer.config import ProjectConfig, check_version_name, load_config, run_from
-from indexer.errors import IndexerError
+from indexer.errors import ConfigError, IndexerError
 
 if TYPE_CHECKING:
     from annotations.errors import AnnotationError
@@ -312,18 +312,22 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
     ctx.obj = Context(db_path, config_path)
 
 
-def split_version(text: str, option: str | None = None) -> tuple[str, str]:
-    """``REPO@VERSION`` as (repo, version); ``option``: the option it was given to."""
+def split_version(text: str, param_hint: str) -> tuple[str, str]:
+    """``REPO@VERSION`` as (repo, version); ``param_hint``: the argument or option it was
+    given as, which a usage error names."""
     from annotations.errors import one_line  # a line break in it would split the error
 
     repo, at, version = text.partition("@")
     if not at or not repo or not version:
         raise click.BadParameter(
             f"'{one_line(text)}' is not REPO@VERSION (for example vllm@v0.20.0)",
-            param_hint=option,
+            param_hint=param_hint,
         )
     # a hint to run 'annotate index' for a version that can never be indexed would mislead
-    return repo, check_version_name(one_line(version))
+    try:
+        return repo, check_version_name(one_line(version))
+    except ConfigError as error:
+        raise click.BadParameter(str(error), param_hint=param_hint) from None
 
 
 def db_option(command: F) -> F:
@@ -366,7 +370,7 @@ def index(
     no_references: bool,
 ) -> None:
     """Index the given versions, or every configured one."""
-    wanted = [split_version(text) for text in versions] or [
+    wanted = [split_version(text, "'REPO@VERSION'") for text in versions] or [
         (repo.name, version)
         for repo in context.config.repos.values()
         for version in repo.versions
@@ -524,7 +528,7 @@ def symbols(
     """List the symbols of an indexed version."""
     from db import queries
 
-    repo, version = split_version(version_ref)
+    repo, version = split_version(version_ref, "'REPO@VERSION'")
     context.config.repo(repo)
     with context.database() as database:
         version_key = queries.require_version(database, repo, version,
@@ -1205,7 +1209,7 @@ def _xref_target(
             return ref.repo, ref.version, symbol or name, path
         name = symbol or name
     if version_ref is not None:
-        repo, version = split_version(version_ref)
+        repo, version = split_version(version_ref, "'REPO@VERSION'")
         context.config.repo(repo)
         return repo, version, name, path
     default = context.config.repos.get("vllm")
@@ -1275,7 +1279,7 @@ def diff(
     """Every symbol change between two indexed versions of one repo."""
     from annotations.diff_report import diff_report, render_diff
 
-    pins = split_version(version_a), split_version(version_b)
+    pins = split_version(version_a, "'REPO@A'"), split_version(version_b, "'REPO@B'")
     _refuse_to_overwrite_inputs(context, output)
     with context.database() as database:
         _note_outdated_links(context, database)

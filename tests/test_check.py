@@ -864,7 +864,8 @@ def test_nothing_stale_exits_zero(table_index: Path) -> None:
     pytest.param("vllm@v9", "Error: vllm@v9 is neither indexed nor configured (vllm has v0, v1, "
                  "v2); fix the version, or run 'annotate index vllm@v9' to index it",
                  id="neither-indexed-nor-configured"),
-    pytest.param("vllm@v3:vllm/utils.py::cdiv", "Error: invalid version 'v3:vllm/utils.py::cdiv'",
+    pytest.param("vllm@v3:vllm/utils.py::cdiv",
+                 "Error: Invalid value for --against: invalid version 'v3:vllm/utils.py::cdiv'",
                  id="a-ref-not-a-version"),
     pytest.param(("vllm@v2", "vllm@v3"), "Error: Invalid value for --against: give one "
                  "version per repo", id="two-for-one-repo"),

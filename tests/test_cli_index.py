@@ -519,8 +519,8 @@ UNKNOWN_REPO = (
     "Error: unknown repo 'foo'; configured repos are: lmcache, vllm "
     "(add [repos.foo] to annotate.toml)"
 )
-NOT_REPO_VERSION = ("Error: Invalid value: '{0}' is not REPO@VERSION (for example vllm@v0.20.0) "
-                    "(see 'annotate {1} --help')")
+NOT_REPO_VERSION = ("Error: Invalid value for 'REPO@VERSION': '{0}' is not REPO@VERSION (for "
+                    "example vllm@v0.20.0) (see 'annotate {1} --help')")
 
 LONG_NAME = "x" * 300 + ".db"
 """Longer than a file name may be (ENAMETOOLONG)."""
@@ -561,22 +561,33 @@ ERRORS = [
     pytest.param(("index", "@v1"), NOT_REPO_VERSION.format("@v1", "index"), id="index-no-repo"),
     pytest.param(("symbols", "vllm@"), NOT_REPO_VERSION.format("vllm@", "symbols"),
                  id="symbols-no-version"),
+    pytest.param(("diff", "vllm@v0.1.0", "vllm"),
+                 NOT_REPO_VERSION.format("vllm", "diff").replace("'REPO@VERSION'", "'REPO@B'"),
+                 id="diff-second-not-repo-at"),
+    pytest.param(("diff", "vllm@-x", "vllm@v0.1.0"),
+                 "Error: Invalid value for 'REPO@A': invalid version '-x'; a version is a tag or "
+                 "commit such as v0.20.0 and starts with a letter or digit (see 'annotate diff "
+                 "--help')", id="diff-first-invalid-version"),
+    pytest.param(("xref", "cdiv", "vllm"), NOT_REPO_VERSION.format("vllm", "xref"),
+                 id="xref-version-not-repo-at"),
     pytest.param(
         ("index", "vllm@.x"),
-        "Error: invalid version '.x'; a version is a tag or commit such as v0.20.0 and starts "
-        "with a letter or digit",
+        "Error: Invalid value for 'REPO@VERSION': invalid version '.x'; a version is a tag or "
+        "commit such as v0.20.0 and starts with a letter or digit (see 'annotate index --help')",
         id="invalid-version-name",
     ),
     pytest.param(
         ("symbols", "vllm@v1:vllm/utils.py"),
-        "Error: invalid version 'v1:vllm/utils.py'; a version is a tag or commit such as "
-        "v0.20.0 and starts with a letter or digit",
+        "Error: Invalid value for 'REPO@VERSION': invalid version 'v1:vllm/utils.py'; a version "
+        "is a tag or commit such as v0.20.0 and starts with a letter or digit (see 'annotate "
+        "symbols --help')",
         id="symbols-of-a-ref",
     ),
     pytest.param(
         ("symbols", "vllm@v1\n"),
-        "Error: invalid version 'v1\\n'; a version is a tag or commit such as v0.20.0 and "
-        "starts with a letter or digit",
+        "Error: Invalid value for 'REPO@VERSION': invalid version 'v1\\n'; a version is a tag or "
+        "commit such as v0.20.0 and starts with a letter or digit (see 'annotate symbols "
+        "--help')",
         id="version-with-a-line-break",
     ),
     pytest.param(
