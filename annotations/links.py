@@ -136,8 +136,8 @@ def _refuse_unreadable_folders(root: Path, pattern: str) -> None:
     error = next((e for e in errors if e.errno not in (errno.ENOENT, errno.ENOTDIR)), None)
     if error is None:  # nothing there to match is no error
         return
-    folder = Path(error.filename)
-    shown = folder.relative_to(root) if folder.is_relative_to(root) else folder
+    unreadable = Path(error.filename)
+    shown = unreadable.relative_to(root) if unreadable.is_relative_to(root) else unreadable
     raise UnreadableFolder(
         f"cannot read the folder {shown} ({error.strerror}), which '{pattern}' reaches: "
         "its annotation files would be left out",

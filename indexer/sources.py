@@ -26,10 +26,8 @@ from indexer.config import RepoConfig, check_version_name
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
 
-try:
+if sys.platform != "win32":  # on Windows downloads are reclaimed by age alone
     import fcntl
-except ImportError:  # pragma: no cover - Windows: downloads are reclaimed by age alone
-    fcntl = None  # type: ignore[assignment]
 
 PIP_TIMEOUT_SECONDS = 1800
 
@@ -174,7 +172,7 @@ def _lock_download(staging: Path) -> int | None:
     may outlive it): the kernel drops the lock when both are gone, however they ended. The
     file is locked under another name, then renamed, so that a run reclaiming folders never
     finds it unlocked while the download sets up. None where locks are not supported."""
-    if fcntl is None:  # pragma: no cover - Windows
+    if sys.platform == "win32":  # pragma: no cover
         return None
     starting = staging / f"{DOWNLOAD_LOCK}.new"
     descriptor = os.open(starting, os.O_RDWR | os.O_CREAT, 0o600)
@@ -206,7 +204,7 @@ def _reclaim_dead_downloads(wheels: Path) -> None:
 
 
 def _remove_if_unlocked(staging: Path) -> None:
-    if fcntl is None:  # pragma: no cover - Windows
+    if sys.platform == "win32":  # pragma: no cover
         return
     descriptor = os.open(staging / DOWNLOAD_LOCK, os.O_RDONLY)
     try:
