@@ -631,7 +631,16 @@ def test_same_version_lists_nothing(project: Path) -> None:
 
 # --- uses: relations ------------------------------------------------------------------
 
-TOY_CONFIG = '[repos.toy]\ngithub = "example/toy"\nversions = ["k1", "k2"]\ntarget = "k2"\n'
+TOY_CONFIG = """\
+[repos.toy]
+github = "example/toy"
+versions = ["k1", "k2"]
+target = "k2"
+
+[repos.lib]
+github = "example/lib"
+versions = ["l1"]
+"""
 KDA = '''\
 class {name}:
     def __init__(self, heads, head_dim):
@@ -664,6 +673,7 @@ class DecoderLayer:
         self.is_kda = config.is_kda
         self.attn = {attention}(config.heads, config.head_dim)
         self.cache = BlockCache()
+        self.pool = {pool}(config)
 
     def forward(self, x):
         """Runs the layer."""
@@ -674,14 +684,15 @@ TOY = {
     "k1": {"toy/kda.py": KDA.format(name="KimiDeltaAttention"),
            "toy/kernel.cu": KERNEL, "toy/gone.py": "import toy.kda\n",
            "toy/cache.py": CACHE_K1,
-           "toy/layer.py": LAYER.format(attention="KimiDeltaAttention",
+           "toy/layer.py": LAYER.format(attention="KimiDeltaAttention", pool="Pool",
                                         forward="helper(self.attn.forward(x))")},
     "k2": {"toy/kda.py": KDA.format(name="KimiGatedDeltaNetAttention"),
            "toy/kernel.cu": KERNEL.replace("1.0f", "0.0f"),
            "toy/cache.py": CACHE_K1.replace("self.blocks[key]", "self.blocks.get(key)"),
            "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
-                                        forward="self.attn.forward(x)")},
+                                        pool="BlockPool", forward="self.attn.forward(x)")},
 }
+LIB = {"l1": {"lib/pool.py": "class Pool:\n    pass\n"}}
 # Each claim's ref is a symbol of toy/layer.py, with a quote that stands at k2 and one
 # uses: target; then (listed symbol, section, the ref that uses it when cited through
 # uses:) of every entry citing the claim in the annotated diff, and check's status.
@@ -696,6 +707,9 @@ USES_CASES = {
     "unchanged-target-no-longer-named": (
         "DecoderLayer.forward", "Runs the layer.", "toy/layer.py::helper",
         {("toy/layer.py::DecoderLayer.forward", "changed", None)}, "relation-missing"),
+    "target-in-another-repo-no-longer-named": (
+        _INIT, _QUOTE, "lib@l1:lib/pool.py::Pool",
+        {("toy/layer.py::DecoderLayer.__init__", "changed", None)}, "relation-missing"),
     "changed-target-still-named": (
         _INIT, _QUOTE, "toy/cache.py::BlockCache", set(), "fresh"),
 }
@@ -733,10 +747,11 @@ def toy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"article: notes/lines.md\nat: toy@k1\nclaims:\n{lines}", encoding="utf-8")
     config = load_config(root)
     with open_database(config.db) as database:
-        for version, files in TOY.items():
-            fakevllm.write_snapshot(root / "src" / version, files)
-            index_version(database, config, "toy", version, from_path=root / "src" / version,
-                          workers=1)
+        for repo, versions in (("toy", TOY), ("lib", LIB)):
+            for version, files in versions.items():
+                fakevllm.write_snapshot(root / "src" / version, files)
+                index_version(database, config, repo, version,
+                              from_path=root / "src" / version, workers=1)
         outcome = link_if_changed(database, config, force=True)
     assert outcome is not None and not outcome.errors
     return root

@@ -113,8 +113,8 @@ def build_report(
     texts = LineTexts(matcher.store, repo)
     rows = without_standing_lines(cited_refs(database, repo), texts, key_b)
     uses = broken_uses(database, matcher, diff.matches, repo)
-    found = cite([*rows, *uses], [(item.old, item.new) for item in items],
-                 version_a, version_b)
+    found = cite([*rows, *(use for use in uses if use["repo"] == repo)],
+                 [(item.old, item.new) for item in items], version_a, version_b)
     lines = _line_changes(uncited_lines(rows, found, texts, version_a, version_b, key_a),
                           matcher, repo_config)
     relation_gone = {(use["article"], use["claim_id"], use["ref_written"]) for use in uses}

@@ -12,7 +12,8 @@ when
 A ``uses:`` target of a ref of the same repo cites its listed symbol as a ref would,
 when the relation no longer holds at B: the ref's symbol there (at its new place, when it
 moved) no longer names the target, or is gone (``check`` reports the claim
-``relation-missing`` or ``removed``).
+``relation-missing`` or ``removed``). A target in another repo has no listed symbol to
+cite, but its relation breaks the same way.
 
 A line ref whose lines no listed symbol holds (a module's imports, a file that defines
 nothing) and that changed from A to B is listed on its own (`uncited_lines`).
@@ -52,9 +53,9 @@ def cited_refs(database: Database, repo: str) -> list[dict]:
 
 
 _USES_SQL = (
-    "SELECT article, title, claim_id, text, version, written, resolved, line, path, qualname,"
-    " NULL AS start_line, NULL AS end_line, NULL AS quote, ref_written, ref_version,"
-    " ref_path, ref_qualname FROM claim_use_links WHERE repo = ? AND ref_repo = repo"
+    "SELECT article, title, claim_id, text, repo, version, written, resolved, line, path,"
+    " qualname, NULL AS start_line, NULL AS end_line, NULL AS quote, ref_written, ref_version,"
+    " ref_path, ref_qualname FROM claim_use_links WHERE ref_repo = ?"
     " AND qualname IS NOT NULL AND ref_qualname IS NOT NULL ORDER BY article, line, claim_id"
 )
 
@@ -63,7 +64,7 @@ def broken_uses(
     database: Database, matcher: Matcher, matches: Iterable[Match], repo: str
 ) -> list[dict]:
     """The ``uses:`` targets (rows of ``claim_use_links``) of ``repo``'s symbol refs whose
-    relation does not hold at the matcher's version B."""
+    relation does not hold at the matcher's version B, in ``repo`` or in another."""
     rows = list(database.query(_USES_SQL, (repo,)))
     if not rows:
         return []
