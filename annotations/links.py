@@ -112,8 +112,9 @@ class UnreadableFolder(AnnotationError):
 
 def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
     found: dict[Path, Path] = {}  # the file -> the first name it was found under
+    walked: set[tuple[Path, tuple[str, ...]]] = set()
     for pattern in patterns:
-        _refuse_unreadable_folders(root, pattern)
+        _refuse_unreadable_folders(root, pattern, walked)
         for path in sorted(root.glob(pattern)):
             if path.is_file():  # a symlink to a file too, as a symlinked folder is
                 found.setdefault(path.resolve(), path)  # one file under two names: once
@@ -123,17 +124,20 @@ def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
 _WILDCARD = re.compile(r"[*?[]")
 
 
-def _refuse_unreadable_folders(root: Path, pattern: str) -> None:
+def _refuse_unreadable_folders(
+    root: Path, pattern: str, walked: set[tuple[Path, tuple[str, ...]]]
+) -> None:
     """Walk the folders ``pattern`` could match files in, as its glob does, and raise
-    `UnreadableFolder` for the first that cannot be listed."""
+    `UnreadableFolder` for the first that cannot be listed. ``walked`` holds the walks
+    done (patterns that differ in their file names only, ``*.yml`` and ``*.yaml``, walk
+    the same folders): each is done once."""
     parts = PurePosixPath(pattern).parts
     fixed = next((i for i, part in enumerate(parts) if _WILDCARD.search(part)), len(parts) - 1)
-    top, below = root.joinpath(*parts[:fixed]), parts[fixed:]
-    errors: list[OSError] = []
-    for folder, subfolders, _ in os.walk(top, onerror=errors.append):
-        inside = Path(folder).relative_to(top).parts
-        subfolders[:] = [name for name in subfolders if _reaches_into(below, (*inside, name))]
-    error = next((e for e in errors if e.errno not in (errno.ENOENT, errno.ENOTDIR)), None)
+    top, folders = root.joinpath(*parts[:fixed]), parts[fixed:-1]
+    if (top, folders) in walked:
+        return
+    walked.add((top, folders))
+    error = _first_unreadable(top, folders)
     if error is None:  # nothing there to match is no error
         return
     unreadable = Path(error.filename)
@@ -146,16 +150,42 @@ def _refuse_unreadable_folders(root: Path, pattern: str) -> None:
     )
 
 
-def _reaches_into(pattern: tuple[str, ...], folder: tuple[str, ...]) -> bool:
-    """Whether ``pattern`` (glob parts) could match a file below ``folder`` (its parts)."""
-    if not pattern:
-        return False
-    if pattern[0] == "**":
-        return _reaches_into(pattern[1:], folder) or (
-            bool(folder) and _reaches_into(pattern, folder[1:]))
-    if not folder:
-        return True
-    return fnmatch.fnmatchcase(folder[0], pattern[0]) and _reaches_into(pattern[1:], folder[1:])
+def _first_unreadable(top: Path, folders: tuple[str, ...]) -> OSError | None:
+    """The error listing the first folder below ``top`` (itself included, symlinks not
+    followed) that the glob parts ``folders`` match a prefix of, and that cannot be
+    listed; None when all can, or do not exist."""
+    pending = [(str(top), _past_stars(folders, {0}))]
+    while pending:
+        folder, states = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                continue
+            return error
+        for name in names:
+            below = _past_stars(folders, {
+                state for here in states if here < len(folders)
+                for state in ((here,) if folders[here] == "**" else ())
+                + ((here + 1,) if fnmatch.fnmatchcase(name, folders[here]) else ())
+            })
+            if below:
+                pending.append((os.path.join(folder, name), below))
+    return None
+
+
+def _past_stars(folders: tuple[str, ...], states: set[int]) -> frozenset[int]:
+    """``states`` (how many of the glob parts ``folders`` a folder matched), with those
+    that a ``**`` matching no folder reaches."""
+    reached = set(states)
+    pending = list(states)
+    while pending:
+        state = pending.pop()
+        if state < len(folders) and folders[state] == "**" and state + 1 not in reached:
+            reached.add(state + 1)
+            pending.append(state + 1)
+    return frozenset(reached)
 
 
 def load_claims(

@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import fakevllm
@@ -28,7 +28,7 @@ from fakeproject import write_file as write
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
-from annotations import comparison
+from annotations import comparison, links
 from annotations.loader import link_claim_id
 from annotations.results import Status
 from indexer.config import load_config
@@ -761,6 +761,31 @@ def test_an_unreadable_folder_no_glob_reaches_is_no_concern(
     finally:
         Path(folder).chmod(0o755)
     assert without[0] == 1  # the stored claim's ref is broken: reported, not refused
+
+
+def test_globs_that_differ_in_file_names_only_walk_their_folders_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check for unreadable folders lists each folder once more than the globs do, not
+    once per pattern: ``*.yml`` and ``*.yaml`` over a large tree (a node_modules) took
+    link from 0.8 s to 1.8 s."""
+    deep = tmp_path / "annotations" / "site" / "node_modules" / "pkg"
+    deep.mkdir(parents=True)
+    patterns = ("annotations/**/*.yml", "annotations/**/*.yaml")
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def counting(path: str | os.PathLike[str] = ".") -> object:
+        listed.append(os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    for pattern in patterns:
+        list(tmp_path.glob(pattern))
+    by_globs = listed.count(str(deep))
+    listed.clear()
+    links.annotation_files(replace(load_config(tmp_path), annotations=patterns, articles=()))
+    assert (by_globs, listed.count(str(deep))) == (by_globs, by_globs + 1)
 
 
 def _stored_links() -> list[tuple]:
