@@ -13,6 +13,7 @@ import fnmatch
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -124,20 +125,19 @@ def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
 _WILDCARD = re.compile(r"[*?[]")
 
 
-def _refuse_unreadable_folders(
-    root: Path, pattern: str, walked: set[tuple[Path, tuple[str, ...]]]
-) -> None:
+def _refuse_unreadable_folders(root: Path, pattern: str, walked: set[tuple]) -> None:
     """Walk the folders ``pattern`` could match files in, as its glob does, and raise
-    `UnreadableFolder` for the first that cannot be listed. ``walked`` holds the walks
+    `UnreadableFolder` for the first that it cannot look into. ``walked`` holds the walks
     done (patterns that differ in their file names only, ``*.yml`` and ``*.yaml``, walk
     the same folders): each is done once."""
     parts = PurePosixPath(pattern).parts
     fixed = next((i for i, part in enumerate(parts) if _WILDCARD.search(part)), len(parts) - 1)
-    top, folders = root.joinpath(*parts[:fixed]), parts[fixed:-1]
-    if (top, folders) in walked:
+    top, folders, name = root.joinpath(*parts[:fixed]), parts[fixed:-1], parts[-1]
+    walk = (top, folders, "*" if _WILDCARD.search(name) else name)
+    if walk in walked:
         return
-    walked.add((top, folders))
-    error = _first_unreadable(top, folders)
+    walked.add(walk)
+    error = _first_unreadable(*walk)
     if error is None:  # nothing there to match is no error
         return
     unreadable = Path(error.filename)
@@ -150,29 +150,77 @@ def _refuse_unreadable_folders(
     )
 
 
-def _first_unreadable(top: Path, folders: tuple[str, ...]) -> OSError | None:
-    """The error listing the first folder below ``top`` (itself included, symlinks not
-    followed) that the glob parts ``folders`` match a prefix of, and that cannot be
-    listed; None when all can, or do not exist."""
+def _first_unreadable(top: Path, folders: tuple[str, ...], name: str) -> OSError | None:
+    """The error of the first folder below ``top`` (itself included) that the glob parts
+    ``folders`` match a prefix of, and that the glob cannot look into: list it where a
+    part there has a wildcard, else find the part's name (``name``, of a file, last) in
+    it. As Python's glob does, a symlinked folder is followed but by ``**``. None when
+    every folder can be looked into, or is not there."""
     pending = [(str(top), _past_stars(folders, {0}))]
     while pending:
         folder, states = pending.pop()
         try:
-            with os.scandir(folder) as entries:
-                names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+            children = _subfolders(folder, states, folders, name)
         except OSError as error:
             if error.errno in (errno.ENOENT, errno.ENOTDIR):
                 continue
             return error
-        for name in names:
-            below = _past_stars(folders, {
-                state for here in states if here < len(folders)
-                for state in ((here,) if folders[here] == "**" else ())
-                + ((here + 1,) if fnmatch.fnmatchcase(name, folders[here]) else ())
-            })
+        for child, symlink in children:
+            below = _states_below(folders, states, child, symlink)
             if below:
-                pending.append((os.path.join(folder, name), below))
+                pending.append((os.path.join(folder, child), below))
     return None
+
+
+def _subfolders(
+    folder: str, states: frozenset[int], folders: tuple[str, ...], name: str
+) -> list[tuple[str, bool]]:
+    """The subfolders of ``folder`` the glob looks at, each with whether it is a symlink:
+    all when some part there has a wildcard, else those of the parts' names."""
+    parts = [folders[state] if state < len(folders) else name for state in states]
+    if any(_WILDCARD.search(part) for part in parts):
+        with os.scandir(folder) as entries:
+            return [(entry.name, entry.is_symlink()) for entry in entries if _is_folder(entry)]
+    present = []
+    for state, part in zip(states, parts, strict=True):
+        try:
+            mode = os.stat(os.path.join(folder, part)).st_mode
+        except OSError as error:
+            if error.errno not in _NOT_THERE:
+                raise OSError(error.errno, error.strerror, folder) from None
+            continue
+        if state < len(folders) and stat.S_ISDIR(mode):
+            present.append((part, False))
+    return present
+
+
+_NOT_THERE = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)  # as the glob has it
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError as error:  # a symlink into a folder one may not enter
+        if error.errno in _NOT_THERE:
+            return False
+        raise OSError(error.errno, error.strerror, entry.path) from None
+
+
+def _states_below(
+    folders: tuple[str, ...], states: frozenset[int], child: str, symlink: bool
+) -> frozenset[int]:
+    """The states of the subfolder ``child`` of a folder in ``states``: a ``**`` goes on
+    into it (but into a symlink, as the glob), any other part must match its name."""
+    below = set()
+    for here in states:
+        if here == len(folders):
+            continue
+        if folders[here] == "**":
+            if not symlink:
+                below.add(here)
+        elif fnmatch.fnmatchcase(child, folders[here]):
+            below.add(here + 1)
+    return _past_stars(folders, below)
 
 
 def _past_stars(folders: tuple[str, ...], states: set[int]) -> frozenset[int]:

@@ -763,6 +763,51 @@ def test_an_unreadable_folder_no_glob_reaches_is_no_concern(
     assert without[0] == 1  # the stored claim's ref is broken: reported, not refused
 
 
+_B_CLAIM = "article: b.md\nat: vllm@v1\nclaims:\n  - {id: b, text: t, refs: [nowhere.py::g]}\n"
+
+
+def test_a_folder_the_glob_finds_a_name_in_without_listing_it_is_no_concern(
+    stored_links: list[tuple]
+) -> None:
+    """A folder one may enter but not list (mode 111): the glob finds b.yml in it by name,
+    and its claim is checked, as in a folder of mode 755."""
+    Path("annotate.toml").write_text('annotations = ["annotations/*/b.yml"]\n'
+                                     + Path("annotate.toml").read_text())
+    write(Path("annotations/entered/b.yml"), _B_CLAIM)
+    readable = _run_as_a_user("check", "--format", "json")
+    Path("annotations/entered").chmod(0o111)
+    try:
+        entered = _run_as_a_user("check", "--format", "json")
+    finally:
+        Path("annotations/entered").chmod(0o755)
+    assert entered == readable
+    assert [ref["claim"] for ref in json.loads(readable[1])["results"]] == ["b"]
+
+
+@pytest.mark.parametrize(("pattern", "refused"), [
+    pytest.param("annotations/*/*.yml", True, id="a-wildcard-follows-it"),
+    pytest.param("annotations/**/*.yml", False, id="double-star-does-not-follow-it"),
+])
+def test_a_symlinked_folder_is_checked_where_the_glob_follows_it(
+    stored_links: list[tuple], tmp_path: Path, pattern: str, refused: bool
+) -> None:
+    """As Python's glob, which follows a symlinked folder but by ``**``: one that cannot be
+    read leaves its claims out where the glob follows it."""
+    Path("annotate.toml").write_text(f'annotations = ["{pattern}"]\n'
+                                     + Path("annotate.toml").read_text())
+    elsewhere = tmp_path / "elsewhere" / "private"
+    write(elsewhere / "b.yml", _B_CLAIM)
+    Path("annotations/shared").symlink_to(elsewhere)
+    elsewhere.chmod(0)
+    try:
+        code, _, error = _run_as_a_user("check")
+    finally:
+        elsewhere.chmod(0o755)
+    assert (code, error.startswith("Error: cannot read the folder ")) == (
+        (2, True) if refused else (1, False))
+    assert _stored_links() == stored_links
+
+
 def test_globs_that_differ_in_file_names_only_walk_their_folders_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
