@@ -21,17 +21,25 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at."""
     if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
         ref = parse_ref(symbol)
-        if ref.repo and ref.version:  # a version not indexed has no links to list
-            require_version(database, ref.repo, ref.version,
-                            config.configured_versions(ref.repo))
+        repo = _repo_of(config, ref)
+        if repo and ref.version:  # a version not indexed has no links to list
+            require_version(database, repo, ref.version, config.configured_versions(repo))
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to(database, ref.qualname or "", ref.path)
         if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:
             rows = claim_store.links_in_lines(database, ref.path, ref.start_line,
-                                              ref.end_line, ref.version, ref.repo)
+                                              ref.end_line, ref.version, repo)
             return [row for row in rows if ref.start_line is None
                     or _links_into(row, ref.start_line, ref.end_line or ref.start_line)]
     return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
+
+
+def _repo_of(config: ProjectConfig, ref: Ref) -> str | None:
+    """The ref's repo; a permalink's is the configured repo of its GitHub repository."""
+    if ref.form is not RefForm.PERMALINK:
+        return ref.repo
+    found = config.repo_for_github(ref.github or "")
+    return found.name if found is not None else None
 
 
 def member_links(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:

@@ -477,6 +477,8 @@ UNKNOWN_SHA = "0123456789abcdef0123456789abcdef01234567"
                  id="show-a-ref"),
     pytest.param(("links", "vllm@0123abc:vllm/utils.py#L1"), "vllm@0123abc",
                  id="links-of-an-abbreviated-commit"),
+    pytest.param(("links", f"{GH}/{UNKNOWN_SHA}/vllm/utils.py#L1"), f"vllm@{UNKNOWN_SHA}",
+                 id="links-of-a-copied-permalink"),
 ])
 def test_a_commit_not_indexed_says_what_would_index_it(command: tuple[str, str], pin: str) -> None:
     """A wheel records no commit: 'annotate index vllm@SHA' alone cannot work from PyPI."""
