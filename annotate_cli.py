@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import itertools
 import json
 import os
 import re
@@ -539,7 +540,13 @@ def symbols(
                 _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; paths "
                       "are relative to the repository, as in vllm/config/cache.py")
                 return
-        rows = queries.version_symbols(database, version_key, path_glob, kind)
+        found = queries.version_symbols(database, version_key, path_glob, kind)
+        first = next(found, None)
+        if first is None:
+            where = f" in the files --path {path_glob} matches" if path_glob is not None else ""
+            _note(f"Note: {repo}@{version} defines no {kind or 'symbol'}{where}")
+            return
+        rows = itertools.chain((first,), found)
         if output_format == "jsonl":
             for row in rows:
                 click.echo(json.dumps({name: row[name] for name in SYMBOL_FIELDS},

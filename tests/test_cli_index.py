@@ -488,6 +488,24 @@ def test_symbols_path_matching_no_file_prints_only_the_note(
         "repository, as in vllm/config/cache.py\n"))
 
 
+@pytest.mark.parametrize(("options", "note"), [
+    pytest.param(("--path", "vllm/utils.py", "--kind", "class"),
+                 "vllm@v0.2.0 defines no class in the files --path vllm/utils.py matches",
+                 id="no-class-in-the-file"),
+    pytest.param(("--path", "vllm/utils.py", "--kind", "attribute", "--format", "jsonl"),
+                 "vllm@v0.2.0 defines no attribute in the files --path vllm/utils.py matches",
+                 id="jsonl"),
+])
+def test_symbols_where_files_match_but_none_is_defined_prints_only_a_note(
+    project: Path, options: tuple[str, ...], note: str
+) -> None:
+    """No table of a header alone, without a word: the note says what matched nothing."""
+    assert run("index", "vllm@v0.2.0").exit_code == 0
+    assert run("symbols", "vllm@v0.2.0", "--path", "vllm/utils.py").stdout.count("\n") > 1
+    result = run("symbols", "vllm@v0.2.0", *options)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", f"Note: {note}\n")
+
+
 def test_symbols_table(project: Path) -> None:
     assert run("index", "vllm@v0.1.0").exit_code == 0
     result = run("symbols", "vllm@v0.1.0", "--path", "vllm/utils.py", "--kind", "function")
