@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 
 from annotations.errors import RefSyntaxError
 from annotations.refs import Ref, RefForm, parse_ref
-from annotations.resolve import ResolveError, Resolver, linked_lines
+from annotations.resolve import ResolveError, Resolver, linked_lines, permalink_repo
 from annotations.results import RefResult
 from db import claims as claim_store
 from db.database import Database
@@ -38,8 +38,7 @@ def _repo_of(config: ProjectConfig, ref: Ref) -> str | None:
     """The ref's repo; a permalink's is the configured repo of its GitHub repository."""
     if ref.form is not RefForm.PERMALINK:
         return ref.repo
-    found = config.repo_for_github(ref.github or "")
-    return found.name if found is not None else None
+    return permalink_repo(config, ref.github or "")
 
 
 def member_links(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:

@@ -80,6 +80,17 @@ class Resolved:
         return f"{self.repo}@{self.version}"
 
 
+def permalink_repo(config: ProjectConfig, github: str) -> str:
+    """The configured repo of a permalink's GitHub repository ``github`` (``ORG/NAME``)."""
+    repo = config.repo_for_github(github)
+    if repo is not None:
+        return repo.name
+    close = config.github_close_to(github)
+    raise ResolveError(f"github.com/{github} is not a configured repo",
+                       hint=f"did you mean github.com/{close}" if close else
+                       "add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml")
+
+
 class Resolver:
     """Resolves refs against one database; caches what it reads per version."""
 
@@ -120,11 +131,7 @@ class Resolver:
 
     def _pin(self, ref: Ref) -> tuple[str, str]:
         if ref.form is RefForm.PERMALINK:
-            repo = self.config.repo_for_github(ref.github or "")
-            if repo is None:
-                raise ResolveError(f"github.com/{ref.github} is not a configured repo",
-                                   hint=self._github_hint(ref.github or ""))
-            return repo.name, ref.version or ""
+            return permalink_repo(self.config, ref.github or ""), ref.version or ""
         if ref.repo is None or ref.version is None:
             raise ResolveError(
                 f"'{ref}' names no version",
@@ -147,12 +154,6 @@ class Resolver:
         folders = self._wheel_folders[key]
         return folders is not None and (
             not path.endswith(".py") or path.split("/", 1)[0] not in folders)
-
-    def _github_hint(self, github: str) -> str:
-        close = self.config.github_close_to(github)
-        if close:
-            return f"did you mean github.com/{close}"
-        return "add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml"
 
     def _other_repo_with(self, repo: str, path: str) -> str | None:
         """``REPO@VERSION`` of another configured repo's indexed version that has ``path``

@@ -467,6 +467,15 @@ def test_links_at_a_version_not_indexed_says_so() -> None:
         "fix the version, or run 'annotate index vllm@v9' to index it\n")
 
 
+def test_links_of_a_permalink_into_a_repo_not_configured_is_an_error() -> None:
+    """Not the claims on the same lines of another repo (``URL``'s): show says the same."""
+    permalink = URL.replace("vllm-project/vllm", "someone/fork")
+    assert permalink != URL
+    expected = ("Error: github.com/someone/fork is not a configured repo (hint: add it as "
+                '[repos.NAME] with github = "ORG/NAME" in annotate.toml)\n')
+    assert (fails("links", permalink), fails("show", permalink)) == (expected, expected)
+
+
 UNKNOWN_SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
