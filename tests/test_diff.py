@@ -692,6 +692,8 @@ TOY = {
            "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
                                         pool="BlockPool", forward="self.attn.forward(x)")},
 }
+for version, size in (("k1", 1), ("k2", 2)):
+    TOY[version]["toy/pool.py"] = f"class Pool:\n    size = {size}\n"
 LIB = {"l1": {"lib/pool.py": "class Pool:\n    pass\n"}}
 # Each claim's ref is a symbol of toy/layer.py, with a quote that stands at k2 and one
 # uses: target; then (listed symbol, section, the ref that uses it when cited through
@@ -710,6 +712,10 @@ USES_CASES = {
     "target-in-another-repo-no-longer-named": (
         _INIT, _QUOTE, "lib@l1:lib/pool.py::Pool",
         {("toy/layer.py::DecoderLayer.__init__", "changed", None)}, "relation-missing"),
+    "target-pinned-at-b-no-longer-named": (
+        _INIT, _QUOTE, "toy@k2:toy/pool.py::Pool",
+        {("toy/layer.py::DecoderLayer.__init__", "changed", None),
+         ("toy/pool.py::Pool", "changed", f"toy/layer.py::{_INIT}")}, "relation-missing"),
     "changed-target-still-named": (
         _INIT, _QUOTE, "toy/cache.py::BlockCache", set(), "fresh"),
 }

@@ -143,7 +143,7 @@ def cite(
     by_symbol: dict[tuple[str, str], list[dict]] = defaultdict(list)
     by_lines: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
-        if row["version"] == version_b:
+        if row.get("ref_version", row["version"]) == version_b:  # a uses: target's, its ref's
             continue
         if row["qualname"] is not None:
             by_symbol[(row["path"], row["qualname"])].append(row)
