@@ -817,4 +817,7 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
     ]
     page = ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated", "--format", "html")
     check_page(page)
+    lead = re.search(r'<p class="lead">(.*?)</p>', page)
+    assert lead is not None and lead.group(1).endswith(
+        ", and 3 cited line ranges that changed are listed.")
     assert 'href="#lines:toy/gone.py#L1-L1"' in page and 'id="lines:toy/gone.py#L1-L1"' in page

@@ -66,9 +66,11 @@ def render(report: DiffReport) -> str:
 def _header(report: DiffReport) -> str:
     compared = sum(report.counts.values()) - report.counts.get("added", 0)
     listed = sum(report.listed.values())
-    scope = (f"only the <b>{listed}</b> changed symbols that claims cite are listed"
+    lines = (f", and {counted(len(report.lines), 'cited line range')} that changed"
+             if report.lines else "")
+    scope = (f"only the <b>{listed}</b> changed symbols that claims cite{lines} are listed"
              if report.annotated else f"<b>{listed}</b> symbols changed, moved, were removed "
-             "or added")
+             f"or added{lines}")
     links = "".join(
         f'<a href="#{section.value}">{e(SECTION_TITLES[section])} '
         f'<span class="count">{report.listed[section.value]}</span></a>'
