@@ -60,7 +60,9 @@ For a symbol ``old`` of A (``Matcher.match``):
 
    To keep a whole-version diff fast, similarity only compares *blocked* candidates: the
    same name, a name that starts with ``old``'s and a ``_`` or differs in leading
-   underscores (``mhc_pre`` -> ``mhc_pre_tilelang``, ``_stateless_init``), or the same
+   underscores (``mhc_pre`` -> ``mhc_pre_tilelang``, ``_stateless_init``), a name that
+   ends with ``old``'s after a ``_`` or a capital (``AdapterDescriptor`` ->
+   ``L2AdapterDescriptor``), or the same
    non-trivial parameter list / bases (buckets of at most ``BLOCK_CAP``: ``forward`` or
    ``logger`` are everywhere), the same file, or members of the parent's target; a pair
    whose sizes alone cap its score below ``CANDIDATE_FLOOR`` is not tokenized.
@@ -207,6 +209,7 @@ _PATH, _BLOB, _QUALNAME, _NAME, _KIND, _START_BYTE, _EXACT = (
     mq.MATCH_COLUMNS.index(column)
     for column in ("path", "blob_id", "qualname", "name", "kind", "start_byte", "exact")
 )
+_NAME_PART = re.compile(r"(?<=_)(?=[^_])|(?<=[a-z0-9])(?=[A-Z])")
 _DEF_NAME = re.compile(r"(?:^|\n)[ \t]*(?:async\s+)?(?:def|class)\s+\w+")
 
 
@@ -643,7 +646,7 @@ class _Pool:
             shape_key = _block_key(symbol)
             if shape_key is not None:
                 self.blocks[("shape", group, shape_key)].append(symbol)
-            for stem in _stems(symbol.name):
+            for stem in dict.fromkeys([*_stems(symbol.name), *_tails(symbol.name)]):
                 self.blocks[("stem", group, stem)].append(symbol)
 
     def with_fingerprint(self, column: str, value: str) -> list[SymbolSnapshot]:
@@ -857,6 +860,16 @@ def _stems(name: str) -> list[str]:
     bare = name.lstrip("_")
     parts = bare.split("_")
     return [bare] + ["_".join(parts[:count]) for count in range(1, len(parts))]
+
+
+def _tails(name: str) -> list[str]:
+    """The name's trailing parts that start after a ``_`` or at a capital that follows a
+    small letter or digit: ``L2AdapterDescriptor`` -> ``AdapterDescriptor``,
+    ``Descriptor``; ``gpu_fold`` -> ``fold``. A symbol of A whose name is one of them may
+    have been renamed to it (given a prefix)."""
+    bare = name.lstrip("_")
+    cuts = {found.start() for found in _NAME_PART.finditer(bare)}
+    return [bare[cut:] for cut in sorted(cuts) if bare[cut:].strip("_")]
 
 
 def _bases(symbol: SymbolSnapshot) -> tuple[str, ...]:

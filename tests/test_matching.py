@@ -624,6 +624,14 @@ def {name}(residual, fn, scale, base, eps, n_splits):
     return out.view(residual.shape[0], -1)
 """
 
+DESCRIPTOR = """\
+@dataclass(frozen=True)
+class {name}:
+    index: int
+    config: AdapterConfigBase
+    policy: StorePolicy = field(default_factory=lambda: StorePolicy(index=0, eager=True))
+"""
+
 KDA = """\
 class {name}({bases}):
     def __init__(self, config, layer_idx):
@@ -839,6 +847,16 @@ MOVES = {
         {"kernels/tilelang.py": KERNEL.format(name="mhc_pre_tilelang").replace(
             "n_splits):", "n_splits, stream=None):")},  # blocked on neither name nor params
         "mhc_pre", Verdict.MOVED, "kernels/tilelang.py::mhc_pre_tilelang",
+    ),
+    "class-renamed-with-a-prefix-elsewhere": MoveCase(
+        {"a.py": DESCRIPTOR.format(name="AdapterDescriptor")},
+        {"utils.py": DESCRIPTOR.format(name="L2AdapterDescriptor")},  # no methods to follow
+        "AdapterDescriptor", Verdict.MOVED, "utils.py::L2AdapterDescriptor",
+    ),
+    "function-renamed-with-a-prefix-elsewhere": MoveCase(
+        {"a.py": KERNEL.format(name="fold_unfold")},
+        {"b.py": KERNEL.format(name="ranked_fold_unfold").replace("n_splits):", "n):")},
+        "fold_unfold", Verdict.MOVED, "b.py::ranked_fold_unfold",
     ),
     "function-made-private-elsewhere": MoveCase(
         {"a.py": KERNEL.format(name="stateless_init")},
