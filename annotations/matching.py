@@ -35,9 +35,11 @@ For a symbol ``old`` of A (``Matcher.match``):
       ``MIN_METHODS_FOLLOWED`` of them, and more than half of those that moved, moved (as
       orphans) to one class whose name A does not define, and that class scores as a move
       target (``KimiDeltaAttention`` -> ``KimiGatedDeltaNetAttention``, renamed in another
-      file with other bases: blocked on nothing). Fewer methods, or a class that scores
-      under the bar, do when every method that moved went there, a short method of its
-      name and code is there too, and the class keeps most of its name
+      file with other bases: blocked on nothing), or, when ``MIN_METHODS_OUTWEIGH`` of
+      them went there and none elsewhere, scores at least ``CANDIDATE_FLOOR``
+      (``GPUTransferModule`` -> ``LMCacheDrivenTransferModule``). Fewer methods, or a
+      class that scores under the bar, do when every method that moved went there, a
+      short method of its name and code is there too, and the class keeps most of its name
       (`Matcher._followed_with_seconds`: ``DeepseekV4FlashMLASparseBackend`` ->
       ``DeepseekV4FlashMLABackend``).
 
@@ -151,7 +153,7 @@ from indexer.literals import blank_literals, universal_newlines
 
 __all__ = [
     "AMBIGUITY_MARGIN", "BLOCK_CAP", "CANDIDATE_FLOOR", "CANDIDATE_MIN_BODY", "MAX_CLOSEST",
-    "MAX_TIES", "MIN_METHODS_FOLLOWED", "SECONDED_NAME_SIMILARITY",
+    "MAX_TIES", "MIN_METHODS_FOLLOWED", "MIN_METHODS_OUTWEIGH", "SECONDED_NAME_SIMILARITY",
     "MIN_RENAME_TOKENS", "MOVE_THRESHOLD", "PARALLEL_MIN_SYMBOLS", "RENAME_MOVE_THRESHOLD",
     "SAME_CLASS_MOVE_THRESHOLD",
     "UNIQUE_NAME_BONUS",
@@ -191,6 +193,11 @@ W_BODY, W_NAME, W_SCOPE, W_PARAMS = 0.55, 0.15, 0.15, 0.15
 MIN_METHODS_FOLLOWED = 2
 """Methods of a removed class that need to have moved to one new class (and more than
 half of those that moved anywhere) for the class to follow them there."""
+MIN_METHODS_OUTWEIGH = 4
+"""Methods of a removed class that, when every one of its methods that moved went to one
+new class, make it follow them there however low the class scores (at least
+``CANDIDATE_FLOOR``): ``GPUTransferModule``, whose seven methods went to
+``LMCacheDrivenTransferModule``, a class renamed with a new base in another file."""
 SECONDED_NAME_SIMILARITY = 0.8
 """Lowest name similarity (``_name_similarity``) of a removed class and the class its
 moved methods went to, for the class to follow them there on the word of its short
@@ -1143,7 +1150,10 @@ class Matcher:
                 or target.kind != "class" or target.name in self.defined_names()[0]):
             return None
         scored = self._scorer.ranked(cls, [target], None)
-        return scored[0] if scored and self._eligible(cls, scored[0]) else None
+        if not scored:
+            return None
+        outweighed = count >= MIN_METHODS_OUTWEIGH and count == moved
+        return scored[0] if outweighed or self._eligible(cls, scored[0]) else None
 
     def _followed_with_seconds(
         self, cls: SymbolSnapshot, matches: list[Match], places: Counter[tuple[str, str]],

@@ -632,6 +632,32 @@ class {name}:
     policy: StorePolicy = field(default_factory=lambda: StorePolicy(index=0, eager=True))
 """
 
+TRANSFER_MODULE = """\
+class {name}{bases}:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.pending = {{}}
+
+    def register_kv_cache(self, instance_id, kv_caches, layout):
+        self.pending[instance_id] = wrap_kv_caches(kv_caches, layout, self.ctx.device)
+        return RegisterResponse(ok=True, num_layers=len(kv_caches))
+
+    def store(self, key, block_ids, event):
+        context = self.pending[key.instance_id]
+        objects = self.ctx.storage.reserve_write(key, len(block_ids))
+        transfer_blocks(context, objects, block_ids, direction=D2H, event=event)
+
+    def retrieve(self, key, block_ids, event):
+        context = self.pending[key.instance_id]
+        objects = self.ctx.storage.read_prefetched(key, len(block_ids))
+        transfer_blocks(context, objects, block_ids, direction=H2D, event=event)
+
+    def close(self):
+        for instance_id, context in list(self.pending.items()):
+            release_context(context, instance_id, self.ctx.device)
+        self.pending.clear()
+"""
+
 KDA = """\
 class {name}({bases}):
     def __init__(self, config, layer_idx):
@@ -857,6 +883,24 @@ MOVES = {
         {"a.py": KERNEL.format(name="fold_unfold")},
         {"b.py": KERNEL.format(name="ranked_fold_unfold").replace("n_splits):", "n):")},
         "fold_unfold", Verdict.MOVED, "b.py::ranked_fold_unfold",
+    ),
+    "class-followed-by-four-methods-though-it-scores-low": MoveCase(
+        {"a.py": TRANSFER_MODULE.format(name="GPUTransferModule", bases="")},
+        {"b.py": TRANSFER_MODULE.format(name="LMCacheDrivenTransferModule",
+                                        bases="(InstanceLivenessTarget)").replace(
+            "        self.pending = {}\n",
+            "        self.pending = {}\n        self.lock = threading.Lock()\n"
+            "        self.last_seen = {i: time.monotonic() for i in ctx.instances}\n"
+            "        self.reaper = start_reaper(ctx.config.liveness_timeout, self.reap)\n")
+            + "".join(f"""
+    def reap_{n}(self, now):
+        with self.lock:
+            stale = [i for i, seen in self.last_seen.items() if now - seen > {n}]
+            for instance_id in stale:
+                self.last_seen.pop(instance_id, None)
+                self.pending.pop(instance_id, None)
+""" for n in range(4))},
+        "GPUTransferModule", Verdict.MOVED, "b.py::LMCacheDrivenTransferModule",
     ),
     "function-made-private-elsewhere": MoveCase(
         {"a.py": KERNEL.format(name="stateless_init")},
