@@ -80,6 +80,11 @@ For a symbol ``old`` of A (``Matcher.match``):
    ``MiMoV2FlashForCausalLM.forward``, whose file was merged into another). ``old`` of
    that very qualname is not held back.
 
+   Of candidates tied within ``AMBIGUITY_MARGIN``, a module-level function or attribute
+   whose file B keeps takes the one that file now imports its name from, unambiguously
+   (`Matcher._imported_from`: ``describe.py`` imports ``normalize_url`` from
+   ``cli/http.py``, not from a command's copy of it).
+
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates``, and so
    is every other new copy of a class that moved, however it scores (a class split into
    per-platform copies: the copy a reader runs need not be the closest text). More than
@@ -145,6 +150,7 @@ from annotations.changes import (
     kind_group,
 )
 from annotations.forking import balanced, fork_map
+from annotations.modules import VersionModules
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
@@ -917,6 +923,7 @@ class Matcher:
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
         self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
         self._kept_methods: dict[str, list[tuple[str, str]]] | None = None  # _kept_twin
+        self._modules: VersionModules | None = None  # _imported_from
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -1261,9 +1268,31 @@ class Matcher:
         ties = [s.symbol for s in eligible[1:] if best.score - s.score <= AMBIGUITY_MARGIN]
         if len(ties) > max_ties or self._taken(old, best.symbol):
             return self._removed(old, ranked)
+        if ties and (imported := self._imported_from(old, eligible)) is not None:
+            return self._moved(old, imported.symbol, (), imported.score, via)
         if old.kind == "class":
             ties += self._other_copies(best.symbol, ties)
         return self._moved(old, best.symbol, tuple(ties), best.score, via)
+
+    def _imported_from(self, old: SymbolSnapshot, eligible: list[_Scored]) -> _Scored | None:
+        """Of ``eligible`` tied copies of a module-level function or attribute, the one
+        that ``old``'s file, kept at B, now imports ``old``'s name from (``describe.py``
+        takes ``normalize_url`` from ``cli/http.py``, not from a command's copy of it):
+        the file says where its code went. None for a class (its copies are each listed)."""
+        if old.parent or old.kind == "class" or self.b.blob(old.path) is None:
+            return None
+        if self._modules is None:
+            self._modules = VersionModules(self.database, self.b.key)
+        modules = self._modules
+        for _line, module, name, alias, level in modules.module_imports(old.path):
+            if name != old.name or alias not in (None, old.name):
+                continue
+            source = modules.module_path(module, level, old.path)
+            place = None if source is None else modules.follow(source, name)
+            found = [scored for scored in eligible if scored.symbol.ref == place]
+            if found:
+                return found[0]
+        return None
 
     def _other_copies(
         self, cls: SymbolSnapshot, known: list[SymbolSnapshot]

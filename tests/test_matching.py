@@ -902,6 +902,15 @@ MOVES = {
 """ for n in range(4))},
         "GPUTransferModule", Verdict.MOVED, "b.py::LMCacheDrivenTransferModule",
     ),
+    "function-copied-twice-goes-where-its-file-imports-it-from": MoveCase(
+        {"a.py": KERNEL.format(name="normalize_url") + "\n\ndef main(url):\n"
+                 "    return normalize_url(url)\n"},
+        {"a.py": "from util.net import normalize_url\n\n\ndef main(url):\n"
+                 "    return normalize_url(url)\n",
+         "util/net.py": KERNEL.format(name="normalize_url"),
+         "cmd/_coordinator.py": KERNEL.format(name="normalize_url")},  # first by path
+        "normalize_url", Verdict.MOVED, "util/net.py::normalize_url",
+    ),
     "function-made-private-elsewhere": MoveCase(
         {"a.py": KERNEL.format(name="stateless_init")},
         {"b.py": KERNEL.format(name="_stateless_init").replace("n_splits):", "n_splits, s):")},
