@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.modules import VersionModules
 from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
+from db.close_matches import close_matches
 from db.database import Database
 from db.version_order import COMMIT
 from indexer.config import ProjectConfig
@@ -185,7 +185,7 @@ class Resolver:
                 hint=f"index {repo}@{version} from git to cite other files",
             )
         if blob_id is None:
-            close = difflib.get_close_matches(path, self.paths(key), n=3, cutoff=0.6)
+            close = close_matches(path, self.paths(key), n=3, cutoff=0.6)
             raise ResolveError(
                 f"path '{path}' does not exist at {repo}@{version}",
                 hint=f"did you mean {_either(close)}" if close else "check the path",
@@ -198,7 +198,7 @@ class Resolver:
         matching = [row for row in rows if row["qualname"] == qualname]
         if not matching:
             names = list(dict.fromkeys(row["qualname"] for row in rows))  # defined twice: once
-            close = difflib.get_close_matches(qualname, names, n=3, cutoff=0.5)
+            close = close_matches(qualname, names, n=3, cutoff=0.5)
             raise ResolveError(
                 f"no symbol '{qualname}' in {path} at {repo}@{version}",
                 hint=f"closest: {_either(close)}" if close else "check the qualname",
@@ -492,7 +492,7 @@ def _refuse_a_misspelt_module(
     prefix = "/".join(parts[:cut]) + "/"
     children = {path[len(prefix):].split("/")[0].removesuffix(".py")
                 for path in paths if path.startswith(prefix)} - {"__init__"}
-    close = difflib.get_close_matches(parts[cut], sorted(children), n=3, cutoff=0.6)
+    close = close_matches(parts[cut], sorted(children), n=3, cutoff=0.6)
     if close:
         package = ".".join(parts[:cut])
         raise ResolveError(f"no module '{package}.{parts[cut]}' at {pin}",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import difflib
 import fnmatch
 import itertools
 import sqlite3
@@ -13,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+from db.close_matches import close_matches
 from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
 from db.version_order import COMMIT, in_version_order, version_key
@@ -547,6 +547,7 @@ def symbols_in_file(database: Database, version_key: int, path: str) -> list[dic
     )
 
 
+
 def symbols_named(database: Database, version_key: int, qualname: str) -> list[dict]:
     """Symbols of a version whose qualname is ``qualname`` or ends with ``.qualname``."""
     last = qualname.rsplit(".", 1)[-1]
@@ -578,7 +579,7 @@ def names_close_to(
         f"SELECT DISTINCT name FROM symbols WHERE name LIKE ? ESCAPE '\\'{in_version}",
         (like_escape(name[:2]) + "%", *versions),
     )]
-    return difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    return close_matches(name, names, n=3, cutoff=0.6)
 
 
 def like_escape(text: str) -> str:
