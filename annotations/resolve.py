@@ -104,6 +104,8 @@ class Resolver:
         self.source = lru_cache(maxsize=1024)(self._source)
         self.source_lines = lru_cache(maxsize=256)(self._source_lines)
         self.file_symbols = lru_cache(maxsize=256)(self._file_symbols)
+        # A collection cites symbols of thousands of files: a ref's own rows, not its file's.
+        self.definitions_in_file = lru_cache(maxsize=8192)(self._definitions_in_file)
 
     def resolve(self, ref: Ref) -> Resolved:
         repo, version = self._pin(ref)
@@ -194,9 +196,9 @@ class Resolver:
 
     def _symbol(self, repo: str, version: str, key: int, path: str, qualname: str) -> Resolved:
         self._blob(repo, version, key, path)
-        rows = self.file_symbols(key, path)
-        matching = [row for row in rows if row["qualname"] == qualname]
+        matching = self.definitions_in_file(key, path, qualname)
         if not matching:
+            rows = self.file_symbols(key, path)
             names = list(dict.fromkeys(row["qualname"] for row in rows))  # defined twice: once
             close = close_matches(qualname, names, n=3, cutoff=0.5)
             raise ResolveError(
@@ -345,6 +347,11 @@ class Resolver:
     def _file_symbols(self, version_key: int, path: str) -> tuple[dict, ...]:
         """The symbol rows of a file at a version (read, not changed: they are shared)."""
         return tuple(queries.symbols_in_file(self.database, version_key, path))
+
+    def _definitions_in_file(self, version_key: int, path: str, qualname: str
+                             ) -> tuple[dict, ...]:
+        """The rows of `file_symbols` whose qualname is ``qualname`` (read, not changed)."""
+        return tuple(queries.definitions_in_file(self.database, version_key, path, qualname))
 
     def _source_lines(self, blob_id: str) -> list[str]:
         return split_lines(self.source(blob_id))

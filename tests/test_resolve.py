@@ -173,6 +173,29 @@ def test_unpinned_ref_takes_the_pin_given_to_it(resolver: Resolver) -> None:
     assert resolver.text_of(resolved) == "    gpu_memory_utilization: float = 0.92\n"
 
 
+def test_a_symbol_ref_reads_its_own_rows_not_its_files(
+        indexed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collection cites thousands of files: reading every symbol of a ref's file (the
+    whole of CacheConfig's file for one attribute) made `link` read ~25 rows a ref."""
+    database = open_database(indexed / ".annotate" / "index.db", create=False)
+    fetched: list[str] = []
+    query = database.query
+
+    def counting_query(sql: str, params: tuple = ()) -> Iterator[dict]:
+        for row in query(sql, params):
+            fetched.append(row.get("qualname"))
+            yield row
+
+    monkeypatch.setattr(database, "query", counting_query)
+    try:
+        resolved = Resolver(database, load_config(indexed)).resolve(
+            parse_ref(f"vllm@v0.1.0:{CACHE}::{UTIL}"))
+    finally:
+        database.close()
+    assert resolved.canonical == f"vllm@v0.1.0:{CACHE}::{UTIL}"
+    assert fetched == [UTIL]
+
+
 def test_symbol_carries_its_fingerprints_at_the_pin(resolver: Resolver) -> None:
     old = resolver.resolve(parse_ref("vllm@v0.1.0:vllm/utils.py::cdiv"))
     new = resolver.resolve(parse_ref("vllm@v0.2.0:vllm/utils.py::cdiv"))
