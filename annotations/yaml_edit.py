@@ -57,14 +57,18 @@ class ClaimsYaml:
 
     @classmethod
     def of(cls, lines: list[str]) -> ClaimsYaml:
-        """The file's own YAML when it holds claims, else its front matter's."""
+        """The file's front matter's YAML when it has front matter, else its own.
+
+        A text with front matter is YAML of one document only when that document is its
+        front matter (a second '---' starts another): composing a Markdown article whole
+        only failed, twice (libyaml, then PyYAML's slow parser for its message)."""
         text = "".join(lines)
         bom = text.startswith(_BOM)
         text = text.removeprefix(_BOM)
-        for source in (text, front_matter_yaml(text)):
-            root = _compose(source)
-            if isinstance(_value_of(root, "claims"), yaml.SequenceNode):
-                return cls(root, lines, bom)
+        front_matter = front_matter_yaml(text)
+        root = _compose(text if front_matter is None else front_matter)
+        if isinstance(_value_of(root, "claims"), yaml.SequenceNode):
+            return cls(root, lines, bom)
         return cls(None, lines, bom)
 
     def claim(self, claim_id: str) -> yaml.MappingNode | None:

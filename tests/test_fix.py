@@ -1386,3 +1386,28 @@ def test_a_uses_list_shared_through_an_anchor_leaves_only_its_ref() -> None:
     assert (result.exit_code, result.stdout) == (0, "1 edit in 1 file: annotations/engine.yml\n")
     assert path.read_text() == claims.replace(f"[{GRAPH}]", f"[{NEW_GRAPH}]")
     assert result.stderr.count("its uses: target is an alias that other refs share") == 2
+
+
+@pytest.mark.parametrize(("text", "composed", "claim_line"), [
+    ("---\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n    refs: [a.py::f]\n---\n\n# T\n",
+     ["\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n    refs: [a.py::f]"], 4),
+    ("article: a.md\nclaims:\n  - id: c\n    text: x\n    refs: [a.py::f]\n",
+     ["article: a.md\nclaims:\n  - id: c\n    text: x\n    refs: [a.py::f]\n"], 3),
+    ("---\narticle: a.md\nclaims:\n  - id: c\n    text: x\n    refs: [a.py::f]\n...\n",
+     ["\narticle: a.md\nclaims:\n  - id: c\n    text: x\n    refs: [a.py::f]"], 4),
+    ("---\ntitle: t\n---\n\n# T\n\nclaims: none\n", ["\ntitle: t"], None),
+], ids=["markdown-front-matter", "yaml", "yaml-document-markers", "front-matter-without-claims"])
+def test_claims_yaml_composes_a_markdown_articles_front_matter_only(
+        monkeypatch: pytest.MonkeyPatch, text: str, composed: list[str],
+        claim_line: int | None) -> None:
+    """Composing a Markdown article whole failed twice (libyaml, then PyYAML's slow parser
+    for its message) before its front matter was read: a third of a big collection's fix."""
+    from annotations import yaml_edit
+
+    seen: list[str] = []
+    compose = yaml_edit.compose_yaml
+    monkeypatch.setattr(yaml_edit, "compose_yaml", lambda source: seen.append(source) or
+                        compose(source))
+    node = ClaimsYaml.of(text.splitlines(keepends=True)).claim("c")
+    assert seen == composed
+    assert (node.start_mark.line + 1 if node is not None else None) == claim_line  # the file's
