@@ -1185,3 +1185,41 @@ def test_unindexed_target_note_does_not_advise_what_fail_on_has(fmt: str) -> Non
 def test_text_colours_the_verdict_not_the_note_after_it(report: CheckReport, painted: str) -> None:
     line = render(report, "text", color=True).splitlines()[-1]
     assert f"; {painted}; target" in line
+
+
+def test_one_line_escapes_exactly_the_line_breaking_characters() -> None:
+    """one_line finds them by a character class: it must hold every character of
+    categories Cc, Zl and Zp, and no other, of this Python's Unicode."""
+    import sys
+    import unicodedata
+
+    from annotations.errors import one_line
+
+    escaped = [code for code in range(sys.maxunicode + 1) if one_line(chr(code)) != chr(code)]
+    assert escaped == [code for code in range(sys.maxunicode + 1)
+                       if unicodedata.category(chr(code)) in ("Cc", "Zl", "Zp")]
+    assert one_line("a\u2028b\tc") == "a\\u2028b\\tc"
+
+
+@pytest.mark.parametrize(("value", "columns"), [
+    ("claim-1", 7), ("缓存 cache", 10), ("ａｂ", 4), ("", 0),
+], ids=["ascii", "chinese", "fullwidth", "empty"])
+def test_text_report_columns(value: str, columns: int) -> None:
+    from annotations.reports.text import width
+
+    assert width(value) == columns
+
+
+def test_plain_text_cells_ask_unicodedata_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report of 35,000 refs asked unicodedata of each character of each cell, twice."""
+    from annotations import errors
+    from annotations.reports import text
+
+    def unasked(character: str) -> str:
+        raise AssertionError(f"unicodedata asked of {character!r}")
+
+    monkeypatch.setattr(errors.unicodedata, "category", unasked)
+    monkeypatch.setattr(text.unicodedata, "east_asian_width", unasked)
+    cell = "articles/blog/post.yml:12  vllm@v0.20.0:vllm/config/cache.py::CacheConfig"
+    assert errors.one_line(cell) == cell
+    assert text.width(cell) == len(cell)

@@ -94,6 +94,8 @@ def _article_lines(article: str, results: list[RefResult], color: bool) -> list[
 
 def width(value: str) -> int:
     """Terminal columns `value` takes: East Asian wide and fullwidth characters take two."""
+    if value.isascii():
+        return len(value)
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in value)
 
 
