@@ -713,11 +713,21 @@ def _moved_here(context: Context, symbol: str, listed: list[dict]) -> list[dict]
 
     if not follows_moves(symbol):
         return []
-    report = _run_check(context, (), relink=False)
     with context.database() as database:
-        moved = links_moved_to(database, context.config, symbol, report.results)
+        moved = links_moved_to(database, context.config, symbol,
+                               _moved_refs(context, database))
     seen = {link_key(row) for row in listed}
     return [row for row in moved if link_key(row) not in seen]
+
+
+def _moved_refs(context: Context, database: Any) -> list[Any]:
+    """`check`'s results of the stored refs that moved (their new places only)."""
+    import datetime
+
+    from annotations.check import CheckOptions, moved_refs
+
+    options = CheckOptions({}, datetime.date.today(), context.config.fail_on)
+    return moved_refs(database, context.config, options)
 
 
 MEMBERS_NAMED = 5

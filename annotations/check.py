@@ -86,16 +86,54 @@ def target_of(config: ProjectConfig, options: CheckOptions, repo: str) -> str | 
     return options.against.get(repo) or config.repo(repo).target_version
 
 
-def _check_ref(
-    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict
-) -> RefResult:
-    resolver = comparer.resolver
-    base = RefResult(
+def moved_refs(database: Database, config: ProjectConfig, options: CheckOptions
+               ) -> list[RefResult]:
+    """The stored refs that `check_all` finds ``moved``, each with only what tells where
+    to (``new_ref``, ``candidates``): no quote, relation, diff or waiver of any ref is
+    looked at (``links SYMBOL`` asks which refs moved to SYMBOL)."""
+    comparer = SymbolComparer(Resolver(database, config))
+    moved = []
+    for row in claim_store.all_refs(database):
+        base = _unchecked(row)
+        compared = _compared(comparer, config, options, row, base)
+        if isinstance(compared, RefResult):
+            continue
+        target, _, comparison = compared
+        if comparison.status is Status.MOVED and comparison.new is not None:
+            moved.append(replace(base, target=target, status=Status.MOVED,
+                                 message=comparison.message, new_ref=comparison.new.canonical,
+                                 candidates=comparison.candidates))
+    comparer.save()
+    return moved
+
+
+def _unchecked(row: dict) -> RefResult:
+    return RefResult(
         article=row["article"], claim=row["claim_id"], claim_text=row["claim_text"],
         file=row["source_file"], line=row["line"], ref=row["written"],
         resolved=row["resolved"], target=None, status=Status.BROKEN,
         message=row["message"] or "",
     )
+
+
+def _check_ref(
+    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict
+) -> RefResult:
+    base = _unchecked(row)
+    compared = _compared(comparer, config, options, row, base)
+    if isinstance(compared, RefResult):
+        return compared
+    target, pinned, comparison = compared
+    return _finish(comparer, config, replace(base, target=target), row, pinned, comparison)
+
+
+def _compared(
+    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict,
+    base: RefResult,
+) -> RefResult | tuple[str, Resolved, Comparison]:
+    """The ref's comparison with its target (the target, the pinned symbol and the
+    comparison), or its result when it cannot be compared."""
+    resolver = comparer.resolver
     if row["state"] == "broken":
         return base
     if row["state"] == "unindexed":
@@ -120,7 +158,7 @@ def _check_ref(
         comparison = compare_lines(comparer, pinned, target_key)
     else:
         comparison = _as_named(resolver, row, version, comparer.compare(pinned, target_key))
-    return _finish(comparer, config, replace(base, target=target), row, pinned, comparison)
+    return target, pinned, comparison
 
 
 def _as_named(resolver: Resolver, row: dict, version: str, comparison: Comparison) -> Comparison:

@@ -1556,3 +1556,33 @@ def test_fail_on_with_an_unknown_status_is_a_config_error(tmp_path: Path) -> Non
         "fresh, cosmetic, unindexed, changed, moved, removed, quote-missing, broken, "
         "relation-missing"
     )
+
+
+def test_moved_refs_are_checks_moved_results_without_their_quotes_and_diffs(
+        table_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``links SYMBOL`` asks which refs moved to SYMBOL: it ran the whole check (quotes,
+    relations, diffs, waivers of every ref) to read the new places of a few."""
+    import datetime
+
+    from annotations import check
+    from db.database import open_database
+
+    copy_project(table_index)
+    claims = "".join(_case_claim(case_id, case) for case_id, case in CASES.items())
+    write(Path("annotations/cases.yml"), annotation("blog/cases.md", "vllm@v1", claims))
+    assert run("link").exit_code == 2  # the table's broken cases
+    options = check.CheckOptions({}, datetime.date.today(), ("moved",))
+    config = load_config()
+    with open_database(Path(DB), create=False) as database:
+        full = check.check_all(database, config, options).results
+        monkeypatch.setattr(check, "_finish", None)  # moved_refs finishes no ref
+        moved = check.moved_refs(database, config, options)
+
+    def places(results: tuple | list) -> list[tuple]:
+        return [(r.file, r.line, r.claim, r.ref, r.new_ref, r.candidates)
+                for r in results if r.new_ref is not None]
+
+    assert places(moved) == places(full)
+    assert {r.claim for r in moved} >= {"moved-renamed", "moved-and-changed", "moved-ambiguous"}
+    listed = run("links", "capture_cudagraph")
+    assert "moved-renamed" in listed.stdout, listed.output
