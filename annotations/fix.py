@@ -254,14 +254,17 @@ class FixPlan:
             return load_annotation_text(text, name)
         return load_markdown_text(text, name, RepoFilter(self.tracks) if self.tracks else None)
 
-    def rewritten_urls(self, name: str) -> dict[str, str]:
-        """The permalinks of file ``name`` that the plan rewrites, with their new URLs."""
-        return {written: new for (file, _, _, written), new in self.rewrites.items()
-                if file == name}
+    def rewritten_urls(self) -> dict[str, dict[str, str]]:
+        """Per file, the permalinks that the plan rewrites there, with their new URLs."""
+        by_file: dict[str, dict[str, str]] = defaultdict(dict)
+        for (file, _, _, written), new in self.rewrites.items():
+            by_file[file][written] = new
+        return by_file
 
     def verify(self) -> None:
         """Read every edited file again: it must load, and hold what it held but for the
         edits meant (another claim's ref or text, a shared anchor, must not change)."""
+        urls = self.rewritten_urls()
         for name, file_plan in self.edited():
             before = self._original(name)
             try:
@@ -269,7 +272,7 @@ class FixPlan:
             except AnnotationError as error:
                 raise FixError(f"the edits would leave {name} unreadable ({error.message}); "
                                "nothing was changed", hint=_BY_HAND) from None
-            unmeant = _unmeant_change(before, after, self, name)
+            unmeant = _unmeant_change(before, after, self, name, urls[name])
             if unmeant:
                 raise FixError(f"the edits to {name} would also change {unmeant}; nothing "
                                "was changed", hint=_BY_HAND)
@@ -351,18 +354,22 @@ def _write_staged(name: str, temporary: Path, file_plan: FilePlan) -> None:
                        hint="make its folder writable" if denied else None) from None
 
 
-def _unmeant_change(before: Article, after: Article, plan: FixPlan, name: str) -> str | None:
+def _unmeant_change(
+    before: Article, after: Article, plan: FixPlan, name: str, urls: dict[str, str]
+) -> str | None:
+    """What the edits change in file ``name`` beyond what they mean to (``urls``: the
+    permalinks rewritten there), or None."""
     if (before.path, before.title) != (after.path, after.title):
         return "the article's path or title"
     if len(before.claims) != len(after.claims):
         return "the number of claims"
     for old, new in zip(before.claims, after.claims, strict=True):
-        if not _as_meant(old, new, plan, name):
+        if not _as_meant(old, new, plan, name, urls):
             return f"claim '{old.claim_id}'"
     return None
 
 
-def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str) -> bool:
+def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str, urls: dict[str, str]) -> bool:
     expected = [plan.rewrites.get((name, old.claim_id, ref.line, ref.text), ref.text)
                 for ref in old.refs]
     rewritten = expected != [ref.text for ref in old.refs]
@@ -372,7 +379,7 @@ def _as_meant(old: Claim, new: Claim, plan: FixPlan, name: str) -> bool:
     else:
         text = old.text
         if old.body_link:  # its text is its paragraph's: a bare URL rewritten there shows
-            text = _with_rewritten_urls(text, plan.rewritten_urls(name))
+            text = _with_rewritten_urls(text, urls)
         same_claim = (old.claim_id, text) == (new.claim_id, new.text)
     same_refs = [ref.text for ref in new.refs] == expected and all(
         a.quote == b.quote and (pin != old.at or a.uses == b.uses)

@@ -1411,3 +1411,23 @@ def test_claims_yaml_composes_a_markdown_articles_front_matter_only(
     node = ClaimsYaml.of(text.splitlines(keepends=True)).claim("c")
     assert seen == composed
     assert (node.start_mark.line + 1 if node is not None else None) == claim_line  # the file's
+
+
+def test_fix_gathers_the_rewritten_permalinks_once_not_once_per_body_link(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verifying each body permalink's claim went through every rewrite of every file
+    again: quadratic in a collection's size (2,000 body links x 2,000 rewrites)."""
+    calls = []
+    rewritten_urls = FixPlan.rewritten_urls
+
+    def counted(*args: object) -> object:
+        calls.append(args)
+        return rewritten_urls(*args)
+
+    monkeypatch.setattr(FixPlan, "rewritten_urls", counted)
+    text = f"# T\n\nold: {ENGINE_URL}\n\n" + "".join(
+        f"round up {n}: {UTILS_URL}\n\n" for n in range(5))
+    path = write("articles/many.md", text)
+    assert fix().stdout == "1 edit in 1 file: articles/many.md\n"
+    assert path.read_text(encoding="utf-8") == text.replace(ENGINE_URL, NEW_ENGINE_URL)
+    assert len(calls) == 1
