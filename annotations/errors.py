@@ -7,14 +7,14 @@ import re
 import unicodedata
 
 _LINE_BREAKING = frozenset({"Cc", "Zl", "Zp"})
-# The characters of those categories, found in C: asking unicodedata of every character
-# of every cell was a third of a text report of 35,000 refs.
-_LINE_BREAKING_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+LINE_BREAKING_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""A character of those categories, found in C: asking unicodedata of every character
+of every cell was a third of a text report of 35,000 refs."""
 
 
 def one_line(text: str) -> str:
     """Escape control characters and line/paragraph separators so `text` stays on one line."""
-    if _LINE_BREAKING_CHARACTER.search(text) is None:
+    if LINE_BREAKING_CHARACTER.search(text) is None:
         return text
     return "".join(_escape_char(ch) for ch in text)
 

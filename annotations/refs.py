@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import quote, unquote
 
-from annotations.errors import RefSyntaxError
+from annotations.errors import LINE_BREAKING_CHARACTER, RefSyntaxError
 
 MAX_REF_LENGTH = 4096
 """Longest reference accepted, in characters (after stripping surrounding whitespace)."""
@@ -46,7 +45,6 @@ _GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _GITHUB_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 _URL_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _WORDISH_RE = re.compile(r"[\w.<>]+")
-_BAD_CHARS = frozenset({"Cc", "Zl", "Zp"})
 _QUOTED_IN_URL = frozenset("%#?")
 _ANCHOR_HELP = "expected '#Lx' or '#Lx-Ly'"
 _QUALNAME_HINT = "a qualname is identifiers joined by '.', e.g. 'Outer.method' or 'f.<locals>.g'"
@@ -156,9 +154,9 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 def _check_no_control(text: str, what: str) -> None:
-    for ch in text:
-        if unicodedata.category(ch) in _BAD_CHARS:
-            raise RefSyntaxError(f"{what} contains the control character U+{ord(ch):04X}")
+    found = LINE_BREAKING_CHARACTER.search(text)
+    if found is not None:
+        raise RefSyntaxError(f"{what} contains the control character U+{ord(found[0]):04X}")
 
 
 def _split_pin(s: str) -> tuple[str | None, str | None, str]:
