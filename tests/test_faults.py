@@ -125,6 +125,14 @@ def indexed_db(small_tree: Path) -> Path:
 # ------------------------------------------------------------------------------ interrupts
 
 
+def as_a_foreground_job() -> None:
+    """Ctrl-C and SIGTERM at their defaults, as a shell starts a foreground job: pytest
+    run as a background job of a script (``pytest &``, ``nohup pytest &``) has SIGINT
+    ignored, which its children inherit and keep."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [
     pytest.param(signal.SIGINT, id="SIGINT-to-the-process-group"),
     pytest.param(-signal.SIGINT, id="SIGINT-to-the-process-then-its-group"),  # timeout -s INT
@@ -143,6 +151,7 @@ def test_interrupted_index_keeps_nothing_half_written(
         [*_annotate(), "index", "vllm@v9.0.0", "--from", str(tree)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
         start_new_session=True,  # its own process group, like a job on a terminal
+        preexec_fn=as_a_foreground_job,
     )
     try:
         wait_until_writing(process, db)
