@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import select
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -126,18 +129,67 @@ def copy_project(source: Path) -> Path:
     return root
 
 
-def wait_until_writing(process: subprocess.Popen, db: Path) -> None:
-    """Return once ``process`` is inside its write transaction to ``db`` (pages spill
-    into the WAL); fail if it exits first or never gets there within a minute."""
-    wal = db.with_name(db.name + "-wal")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the process finished before it started writing"
-        with contextlib.suppress(FileNotFoundError):
-            if wal.stat().st_size > 256 * 1024:
-                return
-        time.sleep(0.005)
-    raise AssertionError("the process never started writing")
+HELD_INDEX = Path(__file__).with_name("held_index.py")
+
+
+@dataclass(frozen=True)
+class HeldWriter:
+    """An ``annotate index`` process held inside its write transaction (see held_index.py)."""
+
+    process: subprocess.Popen
+    resume_end: int
+
+    def resume(self) -> None:
+        """Let the write go on."""
+        os.write(self.resume_end, b"r")
+
+
+@contextlib.contextmanager
+def held_writer(*args: str, ignored: tuple[int, ...] = ()) -> Iterator[HeldWriter]:
+    """``annotate ARGS`` (an index of a version large enough to spill pages into the WAL)
+    as a real process in a process group of its own, like a job on a terminal: SIGINT,
+    SIGTERM and SIGHUP at their defaults, or ignored when in ``ignored``. Yields once it
+    is held inside its write transaction, where it stays until `HeldWriter.resume`: what
+    the test does meanwhile happens mid-write, however loaded the machine is. The process
+    and its parser workers are killed when the block ends."""
+    ready_read, ready_write = os.pipe()
+    resume_read, resume_write = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, str(HELD_INDEX), str(ready_write), str(resume_read), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+            pass_fds=(ready_write, resume_read), start_new_session=True,
+            preexec_fn=functools.partial(_as_a_foreground_job, ignored),
+        )
+    finally:
+        os.close(ready_write)
+        os.close(resume_read)
+    try:
+        _wait_until_held(process, ready_read)
+        yield HeldWriter(process, resume_write)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        os.close(ready_read)
+        os.close(resume_write)
+
+
+def _as_a_foreground_job(ignored: tuple[int, ...]) -> None:
+    """Signal dispositions as a shell sets them for a foreground job: pytest run as a
+    background job of a script (``pytest &``) has SIGINT ignored, which its children
+    would inherit and keep."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN if signum in ignored else signal.SIG_DFL)
+
+
+def _wait_until_held(process: subprocess.Popen, ready: int) -> None:
+    """Return once ``process`` says it is held mid-write; fail if it ends first (its
+    workers gone too: the pipe's end is closed) or hangs before."""
+    readable, _, _ = select.select([ready], [], [], 120)
+    assert readable, "the run was not held mid-write within two minutes"
+    if os.read(ready, 1) != b"w":
+        out, err = process.communicate(timeout=60)
+        raise AssertionError(f"the run ended before it was held mid-write: {out}{err}")
 
 
 def invoke(*args: str) -> Result:

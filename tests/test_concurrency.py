@@ -16,12 +16,11 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import DB, wait_until_writing
+from fakeproject import DB, held_writer
 
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer.symbols import parse_blob
@@ -40,17 +39,6 @@ def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen([*_annotate(), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ),
                             start_new_session=True)
-
-
-@contextlib.contextmanager
-def paused(process: subprocess.Popen) -> Iterator[None]:
-    """Stop ``process`` and its parser workers (like Ctrl-Z) for the block: a writer that
-    holds the write lock for as long as the test needs."""
-    os.killpg(process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.killpg(process.pid, signal.SIGCONT)
 
 
 def read_line(process: subprocess.Popen, timeout: float = 30) -> str:
@@ -106,12 +94,12 @@ def test_second_index_waits_for_the_first_and_both_are_complete(
     tree_a, tree_b, per_file = trees
     Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
     db = DB.resolve()
-    first = start("index", "vllm@v9.0.0", "--from", str(tree_a))
-    wait_until_writing(first, db)
-    with paused(first):  # the first holds the write lock for as long as it is stopped
+    with held_writer("index", "vllm@v9.0.0", "--from", str(tree_a)) as first:
+        # the first holds the write lock for as long as it is held
         second = start("index", "vllm@v9.1.0", "--from", str(tree_b))
         assert read_line(second) == WAITING.format(db=db)  # after 2 s of silent waiting
-    code_a, out_a, err_a = finish(first)
+        first.resume()
+        code_a, out_a, err_a = finish(first.process)
     code_b, out_b, err_b = finish(second)
     assert (code_a, err_a) == (0, "")
     assert (code_b, err_b) == (0, "")
@@ -167,14 +155,14 @@ def test_check_reads_and_link_waits_while_an_index_runs(
     link_code, link_out, _ = annotate("link")
     check_code, check_out, check_err = annotate("check")
     assert link_code == 0 and check_code in (0, 1) and "3 claims, 3 refs" in check_out
-    writer = start("index", "vllm@v9.0.0", "--from", str(tree_a))
-    wait_until_writing(writer, db)
-    with paused(writer):  # the index holds the write lock throughout
+    with held_writer("index", "vllm@v9.0.0", "--from", str(tree_a)) as writer:
+        # the index holds the write lock throughout
         during = annotate("check", timeout=30)  # a reader does not wait for a writer
         assert during == (check_code, check_out, check_err)
         link_during = start("link")  # link writes: it waits for the index, and says so
         assert read_line(link_during) == WAITING.format(db=db)
-    assert finish(writer)[0] == 0
+        writer.resume()
+        assert finish(writer.process)[0] == 0
     assert finish(link_during) == (0, link_out, "")
     assert annotate("check")[:2] == (check_code, check_out)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import Result
-from fakeproject import DB, wait_until_writing
+from fakeproject import DB, held_writer
 from fakeproject import invoke as run
 
 from db.schema import MIGRATIONS, SCHEMA_VERSION
@@ -125,14 +125,6 @@ def indexed_db(small_tree: Path) -> Path:
 # ------------------------------------------------------------------------------ interrupts
 
 
-def as_a_foreground_job() -> None:
-    """Ctrl-C and SIGTERM at their defaults, as a shell starts a foreground job: pytest
-    run as a background job of a script (``pytest &``, ``nohup pytest &``) has SIGINT
-    ignored, which its children inherit and keep."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("signum", [
     pytest.param(signal.SIGINT, id="SIGINT-to-the-process-group"),
     pytest.param(-signal.SIGINT, id="SIGINT-to-the-process-then-its-group"),  # timeout -s INT
@@ -147,14 +139,9 @@ def test_interrupted_index_keeps_nothing_half_written(
     assert run("index", "vllm@v0.1.0", "--from", str(small_tree)).exit_code == 0
     db = DB
     before = dump(db)
-    process = subprocess.Popen(
-        [*_annotate(), "index", "vllm@v9.0.0", "--from", str(tree)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
-        start_new_session=True,  # its own process group, like a job on a terminal
-        preexec_fn=as_a_foreground_job,
-    )
-    try:
-        wait_until_writing(process, db)
+    with held_writer("index", "vllm@v9.0.0", "--from", str(tree)) as held:
+        assert dump(db) == before  # mid-write: its pages are in the WAL, uncommitted
+        process = held.process
         if signum == signal.SIGKILL:
             process.kill()  # the main process only; its parser workers are left to notice
         elif signum < 0:  # what `timeout -s INT` does: the main process gets it twice
@@ -163,9 +150,6 @@ def test_interrupted_index_keeps_nothing_half_written(
         else:  # what Ctrl-C, or a CI runner cancelling a job, sends: to the workers too
             os.killpg(process.pid, signum)
         out, err = process.communicate(timeout=30)  # EOF: the workers are gone too
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
     if signum == signal.SIGKILL:
         assert process.returncode == -signum
     else:  # SIGTERM too: the run stops as on Ctrl-C, cleaning up (exit 128 + the signal)
@@ -197,19 +181,12 @@ def test_a_hangup_ignored_by_nohup_stays_ignored(
     """``nohup annotate index ...``: the run goes on when its terminal goes away."""
     tree, symbols = big_tree
     Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
-    process = subprocess.Popen(
-        [*_annotate(), "index", "vllm@v9.0.0", "--from", str(tree)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # what nohup does
-    )
-    try:
-        wait_until_writing(process, DB)
-        os.killpg(process.pid, signal.SIGHUP)
-        out, err = process.communicate(timeout=120)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+    with held_writer("index", "vllm@v9.0.0", "--from", str(tree),
+                     ignored=(signal.SIGHUP,)) as held:  # what nohup does
+        os.killpg(held.process.pid, signal.SIGHUP)
+        held.resume()
+        out, err = held.process.communicate(timeout=120)
+    process = held.process
     assert (process.returncode, err) == (0, "")
     assert out.startswith(f"vllm@v9.0.0: {FILES} files, {FILES} new blobs parsed, {symbols} ")
 

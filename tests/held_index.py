@@ -1,0 +1,64 @@
+"""``annotate ARGS`` whose index write holds still once it has spilled pages into the WAL.
+
+Usage: ``python held_index.py READY_FD RESUME_FD ARGS...``. It is the console script's
+``annotate_cli.main()``, except that once the write transaction of the version being
+indexed has put more than `SPILLED` bytes into the ``-wal`` file, it writes a byte to
+READY_FD and waits, inside that transaction, for a byte on RESUME_FD. A signal the CLI
+handles (Ctrl-C, SIGTERM) is raised there, as anywhere else in the write; an ignored one
+changes nothing. A test can thus signal a run mid-write however loaded the machine is.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import annotate_cli
+from db import queries
+from db.database import Database
+
+SPILLED = 256 * 1024
+"""Bytes in the -wal file that show the transaction's pages going to disk (SQLite's page
+cache, 2 MB, has overflowed): well before its commit, for a version of some thousand files."""
+
+
+def _holding(blobs: Iterable[queries.BlobRow], wal: Path, ready: int, resume: int
+             ) -> Iterator[queries.BlobRow]:
+    held = False
+    for blob in blobs:
+        yield blob
+        if not held and _size(wal) > SPILLED:
+            held = True
+            os.write(ready, b"w")
+            os.read(resume, 1)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def main() -> None:
+    ready, resume = int(sys.argv[1]), int(sys.argv[2])
+    write_version = queries.write_version
+
+    def holding_write(
+        database: Database, repo_row: dict, version: queries.VersionRow,
+        files: Sequence[tuple[str, str]], blobs: Iterable[queries.BlobRow], **options: Any,
+    ) -> bool:
+        wal = database.path.with_name(database.path.name + "-wal")
+        return write_version(database, repo_row, version, files,
+                             _holding(blobs, wal, ready, resume), **options)
+
+    queries.write_version = holding_write
+    sys.argv = ["annotate", *sys.argv[3:]]
+    annotate_cli.main()
+
+
+if __name__ == "__main__":
+    main()
