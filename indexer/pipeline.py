@@ -8,6 +8,7 @@ extractor, that is: `reextract_outdated` parses again the blobs that another ext
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
@@ -203,18 +204,22 @@ class _Tally:
     symbols: int = 0
 
     def counting(
-        self, rows: Iterator[queries.BlobRow]
+        self, rows: Generator[queries.BlobRow, None, None]
     ) -> Generator[queries.BlobRow, None, None]:
-        for row in rows:
-            self.blobs += 1
-            self.parsed += row.parsed
-            self.symbols += len(row.symbols)
-            yield row
+        """``rows``, counted; closing this closes ``rows`` there and then, so that what
+        its cleanup raises (a Ctrl-C noted while the parser pool shut down) reaches the
+        caller: left to the garbage collector, it was printed as ignored, and lost."""
+        with contextlib.closing(rows):
+            for row in rows:
+                self.blobs += 1
+                self.parsed += row.parsed
+                self.symbols += len(row.symbols)
+                yield row
 
 
 def _blob_rows(
     snapshot: Snapshot, entries: list[FileEntry], run: _Run
-) -> Iterator[queries.BlobRow]:
+) -> Generator[queries.BlobRow, None, None]:
     stored = [e for e in entries if is_python_path(e.path) or e.size <= MAX_STORED_BYTES]
     for entry in entries:
         if not (is_python_path(entry.path) or entry.size <= MAX_STORED_BYTES):

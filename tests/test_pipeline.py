@@ -600,3 +600,32 @@ def test_ctrl_c_while_the_pool_shuts_down_waits_for_it_then_stops_the_run() -> N
         timer.join()
     assert task.done() and not task.cancelled() and task.exception() is None
     assert all(worker.exitcode == 0 for worker in workers)
+
+
+def test_ctrl_c_while_the_pool_shuts_down_after_a_failed_write_stops_the_run(
+    tmp_path: Path, database: Database, config: ProjectConfig,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A write that fails mid-version (a full disk, or the first of the two SIGINTs of
+    ``timeout -s INT``) shuts the parser pool down, and a Ctrl-C meanwhile is raised to
+    the caller once the pool is down. It was raised where the garbage collector closed the
+    parser stream: printed as 'Exception ignored in: <generator object _blob_rows>' with a
+    traceback, and lost."""
+    tree = _tree(tmp_path / "tree", 300)  # a first batch of 256 rows leaves the stream open
+    shutdown = ProcessPoolExecutor.shutdown
+
+    def interrupted_shutdown(pool: ProcessPoolExecutor, *args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # lands in shut_down, which notes it
+        shutdown(pool, *args, **kwargs)
+
+    def full_disk(*args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", interrupted_shutdown)
+    monkeypatch.setattr(queries, "_insert_blobs", full_disk)
+    unraisable: list[object] = []
+    monkeypatch.setattr("sys.unraisablehook", unraisable.append)
+    with pytest.raises(KeyboardInterrupt):
+        index_version(database, config, "vllm", "v1", from_path=tree, workers=2)
+    assert unraisable == []
+    assert queries.version_id(database, "vllm", "v1") is None
