@@ -250,24 +250,36 @@ def _parsed(
         shut_down(pool)
 
 
+STOPPING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""What stops a run (the CLI raises SIGTERM and SIGHUP as Ctrl-C)."""
+
+
 def shut_down(pool: ProcessPoolExecutor) -> None:
     """Cancel the tasks not started and wait for the workers to finish theirs (a moment:
-    one batch each). A Ctrl-C meanwhile (``timeout -s INT`` signals the process and then
-    its group) is noted, not raised, until the pool is down, then raised: the run stops
-    all the same. Raised inside the wait, it would leave the pool torn down under its
-    running manager thread (Python 3.11 takes an interrupted ``Thread.join`` for a thread
-    that ended), and the exit could then hang on a full pipe."""
+    one batch each). A Ctrl-C, SIGTERM or SIGHUP meanwhile (``timeout`` signals the
+    process and then its group) is noted, not handled, until the pool is down, then
+    handled as it would have been: the run stops all the same. Raised inside the wait, it
+    would leave the pool torn down under its running manager thread (Python 3.11 takes an
+    interrupted ``Thread.join`` for a thread that ended), and the exit could then hang on
+    a full pipe."""
     if threading.current_thread() is not threading.main_thread():
         pool.shutdown(wait=True, cancel_futures=True)  # signals only reach the main thread
         return
-    interrupts: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupts.append(signum))
+    noted: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in STOPPING_SIGNALS}
+    handled = [signum for signum, handler in previous.items()
+               if handler not in (signal.SIG_IGN, None)]  # nohup's SIGHUP stays ignored
+    for signum in handled:
+        signal.signal(signum, lambda signum, frame: noted.append(signum))
     try:
         pool.shutdown(wait=True, cancel_futures=True)
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
-    if interrupts:
-        raise KeyboardInterrupt
+        for signum in handled:
+            signal.signal(signum, previous[signum])
+    if noted:
+        signal.raise_signal(noted[0])
 
 
 def start_worker() -> None:
