@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import threading
 import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor
@@ -580,26 +579,43 @@ def test_extractor_names_the_extraction_and_parser_versions() -> None:
     assert f"tree-sitter-python {metadata.version('tree-sitter-python')}" in name
 
 
-def test_ctrl_c_while_the_pool_shuts_down_waits_for_it_then_stops_the_run() -> None:
+def _interrupt_the_parent(go: int) -> None:
+    """Worker task: once told the parent is shutting the pool down, Ctrl-C it, then work
+    on a moment (the shutdown waits for this task)."""
+    os.read(go, 1)
+    os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(0.3)
+
+
+def test_ctrl_c_while_the_pool_shuts_down_waits_for_it_then_stops_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A Ctrl-C that lands while the parser pool shuts down (the last results taken, the
     version not yet committed) lets the shutdown finish, then still stops the run: it was
     once swallowed there, and the version committed as if nobody had asked to stop."""
-    context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=context,
+    go_read, go_write = os.pipe()  # before the pool: its worker inherits it
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
                                initializer=pipeline.start_worker)
-    task = pool.submit(time.sleep, 0.6)
-    while not task.running():
-        time.sleep(0.01)
-    workers = list(pool._processes.values())
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    shutdown = ProcessPoolExecutor.shutdown
+
+    def telling_shutdown(pool: ProcessPoolExecutor, *args: object, **kwargs: object) -> None:
+        os.write(go_write, b"g")  # the Ctrl-C comes while this shutdown waits for the task
+        shutdown(pool, *args, **kwargs)
+
     try:
+        task = pool.submit(_interrupt_the_parent, go_read)
+        while not task.running():  # handed to the worker: the shutdown will not cancel it
+            time.sleep(0.01)
+        workers = list(pool._processes.values())
+        monkeypatch.setattr(ProcessPoolExecutor, "shutdown", telling_shutdown)
         with pytest.raises(KeyboardInterrupt):
             pipeline.shut_down(pool)
+        assert task.done() and not task.cancelled() and task.exception() is None
+        assert all(worker.exitcode == 0 for worker in workers)
     finally:
-        timer.join()
-    assert task.done() and not task.cancelled() and task.exception() is None
-    assert all(worker.exitcode == 0 for worker in workers)
+        shutdown(pool, wait=True)
+        os.close(go_read)
+        os.close(go_write)
 
 
 def test_ctrl_c_while_the_pool_shuts_down_after_a_failed_write_stops_the_run(
