@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import sqlite3
-import threading
 from pathlib import Path
 
 import fakevllm as fv
@@ -432,18 +431,23 @@ def test_symbols_named_matches_whole_qualname_components(
     ]
 
 
-def test_writer_waits_for_another_and_says_so(tmp_path: Path) -> None:
+def test_writer_waits_for_another_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(database_module, "WAIT_SECONDS", 30.0)  # not 600 s if it never says so
     path = _fresh(tmp_path / "index.db")
-    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     notes: list[str] = []
-    released = threading.Timer(2.5, holder.rollback)
-    released.start()
+
+    def note_then_release(note: str) -> None:  # the other writer finishes once it is waited for
+        notes.append(note)
+        holder.rollback()
+
     try:
-        with open_database(path, notify=notes.append) as database, database.write() as conn:
+        with open_database(path, notify=note_then_release) as database, database.write() as conn:
             conn.execute("INSERT INTO repos (name) VALUES ('waited')")
     finally:
-        released.join()
         holder.close()
     assert notes == [f"waiting for another annotate process to finish writing {path}"]
     with sqlite3.connect(path) as conn:
