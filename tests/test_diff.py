@@ -718,7 +718,15 @@ USES_CASES = {
          ("toy/pool.py::Pool", "changed", f"toy/layer.py::{_INIT}")}, "relation-missing"),
     "changed-target-still-named": (
         _INIT, _QUOTE, "toy/cache.py::BlockCache", set(), "fresh"),
+    # broken at k1 already: no change from k1 to k2 made them so, and they cite nothing
+    "relation-wrong-from-the-start": (
+        "DecoderLayer.forward", "Runs the layer.", "toy/kda.py::KimiDeltaAttention", set(),
+        "broken"),
+    "a-target-missing-at-the-pin": (
+        _INIT, "self.attn", "toy/kda.py::Nope, toy/kda.py::KimiDeltaAttention", set(),
+        "broken"),
 }
+BROKEN_AT_THE_PIN = [claim for claim, row in USES_CASES.items() if row[-1] == "broken"]
 
 
 # A line ref (at k1) per claim; where the annotated diff lists it ("lines", or the section
@@ -759,7 +767,7 @@ def toy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 index_version(database, config, repo, version,
                               from_path=root / "src" / version, workers=1)
         outcome = link_if_changed(database, config, force=True)
-    assert outcome is not None and not outcome.errors
+    assert outcome is not None and len(outcome.errors) == len(BROKEN_AT_THE_PIN)
     return root
 
 

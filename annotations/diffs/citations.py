@@ -1,8 +1,8 @@
 """Which claims cite the symbols of a version diff.
 
-A stored, resolved claim ref of the diff's repo that is not pinned at B (a claim written
-against B's code is not made stale by the changes that led to B) cites a listed symbol
-when
+A stored claim ref of the diff's repo that holds at its pin (one broken there, ``check``'s
+``broken``, was made so by no change) and is not pinned at B (a claim written against B's
+code is not made stale by the changes that led to B) cites a listed symbol when
 
 * it names a symbol (``path::qualname``) that is the listed symbol's location at A or
   at B, whatever other version the ref is pinned at; or
@@ -43,12 +43,14 @@ from db.database import Database
 _SQL = (
     "SELECT article, title, claim_id, text, version, written, line, path, qualname,"
     " start_line, end_line, quote FROM claim_links WHERE repo = ? AND path IS NOT NULL"
-    " ORDER BY article, line, claim_id"
+    " AND state = 'linked' ORDER BY article, line, claim_id"
 )
 
 
 def cited_refs(database: Database, repo: str) -> list[dict]:
-    """Every resolved claim ref of ``repo`` (rows of the ``claim_links`` view)."""
+    """Every claim ref of ``repo`` that holds at its pin (rows of the ``claim_links``
+    view): a ref broken there (``check``: broken), its ``uses:`` wrong from the start,
+    was not broken by a change and cites nothing."""
     return list(database.query(_SQL, (repo,)))
 
 
@@ -56,7 +58,8 @@ _USES_SQL = (
     "SELECT article, title, claim_id, text, repo, version, written, resolved, line, path,"
     " qualname, NULL AS start_line, NULL AS end_line, NULL AS quote, ref_written, ref_version,"
     " ref_path, ref_qualname FROM claim_use_links WHERE ref_repo = ?"
-    " AND qualname IS NOT NULL AND ref_qualname IS NOT NULL ORDER BY article, line, claim_id"
+    " AND qualname IS NOT NULL AND ref_qualname IS NOT NULL AND state = 'linked'"
+    " ORDER BY article, line, claim_id"
 )
 
 
@@ -64,7 +67,8 @@ def broken_uses(
     database: Database, matcher: Matcher, matches: Iterable[Match], repo: str
 ) -> list[dict]:
     """The ``uses:`` targets (rows of ``claim_use_links``) of ``repo``'s symbol refs whose
-    relation does not hold at the matcher's version B, in ``repo`` or in another."""
+    relation does not hold at the matcher's version B, in ``repo`` or in another; not
+    those of a ref broken at its pin (a relation that never held)."""
     rows = list(database.query(_USES_SQL, (repo,)))
     if not rows:
         return []
