@@ -10,7 +10,7 @@ from pathlib import Path
 import fakevllm
 import pytest
 
-from annotations.diffs import build, html_page
+from annotations.diffs import build, html_page, markdown
 from annotations.diffs.model import Citation, DiffReport, SymbolChange
 from annotations.diffs.sidebyside import MAX_ROWS, side_by_side
 from annotations.diffs.usage import MAX_NAMES, usage_changes
@@ -242,15 +242,30 @@ def test_html_opens_package_groups_of_small_sections(
     assert [package for _, package in groups] == ["nest", "tools"]
 
 
-@pytest.mark.parametrize(("claims", "lead"), [
-    pytest.param(1, "1 claim in 1 article cites listed symbols.", id="one"),
-    pytest.param(2, "2 claims in 1 article cite listed symbols.", id="two"),
+_SYMBOL, _LINES = ("nest/box.py::Box.size", "changed"), ("nest/box.py#L1-L1", "lines")
+
+
+@pytest.mark.parametrize(("cited", "lead"), [
+    pytest.param([[_SYMBOL]], "1 claim in 1 article cites listed symbols.", id="one"),
+    pytest.param([[_SYMBOL], [_SYMBOL]], "2 claims in 1 article cite listed symbols.",
+                 id="two"),
+    pytest.param([[_LINES]], "1 claim in 1 article cites changed lines.", id="only-lines"),
+    pytest.param([[_SYMBOL], [_LINES]],
+                 "2 claims in 1 article cite listed symbols or changed lines.",
+                 id="symbols-and-lines"),
+    pytest.param([[_SYMBOL, _LINES]], "1 claim in 1 article cites listed symbols or changed "
+                 "lines.", id="one-claim-citing-both"),
 ])
-def test_html_counts_the_claims_citing(nest: Path, claims: int, lead: str) -> None:
+def test_the_lead_counts_the_claims_citing_and_says_what_they_cite(
+    nest: Path, cited: list[list[tuple[str, str]]], lead: str
+) -> None:
     report = nest_diff(nest)
     [article] = report.articles
-    report = replace(report, articles=(replace(article, claims=article.claims[:claims]),))
+    claims = tuple(replace(article.claims[0], claim=f"c{index}", symbols=tuple(symbols))
+                   for index, symbols in enumerate(cited))
+    report = replace(report, articles=(replace(article, claims=claims),))
     assert f'<p class="lead">{lead}</p>' in html_page.render(report)
+    assert f"\n\n{lead}\n\n" in markdown.render(report)
 
 
 def test_a_permalink_pinned_at_another_version_has_no_linked_lines_at_a() -> None:

@@ -137,7 +137,7 @@ def _articles(report: DiffReport) -> str:
     count = report.claim_count
     lead = (f'<p class="lead">{counted(count, "claim")} in '
             f'{counted(len(report.articles), "article")} {"cites" if count == 1 else "cite"} '
-            "listed symbols.</p>")
+            f"{report.claims_cite}.</p>")
     return head + lead + "".join(_article(article) for article in report.articles) + "</section>"
 
 

@@ -78,7 +78,7 @@ def _articles(report: DiffReport) -> str:
     count = report.claim_count
     head = (f"## Affected articles\n\n{counted(count, 'claim')} in "
             f"{counted(len(report.articles), 'article')} "
-            f"{'cites' if count == 1 else 'cite'} listed symbols.")
+            f"{'cites' if count == 1 else 'cite'} {report.claims_cite}.")
     return "\n\n".join([head, *(_article(article) for article in report.articles)])
 
 

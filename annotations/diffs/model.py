@@ -196,4 +196,15 @@ class DiffReport:
 
     @property
     def claim_count(self) -> int:
+        """How many claims `articles` lists: those citing listed symbols or changed lines."""
         return sum(len(article.claims) for article in self.articles)
+
+    @property
+    def claims_cite(self) -> str:
+        """What the claims of `articles` cite, as the reports' lead says it."""
+        cited = {section == LINES for article in self.articles for claim in article.claims
+                 for _, section in claim.symbols}
+        return " or ".join(_CITED[lines] for lines in sorted(cited))
+
+
+_CITED = {False: "listed symbols", True: "changed lines"}
