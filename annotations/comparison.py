@@ -102,19 +102,31 @@ def _changed_lines(
         new = _moved_lines(pinned, target_key, blob_id, target, 0)
         return Comparison(Status.CHANGED, message, new, ("body",), (),
                           symbol_diff(comparer.resolver, pinned, new))
-    inside = [place for place in places_of(comparer.resolver.text_of(pinned),
-                                           comparer.resolver.source(new.blob_id))
-              if new.start_line <= place <= new.end_line]
-    if new.path != pinned.path and len(inside) == 1:  # they went with their definition
-        moved = _moved_lines(pinned, target_key, new.blob_id, target,
-                             inside[0] - pinned.start_line, new.path)
-        return Comparison(Status.MOVED, f"{pinned.path} no longer holds them; they stand in "
-                          f"{holder.qualname} at {moved.path}#L{moved.start_line}", moved)
+    if new.path != pinned.path:
+        went = _with_their_definition(comparer, pinned, holder, new, target)
+        if went is not None:
+            return replace(went, message=f"{pinned.path} no longer holds them; {went.message}")
     diff = symbol_diff(comparer.resolver, holder, new)
     if (new.path, new.start_line) == (pinned.path, holder.start_line):
         new = _moved_lines(pinned, target_key, blob_id, target, 0)  # their definition stayed
     return Comparison(Status.CHANGED, f"{message} ({holder.qualname} holds them)", new,
                       ("body",), (), diff)
+
+
+def _with_their_definition(
+    comparer: SymbolComparer, pinned: Resolved, holder: Resolved, new: Resolved, target: str
+) -> Comparison | None:
+    """The pinned lines moved with ``holder``, the definition holding them, to its place
+    ``new`` at the target, when they stand there as written, once."""
+    inside = [place for place in places_of(comparer.resolver.text_of(pinned),
+                                           comparer.resolver.source(new.blob_id))
+              if new.start_line <= place <= new.end_line]
+    if len(inside) != 1:
+        return None
+    moved = _moved_lines(pinned, new.version_key, new.blob_id, target,
+                         inside[0] - pinned.start_line, new.path)
+    return Comparison(Status.MOVED, f"they stand in {holder.qualname} at "
+                                    f"{moved.path}#L{moved.start_line}", moved)
 
 
 def _holder(resolver: Resolver, pinned: Resolved) -> Resolved | None:
@@ -139,11 +151,18 @@ files: a lone ``return x`` stands in many."""
 def _lines_elsewhere(
     comparer: SymbolComparer, pinned: Resolved, target_key: int, target: str
 ) -> Comparison:
-    """The pinned lines of a file that is gone, found in a file of its folder or of its
-    name at the target (``abstract.py`` merged into ``base.py``), or in a file where the
-    definitions around them went (``layers/kda.py`` into ``layers/mamba/gdn/kimi.py``)."""
+    """The pinned lines of a file that is gone, found in the definition holding them at its
+    place at the target, else in a file of its folder or of its name there (``abstract.py``
+    merged into ``base.py``), or in a file where the definitions around them went
+    (``layers/kda.py`` into ``layers/mamba/gdn/kimi.py``)."""
     resolver = comparer.resolver
     gone = f"{pinned.path} does not exist at {target}"
+    holder = _holder(resolver, pinned)
+    new = comparer.compare(holder, target_key).new if holder is not None else None
+    went = (_with_their_definition(comparer, pinned, holder, new, target)
+            if holder is not None and new is not None else None)
+    if went is not None:  # however short their text: their definition is the evidence
+        return replace(went, message=f"{gone}; {went.message}")
     old = resolver.text_of(pinned)
     if len("".join(old.split())) < MIN_TEXT_TO_FOLLOW:
         return Comparison(Status.REMOVED, gone)

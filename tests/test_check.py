@@ -403,6 +403,12 @@ CASES: dict[str, Case] = {
         message="ops/kda.py does not exist at vllm@v2; its lines stand in c/lines-file-gone-"
                 "text-where-its-code-went/gdn/kimi.py#L6",
     ),
+    "lines-file-gone-short-text-went-with-their-definition": Case(  # a moved module
+        "X = 1\n\n\ndef f():\n    return 1\n", {"pkg/m.py": "X = 1\n\n\ndef f():\n    return 1\n"},
+        "m.py#L4-L5", "moved", new_ref="pkg/m.py#L4-L5",
+        message="m.py does not exist at vllm@v2; they stand in f at c/lines-file-gone-short-"
+                "text-went-with-their-definition/pkg/m.py#L4",
+    ),
     "lines-file-gone-short-text-is-not-followed": Case(
         "a\nX\nb\n", {"n.txt": "X\n"}, "m.txt#L2", "removed", path="m.txt",
         message="m.txt does not exist at vllm@v2",

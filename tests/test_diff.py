@@ -680,14 +680,15 @@ class DecoderLayer:
         return {forward}
 '''
 KERNEL = "// delta rule\n__global__ void kda(float* s) {\n  s[0] = 1.0f;\n}\n"
+GATE = "// gate\n__global__ void gate(float* g) {\n  g[0] = sigmoid(g[0]);\n}\n"
 TOY = {
     "k1": {"toy/kda.py": KDA.format(name="KimiDeltaAttention"),
-           "toy/kernel.cu": KERNEL, "toy/gone.py": "import toy.kda\n",
+           "toy/kernel.cu": KERNEL, "toy/gone.py": "import toy.kda\n", "toy/ops/gate.cu": GATE,
            "toy/cache.py": CACHE_K1,
            "toy/layer.py": LAYER.format(attention="KimiDeltaAttention", pool="Pool",
                                         forward="helper(self.attn.forward(x))")},
     "k2": {"toy/kda.py": KDA.format(name="KimiGatedDeltaNetAttention"),
-           "toy/kernel.cu": KERNEL.replace("1.0f", "0.0f"),
+           "toy/kernel.cu": KERNEL.replace("1.0f", "0.0f"), "toy/kernels/gate.cu": GATE,
            "toy/cache.py": CACHE_K1.replace("self.blocks[key]", "self.blocks.get(key)"),
            "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
                                         pool="BlockPool", forward="self.attn.forward(x)")},
@@ -730,15 +731,18 @@ BROKEN_AT_THE_PIN = [claim for claim, row in USES_CASES.items() if row[-1] == "b
 
 
 # A line ref (at k1) per claim; where the annotated diff lists it ("lines", or the section
-# of the symbol that holds it), or None; and check's status.
+# of the symbol that holds it), or None; check's status; and where both say its lines went.
 LINE_CASES = {
-    "changed-import": ("toy/layer.py#L1", ("lines", "toy/layer.py#L1-L1"), "changed"),
-    "standing-import": ("toy/layer.py#L2", None, "fresh"),
-    "changed-kernel-line": ("toy/kernel.cu#L3", ("lines", "toy/kernel.cu#L3-L3"), "changed"),
-    "unchanged-kernel-line": ("toy/kernel.cu#L2", None, "fresh"),
-    "file-gone": ("toy/gone.py#L1", ("lines", "toy/gone.py#L1-L1"), "removed"),
+    "changed-import": ("toy/layer.py#L1", ("lines", "toy/layer.py#L1-L1"), "changed", None),
+    "standing-import": ("toy/layer.py#L2", None, "fresh", None),
+    "changed-kernel-line": ("toy/kernel.cu#L3", ("lines", "toy/kernel.cu#L3-L3"), "changed",
+                            None),
+    "unchanged-kernel-line": ("toy/kernel.cu#L2", None, "fresh", None),
+    "file-gone": ("toy/gone.py#L1", ("lines", "toy/gone.py#L1-L1"), "removed", None),
+    "file-moved": ("toy/ops/gate.cu#L2-L3", ("lines", "toy/ops/gate.cu#L2-L3"), "moved",
+                   "toy/kernels/gate.cu#L2-L3"),
     "in-a-changed-method": ("toy/layer.py#L12", ("changed", "toy/layer.py::DecoderLayer.__init__"),
-                            "changed"),
+                            "changed", None),
 }
 
 
@@ -756,7 +760,7 @@ def toy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "annotations" / "uses.yml").write_text(
         f"article: notes/uses.md\nat: toy@k1\nclaims:\n{claims}", encoding="utf-8")
     lines = "".join(f"  - {{id: {claim_id}, text: x, refs: [{ref}]}}\n"
-                    for claim_id, (ref, _, _) in LINE_CASES.items())
+                    for claim_id, (ref, *_) in LINE_CASES.items())
     (root / "annotations" / "lines.yml").write_text(
         f"article: notes/lines.md\nat: toy@k1\nclaims:\n{lines}", encoding="utf-8")
     config = load_config(root)
@@ -793,39 +797,53 @@ def test_annotated_lists_cited_lines_that_changed_where_no_symbol_holds_them(
 ) -> None:
     """A line ref into a module's imports, or into a file that defines nothing (a kernel),
     whose lines changed fails check as a symbol's would: the diff lists it under lines."""
-    _, listed, status = LINE_CASES[claim_id]
+    _, listed, status, moved_to = LINE_CASES[claim_id]
     report = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated",
                            "--format", "json"))
-    found = [(key, entry["ref"]) for key in (*TITLES, "lines") for entry in report[key]
-             if claim_id in [claim["claim"] for claim in entry["claims"]]]
+    entries = [(key, entry) for key in (*TITLES, "lines") for entry in report[key]
+               if claim_id in [claim["claim"] for claim in entry["claims"]]]
+    found = [(key, entry["ref"]) for key, entry in entries]
     checked = json.loads(run(toy_project, "check", "--format", "json").stdout)
-    assert (found, [ref["status"] for ref in checked["results"] if ref["claim"] == claim_id]) == (
-        [listed] if listed else [], [status])
+    [result] = [ref for ref in checked["results"] if ref["claim"] == claim_id]
+    assert (found, result["status"]) == ([listed] if listed else [], status)
+    went = [entry["new"] and f"{entry['new']['path']}#L{entry['new']['start_line']}-"
+            f"L{entry['new']['end_line']}" for key, entry in entries if key == "lines"]
+    assert (went, result["new_ref"] if status == "moved" else None) == (
+        [moved_to] if listed and listed[0] == "lines" else [],
+        moved_to and f"toy@k2:{moved_to}")
     impact = [claim["symbols"] for article in report["articles"] for claim in article["claims"]
               if claim["claim"] == claim_id]
     assert impact == ([[{"ref": listed[1], "section": listed[0]}]] if listed else [])
 
 
 def test_changed_lines_in_every_format(toy_project: Path) -> None:
-    entry = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--format", "json"))["lines"]
-    assert entry[0] == {
+    entries = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--format", "json"))["lines"]
+    assert entries[0] == {
         "ref": "toy/gone.py#L1-L1", "version": "k1", "path": "toy/gone.py", "start_line": 1,
         "end_line": 1, "url": "https://github.com/example/toy/blob/k1/toy/gone.py#L1-L1",
-        "file_gone": True,
+        "file_gone": True, "new": None, "candidates": [],
         "claims": [{"article": "notes/lines.md", "claim": "file-gone", "version": "k1",
                     "ref": "toy/gone.py#L1"}]}
+    assert (entries[-1]["file_gone"], entries[-1]["new"]) == (True, {
+        "path": "toy/kernels/gate.cu", "start_line": 2, "end_line": 3,
+        "url": "https://github.com/example/toy/blob/k2/toy/kernels/gate.cu#L2-L3"})
     markdown = markdown_sections(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated"))
-    assert markdown["Changed lines"].splitlines()[-3:] == [
+    assert markdown["Changed lines"].splitlines()[-4:] == [
         "| <code>toy/gone.py\\#L1-L1</code><br>cited by <code>notes/lines.md\\#file-gone</code>"
         " | k1 | file gone |",
         "| <code>toy/kernel.cu\\#L3-L3</code><br>cited by <code>notes/lines.md\\#changed-kernel-"
         "line</code> | k1 | changed |",
         "| <code>toy/layer.py\\#L1-L1</code><br>cited by <code>notes/lines.md\\#changed-import"
         "</code> | k1 | changed |",
+        "| <code>toy/ops/gate.cu\\#L2-L3</code><br>cited by <code>notes/lines.md\\#file-moved"
+        "</code> | k1 | file gone; moved to <code>toy/kernels/gate.cu\\#L2-L3</code> |",
     ]
     page = ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated", "--format", "html")
     check_page(page)
     lead = re.search(r'<p class="lead">(.*?)</p>', page)
     assert lead is not None and lead.group(1).endswith(
-        ", and 3 cited line ranges that changed are listed.")
+        ", and 4 cited line ranges that changed are listed.")
     assert 'href="#lines:toy/gone.py#L1-L1"' in page and 'id="lines:toy/gone.py#L1-L1"' in page
+    assert ('<span class="to">→ moved to <a href="https://github.com/example/toy/blob/k2/toy/'
+            'kernels/gate.cu#L2-L3" rel="noreferrer"><code>toy/kernels/gate.cu#L2-L3</code></a>'
+            '</span>') in page

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from annotations.changes import Verdict
+from annotations.comparison import SymbolComparer, compare_lines
 from annotations.diffs.citations import (
     LineTexts,
     broken_uses,
@@ -26,6 +27,7 @@ from annotations.diffs.model import (
     Citation,
     DiffReport,
     LineChange,
+    LinePlace,
     Location,
     Section,
     SymbolChange,
@@ -34,7 +36,9 @@ from annotations.diffs.model import (
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
-from annotations.resolve import linked_text, quote_stands, split_lines
+from annotations.refs import Ref, RefForm, parse_ref
+from annotations.resolve import ResolveError, Resolver, linked_text, quote_stands, split_lines
+from annotations.results import Status
 from db.database import Database
 from db.queries import require_version
 from indexer.config import ProjectConfig, RepoConfig
@@ -117,6 +121,9 @@ def build_report(
                  [(item.old, item.new) for item in items], version_a, version_b)
     lines = _line_changes(uncited_lines(rows, found, texts, version_a, version_b, key_a),
                           matcher, repo_config)
+    if any(change.file_gone for change in lines):
+        lines = _where_lines_went(lines, SymbolComparer(Resolver(database, config)),
+                                  repo_config, key_b)
     relation_gone = {(use["article"], use["claim_id"], use["ref_written"]) for use in uses}
     for item, citations in zip(items, found, strict=True):
         item.citations = _without_standing_quotes(item, citations, relation_gone)
@@ -144,6 +151,37 @@ def _line_changes(rows: list[dict], matcher: Matcher, repo: RepoConfig) -> tuple
                    repo.permalink(version, path, start, end), citations_of(cited))
         for (path, version, start, end), cited in sorted(ranges.items())
     )
+
+
+def _where_lines_went(
+    lines: tuple[LineChange, ...], comparer: SymbolComparer, repo: RepoConfig, key_b: int
+) -> tuple[LineChange, ...]:
+    """``lines``, those whose file is gone with where their text stands at B, as ``check``
+    finds them (with their definition, in a file of its folder or name, or where the
+    definitions around them went): the ref must be rewritten, as a moved symbol's."""
+    return tuple(_moved_place(change, comparer, repo, key_b) if change.file_gone else change
+                 for change in lines)
+
+
+def _moved_place(
+    change: LineChange, comparer: SymbolComparer, repo: RepoConfig, key_b: int
+) -> LineChange:
+    ref = Ref(repo.name, change.version, RefForm.LINES, path=change.path,
+              start_line=change.start_line, end_line=change.end_line)
+    try:
+        comparison = compare_lines(comparer, comparer.resolver.resolve(ref), key_b)
+    except ResolveError:
+        return change
+    if comparison.status is not Status.MOVED or comparison.new is None:
+        return change
+    version, new = comparison.new.version, comparison.new
+    others = [parse_ref(other) for other in comparison.candidates]
+    places = [(new.path, new.start_line, new.end_line),
+              *((other.path or "", other.start_line or 0, other.end_line or 0)
+                for other in others)]
+    first, *candidates = (LinePlace(path, start, end, repo.permalink(version, path, start, end))
+                          for path, start, end in places)
+    return change._replace(new=first, candidates=tuple(candidates))
 
 
 def _without_standing_quotes(

@@ -24,6 +24,7 @@ from annotations.diffs.model import (
     Citation,
     DiffReport,
     LineChange,
+    LinePlace,
     Location,
     Section,
     SymbolChange,
@@ -222,7 +223,8 @@ def _lines(report: DiffReport) -> str:
     rows = "".join(_line_change(change) for change in report.lines)
     return (f'<section id="{LINES}"><h2>Changed lines <span class="count">{len(report.lines)}'
             f'</span></h2><p class="muted">Lines that line refs cite, that no listed symbol '
-            f"holds, and that no longer stand as written at {e(report.version_b)}.</p>"
+            f"holds, and that no longer stand as written in their file at "
+            f"{e(report.version_b)}.</p>"
             f"{rows}</section>")
 
 
@@ -233,7 +235,22 @@ def _line_change(change: LineChange) -> str:
     where = "file gone" if change.file_gone else "changed"
     return (f'<div class="sym line" id="{e(_anchor(LINES, change.ref))}">{ref} '
             f'<span class="pin">@{e(change.version)}</span> <span class="chip">{where}</span>'
-            f"{_cited_by(change.citations)}</div>")
+            f"{_moved_to(change)}{_cited_by(change.citations)}</div>")
+
+
+def _moved_to(change: LineChange) -> str:
+    """Where the lines of a file gone stand at B, as links."""
+    if change.new is None:
+        return ""
+    places = [_place(change.new)]
+    if change.candidates:
+        places.append("or " + ", ".join(_place(place) for place in change.candidates))
+    return f'<span class="to">→ moved to {" ".join(places)}</span>'
+
+
+def _place(place: LinePlace) -> str:
+    text = f"<code>{e(place.ref)}</code>"
+    return f'<a href="{e(place.url)}" rel="noreferrer">{text}</a>' if place.url else text
 
 
 def _has_details(change: SymbolChange) -> bool:

@@ -43,10 +43,14 @@ def report_to_dict(report: DiffReport) -> dict[str, Any]:
 
 def lines_to_dict(change: LineChange) -> dict[str, Any]:
     """``ref`` (``PATH#Lx-Ly``), ``version`` (the refs' pin), ``path``, ``start_line``,
-    ``end_line``, ``url``, ``file_gone`` (no file of that path at B) and ``claims``."""
+    ``end_line``, ``url``, ``file_gone`` (no file of that path at B), ``new`` (of a file
+    gone, where its lines stand as written at B: ``path``, ``start_line``, ``end_line``,
+    ``url``; else null), ``candidates`` (other such places) and ``claims``."""
     return {"ref": change.ref, "version": change.version, "path": change.path,
             "start_line": change.start_line, "end_line": change.end_line, "url": change.url,
             "file_gone": change.file_gone,
+            "new": change.new._asdict() if change.new is not None else None,
+            "candidates": [place._asdict() for place in change.candidates],
             "claims": [_citation(citation) for citation in change.citations]}
 
 

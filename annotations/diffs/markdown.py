@@ -12,6 +12,7 @@ from annotations.diffs.model import (
     SECTION_TITLES,
     ArticleImpact,
     DiffReport,
+    LineChange,
     Section,
     SymbolChange,
 )
@@ -107,14 +108,22 @@ def _section(report: DiffReport, section: Section) -> str:
 def _lines(report: DiffReport) -> str:
     rows = [f"## Changed lines ({len(report.lines)})", "",
             f"Lines that line refs cite, that no listed symbol holds, and that no longer "
-            f"stand as written at {code(report.version_b)}.", "",
+            f"stand as written in their file at {code(report.version_b)}.", "",
             "| Lines | Pinned at | At the new version |", "| --- | --- | --- |"]
     for change in report.lines:
         claims = ", ".join(code(f"{c.article}#{c.claim}") for c in change.citations)
-        where = "file gone" if change.file_gone else "changed"
         rows.append(f"| {code(change.ref)}<br>cited by {claims} | {text(change.version)} "
-                    f"| {where} |")
+                    f"| {_lines_at_b(change)} |")
     return "\n".join(rows)
+
+
+def _lines_at_b(change: LineChange) -> str:
+    if change.new is not None:
+        cell = f"file gone; moved to {code(change.new.ref)}"
+        if change.candidates:
+            cell += "<br>or " + ", ".join(code(place.ref) for place in change.candidates)
+        return cell
+    return "file gone" if change.file_gone else "changed"
 
 
 def _cells(change: SymbolChange) -> list[str]:

@@ -71,10 +71,25 @@ LINES = "lines"
 """What a claim cites in a `LineChange`, where a `SymbolChange` has its section."""
 
 
+class LinePlace(NamedTuple):
+    """Lines of a file at one version, with their GitHub permalink when the repo has one."""
+
+    path: str
+    start_line: int
+    end_line: int
+    url: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+
 class LineChange(NamedTuple):
     """Lines that line refs cite, pinned at ``version`` (A, or where they stood as written
-    at A), that no listed symbol holds and that no longer stand as written at B, in the
-    same file or, ``file_gone``, in none of that path."""
+    at A), that no listed symbol holds and that no longer stand as written in their file at
+    B: changed there or, ``file_gone``, with no file of that path. Of a file gone, ``new``
+    is where they stand as written at B, as ``check`` finds them (its ``moved``), and
+    ``candidates`` the other places, when several are about as close."""
 
     version: str
     path: str
@@ -83,6 +98,8 @@ class LineChange(NamedTuple):
     file_gone: bool
     url: str | None = None
     citations: tuple[Citation, ...] = ()
+    new: LinePlace | None = None
+    candidates: tuple[LinePlace, ...] = ()
 
     @property
     def ref(self) -> str:
