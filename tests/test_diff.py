@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from annotate_cli import cli
 from annotations import matching
 from annotations.diffs import build
+from annotations.diffs import markdown as diff_markdown
 from annotations.forking import can_fork
 from annotations.links import link_if_changed
 from annotations.reports.markdown import code
@@ -232,6 +233,19 @@ def test_every_case_in_its_markdown_section(project: Path, name: str) -> None:
     assert [title for title, body in sections.items() if cell in body] == [TITLES[section]]
     if section == "moved":
         assert code(_ref(case.new[0])) in sections[TITLES[section]]
+    [row] = [line for line in sections[TITLES[section]].splitlines() if line.startswith(cell)]
+    [entry] = [entry for entry in diff_json(project, case.old_tag, case.new_tag)[section]
+               if entry["ref"] == ref]
+    places = [(f"at {tag}", entry[side]["url"]) for tag, side in ((case.old_tag, "old"),
+                                                                  (case.new_tag, "new"))
+              if entry[side] is not None]
+    linked = [(label, href) for href, label in re.findall(r'<a href="([^"]*)">([^<]*)</a>', row)
+              if label.startswith("at ")]
+    assert linked == places and all(url.startswith("https://github.com/") for _, url in places)
+    targets = {"moved": [entry["new"], *entry.get("candidates", [])],
+               "removed": entry.get("candidates", [])}.get(section, [])
+    for target in targets:  # a move's target and candidates, a removed symbol's closest
+        assert f'<a href="{target["url"]}"><code>' in row
 
 
 @pytest.mark.skipif(not can_fork(), reason="needs os.fork")
@@ -452,6 +466,18 @@ def test_markdown_escapes_claims_and_paths(project: Path) -> None:
     assert ("&lt;script&gt;document.title='pwned'&lt;/script&gt; cdiv \\| \\*bold\\* "
             "\\`tick\\` &amp; &lt;b&gt;co&lt;/b&gt;") in text
     assert "### blog/&lt;b&gt;evil&lt;/b&gt;.md — Hostile &lt;script&gt;" in text
+
+
+@pytest.mark.parametrize(("url", "href"), [
+    pytest.param("https://github.com/o/r/blob/v1/a.py#L1-L2",
+                 "https://github.com/o/r/blob/v1/a.py#L1-L2", id="plain"),
+    pytest.param('https://github.com/o/r/blob/v1|x"><b>/a&b.py#L1',
+                 "https://github.com/o/r/blob/v1%7Cx&quot;&gt;&lt;b&gt;/a&amp;b.py#L1",
+                 id="table-pipe-quote-and-tags"),
+])
+def test_markdown_permalinks_cannot_break_the_table_or_the_tag(url: str, href: str) -> None:
+    assert diff_markdown._linked("<code>x</code>", url) == f'<a href="{href}"><code>x</code></a>'
+    assert diff_markdown._linked("<code>x</code>", None) == "<code>x</code>"
 
 
 # --- HTML -----------------------------------------------------------------------------
@@ -828,15 +854,18 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
         "path": "toy/kernels/gate.cu", "start_line": 2, "end_line": 3,
         "url": "https://github.com/example/toy/blob/k2/toy/kernels/gate.cu#L2-L3"})
     markdown = markdown_sections(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated"))
+    blob = "https://github.com/example/toy/blob"
     assert markdown["Changed lines"].splitlines()[-4:] == [
-        "| <code>toy/gone.py\\#L1-L1</code><br>cited by <code>notes/lines.md\\#file-gone</code>"
-        " | k1 | file gone |",
-        "| <code>toy/kernel.cu\\#L3-L3</code><br>cited by <code>notes/lines.md\\#changed-kernel-"
-        "line</code> | k1 | changed |",
-        "| <code>toy/layer.py\\#L1-L1</code><br>cited by <code>notes/lines.md\\#changed-import"
-        "</code> | k1 | changed |",
-        "| <code>toy/ops/gate.cu\\#L2-L3</code><br>cited by <code>notes/lines.md\\#file-moved"
-        "</code> | k1 | file gone; moved to <code>toy/kernels/gate.cu\\#L2-L3</code> |",
+        f'| <a href="{blob}/k1/toy/gone.py#L1-L1"><code>toy/gone.py\\#L1-L1</code></a><br>cited '
+        "by <code>notes/lines.md\\#file-gone</code> | k1 | file gone |",
+        f'| <a href="{blob}/k1/toy/kernel.cu#L3-L3"><code>toy/kernel.cu\\#L3-L3</code></a><br>'
+        "cited by <code>notes/lines.md\\#changed-kernel-line</code> | k1 | changed |",
+        f'| <a href="{blob}/k1/toy/layer.py#L1-L1"><code>toy/layer.py\\#L1-L1</code></a><br>'
+        "cited by <code>notes/lines.md\\#changed-import</code> | k1 | changed |",
+        f'| <a href="{blob}/k1/toy/ops/gate.cu#L2-L3"><code>toy/ops/gate.cu\\#L2-L3</code></a>'
+        "<br>cited by <code>notes/lines.md\\#file-moved</code> | k1 | file gone; moved to "
+        f'<a href="{blob}/k2/toy/kernels/gate.cu#L2-L3"><code>toy/kernels/gate.cu\\#L2-L3'
+        "</code></a> |",
     ]
     page = ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated", "--format", "html")
     check_page(page)

@@ -2,10 +2,14 @@
 
 Everything from code, claims and paths is escaped with `annotations.reports.markdown`'s
 ``text``/``code``: HTML-escaped and Markdown punctuation backslash-escaped, so it renders
-literally and cannot break a table.
+literally and cannot break a table. Every listed symbol, move target, candidate and line
+range links to its GitHub permalink at its version (when the repo has a GitHub name), as
+an ``<a href>`` whose URL is HTML-escaped with its ``|`` percent-encoded.
 """
 
 from __future__ import annotations
+
+import html
 
 from annotations.diffs.model import (
     COUNT_ORDER,
@@ -101,7 +105,7 @@ def _section(report: DiffReport, section: Section) -> str:
     columns = _COLUMNS[section]
     rows = [head, "", "| " + " | ".join(columns) + " |",
             "|" + " --- |" * len(columns)]
-    rows += ["| " + " | ".join(_cells(change)) + " |" for change in changes]
+    rows += ["| " + " | ".join(_cells(change, report)) + " |" for change in changes]
     return "\n".join(rows)
 
 
@@ -112,34 +116,49 @@ def _lines(report: DiffReport) -> str:
             "| Lines | Pinned at | At the new version |", "| --- | --- | --- |"]
     for change in report.lines:
         claims = ", ".join(code(f"{c.article}#{c.claim}") for c in change.citations)
-        rows.append(f"| {code(change.ref)}<br>cited by {claims} | {text(change.version)} "
+        rows.append(f"| {_linked(code(change.ref), change.url)}<br>cited by {claims} "
+                    f"| {text(change.version)} "
                     f"| {_lines_at_b(change)} |")
     return "\n".join(rows)
 
 
 def _lines_at_b(change: LineChange) -> str:
     if change.new is not None:
-        cell = f"file gone; moved to {code(change.new.ref)}"
+        cell = f"file gone; moved to {_linked(code(change.new.ref), change.new.url)}"
         if change.candidates:
-            cell += "<br>or " + ", ".join(code(place.ref) for place in change.candidates)
+            cell += "<br>or " + ", ".join(_linked(code(place.ref), place.url)
+                                          for place in change.candidates)
         return cell
     return "file gone" if change.file_gone else "changed"
 
 
-def _cells(change: SymbolChange) -> list[str]:
-    cells = [_symbol(change), text(change.kind)]
+def _cells(change: SymbolChange, report: DiffReport) -> list[str]:
+    cells = [_symbol(change, report), text(change.kind)]
     section = change.section
     if section is Section.CHANGED:
         cells += [_changes(change), *_usage(change)]
     elif section is Section.MOVED:
         cells += [_targets(change), text(change.how or ""), _content(change)]
     elif section is Section.REMOVED:
-        cells.append(", ".join(code(location.ref) for location in change.candidates))
+        cells.append(", ".join(_linked(code(location.ref), location.url)
+                               for location in change.candidates))
     return cells
 
 
-def _symbol(change: SymbolChange) -> str:
+def _linked(label: str, url: str | None) -> str:
+    """``label`` as a link to ``url``, when there is one."""
+    if not url:
+        return label
+    return f'<a href="{html.escape(url.replace("|", "%7C"), quote=True)}">{label}</a>'
+
+
+def _symbol(change: SymbolChange, report: DiffReport) -> str:
     cell = code(change.ref)
+    places = [(report.version_a, change.old), (report.version_b, change.new)]
+    links = " · ".join(_linked(f"at {text(version)}", location.url)
+                       for version, location in places if location is not None and location.url)
+    if links:
+        cell += f"<br>{links}"
     if change.citations:
         claims = ", ".join(code(f"{c.article}#{c.claim}") + (" (in its uses:)" if c.used_by else "")
                            for c in change.citations)
@@ -165,9 +184,10 @@ def _names(names: tuple[str, ...], total: int) -> str:
 
 
 def _targets(change: SymbolChange) -> str:
-    cell = code(change.new.ref) if change.new else ""
+    cell = _linked(code(change.new.ref), change.new.url) if change.new else ""
     if change.candidates:
-        others = ", ".join(code(location.ref) for location in change.candidates)
+        others = ", ".join(_linked(code(location.ref), location.url)
+                           for location in change.candidates)
         cell += f"<br>or {others}"
     return cell
 
