@@ -615,10 +615,10 @@ def _unindexed_worded_as_elsewhere() -> Iterator[None]:
         raise MissingIndex(error.message, error.hint) from None
 
 
-def _link(context: Context, database: Any) -> Any:
+def _link(context: Context, database: Any, files: Any) -> Any:
     from annotations.links import link_if_changed
 
-    return link_if_changed(database, context.config, force=True)
+    return link_if_changed(database, context.config, force=True, files=files)
 
 
 @cli.command()
@@ -628,9 +628,9 @@ def link(context: Context) -> None:
     """Resolve every claim's refs at their pins and store the links."""
     from annotations.links import require_annotation_files
 
-    require_annotation_files(context.config)
+    files = require_annotation_files(context.config)
     with context.database() as database:
-        outcome = _link(context, database)
+        outcome = _link(context, database, files)
     for error in outcome.errors:
         click.echo(f"Error: {error}", err=True)
     for warning in (*outcome.unindexed.values(), *outcome.split):
@@ -1000,15 +1000,14 @@ def _checked(
         raise click.BadParameter("give one version per repo", param_hint="--against")
     for repo in pins:
         context.config.repo(repo)
-    if relink:
-        require_annotation_files(context.config)
+    files = require_annotation_files(context.config) if relink else None
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on,
                            source_files)
     with context.database() as stored, _linkable(stored, context.config, relink) as database:
         for repo, version in pins.items():
             queries.require_version(database, repo, version,
                                     context.config.configured_versions(repo))
-        outcome = link_if_changed(database, context.config) if relink else None
+        outcome = link_if_changed(database, context.config, files=files) if relink else None
         report = check_all(database, context.config, options)
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
     for error in input_errors:

@@ -101,7 +101,11 @@ class LinkOutcome:
     its own: two articles where the author meant one."""
 
 
-def annotation_files(config: ProjectConfig) -> tuple[list[Path], list[Path]]:
+AnnotationFiles = tuple[list[Path], list[Path]]
+"""The YAML annotation files and the Markdown articles (`annotation_files`)."""
+
+
+def annotation_files(config: ProjectConfig) -> AnnotationFiles:
     """The YAML annotation files and Markdown articles the config's globs select."""
     return _glob(config.root, config.annotations), _glob(config.root, config.articles)
 
@@ -236,9 +240,7 @@ def _past_stars(folders: tuple[str, ...], states: set[int]) -> frozenset[int]:
     return frozenset(reached)
 
 
-def load_claims(
-    config: ProjectConfig, files: tuple[list[Path], list[Path]] | None = None
-) -> LoadResult:
+def load_claims(config: ProjectConfig, files: AnnotationFiles | None = None) -> LoadResult:
     """The claims of ``files`` (default: the config's `annotation_files`)."""
     from annotations.loader import load_all  # only when something is to be linked
 
@@ -269,9 +271,11 @@ class NoClaims(AnnotationError):
     store none (emptying the stored links), and a check of nothing would pass."""
 
 
-def require_annotation_files(config: ProjectConfig) -> None:
-    """Refuse a link of no file: a glob's typo, or a run from the wrong folder."""
-    if not any(annotation_files(config)):
+def require_annotation_files(config: ProjectConfig) -> AnnotationFiles:
+    """The config's `annotation_files`, for `link_if_changed` to link; refused when there
+    is none: a glob's typo, or a run from the wrong folder."""
+    files = annotation_files(config)
+    if not any(files):
         found = config.config_above()
         if found is not None:
             advice = run_from(found)
@@ -283,6 +287,7 @@ def require_annotation_files(config: ProjectConfig) -> None:
                       "in annotate.toml")
         raise NoClaims(f"no annotation file under {config.root} matches {_patterns(config)}; "
                        + advice)
+    return files
 
 
 def _patterns(config: ProjectConfig) -> str:
@@ -290,11 +295,13 @@ def _patterns(config: ProjectConfig) -> str:
 
 
 def link_if_changed(
-    database: Database, config: ProjectConfig, *, force: bool = False
+    database: Database, config: ProjectConfig, *, force: bool = False,
+    files: AnnotationFiles | None = None,
 ) -> LinkOutcome | None:
-    """Link again unless the annotation files, the config and the index are exactly as
-    they were at the last clean link (or ``force``); None when nothing needed doing."""
-    files = annotation_files(config)
+    """Link again unless the annotation files (``files``, default the config's
+    `annotation_files`), the config and the index are exactly as they were at the last
+    clean link (or ``force``); None when nothing needed doing."""
+    files = files if files is not None else annotation_files(config)
     signature = _signature(database, config, files)
     if not force and signature is not None and claim_store.link_signature(database) == signature:
         return None

@@ -164,6 +164,28 @@ def test_link_stores_articles_claims_and_links(project: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("command", [
+    pytest.param(["link"], id="link"),
+    pytest.param(["check", "--exit-zero"], id="check"),
+])
+def test_the_annotation_files_are_globbed_once_per_run(
+    project: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """Refusing a run of no file finds the files that are then linked: one walk of a large
+    articles folder, not two."""
+    write_corpus()
+    globbed = []
+
+    def globbing(config: object) -> tuple:
+        globbed.append(config)
+        return find(config)
+
+    find = links.annotation_files
+    monkeypatch.setattr(links, "annotation_files", globbing)
+    result = CliRunner().invoke(cli, command)
+    assert (result.exit_code, len(globbed)) == (0, 1), result.output
+
+
 def test_stored_claims_are_exactly_what_the_files_say(project: Path) -> None:
     write_corpus()
     assert link().exit_code == 0
