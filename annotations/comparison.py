@@ -165,7 +165,7 @@ def _lines_elsewhere(
         return replace(went, message=f"{gone}; {went.message}")
     old = resolver.text_of(pinned)
     if len("".join(old.split())) < MIN_TEXT_TO_FOLLOW:
-        return Comparison(Status.REMOVED, gone)
+        return _where_code_went(comparer, pinned, target_key, target, gone)
     places = (
         (path, blob_id, place)
         for path, blob_id, text in _candidate_files(comparer, pinned, target_key)
@@ -176,7 +176,7 @@ def _lines_elsewhere(
         for path, blob_id, place in itertools.islice(places, MAX_PLACES + 1)
     ]
     if not found:
-        return Comparison(Status.REMOVED, gone)
+        return _where_code_went(comparer, pinned, target_key, target, gone)
     if len(found) > MAX_PLACES:  # a licence header, an import: no evidence of a move
         return Comparison(Status.REMOVED, f"{gone}; its lines stand at more than {MAX_PLACES}"
                                           " places in files of its folder or name, or "
@@ -188,6 +188,36 @@ def _lines_elsewhere(
                           f"({listed})", found[0],
                           candidates=tuple(new.canonical for new in found[1:]))
     return Comparison(Status.MOVED, f"{gone}; its lines stand in {listed}", found[0])
+
+
+def _where_code_went(
+    comparer: SymbolComparer, pinned: Resolved, target_key: int, target: str, gone: str
+) -> Comparison:
+    """Lines of a gone file found in no file searched (or too short to search for): in
+    the file where the definitions around them went (a module renamed), when they stand
+    there once; else removed, naming that file."""
+    went = code_went_to(comparer, pinned, target_key)
+    if went is None:
+        return Comparison(Status.REMOVED, gone)
+    resolver = comparer.resolver
+    blob_id = queries.file_blob(resolver.database, target_key, went)
+    try:
+        places = places_of(resolver.text_of(pinned), resolver.source(blob_id)) if blob_id else []
+    except ResolveError:  # a file over 1 MiB: its content is not stored
+        places = []
+    if blob_id is not None and len(places) == 1:
+        moved = _moved_lines(pinned, target_key, blob_id, target, places[0] - pinned.start_line,
+                             went)
+        return Comparison(Status.MOVED, f"{gone}; its lines stand in {went}#L{moved.start_line},"
+                                        " where its code went", moved)
+    unsaid = "" if places else ", where these lines do not stand as written"
+    return Comparison(Status.REMOVED, f"{gone}; its code went to {went}{unsaid}")
+
+
+def code_went_to(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> str | None:
+    """Of lines whose file is gone at the target, the target's file where the definitions
+    around them went (the one holding them first), if any."""
+    return next(iter(_successor_paths(comparer, pinned, target_key)), None)
 
 
 def _candidate_files(

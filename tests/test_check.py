@@ -409,6 +409,22 @@ CASES: dict[str, Case] = {
         message="m.py does not exist at vllm@v2; they stand in f at c/lines-file-gone-short-"
                 "text-went-with-their-definition/pkg/m.py#L4",
     ),
+    "lines-file-gone-changed-where-its-code-went": Case(  # a module renamed, its imports changed
+        "import os\nimport sys\n\n\ndef helper_of_a_renamed_module():\n    return 41\n",
+        {"pkg/n.py": "import re\nimport sys\n\n\ndef helper_of_a_renamed_module():\n"
+                     "    return 41\n"},
+        "m.py#L1-L2", "removed",
+        message="m.py does not exist at vllm@v2; its code went to c/lines-file-gone-changed-"
+                "where-its-code-went/pkg/n.py, where these lines do not stand as written",
+    ),
+    "lines-file-gone-short-text-where-its-code-went": Case(
+        "import os\nimport sys\n\n\ndef helper_of_a_moved_module():\n    return 42\n",
+        {"pkg/n.py": '"""Moved."""\nimport os\nimport sys\n\n\ndef helper_of_a_moved_module():\n'
+                     "    return 42\n"},
+        "m.py#L1-L2", "moved", new_ref="pkg/n.py#L2-L3",
+        message="m.py does not exist at vllm@v2; its lines stand in c/lines-file-gone-short-"
+                "text-where-its-code-went/pkg/n.py#L2, where its code went",
+    ),
     "lines-file-gone-short-text-is-not-followed": Case(
         "a\nX\nb\n", {"n.txt": "X\n"}, "m.txt#L2", "removed", path="m.txt",
         message="m.txt does not exist at vllm@v2",

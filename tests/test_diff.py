@@ -707,14 +707,17 @@ class DecoderLayer:
 '''
 KERNEL = "// delta rule\n__global__ void kda(float* s) {\n  s[0] = 1.0f;\n}\n"
 GATE = "// gate\n__global__ void gate(float* g) {\n  g[0] = sigmoid(g[0]);\n}\n"
+RENAMED_MODULE = "import os\nimport sys\n\n\ndef helper_of_a_renamed_module():\n    return 7\n"
 TOY = {
     "k1": {"toy/kda.py": KDA.format(name="KimiDeltaAttention"),
            "toy/kernel.cu": KERNEL, "toy/gone.py": "import toy.kda\n", "toy/ops/gate.cu": GATE,
+           "toy/old_mod.py": RENAMED_MODULE,
            "toy/cache.py": CACHE_K1,
            "toy/layer.py": LAYER.format(attention="KimiDeltaAttention", pool="Pool",
                                         forward="helper(self.attn.forward(x))")},
     "k2": {"toy/kda.py": KDA.format(name="KimiGatedDeltaNetAttention"),
            "toy/kernel.cu": KERNEL.replace("1.0f", "0.0f"), "toy/kernels/gate.cu": GATE,
+           "toy/new_mod.py": RENAMED_MODULE.replace("import os", "import re"),
            "toy/cache.py": CACHE_K1.replace("self.blocks[key]", "self.blocks.get(key)"),
            "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
                                         pool="BlockPool", forward="self.attn.forward(x)")},
@@ -767,6 +770,8 @@ LINE_CASES = {
     "file-gone": ("toy/gone.py#L1", ("lines", "toy/gone.py#L1-L1"), "removed", None),
     "file-moved": ("toy/ops/gate.cu#L2-L3", ("lines", "toy/ops/gate.cu#L2-L3"), "moved",
                    "toy/kernels/gate.cu#L2-L3"),
+    "module-renamed-lines-changed": ("toy/old_mod.py#L1-L2", ("lines", "toy/old_mod.py#L1-L2"),
+                                     "removed", None),
     "in-a-changed-method": ("toy/layer.py#L12", ("changed", "toy/layer.py::DecoderLayer.__init__"),
                             "changed", None),
 }
@@ -847,21 +852,28 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
     assert entries[0] == {
         "ref": "toy/gone.py#L1-L1", "version": "k1", "path": "toy/gone.py", "start_line": 1,
         "end_line": 1, "url": "https://github.com/example/toy/blob/k1/toy/gone.py#L1-L1",
-        "file_gone": True, "new": None, "candidates": [],
+        "file_gone": True, "new": None, "candidates": [], "code_went_to": None,
         "claims": [{"article": "notes/lines.md", "claim": "file-gone", "version": "k1",
                     "ref": "toy/gone.py#L1"}]}
     assert (entries[-1]["file_gone"], entries[-1]["new"]) == (True, {
         "path": "toy/kernels/gate.cu", "start_line": 2, "end_line": 3,
         "url": "https://github.com/example/toy/blob/k2/toy/kernels/gate.cu#L2-L3"})
+    assert (entries[-2]["ref"], entries[-2]["new"], entries[-2]["code_went_to"]) == (
+        "toy/old_mod.py#L1-L2", None,
+        {"path": "toy/new_mod.py", "url": "https://github.com/example/toy/blob/k2/toy/new_mod.py"})
     markdown = markdown_sections(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated"))
     blob = "https://github.com/example/toy/blob"
-    assert markdown["Changed lines"].splitlines()[-4:] == [
+    assert markdown["Changed lines"].splitlines()[-5:] == [
         f'| <a href="{blob}/k1/toy/gone.py#L1-L1"><code>toy/gone.py\\#L1-L1</code></a><br>cited '
         "by <code>notes/lines.md\\#file-gone</code> | k1 | file gone |",
         f'| <a href="{blob}/k1/toy/kernel.cu#L3-L3"><code>toy/kernel.cu\\#L3-L3</code></a><br>'
         "cited by <code>notes/lines.md\\#changed-kernel-line</code> | k1 | changed |",
         f'| <a href="{blob}/k1/toy/layer.py#L1-L1"><code>toy/layer.py\\#L1-L1</code></a><br>'
         "cited by <code>notes/lines.md\\#changed-import</code> | k1 | changed |",
+        f'| <a href="{blob}/k1/toy/old_mod.py#L1-L2"><code>toy/old\\_mod.py\\#L1-L2</code></a>'
+        "<br>cited by <code>notes/lines.md\\#module-renamed-lines-changed</code> | k1 | file "
+        f'gone; its code went to <a href="{blob}/k2/toy/new_mod.py"><code>toy/new\\_mod.py'
+        "</code></a> |",
         f'| <a href="{blob}/k1/toy/ops/gate.cu#L2-L3"><code>toy/ops/gate.cu\\#L2-L3</code></a>'
         "<br>cited by <code>notes/lines.md\\#file-moved</code> | k1 | file gone; moved to "
         f'<a href="{blob}/k2/toy/kernels/gate.cu#L2-L3"><code>toy/kernels/gate.cu\\#L2-L3'
@@ -871,7 +883,7 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
     check_page(page)
     lead = re.search(r'<p class="lead">(.*?)</p>', page)
     assert lead is not None and lead.group(1).endswith(
-        ", and 4 cited line ranges that changed are listed.")
+        ", and 5 cited line ranges that changed are listed.")
     assert 'href="#lines:toy/gone.py#L1-L1"' in page and 'id="lines:toy/gone.py#L1-L1"' in page
     assert ('<span class="to">→ moved to <a href="https://github.com/example/toy/blob/k2/toy/'
             'kernels/gate.cu#L2-L3" rel="noreferrer"><code>toy/kernels/gate.cu#L2-L3</code></a>'

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from annotations.changes import Verdict
-from annotations.comparison import SymbolComparer, compare_lines
+from annotations.comparison import SymbolComparer, code_went_to, compare_lines
 from annotations.diffs.citations import (
     LineTexts,
     broken_uses,
@@ -26,6 +26,7 @@ from annotations.diffs.citations import (
 from annotations.diffs.model import (
     Citation,
     DiffReport,
+    FilePlace,
     LineChange,
     LinePlace,
     Location,
@@ -123,7 +124,7 @@ def build_report(
                           matcher, repo_config)
     if any(change.file_gone for change in lines):
         lines = _where_lines_went(lines, SymbolComparer(Resolver(database, config)),
-                                  repo_config, key_b)
+                                  repo_config, (key_b, version_b))
     relation_gone = {(use["article"], use["claim_id"], use["ref_written"]) for use in uses}
     for item, citations in zip(items, found, strict=True):
         item.citations = _without_standing_quotes(item, citations, relation_gone)
@@ -154,26 +155,32 @@ def _line_changes(rows: list[dict], matcher: Matcher, repo: RepoConfig) -> tuple
 
 
 def _where_lines_went(
-    lines: tuple[LineChange, ...], comparer: SymbolComparer, repo: RepoConfig, key_b: int
+    lines: tuple[LineChange, ...], comparer: SymbolComparer, repo: RepoConfig,
+    b: tuple[int, str],
 ) -> tuple[LineChange, ...]:
     """``lines``, those whose file is gone with where their text stands at B, as ``check``
     finds them (with their definition, in a file of its folder or name, or where the
-    definitions around them went): the ref must be rewritten, as a moved symbol's."""
-    return tuple(_moved_place(change, comparer, repo, key_b) if change.file_gone else change
+    definitions around them went): the ref must be rewritten, as a moved symbol's. Lines
+    found nowhere get the file where the definitions around them went, if any. ``b`` is
+    B's version key and name."""
+    return tuple(_moved_place(change, comparer, repo, b) if change.file_gone else change
                  for change in lines)
 
 
 def _moved_place(
-    change: LineChange, comparer: SymbolComparer, repo: RepoConfig, key_b: int
+    change: LineChange, comparer: SymbolComparer, repo: RepoConfig, b: tuple[int, str]
 ) -> LineChange:
+    key_b, version_b = b
     ref = Ref(repo.name, change.version, RefForm.LINES, path=change.path,
               start_line=change.start_line, end_line=change.end_line)
     try:
-        comparison = compare_lines(comparer, comparer.resolver.resolve(ref), key_b)
+        pinned = comparer.resolver.resolve(ref)
+        comparison = compare_lines(comparer, pinned, key_b)
     except ResolveError:
         return change
     if comparison.status is not Status.MOVED or comparison.new is None:
-        return change
+        went = code_went_to(comparer, pinned, key_b)
+        return change._replace(code_went_to=_file(repo, version_b, went)) if went else change
     version, new = comparison.new.version, comparison.new
     others = [parse_ref(other) for other in comparison.candidates]
     places = [(new.path, new.start_line, new.end_line),
@@ -182,6 +189,11 @@ def _moved_place(
     first, *candidates = (LinePlace(path, start, end, repo.permalink(version, path, start, end))
                           for path, start, end in places)
     return change._replace(new=first, candidates=tuple(candidates))
+
+
+def _file(repo: RepoConfig, version: str, path: str) -> FilePlace:
+    url = repo.permalink(version, path, 1, 1)
+    return FilePlace(path, url and url.partition("#")[0])
 
 
 def _without_standing_quotes(

@@ -239,7 +239,12 @@ def _line_change(change: LineChange) -> str:
 
 
 def _moved_to(change: LineChange) -> str:
-    """Where the lines of a file gone stand at B, as links."""
+    """Where the lines of a file gone stand at B, or where its code went, as links."""
+    went = change.code_went_to
+    if went is not None:
+        text = f"<code>{e(went.path)}</code>"
+        link = f'<a href="{e(went.url)}" rel="noreferrer">{text}</a>' if went.url else text
+        return f'<span class="to">→ its code went to {link}</span>'
     if change.new is None:
         return ""
     places = [_place(change.new)]

@@ -45,12 +45,15 @@ def lines_to_dict(change: LineChange) -> dict[str, Any]:
     """``ref`` (``PATH#Lx-Ly``), ``version`` (the refs' pin), ``path``, ``start_line``,
     ``end_line``, ``url``, ``file_gone`` (no file of that path at B), ``new`` (of a file
     gone, where its lines stand as written at B: ``path``, ``start_line``, ``end_line``,
-    ``url``; else null), ``candidates`` (other such places) and ``claims``."""
+    ``url``; else null), ``candidates`` (other such places), ``code_went_to`` (of a file
+    gone whose lines stand nowhere, the file where the definitions around them went:
+    ``path``, ``url``; else null) and ``claims``."""
     return {"ref": change.ref, "version": change.version, "path": change.path,
             "start_line": change.start_line, "end_line": change.end_line, "url": change.url,
             "file_gone": change.file_gone,
             "new": change.new._asdict() if change.new is not None else None,
             "candidates": [place._asdict() for place in change.candidates],
+            "code_went_to": change.code_went_to._asdict() if change.code_went_to else None,
             "claims": [_citation(citation) for citation in change.citations]}
 
 

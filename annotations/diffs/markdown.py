@@ -129,6 +129,9 @@ def _lines_at_b(change: LineChange) -> str:
             cell += "<br>or " + ", ".join(_linked(code(place.ref), place.url)
                                           for place in change.candidates)
         return cell
+    if change.code_went_to is not None:
+        went = change.code_went_to
+        return f"file gone; its code went to {_linked(code(went.path), went.url)}"
     return "file gone" if change.file_gone else "changed"
 
 

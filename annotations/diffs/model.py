@@ -84,12 +84,20 @@ class LinePlace(NamedTuple):
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
+class FilePlace(NamedTuple):
+    """A file at one version, with its GitHub permalink when the repo has one."""
+
+    path: str
+    url: str | None = None
+
+
 class LineChange(NamedTuple):
     """Lines that line refs cite, pinned at ``version`` (A, or where they stood as written
     at A), that no listed symbol holds and that no longer stand as written in their file at
     B: changed there or, ``file_gone``, with no file of that path. Of a file gone, ``new``
     is where they stand as written at B, as ``check`` finds them (its ``moved``), and
-    ``candidates`` the other places, when several are about as close."""
+    ``candidates`` the other places, when several are about as close; else ``code_went_to``
+    the file where the definitions around them went, if any (a module renamed)."""
 
     version: str
     path: str
@@ -100,6 +108,7 @@ class LineChange(NamedTuple):
     citations: tuple[Citation, ...] = ()
     new: LinePlace | None = None
     candidates: tuple[LinePlace, ...] = ()
+    code_went_to: FilePlace | None = None
 
     @property
     def ref(self) -> str:
