@@ -11,14 +11,16 @@ import datetime
 import errno
 import fnmatch
 import hashlib
+import json
 import os
 import re
 import stat
+import zlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
 
-from annotations.errors import AnnotationError, AnnotationFileError
+from annotations.errors import AnnotationError, AnnotationFileError, RefSyntaxError
 from annotations.model import (
     Article,
     Claim,
@@ -72,9 +74,9 @@ class UnindexedRefs:
     refs: int = 0
     claims: set[tuple[str, str]] = field(default_factory=set)
 
-    def add(self, claim: Claim) -> None:
+    def add(self, article: str, claim_id: str) -> None:
         self.refs += 1
-        self.claims.add((claim.article, claim.claim_id))
+        self.claims.add((article, claim_id))
 
     def __str__(self) -> str:
         return pinned_at_unindexed(self.error.message, self.refs, len(self.claims),
@@ -254,15 +256,47 @@ def link_all(
     """Resolve and store every claim of ``loaded`` in one transaction, with ``signature``
     (see `link_if_changed`), marked when some file did not load (see `link_state`)."""
     resolver = Resolver(database, config)
-    outcome = LinkOutcome(errors=list(loaded.errors), untracked=dict(loaded.untracked))
-    failed_files = {error.file for error in loaded.errors if error.file}
-    articles = _merge_articles(loaded.articles, outcome, failed_files)
-    outcome.split = _split_articles(loaded.articles)
-    rows = [_article_row(resolver, article, outcome) for article in articles]
-    clean = not loaded.errors and not failed_files
+    file_links = [_file_link(resolver, article) for article in loaded.articles]
+    return _store(database, file_links, loaded.errors, dict(loaded.untracked), signature)
+
+
+@dataclass
+class FileLink:
+    """One annotation file's article and claims, resolved: the rows a link stores of them
+    and, per ref, the error it reports (``errors``, beside ``refs``), as JSON data. A link
+    stores it with the file's `_file_digest`, and takes it again, instead of reading and
+    resolving the file, while that digest stands."""
+
+    path: str
+    title: str | None
+    source_file: str
+    claims: list[dict]
+    untracked: dict[str, int] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        data = [self.path, self.title, self.source_file, self.claims, self.untracked]
+        return zlib.compress(json.dumps(data, ensure_ascii=False).encode(), 1)
+
+    @classmethod
+    def from_bytes(cls, stored: bytes) -> FileLink:
+        return cls(*json.loads(zlib.decompress(stored)))
+
+
+def _store(
+    database: Database, file_links: list[FileLink], load_errors: list[AnnotationError],
+    untracked: dict[str, int], signature: str | None,
+    cache: claim_store.FileLinkCache | None = None,
+) -> LinkOutcome:
+    """Store the claims of ``file_links`` (and ``cache``, see `claim_store.replace_articles`),
+    saying in the outcome what they hold."""
+    outcome = LinkOutcome(errors=list(load_errors), untracked=untracked)
+    failed_files = {error.file for error in load_errors if error.file}
+    rows = _article_rows(file_links, outcome, failed_files)
+    outcome.split = _split_articles(file_links)
+    clean = not load_errors and not failed_files
     if signature is not None and not clean:
         signature = _UNREADABLE + signature
-    claim_store.replace_articles(database, rows, failed_files, signature)
+    claim_store.replace_articles(database, rows, failed_files, signature, cache)
     return outcome
 
 
@@ -296,23 +330,120 @@ def _patterns(config: ProjectConfig) -> str:
 
 def link_if_changed(
     database: Database, config: ProjectConfig, *, force: bool = False,
-    files: AnnotationFiles | None = None,
+    files: AnnotationFiles | None = None, reuse: bool = True,
 ) -> LinkOutcome | None:
     """Link again unless the annotation files (``files``, default the config's
     `annotation_files`), the config and the index are exactly as they were at the last
-    clean link (or ``force``); None when nothing needed doing."""
+    clean link (or ``force``); None when nothing needed doing.
+
+    A file whose `_file_digest` is the one stored with its links at the last link is not
+    read nor resolved again (unless not ``reuse``): its stored `FileLink` is taken, and
+    the links stored are those a link of every file stores.
+    """
     files = files if files is not None else annotation_files(config)
-    signature = _signature(database, config, files)
+    dependencies = _dependencies(database, config)
+    contents = _contents(files)
+    signature = _signature(dependencies, contents)
     if not force and signature is not None and claim_store.link_signature(database) == signature:
         return None
-    loaded = load_claims(config, files)
-    if not loaded.errors and not any(article.claims for article in loaded.articles):
+    gathered = _FileLinks(database, config, dependencies, reuse)
+    for path, markdown, data in contents:
+        gathered.add(path, markdown, data)
+    if not gathered.load_errors and not any(link.claims for link in gathered.file_links):
         count = len(files[0]) + len(files[1])
         raise NoClaims(f"the {counted(count, 'annotation file')} under {config.root} matching "
                        f"{_patterns(config)} {'holds' if count == 1 else 'hold'} no claims",
                        hint="check 'annotations' and 'articles' in annotate.toml; the stored "
                             "links are kept")
-    return link_all(database, config, loaded, signature)
+    return _store(database, gathered.file_links, gathered.load_errors, gathered.untracked,
+                  signature, gathered.cache)
+
+
+class _FileLinks:
+    """The `FileLink` of each annotation file that loads, in order: the stored one while
+    its file's digest stands (when ``reuse``), else the file read and resolved."""
+
+    def __init__(
+        self, database: Database, config: ProjectConfig, dependencies: bytes, reuse: bool
+    ) -> None:
+        self.database, self.config, self.dependencies = database, config, dependencies
+        self.stored = claim_store.file_link_digests(database) if reuse else {}
+        self.resolver = Resolver(database, config)
+        self.file_links: list[FileLink] = []
+        self.load_errors: list[AnnotationError] = []
+        self.untracked: dict[str, int] = {}
+        self.cache = claim_store.FileLinkCache()
+
+    def add(self, path: Path, markdown: bool, data: bytes | None) -> None:
+        from annotations.loader import display_path, load_file  # only when linking
+
+        key = (display_path(path, self.config.root), markdown)
+        digest = _file_digest(self.dependencies, key, data)
+        if digest is not None and self.stored.get(key) == digest:
+            file_link = FileLink.from_bytes(claim_store.file_link(self.database, key))
+        else:
+            loaded = load_file(path, self.config.root, markdown=markdown,
+                               repos=repo_filter(self.config), data=data)
+            self.load_errors += loaded.errors
+            if not loaded.articles or digest is None:
+                return
+            file_link = _file_link(self.resolver, loaded.articles[0], loaded.untracked)
+            self.cache.written[key] = (digest, file_link.to_bytes())
+        self.cache.kept.add(key)
+        self.file_links.append(file_link)
+        for repo, count in file_link.untracked.items():
+            self.untracked[repo] = self.untracked.get(repo, 0) + count
+
+
+_Contents = list[tuple[Path, bool, "bytes | None"]]
+
+
+def _contents(files: tuple[list[Path], list[Path]]) -> _Contents:
+    """Each file, whether it is a Markdown article, and its bytes (None when it cannot
+    be read: the loader says why), YAML files first."""
+    contents: _Contents = []
+    for markdown, paths in enumerate(files):
+        for path in paths:
+            try:
+                data: bytes | None = path.read_bytes()
+            except OSError:
+                data = None
+            contents.append((path, bool(markdown), data))
+    return contents
+
+
+def _dependencies(database: Database, config: ProjectConfig) -> bytes:
+    """What the links of every file depend on besides the file: annotate's version and
+    link format, the extractor and the matching engine, the configured repos and globs,
+    and the indexed versions."""
+    from annotations.comparison import ENGINE
+    from indexer.extractor import extractor_id
+
+    parts = (f"links {LINK_FORMAT}", _annotate_version(), extractor_id(), ENGINE,
+             repr(sorted(config.repos.items())), repr((config.annotations, config.articles)),
+             claim_store.index_state(database))
+    return "\0".join(parts).encode()
+
+
+def _annotate_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("vllm-annotate")
+    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        return "unknown"
+
+
+def _file_digest(dependencies: bytes, key: tuple[str, bool], data: bytes | None) -> str | None:
+    """What a file's links depend on: the `_dependencies`, its ``key`` (path and whether it
+    is a Markdown article) and its bytes; None when it could not be read."""
+    if data is None:
+        return None
+    display, markdown = key
+    digest = hashlib.sha256(dependencies)
+    digest.update(b"\0%d\0%s\0" % (markdown, display.encode("utf-8", "surrogateescape")))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 class LinkState(str, Enum):
@@ -334,7 +465,7 @@ def link_state(database: Database, config: ProjectConfig) -> LinkState:
         return LinkState.CHANGED
     if not (files[0] or files[1]):
         return LinkState.NO_FILES if claim_store.has_claims(database) else LinkState.CURRENT
-    signature = _signature(database, config, files)
+    signature = _signature(_dependencies(database, config), _contents(files))
     stored = claim_store.link_signature(database)
     if signature is not None and stored == signature:
         return LinkState.CURRENT
@@ -343,19 +474,14 @@ def link_state(database: Database, config: ProjectConfig) -> LinkState:
     return LinkState.CHANGED
 
 
-def _signature(
-    database: Database, config: ProjectConfig, files: tuple[list[Path], ...]
-) -> str | None:
-    """What the links depend on: the repos, the index and the files; None when a file
+def _signature(dependencies: bytes, contents: _Contents) -> str | None:
+    """What the links depend on: the `_dependencies` and the files; None when a file
     vanished or is unreadable (the loader reports it)."""
-    digest = hashlib.sha256(f"links {LINK_FORMAT}\0".encode())
-    digest.update(repr(sorted(config.repos.items())).encode())
-    digest.update(claim_store.index_state(database).encode())
-    try:
-        for path in (*files[0], *files[1]):
-            digest.update(os.fsencode(path) + b"\0" + path.read_bytes() + b"\0")
-    except OSError:
-        return None
+    digest = hashlib.sha256(dependencies + b"\0")
+    for path, _, data in contents:
+        if data is None:
+            return None
+        digest.update(os.fsencode(path) + b"\0" + data + b"\0")
     return digest.hexdigest()
 
 
@@ -366,19 +492,19 @@ def repo_filter(config: ProjectConfig) -> RepoFilter:
                                           or config.github_close_to(github)))
 
 
-def _split_articles(articles: list[Article]) -> list[AnnotationError]:
+def _split_articles(file_links: list[FileLink]) -> list[AnnotationError]:
     """An annotation file's ``article: kv/bridge.md`` beside the Markdown article
     ``articles/kv/bridge.md``: the two are merged only when the paths are equal."""
-    markdown = {article.path for article in articles if _is_markdown(article.source_file)}
+    markdown = {link.path for link in file_links if _is_markdown(link.source_file)}
     found: list[AnnotationError] = []
-    for article in articles:
-        if _is_markdown(article.source_file) or article.path in markdown:
+    for link in file_links:
+        if _is_markdown(link.source_file) or link.path in markdown:
             continue
-        longer = sorted(path for path in markdown if path.endswith("/" + article.path))
+        longer = sorted(path for path in markdown if path.endswith("/" + link.path))
         if len(longer) == 1:
             found.append(AnnotationFileError(
-                f"article '{article.path}' is not the Markdown article '{longer[0]}': their "
-                "claims are two articles", file=article.source_file,
+                f"article '{link.path}' is not the Markdown article '{longer[0]}': their "
+                "claims are two articles", file=link.source_file,
                 hint=f"write 'article: {longer[0]}' to make them one"))
     return found
 
@@ -387,99 +513,141 @@ def _is_markdown(source_file: str) -> bool:
     return source_file.lower().endswith((".md", ".markdown"))
 
 
-def _merge_articles(
-    articles: list[Article], outcome: LinkOutcome, failed_files: set[str]
-) -> list[Article]:
-    """One Article per path: files naming the same article add their claims to it.
+def _article_rows(
+    file_links: list[FileLink], outcome: LinkOutcome, failed_files: set[str]
+) -> list[claim_store.ArticleRow]:
+    """One row per article: files naming the same article add their claims to it.
 
     A file repeating a claim id of an earlier file's claim of the same article is reported,
     and like a file that fails to load it adds nothing and keeps its previous rows.
     """
-    merged: dict[str, Article] = {}
-    first: dict[tuple[str, str], Claim] = {}
-    for article in articles:
-        clashes = [claim for claim in article.claims if (article.path, claim.claim_id) in first]
+    merged: dict[str, FileLink] = {}
+    first: dict[tuple[str, str], dict] = {}
+    for link in file_links:
+        clashes = [claim for claim in link.claims if (link.path, claim["claim_id"]) in first]
         for claim in clashes:
-            earlier = first[article.path, claim.claim_id]
+            earlier = first[link.path, claim["claim_id"]]
             outcome.errors.append(AnnotationFileError(
-                f"duplicate claim id '{claim.claim_id}' of article '{article.path}' "
-                f"(first defined at {earlier.source_file}:{earlier.line})",
-                file=claim.source_file, line=claim.line,
+                f"duplicate claim id '{claim['claim_id']}' of article '{link.path}' "
+                f"(first defined at {earlier['source_file']}:{earlier['line']})",
+                file=claim["source_file"], line=claim["line"],
             ))
         if clashes:
-            failed_files.add(article.source_file)
+            failed_files.add(link.source_file)
             continue
-        first.update(((article.path, claim.claim_id), claim) for claim in article.claims)
-        base = merged.get(article.path)
-        merged[article.path] = article if base is None else Article(
-            article.path, base.title or article.title, base.source_file,
-            base.claims + article.claims,
-        )
-    return list(merged.values())
+        first.update(((link.path, claim["claim_id"]), claim) for claim in link.claims)
+        base = merged.get(link.path)
+        merged[link.path] = link if base is None else FileLink(
+            link.path, base.title or link.title, base.source_file, base.claims + link.claims)
+    return [_article_row(article, outcome) for article in merged.values()]
 
 
-def _article_row(
-    resolver: Resolver, article: Article, outcome: LinkOutcome
-) -> claim_store.ArticleRow:
+def _article_row(article: FileLink, outcome: LinkOutcome) -> claim_store.ArticleRow:
     outcome.articles += 1
-    claims = [_claim_row(resolver, claim, outcome) for claim in article.claims]
+    claims = [_claim_row(claim, outcome) for claim in article.claims]
     return claim_store.ArticleRow(article.path, article.title, article.source_file, claims)
 
 
-def _claim_row(resolver: Resolver, claim: Claim, outcome: LinkOutcome) -> claim_store.ClaimRow:
+def _claim_row(claim: dict, outcome: LinkOutcome) -> claim_store.ClaimRow:
+    """The stored row of a `_resolved_claim`; its refs' states and errors told in
+    ``outcome`` (a broken ref whose claim waives ``broken`` until today is no error)."""
     outcome.claims += 1
-    refs = [_ref_row(resolver, claim, seq, entry, outcome) for seq, entry in
-            enumerate(claim.refs)]
+    waivers = tuple(Waiver(w["status"], datetime.date.fromisoformat(w["until"]), w["reason"],
+                           w["line"]) for w in claim["waivers"])
+    for ref, error in zip(claim["refs"], claim["errors"], strict=True):
+        outcome.refs += 1
+        outcome.states[ref["state"]] += 1
+        if error is None:
+            continue
+        if ref["state"] == "unindexed":
+            unindexed = outcome.unindexed.setdefault(error["pin"], UnindexedRefs(_error(error)))
+            unindexed.add(claim["article"], claim["claim_id"])
+        else:
+            _broken(_error(error), waivers, outcome)
+    return claim_store.ClaimRow(
+        claim["article"], claim["claim_id"], claim["text"], claim["pin"],
+        claim["source_file"], claim["line"], claim["refs"], claim["waivers"], claim["symbols"],
+    )
+
+
+def _file_link(
+    resolver: Resolver, article: Article, untracked: dict[str, int] | None = None
+) -> FileLink:
+    claims = [_resolved_claim(resolver, claim) for claim in article.claims]
+    return FileLink(article.path, article.title, article.source_file, claims,
+                    dict(untracked or {}))
+
+
+def _resolved_claim(resolver: Resolver, claim: Claim) -> dict:
+    """A claim's columns, its refs' rows (resolved at their pins) and their `_error_data`
+    (None for a ref that linked), as JSON data."""
+    resolved = [_ref_row(resolver, claim, seq, entry) for seq, entry in enumerate(claim.refs)]
+    refs = [row for row, _ in resolved]
     symbols = " ".join(f"{ref.get('path') or ''} {ref.get('qualname') or ''}" for ref in refs)
     waivers = [
         {"status": w.status, "until": w.until.isoformat(), "reason": w.reason, "line": w.line}
         for w in claim.waivers
     ]
-    return claim_store.ClaimRow(
-        claim.article, claim.claim_id, claim.text, claim.at, claim.source_file, claim.line,
-        refs, waivers, symbols,
-    )
+    return {"article": claim.article, "claim_id": claim.claim_id, "text": claim.text,
+            "pin": claim.at, "source_file": claim.source_file, "line": claim.line,
+            "refs": refs, "waivers": waivers, "symbols": symbols,
+            "errors": [error for _, error in resolved]}
 
 
 def _ref_row(
-    resolver: Resolver, claim: Claim, seq: int, entry: RefEntry, outcome: LinkOutcome
-) -> dict:
-    outcome.refs += 1
+    resolver: Resolver, claim: Claim, seq: int, entry: RefEntry
+) -> tuple[dict, dict | None]:
+    """The ref's row, and the `_error_data` of why it is broken or unindexed (with the
+    ``pin`` of an unindexed one)."""
     row: dict = {"seq": seq, "written": entry.text, "line": entry.line, "quote": entry.quote,
                  "repo": entry.ref.repo, "version": entry.ref.version}
     if entry.unreadable is not None:
-        return _broken(row, claim, entry.unreadable.located(claim.source_file, entry.line),
-                       outcome)
+        return _state(row, "broken", entry.unreadable.located(claim.source_file, entry.line))
     try:
         resolved = _quoted_definition(resolver, resolver.resolve(entry.ref), entry)
     except UnindexedVersion as error:
         located = error.located(claim.source_file, entry.line)
         if _unknown_version(resolver, error):
             located = _unknown_pin(error, entry.text).located(claim.source_file, entry.line)
-            return _broken(row, claim, located, outcome)
-        pin = f"{error.repo}@{error.version}"
-        outcome.unindexed.setdefault(pin, UnindexedRefs(error)).add(claim)
-        return _state(row, "unindexed", located, outcome)
+            return _state(row, "broken", located)
+        row, data = _state(row, "unindexed", located)
+        return row, {**(data or {}), "pin": f"{error.repo}@{error.version}"}
     except ResolveError as error:
-        return _broken(row, claim, error.located(claim.source_file, entry.line), outcome)
+        return _state(row, "broken", error.located(claim.source_file, entry.line))
     row.update(_resolved_columns(resolved))
     row["uses"] = [_use_row(resolver, text) for text in entry.uses]
     relation_error = _relation_error(resolver, resolved, row["uses"])
     if relation_error is not None:
-        located = relation_error.located(claim.source_file, entry.line)
-        return _broken(row, claim, located, outcome)
-    return _state(row, "linked", None, outcome)
+        return _state(row, "broken", relation_error.located(claim.source_file, entry.line))
+    return _state(row, "linked", None)
 
 
-def _broken(row: dict, claim: Claim, error: AnnotationError, outcome: LinkOutcome) -> dict:
+def _broken(
+    error: AnnotationError, waivers: tuple[Waiver, ...], outcome: LinkOutcome
+) -> None:
     """A broken ref: an error, unless its claim waives ``broken`` until today or later
     (``check`` then lets it pass, and so does ``link``)."""
-    waiver = governing_waiver(claim.waivers, "broken")
+    waiver = governing_waiver(waivers, "broken")
     if waiver is not None and waiver.in_force(datetime.date.today()):
         outcome.waived.append((error, waiver))
     else:
         outcome.errors.append(error)
-    return _state(row, "broken", error, outcome)
+
+
+_ERROR_CLASSES = (ResolveError, AnnotationFileError, RefSyntaxError, AnnotationError)
+"""The classes an error of a stored `FileLink` is made again as: `check` tells a file's
+errors (not `ResolveError`s) from its refs'."""
+
+
+def _error_data(error: AnnotationError) -> dict:
+    kind = next(cls for cls in _ERROR_CLASSES if isinstance(error, cls))
+    return {"class": kind.__name__, "message": error.message, "hint": error.hint,
+            "file": error.file, "line": error.line}
+
+
+def _error(data: dict) -> AnnotationError:
+    kind = next(cls for cls in _ERROR_CLASSES if cls.__name__ == data["class"])
+    return kind(data["message"], file=data["file"], line=data["line"], hint=data["hint"])
 
 
 def _unknown_version(resolver: Resolver, error: UnindexedVersion) -> bool:
@@ -561,11 +729,12 @@ def _resolved_columns(resolved: Resolved) -> dict:
     }
 
 
-def _state(row: dict, state: str, error: AnnotationError | None, outcome: LinkOutcome) -> dict:
-    outcome.states[state] += 1
+def _state(
+    row: dict, state: str, error: AnnotationError | None
+) -> tuple[dict, dict | None]:
     row["state"] = state
     row["message"] = _stored_message(state, error)
-    return row
+    return row, None if error is None else _error_data(error)
 
 
 def _stored_message(state: str, error: AnnotationError | None) -> str | None:

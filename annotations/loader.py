@@ -115,26 +115,42 @@ def load_all(
     Display paths (and Markdown articles' default paths) are POSIX paths relative to `root`.
     """
     result = LoadResult()
-    jobs: list[tuple[Path, Callable]] = [(path, _collect_yaml) for path in yaml_files]
-    jobs += [(path, functools.partial(_collect_markdown, repos=repos))
-             for path in markdown_files]
-    for path, collect in jobs:
-        display = display_path(path, root)
-        if _SURROGATE_RE.search(display):
-            result.errors.append(AnnotationFileError(
-                "the file name is not valid UTF-8", file=escaped_name(display),
-                hint="rename the file"))
-            continue
-        try:
-            article, errors = collect(_read_text(path, display), display)
-        except AnnotationError as error:
-            article, errors = None, [error]
+    jobs = [(path, False) for path in yaml_files] + [(path, True) for path in markdown_files]
+    for path, markdown in jobs:
+        article, errors = _load_file(path, root, markdown, repos)
         result.errors.extend(errors)
         if article is not None:
             result.articles.append(article)
     if repos is not None:
         result.untracked = dict(repos.skipped)
     return result
+
+
+def load_file(
+    path: Path, root: Path, *, markdown: bool, repos: RepoFilter | None = None,
+    data: bytes | None = None,
+) -> LoadResult:
+    """One file as `load_all` loads it, from ``data`` when its bytes were read already."""
+    article, errors = _load_file(path, root, markdown, repos, data)
+    return LoadResult([article] if article is not None else [], errors,
+                      dict(repos.skipped) if repos is not None else {})
+
+
+def _load_file(
+    path: Path, root: Path, markdown: bool, repos: RepoFilter | None,
+    data: bytes | None = None,
+) -> tuple[Article | None, list[AnnotationError]]:
+    display = display_path(path, root)
+    if _SURROGATE_RE.search(display):
+        return None, [AnnotationFileError("the file name is not valid UTF-8",
+                                          file=escaped_name(display), hint="rename the file")]
+    collect: Callable = (functools.partial(_collect_markdown, repos=repos) if markdown
+                         else _collect_yaml)
+    try:
+        text = _read_text(path, display) if data is None else _text_of(data, display)
+        return collect(text, display)
+    except AnnotationError as error:
+        return None, [error]
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -161,6 +177,10 @@ def _read_text(path: Path, display: str) -> str:
     except OSError as error:
         message = f"cannot read file: {error.strerror or error}"
         raise AnnotationFileError(message, file=display) from None
+    return _text_of(data, display)
+
+
+def _text_of(data: bytes, display: str) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise AnnotationFileError(f"file is larger than {MAX_FILE_BYTES} bytes", file=display,
                                   hint="split it into several files")

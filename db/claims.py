@@ -31,6 +31,16 @@ class ClaimRow:
     symbols: str = ""
 
 
+@dataclass
+class FileLinkCache:
+    """What a link keeps of the stored ``link_files``: the files in ``kept`` (a key is a
+    file's path and whether it was read as Markdown), those of ``written`` with their new
+    digest and links; every other file's row goes."""
+
+    kept: set[tuple[str, bool]] = field(default_factory=set)
+    written: dict[tuple[str, bool], tuple[str, bytes]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ArticleRow:
     path: str
@@ -44,13 +54,15 @@ def replace_articles(
     articles: Sequence[ArticleRow],
     keep_sources: Iterable[str],
     signature: str | None = None,
+    cache: FileLinkCache | None = None,
 ) -> None:
     """Replace every stored claim, except those read from ``keep_sources`` (files that
     failed to load this time keep what they had), in one transaction.
 
     An article's claims may come from several files; an article goes when none of its
     claims is left and its own file is not kept. ``signature`` records what was linked
-    (see `annotations.links.link_if_changed`); None forgets it.
+    (see `annotations.links.link_if_changed`); None forgets it. ``cache``, when given,
+    updates ``link_files``.
     """
     kept = list(dict.fromkeys(keep_sources))
     marks = ",".join("?" * len(kept))
@@ -71,6 +83,34 @@ def replace_articles(
         )
         for article in articles:
             _insert_article(conn, article)
+        if cache is not None:
+            _update_file_links(conn, cache)
+
+
+def _update_file_links(conn: sqlite3.Connection, cache: FileLinkCache) -> None:
+    stored = {(file, bool(markdown)) for file, markdown in
+              conn.execute("SELECT source_file, markdown FROM link_files")}
+    conn.executemany("DELETE FROM link_files WHERE source_file = ? AND markdown = ?",
+                     sorted(stored - cache.kept))
+    conn.executemany(
+        "INSERT OR REPLACE INTO link_files (source_file, markdown, digest, links)"
+        " VALUES (?, ?, ?, ?)",
+        ((file, markdown, digest, links)
+         for (file, markdown), (digest, links) in sorted(cache.written.items())),
+    )
+
+
+def file_link_digests(database: Database) -> dict[tuple[str, bool], str]:
+    """The digest of each file's stored links (see `replace_articles`)."""
+    rows = database.conn.execute("SELECT source_file, markdown, digest FROM link_files")
+    return {(file, bool(markdown)): digest for file, markdown, digest in rows}
+
+
+def file_link(database: Database, key: tuple[str, bool]) -> bytes:
+    """The stored links of the file ``key`` names (its path, whether it is Markdown)."""
+    row = database.conn.execute(
+        "SELECT links FROM link_files WHERE source_file = ? AND markdown = ?", key).fetchone()
+    return row[0]
 
 
 def _insert_article(conn: sqlite3.Connection, article: ArticleRow) -> None:
@@ -132,9 +172,12 @@ def has_claims(database: Database) -> bool:
 
 
 def index_state(database: Database) -> str:
-    """Changes whenever a version is added to or removed from the index."""
-    rows = database.conn.execute("SELECT id, repo, version FROM versions ORDER BY id")
-    return ";".join(f"{key}:{repo}@{version}" for key, repo, version in rows)
+    """Changes whenever a version is added to or removed from the index, or indexed again."""
+    rows = database.conn.execute(
+        "SELECT id, repo, version, indexed_at, coalesce(commit_sha, wheel_sha256, '')"
+        " FROM versions ORDER BY id")
+    return ";".join(f"{key}:{repo}@{version}:{at}:{source}"
+                    for key, repo, version, at, source in rows)
 
 
 def links_in_lines(

@@ -268,5 +268,19 @@ CREATE VIEW claim_use_links AS
     JOIN articles a ON a.path = c.article;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+# What the last link made of each annotation file that loaded (annotations.links.FileLink:
+# zlib-compressed JSON), with the digest of what it depends on: a link takes it instead of
+# reading and resolving the file again while the digest stands. ``markdown``: whether the
+# file was read as a Markdown article (a file both globs select is read as both).
+_V10 = """
+CREATE TABLE link_files (
+    source_file TEXT NOT NULL,
+    markdown INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    links BLOB NOT NULL,
+    PRIMARY KEY (source_file, markdown)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,7 +25,8 @@ from db.database import Database
 
 def undo_uses_pins(conn: sqlite3.Connection) -> None:
     """Take a database back before migration 9, for a test that sets an older
-    ``user_version`` on it (migration 9 adds these again)."""
+    ``user_version`` on it (migrations 9 and 10 add these again)."""
+    conn.execute("DROP TABLE link_files")
     conn.execute("DROP VIEW claim_use_links")
     conn.execute("ALTER TABLE claim_uses DROP COLUMN repo")
     conn.execute("ALTER TABLE claim_uses DROP COLUMN version")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import DB, copy_project
+from fakeproject import DB, copy_project, run_annotate
 from fakeproject import write_file as write
 
 from annotate_cli import cli
@@ -263,6 +264,119 @@ def test_relinking_unchanged_files_stores_the_same(project: Path) -> None:
     result = link()
     assert (result.exit_code, result.stdout) == (0, SUMMARY)
     assert stored() == before
+
+
+LINK_TABLES = ("articles", "claims", "claim_refs", "claim_uses", "claim_waivers",
+               "claim_search", "meta", "link_files")
+ADDED_TO_POST = """\
+article: articles/post.md
+claims:
+  - id: cdiv
+    text: cdiv 向上取整
+    refs: [vllm@v0.1.0:vllm/utils.py::cdiv]
+"""
+
+
+def link_dump(db: Path) -> dict[str, list[tuple]]:
+    """Every row of every table a link writes, row ids (and so the order) included."""
+    with sqlite3.connect(db) as conn:
+        return {table: conn.execute(f"SELECT {'' if table in ('meta', 'link_files') else 'rowid, '}"
+                                    f"* FROM {table} ORDER BY 1, 2").fetchall()
+                for table in LINK_TABLES}
+
+
+def unindex_v030(project: Path) -> None:
+    with sqlite3.connect(project / DB) as conn:
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("DELETE FROM versions WHERE repo = 'vllm' AND version = 'v0.3.0'")
+
+
+def index_v030(project: Path) -> None:
+    done = run_annotate(project, "index", "vllm@v0.3.0")
+    assert done.returncode == 0, done.stderr
+
+
+def set_target(project: Path) -> None:
+    config = project / "annotate.toml"
+    config.write_text(config.read_text().replace("[repos.vllm]\n",
+                                                 '[repos.vllm]\ntarget = "v0.2.0"\n'))
+
+
+ALL_FILES = {"annotations/mla.yml", "articles/post.md", "articles/extra.yml",
+             "annotations/post-more.yml"}
+CHANGES = [
+    pytest.param(None, lambda root: write("annotations/mla.yml", MLA.replace("默认是", "默认为")),
+                 {"annotations/mla.yml"}, id="one-file-edited"),
+    pytest.param(None, lambda root: write("annotations/new.yml", claim("vllm/utils.py::cdiv")),
+                 {"annotations/new.yml"}, id="one-file-added"),
+    pytest.param(None, lambda root: Path("articles/extra.yml").unlink(), set(),
+                 id="one-file-removed"),
+    pytest.param(None, lambda root: Path("annotations/mla.yml").rename("annotations/mla2.yml"),
+                 {"annotations/mla2.yml"}, id="one-file-renamed"),
+    pytest.param(unindex_v030, index_v030, ALL_FILES, id="a-version-newly-indexed"),
+    pytest.param(None, set_target, ALL_FILES, id="config-target-changed"),
+]
+
+
+@pytest.mark.parametrize(("before", "change", "resolved"), CHANGES)
+def test_a_link_resolves_only_the_files_that_changed_and_stores_what_a_full_link_does(
+    project: Path, monkeypatch: pytest.MonkeyPatch, before: Callable[[Path], None] | None,
+    change: Callable[[Path], None], resolved: set[str],
+) -> None:
+    """The files whose bytes, and all else their links depend on, are as at the last link
+    are taken from it: the database and the check report are those of a link of every
+    file, row ids included."""
+    write_corpus()
+    write("annotations/post-more.yml", ADDED_TO_POST)
+    if before is not None:
+        before(project)
+    assert link().exit_code == 0
+    change(project)
+    with sqlite3.connect(DB) as conn, sqlite3.connect("full.db") as full:
+        conn.backup(full)
+    read_again: set[str] = set()
+    file_link = links._file_link
+    monkeypatch.setattr(links, "_file_link", lambda resolver, article, *rest: (
+        read_again.add(article.source_file), file_link(resolver, article, *rest))[1])
+    incremental = link()
+    assert (incremental.exit_code, read_again) == (0, resolved)
+    read_again.clear()
+    with open_database(Path("full.db")) as database:
+        links.link_if_changed(database, load_config(), force=True, reuse=False)
+    assert read_again == {path.relative_to(project).as_posix()
+                          for found in links.annotation_files(load_config()) for path in found}
+    assert link_dump(DB) == link_dump(Path("full.db"))
+    reports = [CliRunner().invoke(cli, [*db, "check", "--format", "json", "--exit-zero"])
+               for db in ([], ["--db", "full.db"])]
+    assert reports[0].exit_code == 0 and reports[0].stdout
+    assert reports[0].stdout == reports[1].stdout
+
+
+def test_a_link_says_of_the_files_it_takes_from_the_last_what_it_said_then(
+    project: Path,
+) -> None:
+    """Their broken refs (waived or not), their unindexed pins, their permalinks into repos
+    not configured, their article split and their claim id repeated by another file."""
+    config = Path("annotate.toml")
+    config.write_text(config.read_text().replace("versions = [", 'versions = ["v9.9.9", '))
+    write_corpus()
+    waive = "    waive:\n      - {status: broken, until: 2099-01-01, reason: renamed}\n"
+    write("annotations/broken.yml", claim("vllm/utils.py::cdivv"))
+    write("annotations/waived.yml", claim("vllm/utils.py::cdivw", waive).replace(
+        "article: notes", "article: waived"))
+    write("annotations/later.yml", claim("vllm@v9.9.9:vllm/utils.py::cdiv").replace(
+        "article: notes", "article: post.md"))
+    write("articles/other.md", "# O\n\nhttps://github.com/someone/else/blob/v1/a.py#L1\n")
+    write("annotations/twice.yml", ADDED_TO_POST.replace("id: cdiv", "id: clone"))
+    first = link()
+    assert first.exit_code == 2
+    assert [line.split(":")[0] for line in first.stderr.splitlines()] == [
+        "Error", "Error", "Warning", "Warning", "Note", "Note", "Error"]
+    for told in ("cdivv", "cdivw", "annotations/later.yml", "someone/else", "'clone'"):
+        assert told in first.stderr
+    write("articles/extra.yml", EXTRA.replace("README 第一行", "README 的第一行"))
+    again = link()
+    assert (again.exit_code, again.stderr, again.stdout) == (2, first.stderr, first.stdout)
 
 
 @pytest.mark.parametrize("setting", [

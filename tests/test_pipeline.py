@@ -406,6 +406,7 @@ def _age(database: Database, where: str = "1") -> None:
         conn.execute("UPDATE versions SET symbol_count = 0")
         conn.execute("INSERT INTO match_cache VALUES (1, 2, 'a.py', 'f', 'x', 1, 'e', '{}')")
         conn.execute("INSERT INTO meta VALUES ('link_signature', 'before')")
+        conn.execute("INSERT INTO link_files VALUES ('a.yml', 0, 'before', x'00')")
 
 
 def _index_tags(database: Database, config: ProjectConfig) -> dict[str, list[tuple]]:
@@ -429,6 +430,7 @@ def test_blobs_of_another_extractor_are_parsed_again(
     conn = database.conn
     assert conn.execute("SELECT count(*) FROM match_cache").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM meta WHERE key = 'link_signature'").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM link_files").fetchone()[0] == 0
     assert pipeline.reextract_outdated(database) is None
 
 
