@@ -905,15 +905,14 @@ def check(
 
     A ref fails when its status is in the config's fail_on (by default every stale
     status, and broken) and no waiver covers it."""
-    from annotations.reports import render
+    from annotations.reports import render_chunks
 
     _refuse_to_overwrite_inputs(context, output)
     report, input_errors = _checked(context, against, today.date() if today else None)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     if output_format in ("github", "sarif"):
         report = report.with_files_under(_folder_in_repository(context.config.root))
-    text = render(report, output_format, color=color)
-    _write_report(output, text)
+    _write_report(output, render_chunks(report, output_format, color=color))
     if input_errors:
         raise UserError(f"{_unreadable_files(input_errors)} (see above)")
     if report.failing and not exit_zero:
@@ -1096,28 +1095,40 @@ def _same_file(path: Path, other: Path) -> bool:
         return False
 
 
-def _write_report(path: Path | None, text: str) -> None:
-    """``text`` into the file at ``path``, or to standard output when there is none; either
-    way it ends with one line break, so the file holds what standard output would."""
-    if not text.endswith("\n"):
-        text += "\n"
+def _write_report(path: Path | None, text: str | Iterable[str]) -> None:
+    """``text`` (or its pieces) into the file at ``path``, or to standard output when there
+    is none; either way it ends with one line break, so the file holds what standard
+    output would."""
+    pieces = _ending_with_a_line_break((text,) if isinstance(text, str) else text)
     if path is None:
-        click.echo(text, nl=False)
+        for piece in pieces:
+            click.echo(piece, nl=False)
         return
     try:
-        _replace_whole(path, text.encode("utf-8"))
+        _replace_whole(path, (piece.encode("utf-8") for piece in pieces))
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}; check that its folder exists "
                         "and can be written, or pass another --output") from None
 
 
-def _replace_whole(path: Path, data: bytes) -> None:
-    """Write ``data`` to a file beside ``path``, then rename it over ``path``: a full disk
-    or Ctrl-C leaves the previous report whole, never a part of the new one. A device or
-    pipe (``--output /dev/stdout``), or a file one may write in a folder one may not add a
-    file to, is written to as it is."""
+def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:
+    last = ""
+    for piece in pieces:
+        if piece:
+            last = piece
+            yield piece
+    if not last.endswith("\n"):
+        yield "\n"
+
+
+def _replace_whole(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (or its pieces) to a file beside ``path``, then rename it over
+    ``path``: a full disk or Ctrl-C leaves the previous report whole, never a part of the
+    new one. A device or pipe (``--output /dev/stdout``), or a file one may write in a
+    folder one may not add a file to, is written to as it is."""
+    pieces = (data,) if isinstance(data, bytes) else data
     if path.exists() and not path.is_file():
-        path.write_bytes(data)
+        _write_pieces(path, pieces)
         return
     target = Path(os.path.realpath(path))  # a symlink stays one
     try:
@@ -1126,17 +1137,22 @@ def _replace_whole(path: Path, data: bytes) -> None:
     except PermissionError:
         if not target.is_file():
             raise
-        target.write_bytes(data)
+        _write_pieces(target, pieces)
         return
     partial = Path(name)
     try:
         with os.fdopen(handle, "wb") as file:
-            file.write(data)
+            file.writelines(pieces)
         os.chmod(partial, _new_file_mode(target))
         os.replace(partial, target)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+
+
+def _write_pieces(path: Path, pieces: Iterable[bytes]) -> None:
+    with path.open("wb") as file:
+        file.writelines(pieces)
 
 
 def _new_file_mode(path: Path) -> int:

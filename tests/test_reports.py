@@ -21,6 +21,7 @@ from annotations.reports import (
     json_report,
     markdown,
     render,
+    render_chunks,
     sarif,
     text,
 )
@@ -1223,3 +1224,21 @@ def test_plain_text_cells_ask_unicodedata_nothing(monkeypatch: pytest.MonkeyPatc
     cell = "articles/blog/post.yml:12  vllm@v0.20.0:vllm/config/cache.py::CacheConfig"
     assert errors.one_line(cell) == cell
     assert text.width(cell) == len(cell)
+
+
+@pytest.mark.parametrize("chunk_chars", [1, 64, 1 << 16], ids=["1-char", "64-chars", "64-KiB"])
+@pytest.mark.parametrize("report", [
+    pytest.param(rich_report(), id="rich"), pytest.param(unread_report(), id="unread"),
+    pytest.param(report_of(), id="empty"),
+])
+def test_json_in_pieces_is_json_dumps_of_the_report(
+    monkeypatch: pytest.MonkeyPatch, report: CheckReport, chunk_chars: int
+) -> None:
+    """Written as it is encoded, never whole: the same text as one json.dumps, in pieces
+    of about CHUNK_CHARS characters."""
+    monkeypatch.setattr(json_report, "CHUNK_CHARS", chunk_chars)
+    whole = json.dumps(json_report.report_to_dict(report), indent=2, ensure_ascii=False)
+    pieces = list(render_chunks(report, "json"))
+    assert "".join(pieces) == whole == render(report, "json")
+    assert all(len(piece) >= chunk_chars for piece in pieces[:-1])
+    assert len(pieces) > 1 if len(whole) > chunk_chars else len(pieces) == 1

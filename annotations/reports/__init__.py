@@ -1,12 +1,15 @@
 """Render a `CheckReport` as text, JSON, GitHub workflow commands, SARIF or Markdown.
 
 Every renderer is pure: it returns the whole report as one string without a trailing
-newline, and never prints. Only the ``text`` format uses colour, and only on request.
+newline, and never prints (`render_chunks` gives it in pieces). Only the ``text`` format
+uses colour, and only on request.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib import import_module
+from typing import Any
 
 from annotations.results import CheckReport
 
@@ -29,13 +32,26 @@ class UnknownFormatError(ValueError):
 
 def render(report: CheckReport, fmt: str, *, color: bool = False) -> str:
     """`report` in format `fmt` (one of `FORMATS`); `color` applies to ``text`` only."""
-    module_name = _MODULES.get(fmt)
-    if module_name is None:
-        raise UnknownFormatError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
-    module = import_module(f"annotations.reports.{module_name}")
+    module = _module(fmt)
     if fmt == "text":
         return module.render(report, color=color)
     return module.render(report)
 
 
-__all__ = ["FORMATS", "UnknownFormatError", "render"]
+def render_chunks(report: CheckReport, fmt: str, *, color: bool = False) -> Iterator[str]:
+    """`render`'s text in pieces that join into it: JSON as it is encoded, never whole in
+    memory; the other formats in one piece."""
+    if fmt == "json":
+        yield from _module(fmt).chunks(report)
+    else:
+        yield render(report, fmt, color=color)
+
+
+def _module(fmt: str) -> Any:
+    module_name = _MODULES.get(fmt)
+    if module_name is None:
+        raise UnknownFormatError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+    return import_module(f"annotations.reports.{module_name}")
+
+
+__all__ = ["FORMATS", "UnknownFormatError", "render", "render_chunks"]
