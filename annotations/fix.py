@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotations.errors import AnnotationError
-from annotations.loader import load_annotation_text, load_markdown_text
+from annotations.loader import ComposedYaml, load_annotation_text, load_markdown_text
 from annotations.markdown import (
     LINE_BREAK_RE,
     URL_CHARS,
@@ -245,14 +245,18 @@ class FixPlan:
 
     def _original(self, name: str) -> Article:
         if name not in self._originals:
-            self._originals[name] = self._load(name, self.file(name).original)
+            plan = self.file(name)
+            self._originals[name] = self._load(name, plan.original, plan.claims().composed)
         return self._originals[name]
 
-    def _load(self, name: str, text: str) -> Article:
+    def _load(self, name: str, text: str, composed: ComposedYaml | None = None) -> Article:
+        """The file's claims as `link` reads them, from its YAML ``composed`` already when
+        it is given (and is the text's)."""
         text = text.removeprefix("\ufeff")
         if name not in self.markdown:
-            return load_annotation_text(text, name)
-        return load_markdown_text(text, name, RepoFilter(self.tracks) if self.tracks else None)
+            return load_annotation_text(text, name, composed)
+        repos = RepoFilter(self.tracks) if self.tracks else None
+        return load_markdown_text(text, name, repos, composed)
 
     def rewritten_urls(self) -> dict[str, dict[str, str]]:
         """Per file, the permalinks that the plan rewrites there, with their new URLs."""

@@ -87,9 +87,12 @@ def load_annotation_file(path: Path, display: str | None = None) -> Article:
     return load_annotation_text(_read_text(path, shown), shown)
 
 
-def load_annotation_text(text: str, display: str) -> Article:
-    """Like `load_annotation_file` for text already read; `display` names it in errors."""
-    return _raise_first(_collect_yaml(text, display))
+def load_annotation_text(
+    text: str, display: str, composed: ComposedYaml | None = None
+) -> Article:
+    """Like `load_annotation_file` for text already read; `display` names it in errors;
+    ``composed``: its YAML, when it was composed already."""
+    return _raise_first(_collect_yaml(text, display, composed))
 
 
 def load_markdown_article(
@@ -101,9 +104,13 @@ def load_markdown_article(
     return load_markdown_text(_read_text(path, shown), shown, repos)
 
 
-def load_markdown_text(text: str, display: str, repos: RepoFilter | None = None) -> Article:
-    """Like `load_markdown_article` for text already read; `display` is also the default path."""
-    return _raise_first(_collect_markdown(text, display, repos))
+def load_markdown_text(
+    text: str, display: str, repos: RepoFilter | None = None,
+    composed: ComposedYaml | None = None,
+) -> Article:
+    """Like `load_markdown_article` for text already read; `display` is also the default
+    path; ``composed``: its front matter's YAML, when it was composed already."""
+    return _raise_first(_collect_markdown(text, display, repos, composed))
 
 
 def load_all(
@@ -251,9 +258,11 @@ class _ComposeLimit(Exception):
 
 @dataclass
 class _Context:
-    """The file being read and the errors found so far."""
+    """The file being read, its YAML when it was composed already, and the errors found
+    so far."""
 
     display: str
+    composed: ComposedYaml | None = None
     errors: list[AnnotationError] = field(default_factory=list)
 
     def error(self, line: int | None, message: str, hint: str | None = None) -> None:
@@ -329,7 +338,18 @@ if yaml.__with_libyaml__:
             return super().compose_scalar_node(anchor)  # type: ignore[arg-type]  # stubs: dict
 
 
+@dataclass(frozen=True)
+class ComposedYaml:
+    """The YAML ``text`` composed as `link` composes it: its ``root`` node. `fix` composes
+    a file to edit it, and reads its claims from that very tree."""
+
+    text: str
+    root: yaml.Node
+
+
 def _compose(text: str, ctx: _Context) -> yaml.Node | None:
+    if ctx.composed is not None and ctx.composed.text == text:
+        return ctx.composed.root
     try:
         return _compose_single(text)
     except _ComposeLimit as error:
@@ -537,8 +557,10 @@ class _ClaimScope:
     first_lines: dict[str, int] = field(default_factory=dict)
 
 
-def _collect_yaml(text: str, display: str) -> tuple[Article | None, list[AnnotationError]]:
-    ctx = _Context(display)
+def _collect_yaml(
+    text: str, display: str, composed: ComposedYaml | None = None
+) -> tuple[Article | None, list[AnnotationError]]:
+    ctx = _Context(display, composed)
     try:
         tree = _parse_tree(text, ctx)
         article = _article(tree, ctx, default_path=None)
@@ -750,9 +772,10 @@ def _waiver_status(node: _Node, label: str, ctx: _Context) -> str | None:
 
 
 def _collect_markdown(
-    text: str, display: str, repos: RepoFilter | None = None
+    text: str, display: str, repos: RepoFilter | None = None,
+    composed: ComposedYaml | None = None,
 ) -> tuple[Article | None, list[AnnotationError]]:
-    ctx = _Context(display)
+    ctx = _Context(display, composed)
     lines = LINE_BREAK_RE.split(text)
     try:
         front, body_start = _front_matter(lines, ctx)

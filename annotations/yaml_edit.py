@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import yaml
 
 from annotations.errors import AnnotationError, RefSyntaxError
-from annotations.loader import compose_yaml
+from annotations.loader import ComposedYaml, compose_yaml
 from annotations.markdown import front_matter_yaml
 from annotations.refs import parse_ref
 
@@ -48,12 +48,17 @@ class NewLine:
 class ClaimsYaml:
     """The composed claims of one file, with the file's lines (endings kept)."""
 
-    def __init__(self, root: yaml.Node | None, lines: list[str], bom: bool) -> None:
+    def __init__(
+        self, root: yaml.Node | None, lines: list[str], bom: bool,
+        composed: ComposedYaml | None = None,
+    ) -> None:
         self._root = root
         self._lines = lines
         self._bom = bom
         self._shared = _shared_nodes(root)
         self._by_id: dict[str, yaml.MappingNode] | None = None
+        self.composed = composed
+        """The YAML composed, for the loader to read the file's claims from (not again)."""
 
     @classmethod
     def of(cls, lines: list[str]) -> ClaimsYaml:
@@ -66,10 +71,12 @@ class ClaimsYaml:
         bom = text.startswith(_BOM)
         text = text.removeprefix(_BOM)
         front_matter = front_matter_yaml(text)
-        root = _compose(text if front_matter is None else front_matter)
+        source = text if front_matter is None else front_matter
+        root = compose_yaml(source)
+        composed = None if root is None else ComposedYaml(source, root)
         if isinstance(_value_of(root, "claims"), yaml.SequenceNode):
-            return cls(root, lines, bom)
-        return cls(None, lines, bom)
+            return cls(root, lines, bom, composed)
+        return cls(None, lines, bom, composed)
 
     def claim(self, claim_id: str) -> yaml.MappingNode | None:
         if self._by_id is None:  # once: fix asks for a claim per edit
@@ -215,10 +222,6 @@ def _is_pinned(written: str) -> bool:
         return parse_ref(written.strip()).pinned
     except RefSyntaxError:
         return True  # not a ref: left as written (the loader reports it)
-
-
-def _compose(source: str | None) -> yaml.Node | None:
-    return None if source is None else compose_yaml(source)
 
 
 def _value_of(node: yaml.Node | None, key: str) -> yaml.Node | None:

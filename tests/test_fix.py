@@ -1431,3 +1431,27 @@ def test_fix_gathers_the_rewritten_permalinks_once_not_once_per_body_link(
     assert fix().stdout == "1 edit in 1 file: articles/many.md\n"
     assert path.read_text(encoding="utf-8") == text.replace(ENGINE_URL, NEW_ENGINE_URL)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    pytest.param("annotations/engine.yml", ANNOTATION, id="annotation-file"),
+    pytest.param("articles/engine.md", ARTICLE, id="markdown-front-matter"),
+])
+def test_fix_composes_each_file_it_edits_once_and_its_edit_once(
+    monkeypatch: pytest.MonkeyPatch, name: str, text: str
+) -> None:
+    """Its claims were read from a second composition of the YAML that fix composed to
+    edit it: two of the three parses of each file a fix edits."""
+    from annotations import loader
+
+    path = write(name, text)
+    assert run("link").exit_code == 0
+    composed: list[str] = []
+    compose = loader._compose_single
+    monkeypatch.setattr(loader, "_compose_single", lambda source: composed.append(source) or
+                        compose(source))
+    result = fix()
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") != text
+    assert len(composed) == len(set(composed)) == 2
+
