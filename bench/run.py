@@ -4,10 +4,12 @@
 One run measures, on the same vllm v0.20.0 wheel, N times each (interleaved), every
 measurement as its own subprocess: cold index, no-op re-index, incremental index of
 v0.25.0, a plain tree-sitter parse, Universal Ctags, griffe's static load, and, when the
-commands exist, ``annotate check`` and ``annotate diff``. It prints a Markdown report of
+commands exist, ``annotate check`` and ``annotate diff``; then link, check and links on a
+big generated article collection (bench/collection.py). It prints a Markdown report of
 medians (min/max), ratios and PASS/FAIL per target, and can write the raw numbers as JSON.
 
     python bench/run.py --repeat 3 --json bench/results.json
+    python bench/run.py --only collection --repeat 1    # the big collection alone
 
 See bench/README.md for what each figure means.
 """
@@ -20,6 +22,7 @@ import json
 import os
 import platform
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -45,6 +48,12 @@ DIFF_LIMIT_S = 5.0
 REFERENCES_LIMIT = 1.35
 XREF_LIMIT_S = 0.3
 XREF_NAME = "ReplicatedLinear"
+COLLECTION_LINK_LIMIT_S = 12.0
+COLLECTION_CHECK_LIMIT_S = 5.0
+COLLECTION_LINKS_LIMIT_S = 2.5
+LMCACHE = "lmcache@v0.5.1"
+GENERATOR = Path(__file__).with_name("collection.py")
+EDITED = Path("articles/section0/post-0000.yml")  # the file "check after one edit" edits
 
 CONFIG = f"""\
 db = "index.db"
@@ -96,6 +105,23 @@ pipeline.parse_blob = parse_only
 import annotate_cli
 sys.argv[0] = "annotate"
 annotate_cli.main()
+"""
+
+# The big collection's project: both vllm versions and LMCache, the wheels' cache shared.
+COLLECTION_CONFIG = f"""\
+db = "index.db"
+cache_dir = "../cache"
+annotations = ["articles/**/*.yml"]
+articles = ["articles/**/*.md"]
+
+[repos.{REPO}]
+sources = ["pypi"]
+versions = ["{OLD}", "{NEW}"]
+target = "{NEW}"
+
+[repos.lmcache]
+sources = ["pypi"]
+versions = ["v0.5.1"]
 """
 
 GRIFFE_LOAD = """\
@@ -239,6 +265,8 @@ class Setup:
     has_diff: bool
     has_ctags: bool
     has_griffe: bool
+    has_collection: bool = True
+    popular: str = ""  # the symbol the big collection cites most, for `annotate links`
 
 
 @dataclass
@@ -523,6 +551,84 @@ def bench_later(setup: Setup, results: Results, rep: int) -> None:
             results.add(name, run)
 
 
+def prepare_collection(setup: Setup, results: Results, wheels: Path) -> None:
+    """collection/template.db (untimed): both vllm versions (incremental.db's, or indexed
+    now) and LMCache v0.5.1, the generated collection linked once and checked once, so
+    that its comparisons with the target are cached."""
+    folder = setup.workdir / "collection"
+    shutil.rmtree(folder / "articles", ignore_errors=True)
+    folder.mkdir(exist_ok=True)
+    (folder / "annotate.toml").write_text(COLLECTION_CONFIG)
+    template, logs = folder / "template.db", setup.workdir / "logs"
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels.resolve())}
+    annotate = [*setup.annotate, "--db", "template.db"]
+    try:
+        if (setup.workdir / "incremental.db").exists():
+            copy_db(setup.workdir / "incremental.db", template)
+            pins = [LMCACHE]
+        else:
+            remove_db(template)
+            pins = [f"{REPO}@{OLD}", f"{REPO}@{NEW}", LMCACHE]
+        measure([*annotate, "index", *setup.index_args, *pins], cwd=folder, env=env,
+                log=logs / "collection-index")
+        done = subprocess.run([sys.executable, str(GENERATOR), str(template), str(folder)],
+                              capture_output=True, text=True, check=True)
+        made = json.loads(done.stdout)
+        measure([*annotate, "link"], cwd=folder, log=logs / "collection-setup-link",
+                ok_codes=(0, 2))
+        measure([*annotate, "check", "--exit-zero"], cwd=folder,
+                log=logs / "collection-setup-check")
+    except (RuntimeError, subprocess.CalledProcessError, ValueError) as error:
+        skip_collection(setup, results, f"setup failed: {error}")
+        return
+    setup.popular = made["popular"]
+    results.notes["collection_setup"] = (
+        f"{made['files']} files, {made['claims']} claims, {made['refs']} refs; "
+        f"links {setup.popular}; link: {last_line(logs / 'collection-setup-link')}")
+
+
+def bench_collection(setup: Setup, results: Results, rep: int) -> None:
+    """(10) on a copy of the template: a link of every file, a no-op check, a check after
+    one file was edited, and links of the symbol the collection cites most."""
+    if not setup.has_collection:
+        return
+    folder, logs = setup.workdir / "collection", setup.workdir / "logs"
+    copy_db(folder / "template.db", folder / "case.db")
+    with sqlite3.connect(folder / "case.db") as conn:  # nothing to take from the last link
+        conn.execute("DELETE FROM link_files")
+    conn.close()
+    annotate = [*setup.annotate, "--db", "case.db"]
+    edited = folder / EDITED
+    original = edited.read_bytes()
+    steps = [
+        ("collection_link", [*annotate, "link"], (0, 2), None),
+        ("collection_check", [*annotate, "check", "--exit-zero"], (0,), None),
+        ("collection_check_edited", [*annotate, "check", "--exit-zero"], (0,), b"# edited\n"),
+        ("collection_links", [*annotate, "links", setup.popular], (0,), None),
+    ]
+    try:
+        for name, command, ok_codes, edit in steps:
+            if edit is not None:
+                edited.write_bytes(original + edit)
+            log = logs / f"{name}-{rep}"
+            run = measure(command, cwd=folder, log=log, ok_codes=ok_codes)
+            problem = output_problem(log, json_stdout=False)
+            if problem:
+                raise RuntimeError(f"{problem} (log {log}.err)")
+            results.add(name, run)
+    except RuntimeError as error:
+        skip_collection(setup, results, str(error))
+    finally:
+        edited.write_bytes(original)
+
+
+def skip_collection(setup: Setup, results: Results, reason: str) -> None:
+    skip_later(setup, results, "collection", reason)
+    for name in COLLECTION_RUNS:
+        results.runs.pop(name, None)
+        results.notes[name] = results.notes["collection"]
+
+
 # --- report --------------------------------------------------------------------------------
 
 LABELS = {
@@ -539,7 +645,13 @@ LABELS = {
     "diff": f"8. `annotate diff {OLD} {NEW} --format json`",
     "diff_serial": "8b. the same diff with `--workers 1` (no forked matching)",
     "xref": f"9. `annotate xref {XREF_NAME} {REPO}@{OLD} --format json` (warm db)",
+    "collection_link": "10a. big collection: `annotate link`, every file read and resolved",
+    "collection_check": "10b. big collection: no-op `annotate check`",
+    "collection_check_edited": "10c. big collection: `annotate check` after one file's edit",
+    "collection_links": "10d. big collection: `annotate links SYMBOL`",
 }
+COLLECTION_RUNS = ("collection_link", "collection_check", "collection_check_edited",
+                   "collection_links")
 
 
 def seconds_of(results: Results, name: str) -> list[float]:
@@ -640,9 +752,23 @@ def target_rows(results: Results) -> list[tuple[str, str, str, str]]:
          ratio(results, "cold", "cold_bare"), REFERENCES_LIMIT, lambda v: fmt(v, 2, "x")),
         ("xref query < 0.3 s, warm db (median)", median(results, "xref"), XREF_LIMIT_S,
          lambda v: fmt(v, 3, " s")),
+        ("big collection: link < 12 s (median)", median(results, "collection_link"),
+         COLLECTION_LINK_LIMIT_S, lambda v: fmt(v, 2, " s")),
+        ("big collection: no-op check < 5 s (median)", median(results, "collection_check"),
+         COLLECTION_CHECK_LIMIT_S, lambda v: fmt(v, 2, " s")),
+        ("big collection: links SYMBOL < 2.5 s (median)", median(results, "collection_links"),
+         COLLECTION_LINKS_LIMIT_S, lambda v: fmt(v, 2, " s")),
+        ("big collection: peak RSS < 500 MB (max over its runs)", collection_rss(results),
+         RSS_LIMIT_MB, lambda v: fmt(v, 0, " MB")),
     ]
     return [(label, show(value), show(limit), verdict(value, limit))
             for label, value, limit, show in checks]
+
+
+def collection_rss(results: Results) -> float | None:
+    """The largest peak RSS of the big collection's runs, in MB."""
+    peaks = [run.max_rss_kb for name in COLLECTION_RUNS for run in results.runs.get(name, [])]
+    return max(peaks) / 1024 if peaks else None
 
 
 def report(setup: Setup, results: Results, repeat: int) -> str:
@@ -668,6 +794,8 @@ def report(setup: Setup, results: Results, repeat: int) -> str:
     lines += [f"| {' | '.join(row)} |" for row in target_rows(results)]
     if "check_setup" in results.notes:
         lines += ["", f"check setup: {results.notes['check_setup']}"]
+    if "collection_setup" in results.notes:
+        lines += ["", f"big collection: {results.notes['collection_setup']}"]
     return "\n".join(lines)
 
 
@@ -704,6 +832,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, help="pass --workers N to annotate index")
     parser.add_argument("--claims", type=int, default=200, help="claims for the check bench")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target FAILs")
+    parser.add_argument("--only", choices=["collection"],
+                        help="run only this case (collection: the big article collection)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -723,11 +853,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for rep in range(args.repeat):
             results.load.append(os.getloadavg()[0])
             note(f"repetition {rep + 1}/{args.repeat} (load average {results.load[-1]:.2f})")
-            bench_index(setup, results, rep)
+            if args.only is None:
+                bench_index(setup, results, rep)
+                if rep == 0:
+                    prepare_warm_db(setup, results, args.claims)
+                bench_baselines(setup, results, rep)
+                bench_later(setup, results, rep)
             if rep == 0:
-                prepare_warm_db(setup, results, args.claims)
-            bench_baselines(setup, results, rep)
-            bench_later(setup, results, rep)
+                prepare_collection(setup, results, args.wheels)
+            bench_collection(setup, results, rep)
         print(report(setup, results, args.repeat))
         if args.json:
             args.json.write_text(json.dumps(raw_json(setup, results, args.repeat), indent=2))
