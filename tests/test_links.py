@@ -458,6 +458,27 @@ def test_a_file_that_now_fails_to_load_keeps_its_previous_rows(project: Path) ->
             3) in after["claims"]
 
 
+def test_a_link_makes_the_search_table_again_as_migration_2_made_it(
+    project: Path, tmp_path: Path
+) -> None:
+    """Emptied by dropping and creating it again (FTS5 deletes row by row): the same table,
+    and claims found in it."""
+    from db.claims import CLAIM_SEARCH_TABLE
+
+    with open_database(tmp_path / "new.db", create=True):
+        pass
+    (made,) = sqlite3.connect(tmp_path / "new.db").execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'claim_search'").fetchone()
+    write_corpus()
+    assert link().exit_code == 0
+    write("articles/extra.yml", EXTRA.replace("README 第一行", "README 的第一行"))
+    assert link().exit_code == 0
+    assert rows("SELECT sql FROM sqlite_master WHERE name = 'claim_search'") == [(made,)]
+    assert made == CLAIM_SEARCH_TABLE
+    assert rows("SELECT claim_id FROM claim_search WHERE claim_search MATCH '\"的第一行\"'") == [
+        ("readme",)]
+
+
 def test_a_kept_claim_that_gives_way_leaves_one_search_row(project: Path) -> None:
     write_corpus()
     swap = ("article: articles/post.md\nat: vllm@v0.1.0\nclaims:\n  - id: swap\n"
