@@ -385,11 +385,13 @@ class _FileLinks:
             loaded = load_file(path, self.config.root, markdown=markdown,
                                repos=repo_filter(self.config), data=data)
             self.load_errors += loaded.errors
-            if not loaded.articles or digest is None:
+            if not loaded.articles:
                 return
             file_link = _file_link(self.resolver, loaded.articles[0], loaded.untracked)
-            self.cache.written[key] = (digest, file_link.to_bytes())
-        self.cache.kept.add(key)
+            if digest is not None:  # else read by the loader only: its bytes are unknown
+                self.cache.written[key] = (digest, file_link.to_bytes())
+        if digest is not None:
+            self.cache.kept.add(key)
         self.file_links.append(file_link)
         for repo, count in file_link.untracked.items():
             self.untracked[repo] = self.untracked.get(repo, 0) + count

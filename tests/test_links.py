@@ -458,6 +458,21 @@ def test_a_file_that_now_fails_to_load_keeps_its_previous_rows(project: Path) ->
             3) in after["claims"]
 
 
+def test_a_file_whose_bytes_were_not_read_before_the_loader_read_it_is_linked_uncached(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unreadable when the link hashed the files, readable when the loader read it: its
+    claims are stored, and not taken as those of bytes never hashed."""
+    write_corpus()
+    contents = links._contents
+    monkeypatch.setattr(links, "_contents", lambda files: [
+        (path, markdown, None if path.name == "extra.yml" else data)
+        for path, markdown, data in contents(files)])
+    assert link().stdout == SUMMARY
+    assert rows("SELECT source_file FROM link_files ORDER BY 1") == [
+        ("annotations/mla.yml",), ("articles/post.md",)]
+
+
 def test_a_link_makes_the_search_table_again_as_migration_2_made_it(
     project: Path, tmp_path: Path
 ) -> None:
