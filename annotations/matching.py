@@ -119,10 +119,13 @@ For a symbol ``old`` of A (``Matcher.match``):
    torch.Tensor`` says too little to be tracked elsewhere.
 
    e. *File.* A module attribute that no one candidate claims (``logger =
-      init_logger(__name__)`` is in hundreds of files) moves with its file, to the file
-      where most of the file's classes and functions went, when that file newly defines
-      it, with its copies in the other files that its moves list as often (a file split
-      into per-platform copies); otherwise it is removed (`Matcher._with_its_file`).
+      init_logger(__name__)`` is in hundreds of files), or whose one candidate in another
+      file another module attribute of its name that left its place matches as well (two
+      deleted files' ``logger = logging.getLogger(__name__)``, one new file's), moves with
+      its file, to the file where most of the file's classes and functions went, when that
+      file newly defines it, with its copies in the other files that its moves list as
+      often (a file split into per-platform copies); otherwise it is removed
+      (`Matcher._with_its_file`).
 
 4. Otherwise **removed**, with up to ``MAX_CLOSEST`` candidates scoring at least
    ``CANDIDATE_FLOOR`` in ``candidates``, among the unmatched symbols and those beside it
@@ -1076,9 +1079,24 @@ class Matcher:
             return self._removed(old, ranked)
         if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
             return self._where_methods_went(old, found)
-        if old.kind == "attribute" and (found.verdict is Verdict.REMOVED or found.ambiguous):
+        if old.kind == "attribute" and (found.verdict is Verdict.REMOVED or found.ambiguous
+                                        or self._shared_by_a_leaver(old, found.moved_to)):
             return self._with_its_file(old, found, ranked)
         return found
+
+    def _shared_by_a_leaver(self, old: SymbolSnapshot, new: SymbolSnapshot | None) -> bool:
+        """Whether another module attribute of A of ``old``'s name, which left its place
+        too, scores as well against ``new`` in another file: two deleted files'
+        ``logger = logging.getLogger(__name__)`` and one new file's say nothing of which,
+        if either, went there (its file tells: `_with_its_file`)."""
+        if new is None or old.parent or new.path == old.path:
+            return False
+        bar = self._scorer.score(old, new, None) - AMBIGUITY_MARGIN
+        return any(
+            rival.path != old.path and not rival.parent
+            and self._scorer.score(rival, new, None) >= bar
+            for rival in self._gone_named(KindGroup.ATTRIBUTE, old.name)
+        ) and self._imported_from(old, [_Scored(1.0, new)]) is None
 
     def _with_its_file(self, old: SymbolSnapshot, found: Match, ranked: list[_Scored]) -> Match:
         """A module attribute that no one place claims (``logger = init_logger(__name__)``

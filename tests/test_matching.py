@@ -682,6 +682,7 @@ class {name}({bases}):
 
 FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
 LOGGER = "logger = init_logger(__name__)\n\n\n"
+GET_LOGGER = "logger = logging.getLogger(__name__)\n\n\n"
 SCALE_RE = '_SCALE_RE = re.compile(r"experts\\.(\\d+)\\.w13_scale")\n\n\n'
 EXPERT_MAP = "\n    def supports_expert_map(self):\n        return False\n"
 IN_PUT_TASKS = """
@@ -1340,6 +1341,26 @@ MOVES = {
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
         {"a.py": KERNEL.format(name="serve_tokens"), "b.py": LOGGER, "c.py": LOGGER},
         "logger", Verdict.REMOVED, candidates=frozenset({"b.py::logger", "c.py::logger"}),
+    ),
+    "a-module-logger-two-deleted-files-had-is-neithers": MoveCase(
+        {"a.py": GET_LOGGER + KERNEL.format(name="serve_tokens"),
+         "b.py": GET_LOGGER + KDA.format(name="Attention", bases="nn.Module")},
+        {"c.py": GET_LOGGER + CONNECTOR.format(name="MPConnector")},
+        "logger", Verdict.REMOVED, candidates=frozenset({"c.py::logger"}),
+    ),
+    "a-module-logger-of-files-merged-in-one-follows-its-file": MoveCase(
+        {"a.py": GET_LOGGER + KERNEL.format(name="serve_tokens"),
+         "b.py": GET_LOGGER + KDA.format(name="Attention", bases="nn.Module")},
+        {"c.py": GET_LOGGER + KERNEL.format(name="serve_tokens") + "\n\n"
+                 + KDA.format(name="Attention", bases="nn.Module")},
+        "logger", Verdict.MOVED, "c.py::logger",
+    ),
+    "a-module-logger-its-kept-file-imports-is-its-own": MoveCase(
+        {"a.py": GET_LOGGER + KERNEL.format(name="serve_tokens"),
+         "b.py": GET_LOGGER + KDA.format(name="Attention", bases="nn.Module")},
+        {"a.py": "from c import logger\n\n\n" + KERNEL.format(name="serve_tokens"),
+         "c.py": GET_LOGGER + CONNECTOR.format(name="MPConnector")},
+        "logger", Verdict.MOVED, "c.py::logger",
     ),
     "a-module-constant-of-a-file-split-in-copies-lists-each-copy": MoveCase(
         {"a.py": SCALE_RE + KERNEL.format(name="serve_tokens") + "\n\n" + CONNECTOR.format(
