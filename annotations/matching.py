@@ -101,7 +101,11 @@ For a symbol ``old`` of A (``Matcher.match``):
    no rival scores about as well against that method (`Matcher._contested`): a rival
    has the method's name, left its place in another class, and has no new place of
    its own qualname (the stock ``load_weights`` dropped from Olmo, OPT and Phi is not a
-   new model's). A function is not contested (helpers of several classes made one).
+   new model's). A function is not contested (helpers of several classes made one). Nor
+   does it move to a method of a class that neither inherits its parent's place nor is
+   among its bases when a class B keeps has a method of that name whose code is as close
+   (`Matcher._left_for_a_copy`: ``FusedMoE.ep_rank`` is not the new
+   ``FusedMoEWithLoRA.ep_rank`` while ``ExpertMapManager`` keeps the same property).
 
    A member of a removed class moves only when its body has ``MIN_RENAME_TOKENS`` word
    tokens outside strings and comments (a docstring over ``return`` says nothing of
@@ -1075,7 +1079,8 @@ class Matcher:
                                self._scorer.score(old, pulled_up[0], hint), "base")
         found = self._decide(old, ranked, via, max_ties)
         moved_to = found.moved_to
-        if home is not None and moved_to is not None and self._contested(old, moved_to, home):
+        if home is not None and moved_to is not None and (
+                self._contested(old, moved_to, home) or self._left_for_a_copy(old, moved_to, home)):
             return self._removed(old, ranked)
         if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
             return self._where_methods_went(old, found)
@@ -1380,6 +1385,19 @@ class Matcher:
             if (rival.path, rival.parent) != (old.path, old.parent)
             and not self._has_new_place(rival)
         )
+
+    def _left_for_a_copy(
+        self, old: SymbolSnapshot, new: SymbolSnapshot, home: SymbolSnapshot
+    ) -> bool:
+        """Whether the method ``new``, in a class that neither inherits ``home`` (where
+        ``old``'s class lives on) nor is one of its bases, is one more copy of code that a
+        class B keeps has too (`_kept_twin`), not where ``old`` went: ``FusedMoE.ep_rank``,
+        dropped as its class became ``RoutedExperts``, is not the new
+        ``FusedMoEWithLoRA.ep_rank`` when ``ExpertMapManager`` keeps the very same
+        property."""
+        return (new.kind == "method" and not self._inherits(new, home)
+                and _parent(new.qualname).rsplit(".", 1)[-1] not in self._ancestors(home)
+                and self._kept_twin(old, new))
 
     def _kept_twin(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
         """Whether a method of ``new``'s name that A has in a class other than ``old``'s,

@@ -683,6 +683,12 @@ class {name}({bases}):
 FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
 LOGGER = "logger = init_logger(__name__)\n\n\n"
 GET_LOGGER = "logger = logging.getLogger(__name__)\n\n\n"
+EP_RANK = """
+    @property
+    def ep_rank(self) -> int:
+        return self.{config}parallel_config.ep_rank
+"""
+KEPT_EP_RANK = {"config.py": "class MoEConfig:" + EP_RANK.format(config="")}
 SCALE_RE = '_SCALE_RE = re.compile(r"experts\\.(\\d+)\\.w13_scale")\n\n\n'
 EXPERT_MAP = "\n    def supports_expert_map(self):\n        return False\n"
 IN_PUT_TASKS = """
@@ -1341,6 +1347,19 @@ MOVES = {
         {"a.py": LOGGER + KERNEL.format(name="serve_tokens")},
         {"a.py": KERNEL.format(name="serve_tokens"), "b.py": LOGGER, "c.py": LOGGER},
         "logger", Verdict.REMOVED, candidates=frozenset({"b.py::logger", "c.py::logger"}),
+    ),
+    "a-member-its-kept-class-dropped-is-no-new-classs-copy-of-code-a-kept-class-has": MoveCase(
+        {"a.py": CONNECTOR.format(name="Layer") + EP_RANK.format(config="")} | KEPT_EP_RANK,
+        {"a.py": CONNECTOR.format(name="Layer"),
+         "lora.py": "class LoRALayer:" + EP_RANK.format(config="moe_config.")}
+        | KEPT_EP_RANK,
+        "Layer.ep_rank", Verdict.REMOVED, candidates=frozenset({"lora.py::LoRALayer.ep_rank"}),
+    ),
+    "a-member-its-kept-class-dropped-moves-to-a-new-class-no-kept-class-matches": MoveCase(
+        {"a.py": CONNECTOR.format(name="Layer") + EP_RANK.format(config="")},
+        {"a.py": CONNECTOR.format(name="Layer"),
+         "lora.py": "class LoRALayer:" + EP_RANK.format(config="moe_config.")},
+        "Layer.ep_rank", Verdict.MOVED, "lora.py::LoRALayer.ep_rank",
     ),
     "a-module-logger-two-deleted-files-had-is-neithers": MoveCase(
         {"a.py": GET_LOGGER + KERNEL.format(name="serve_tokens"),
