@@ -111,10 +111,13 @@ For a symbol ``old`` of A (``Matcher.match``):
    tokens outside strings and comments (a docstring over ``return`` says nothing of
    where it went); a method that alone of its class moved, changed, to a class is
    removed when a method of another removed class contests it there
-   (`Matcher._drop_lone_look_alikes`: the ``forward`` of four deleted models and a new
-   model's), and, changed or not, when a method of its name that B keeps in another
-   class has code as close to the target's (`Matcher._kept_twin`: a deleted model's
-   stock ``load_weights``, ``Qwen2ForCausalLM``'s and a new model's). A class
+   (`Matcher._drop_look_alikes`: the ``forward`` of four deleted models and a new
+   model's); and any method of a removed class that moved, changed or not, alone or
+   with others of its class, is removed when a method of its name that B keeps in
+   another class has code as close to the target's (`Matcher._kept_twin`: a deleted
+   model's stock ``load_weights``, ``Qwen2ForCausalLM``'s and a new model's; the
+   ``forward`` and ``embed_multimodal`` of a deleted vision model, both like a new
+   model's and a kept one's). A class
    attribute only ever follows its class (same name, in the
    class's match; or, when the class lives on, into a base as above, down into the one
    subclass that newly declares it as it was (`Matcher._pushed_down_field`), or to the
@@ -1162,7 +1165,7 @@ class Matcher:
         target = (self._followed_class(cls, places, len(moved))
                   or self._followed_with_seconds(cls, matches, places, len(moved)))
         if target is None:
-            self._drop_lone_look_alikes(matches, places)
+            self._drop_look_alikes(matches, places)
             return removed
         self._forget_methods(cls)  # matched again as members of a class that moved
         return self._moved(cls, target.symbol, (), target.score, "methods")
@@ -1221,7 +1224,7 @@ class Matcher:
             (symbol.path, symbol.parent, symbol.name) == (path, parent, match.old.name)
             and symbol.normalized == match.old.normalized for symbol in match.candidates)
 
-    def _drop_lone_look_alikes(
+    def _drop_look_alikes(
         self, matches: list[Match], places: Counter[tuple[str, str]]
     ) -> None:
         """Call removed each method of a removed class that alone of its class moved,
@@ -1230,14 +1233,15 @@ class Matcher:
         than the others'. Methods that went together to one class (those of
         ``AWQConfig`` merged into ``AutoAWQConfig``) are evidence for each other, and code
         kept as it was is where it went (``_validate_chat_template`` of two removed
-        servings, now their renderer's), unless a method of its name that B keeps in
-        another class is as close to it (`_kept_twin`: the stock ``load_weights`` of a
-        deleted model is a new model's no more than ``Qwen2ForCausalLM``'s)."""
+        servings, now their renderer's); but neither holds for a method when one of its
+        name that B keeps in another class is as close to its new place (`_kept_twin`:
+        the stock ``load_weights`` of a deleted model is a new model's no more than
+        ``Qwen2ForCausalLM``'s, and two such methods are no more evidence than one)."""
         for match in matches:
             new = match.moved_to
             if (new is not None and new.kind == "method"
-                    and places[(new.path, new.parent)] == 1
-                    and (match.content_changed and self._contested(match.old, new, None)
+                    and (places[(new.path, new.parent)] == 1
+                         and match.content_changed and self._contested(match.old, new, None)
                          or self._kept_twin(match.old, new))):
                 ranked, _ = self._ranked(match.old, None)
                 self._matches[_match_key(match.old)] = self._removed(match.old, ranked)

@@ -1144,6 +1144,15 @@ MOVES = {
         "WekaBackend.exists_in_put_tasks", Verdict.REMOVED,
         candidates=frozenset({"c.py::MaruBackend.exists_in_put_tasks"}),
     ),
+    "deleted-classs-methods-that-went-together-take-no-copies-of-code-a-kept-class-has": MoveCase(
+        {"a.py": "class WekaBackend:\n" + IN_PUT_TASKS + LOAD_WEIGHTS,
+         "b.py": "class GdsBackend:\n" + IN_PUT_TASKS + LOAD_WEIGHTS},
+        {"b.py": "class GdsBackend:\n" + IN_PUT_TASKS + LOAD_WEIGHTS,
+         "c.py": "class MaruBackend(StorageBackend):\n" + INIT_RECORD + IN_PUT_TASKS + FINALIZE
+                 + LOAD_WEIGHTS + PROPAGATE_SHARED},
+        "WekaBackend.exists_in_put_tasks", Verdict.REMOVED,
+        candidates=frozenset({"c.py::MaruBackend.exists_in_put_tasks"}),
+    ),
     "a-deleted-classs-method-moves-to-code-a-kept-class-has-unlike-it": MoveCase(
         {"a.py": "class WekaBackend:\n" + IN_PUT_TASKS,
          "b.py": "class GdsBackend:\n" + IN_PUT_TASKS.replace("put_tasks", "pending")},
