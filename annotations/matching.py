@@ -9,7 +9,9 @@ For a symbol ``old`` of A (``Matcher.match``):
    kinds of change. A qualname defined several times in a file (a property's getter and
    setter) is paired in order of appearance. When the kind group differs (a class whose
    name now holds an alias ``X = XUpstream`` or a factory function), ``old`` is first
-   searched for as in 3, and is ``changed`` at its place only if it did not move.
+   searched for as in 3; if it did not move, an alias ``X = Y`` whose ``Y`` B newly
+   defines in ``old``'s kind group (in that file or imported there) is where it went,
+   when ``Y`` scores at least ``CANDIDATE_FLOOR``; else it is ``changed`` at its place.
 3. **Moved or renamed** (verdict ``moved``; ``content_changed`` and ``changes`` say how
    the content differs). Only *unmatched* symbols of B are candidates: those whose
    (path, qualname, occurrence) does not exist in A, of the same kind group (class;
@@ -420,7 +422,7 @@ class Match:
     ones of a removed symbol. ``via`` says how the match was found: blob, same-place,
     parent, exact, normalized, similarity, methods (a class that followed its methods),
     none, subclass (a member of a class that moved, found in a subclass of its class's
-    new place).
+    new place), alias (what the alias left at its place names).
     """
 
     old: SymbolSnapshot
@@ -961,12 +963,36 @@ class Matcher:
 
     def _kind_changed(self, old: SymbolSnapshot, same_place: Match) -> Match:
         """A class whose place now holds a function or an alias (``X = Y``) of that name:
-        its code may live on under another name, which then is its match."""
+        its code may live on under another name, which then is its match; else the
+        symbol that an alias names, when B newly defines it (`_aliased`)."""
         moved = self._parent_move(old) or self._search(old)
         if moved.verdict is Verdict.MOVED:
             return moved
         self._forget_methods(old)  # matched as if it was removed (`_where_methods_went`)
+        if same_place.new is not None and (aliased := self._aliased(old, same_place.new)):
+            return self._moved(old, aliased.symbol, (), aliased.score, "alias")
         return same_place
+
+    def _aliased(self, old: SymbolSnapshot, alias: SymbolSnapshot) -> _Scored | None:
+        """The symbol of B, in ``old``'s kind group, that the attribute ``alias`` now at
+        ``old``'s place names (``_get_kv_cache_config_deepseek_v4 =
+        _get_kv_cache_config_packed``), scored, when B newly defines it (A had no such
+        place) and it scores at least ``CANDIDATE_FLOOR``: the old name, kept for the new
+        one, says where the code went however much it changed."""
+        if alias.kind != "attribute" or not alias.signature.isidentifier():
+            return None
+        if self._modules is None:
+            self._modules = VersionModules(self.database, self.b.key)
+        place = self._modules.follow(alias.path, alias.signature)
+        if place is None:
+            return None
+        path, qualname = place.split("::", 1)
+        target = self.b.lookup(path, qualname)
+        if (target is None or kind_group(target.kind) is not kind_group(old.kind)
+                or self.a.has(path, qualname)):
+            return None
+        scored = self._scorer.ranked(old, [target], None)
+        return scored[0] if scored else None
 
     # -- moves -------------------------------------------------------------------------
 

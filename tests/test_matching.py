@@ -683,6 +683,28 @@ class {name}({bases}):
 FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
 LOGGER = "logger = init_logger(__name__)\n\n\n"
 GET_LOGGER = "logger = logging.getLogger(__name__)\n\n\n"
+KV_CONFIG = """\
+def {name}(vllm_config, groups, available_memory):
+    page_size = sum(group.spec.page_size_bytes for group in groups)
+    num_blocks = available_memory // page_size
+    tensors = [KVCacheTensor(size=page_size * num_blocks, shared_by=groups)]
+    return num_blocks, tensors
+
+
+"""
+PACKED_KV_CONFIG = """\
+def kv_config_packed(vllm_config, groups, available_memory):
+    layouts = [packed_layout(group.spec, vllm_config.cache_config) for group in groups]
+    stride = max(layout.stride for layout in layouts)
+    num_blocks = available_memory // stride
+    return num_blocks, [layout.tensor(num_blocks) for layout in layouts]
+
+
+"""
+KV_CONFIG_CALLER = """\
+def get_kv_cache_config(vllm_config, groups, available_memory):
+    return kv_config_deepseek_v4(vllm_config, groups, available_memory)
+"""
 EP_RANK = """
     @property
     def ep_rank(self) -> int:
@@ -868,6 +890,24 @@ MOVES = {
     "class-became-an-alias-with-its-code-gone": MoveCase(
         {"a.py": CONNECTOR.format(name="MPConnector")},
         {"a.py": "MPConnector = OtherConnector\n"}, "MPConnector", Verdict.CHANGED,
+    ),
+    "function-left-an-alias-to-its-rewritten-successor": MoveCase(
+        {"a.py": KV_CONFIG.format(name="kv_config_deepseek_v4") + KV_CONFIG_CALLER},
+        {"a.py": PACKED_KV_CONFIG + "\n\nkv_config_deepseek_v4 = kv_config_packed\n\n\n"
+                 + KV_CONFIG_CALLER},
+        "kv_config_deepseek_v4", Verdict.MOVED, "a.py::kv_config_packed",
+    ),
+    "function-left-an-alias-to-its-rewritten-successor-imported": MoveCase(
+        {"a.py": KV_CONFIG.format(name="kv_config_deepseek_v4") + KV_CONFIG_CALLER},
+        {"a.py": "from packing import kv_config_packed\n\n"
+                 "kv_config_deepseek_v4 = kv_config_packed\n\n\n" + KV_CONFIG_CALLER,
+         "packing.py": PACKED_KV_CONFIG},
+        "kv_config_deepseek_v4", Verdict.MOVED, "packing.py::kv_config_packed",
+    ),
+    "function-left-an-alias-to-a-function-it-had-too": MoveCase(
+        {"a.py": KV_CONFIG.format(name="kv_config_deepseek_v4") + PACKED_KV_CONFIG},
+        {"a.py": PACKED_KV_CONFIG + "\n\nkv_config_deepseek_v4 = kv_config_packed\n"},
+        "kv_config_deepseek_v4", Verdict.CHANGED,
     ),
     "method-became-an-alias-of-a-function": MoveCase(
         {"a.py": "class Engine:\n" + textwrap.indent(KERNEL.format(name="init_group"), "    ")},
