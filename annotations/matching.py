@@ -38,8 +38,11 @@ For a symbol ``old`` of A (``Matcher.match``):
       orphans) to one class whose name A does not define, and that class scores as a move
       target (``KimiDeltaAttention`` -> ``KimiGatedDeltaNetAttention``, renamed in another
       file with other bases: blocked on nothing), or, when ``MIN_METHODS_OUTWEIGH`` of
-      them went there and none elsewhere, scores at least ``CANDIDATE_FLOOR``
-      (``GPUTransferModule`` -> ``LMCacheDrivenTransferModule``). Fewer methods, or a
+      them went there and none elsewhere (or more than half, when its file now defines
+      its name as a function or an attribute: ``def FusedMoE(...)``, a factory, took
+      the place of the class whose methods went to ``RoutedExperts``), scores at least
+      ``CANDIDATE_FLOOR`` (``GPUTransferModule`` -> ``LMCacheDrivenTransferModule``).
+      Fewer methods, or a
       class that scores under the bar, do when every method that moved went there, a
       short method of its name and code is there too, and the class keeps most of its name
       (`Matcher._followed_with_seconds`: ``DeepseekV4FlashMLASparseBackend`` ->
@@ -215,7 +218,9 @@ MIN_METHODS_OUTWEIGH = 4
 """Methods of a removed class that, when every one of its methods that moved went to one
 new class, make it follow them there however low the class scores (at least
 ``CANDIDATE_FLOOR``): ``GPUTransferModule``, whose seven methods went to
-``LMCacheDrivenTransferModule``, a class renamed with a new base in another file."""
+``LMCacheDrivenTransferModule``, a class renamed with a new base in another file. Of a
+class whose name its file now gives a function or an attribute (a factory, an alias),
+most of those that moved will do (``FusedMoE``: 15 of 19, to ``RoutedExperts``)."""
 SECONDED_NAME_SIMILARITY = 0.8
 """Lowest name similarity (``_name_similarity``) of a removed class and the class its
 moved methods went to, for the class to follow them there on the word of its short
@@ -1211,8 +1216,16 @@ class Matcher:
         scored = self._scorer.ranked(cls, [target], None)
         if not scored:
             return None
-        outweighed = count >= MIN_METHODS_OUTWEIGH and count == moved
+        outweighed = count >= MIN_METHODS_OUTWEIGH and (
+            count == moved or self._place_taken_by_other_kind(cls))
         return scored[0] if outweighed or self._eligible(cls, scored[0]) else None
+
+    def _place_taken_by_other_kind(self, cls: SymbolSnapshot) -> bool:
+        """Whether B's file of ``cls`` defines its name as a function or an attribute
+        (a factory or an alias kept for callers: ``def FusedMoE(...)`` builds the
+        ``RoutedExperts`` that took its methods)."""
+        found = self.b.lookup(cls.path, cls.qualname, cls.occurrence)
+        return found is not None and kind_group(found.kind) is not kind_group(cls.kind)
 
     def _followed_with_seconds(
         self, cls: SymbolSnapshot, matches: list[Match], places: Counter[tuple[str, str]],

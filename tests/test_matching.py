@@ -680,6 +680,20 @@ class {name}({bases}):
 """
 
 
+LIVENESS_TRANSFER_MODULE = TRANSFER_MODULE.format(
+    name="LMCacheDrivenTransferModule", bases="(InstanceLivenessTarget)").replace(
+    "        self.pending = {}\n",
+    "        self.pending = {}\n        self.lock = threading.Lock()\n"
+    "        self.last_seen = {i: time.monotonic() for i in ctx.instances}\n"
+    "        self.reaper = start_reaper(ctx.config.liveness_timeout, self.reap)\n") + "".join(f"""
+    def reap_{n}(self, now):
+        with self.lock:
+            stale = [i for i, seen in self.last_seen.items() if now - seen > {n}]
+            for instance_id in stale:
+                self.last_seen.pop(instance_id, None)
+                self.pending.pop(instance_id, None)
+""" for n in range(4))  # 0.57 against TRANSFER_MODULE: under the rename bar
+
 FORWARD = textwrap.indent(KERNEL.format(name="forward"), "    ")
 LOGGER = "logger = init_logger(__name__)\n\n\n"
 GET_LOGGER = "logger = logging.getLogger(__name__)\n\n\n"
@@ -933,21 +947,21 @@ MOVES = {
     ),
     "class-followed-by-four-methods-though-it-scores-low": MoveCase(
         {"a.py": TRANSFER_MODULE.format(name="GPUTransferModule", bases="")},
-        {"b.py": TRANSFER_MODULE.format(name="LMCacheDrivenTransferModule",
-                                        bases="(InstanceLivenessTarget)").replace(
-            "        self.pending = {}\n",
-            "        self.pending = {}\n        self.lock = threading.Lock()\n"
-            "        self.last_seen = {i: time.monotonic() for i in ctx.instances}\n"
-            "        self.reaper = start_reaper(ctx.config.liveness_timeout, self.reap)\n")
-            + "".join(f"""
-    def reap_{n}(self, now):
-        with self.lock:
-            stale = [i for i, seen in self.last_seen.items() if now - seen > {n}]
-            for instance_id in stale:
-                self.last_seen.pop(instance_id, None)
-                self.pending.pop(instance_id, None)
-""" for n in range(4))},
+        {"b.py": LIVENESS_TRANSFER_MODULE},
         "GPUTransferModule", Verdict.MOVED, "b.py::LMCacheDrivenTransferModule",
+    ),
+    "class-left-a-factory-follows-most-of-its-methods-though-it-scores-low": MoveCase(
+        {"a.py": TRANSFER_MODULE.format(name="GPUTransferModule", bases="") + FINALIZE},
+        {"a.py": "def GPUTransferModule(ctx):\n    return LMCacheDrivenTransferModule(ctx)\n",
+         "b.py": LIVENESS_TRANSFER_MODULE, "c.py": "class WeightRunner:\n" + FINALIZE},
+        "GPUTransferModule", Verdict.MOVED, "b.py::LMCacheDrivenTransferModule",
+    ),
+    "class-gone-from-its-file-follows-no-mere-most-of-its-methods-if-it-scores-low": MoveCase(
+        {"a.py": TRANSFER_MODULE.format(name="GPUTransferModule", bases="") + FINALIZE
+                 + "\n\n" + KERNEL.format(name="serve_tokens")},
+        {"a.py": KERNEL.format(name="serve_tokens"),
+         "b.py": LIVENESS_TRANSFER_MODULE, "c.py": "class WeightRunner:\n" + FINALIZE},
+        "GPUTransferModule", Verdict.REMOVED,
     ),
     "function-copied-twice-goes-where-its-file-imports-it-from": MoveCase(
         {"a.py": KERNEL.format(name="normalize_url") + "\n\ndef main(url):\n"
