@@ -379,8 +379,10 @@ class _FileLinks:
 
         key = (display_path(path, self.config.root), markdown)
         digest = _file_digest(self.dependencies, key, data)
-        if digest is not None and self.stored.get(key) == digest:
-            file_link = FileLink.from_bytes(claim_store.file_link(self.database, key))
+        stored = (claim_store.file_link(self.database, key, digest)
+                  if digest is not None and self.stored.get(key) == digest else None)
+        if stored is not None:
+            file_link = FileLink.from_bytes(stored)
         else:
             loaded = load_file(path, self.config.root, markdown=markdown,
                                repos=repo_filter(self.config), data=data)

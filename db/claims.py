@@ -115,11 +115,14 @@ def file_link_digests(database: Database) -> dict[tuple[str, bool], str]:
     return {(file, bool(markdown)): digest for file, markdown, digest in rows}
 
 
-def file_link(database: Database, key: tuple[str, bool]) -> bytes:
-    """The stored links of the file ``key`` names (its path, whether it is Markdown)."""
+def file_link(database: Database, key: tuple[str, bool], digest: str) -> bytes | None:
+    """The stored links of the file ``key`` names (its path, whether it is Markdown) while
+    they are those of ``digest``: another link may have replaced or removed them since
+    `file_link_digests` was read."""
     row = database.conn.execute(
-        "SELECT links FROM link_files WHERE source_file = ? AND markdown = ?", key).fetchone()
-    return row[0]
+        "SELECT links FROM link_files WHERE source_file = ? AND markdown = ? AND digest = ?",
+        (*key, digest)).fetchone()
+    return None if row is None else row[0]
 
 
 def _insert_article(conn: sqlite3.Connection, article: ArticleRow, replacing: bool) -> None:

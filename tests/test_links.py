@@ -473,6 +473,52 @@ def test_a_file_whose_bytes_were_not_read_before_the_loader_read_it_is_linked_un
         ("annotations/mla.yml",), ("articles/post.md",)]
 
 
+def store_links_of_other_bytes(conn: sqlite3.Connection, other: tuple) -> None:
+    conn.execute("UPDATE link_files SET digest = ?, links = ? WHERE source_file = ?", other)
+
+
+def delete_links(conn: sqlite3.Connection, other: tuple) -> None:
+    conn.execute("DELETE FROM link_files WHERE source_file = ?", other[2:])
+
+
+@pytest.mark.parametrize("other_link", [
+    pytest.param(store_links_of_other_bytes, id="stored-for-other-bytes"),
+    pytest.param(delete_links, id="deleted"),
+])
+def test_a_file_link_another_link_changed_since_its_digest_was_read_is_made_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch,
+    other_link: Callable[[sqlite3.Connection, tuple], None],
+) -> None:
+    """Another process's link of the file as it was a moment before (edited, or gone)
+    commits between this link's reading the digests and its taking the file's links:
+    those are not the links of these bytes, or not there at all. It stores what a link of
+    every file stores."""
+    write_corpus()
+    write("annotations/mla.yml", MLA.replace("默认是", "默认为"))
+    assert link().exit_code == 0
+    (other,) = rows("SELECT digest, links, source_file FROM link_files"
+                    " WHERE source_file = 'annotations/mla.yml'")
+    write("annotations/mla.yml", MLA)
+    assert link().exit_code == 0
+    write("articles/extra.yml", EXTRA.replace("README 第一行", "README 的第一行"))
+    with sqlite3.connect(DB) as conn, sqlite3.connect("full.db") as full:
+        conn.backup(full)
+    digests = links.claim_store.file_link_digests
+
+    def digests_then_another_link(database: object) -> dict:
+        read = digests(database)
+        with sqlite3.connect(DB) as conn:
+            other_link(conn, other)
+        return read
+
+    monkeypatch.setattr(links.claim_store, "file_link_digests", digests_then_another_link)
+    result = link()
+    assert (result.exit_code, result.stdout) == (0, SUMMARY)
+    with open_database(Path("full.db")) as database:
+        links.link_if_changed(database, load_config(), force=True, reuse=False)
+    assert link_dump(DB) == link_dump(Path("full.db"))
+
+
 def test_a_link_makes_the_search_table_again_as_migration_2_made_it(
     project: Path, tmp_path: Path
 ) -> None:
