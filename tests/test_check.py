@@ -1518,6 +1518,47 @@ def test_format_markdown(formats_project: Path) -> None:
     assert "| <kbd>fresh</kbd>" not in text
 
 
+def _link_cells(text: str, claim: str) -> tuple[str, str]:
+    """The Ref and New ref cells of `claim`'s row in a Markdown report."""
+    [row] = [line for line in text.splitlines() if f"<code>{claim}</code><br>" in line]
+    cells = [cell.strip() for cell in row.split(" | ")]
+    return cells[2], cells[3]
+
+
+def _at(version: str, path: str, lines: str) -> str:
+    url = f"https://github.com/vllm-project/vllm/blob/{version}/{path}#{lines}"
+    return f'<a href="{url}">at {version}</a>'
+
+
+DEEPSEEK_V4 = "vllm/model_executor/models/deepseek_v4"
+
+
+@pytest.mark.parametrize(("claim", "ref_cell", "new_ref_cell"), [
+    pytest.param("changed",
+                 "<code>vllm/utils.py::cdiv</code><br>"
+                 f"{_at('v0.1.0', 'vllm/utils.py', 'L10-L12')} · "
+                 f"{_at('v0.3.0', 'vllm/utils.py', 'L10-L12')}", "",
+                 id="changed-at-its-pin-and-the-target"),
+    pytest.param("ambiguous",
+                 "<code>vllm/model\\_executor/models/deepseek\\_v4.py::DeepseekV4ForCausalLM"
+                 f"</code><br>{_at('v0.2.0', f'{DEEPSEEK_V4}.py', 'L10-L26')} · "
+                 f"{_at('v0.3.0', f'{DEEPSEEK_V4}_amd.py', 'L10-L26')}",
+                 f'<a href="https://github.com/vllm-project/vllm/blob/v0.3.0/{DEEPSEEK_V4}_amd.py'
+                 '#L10-L26"><code>vllm@v0.3.0:vllm/model\\_executor/models/deepseek\\_v4\\_amd'
+                 '.py::DeepseekV4ForCausalLM</code></a><br>candidates: <code>',
+                 id="moved-links-its-new-place"),
+    pytest.param("removed",
+                 "<code>vllm/utils.py::is\\_neuron</code><br>"
+                 f"{_at('v0.1.0', 'vllm/utils.py', 'L29-L34')}", "", id="removed-at-its-pin-only"),
+])
+def test_format_markdown_links_each_ref_at_its_pin_and_the_target(
+    formats_project: Path, claim: str, ref_cell: str, new_ref_cell: str
+) -> None:
+    ref, new_ref = _link_cells(run("check", "--format", "markdown").stdout, claim)
+    assert ref == ref_cell
+    assert new_ref.startswith(new_ref_cell) and (new_ref_cell or not new_ref)
+
+
 # --- the match cache ----------------------------------------------------------------------
 
 

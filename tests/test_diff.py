@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from annotate_cli import cli
 from annotations import matching
 from annotations.diffs import build
-from annotations.diffs import markdown as diff_markdown
 from annotations.forking import can_fork
 from annotations.links import link_if_changed
 from annotations.reports.markdown import code
@@ -466,18 +465,6 @@ def test_markdown_escapes_claims_and_paths(project: Path) -> None:
     assert ("&lt;script&gt;document.title='pwned'&lt;/script&gt; cdiv \\| \\*bold\\* "
             "\\`tick\\` &amp; &lt;b&gt;co&lt;/b&gt;") in text
     assert "### blog/&lt;b&gt;evil&lt;/b&gt;.md — Hostile &lt;script&gt;" in text
-
-
-@pytest.mark.parametrize(("url", "href"), [
-    pytest.param("https://github.com/o/r/blob/v1/a.py#L1-L2",
-                 "https://github.com/o/r/blob/v1/a.py#L1-L2", id="plain"),
-    pytest.param('https://github.com/o/r/blob/v1|x"><b>/a&b.py#L1',
-                 "https://github.com/o/r/blob/v1%7Cx&quot;&gt;&lt;b&gt;/a&amp;b.py#L1",
-                 id="table-pipe-quote-and-tags"),
-])
-def test_markdown_permalinks_cannot_break_the_table_or_the_tag(url: str, href: str) -> None:
-    assert diff_markdown._linked("<code>x</code>", url) == f'<a href="{href}"><code>x</code></a>'
-    assert diff_markdown._linked("<code>x</code>", None) == "<code>x</code>"
 
 
 # --- HTML -----------------------------------------------------------------------------

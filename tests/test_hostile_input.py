@@ -434,7 +434,7 @@ def test_sarif_report_is_valid_and_round_trips(hostile_report_project: None) -> 
     assert result["message"]["text"].startswith(f"Claim evil of {ARTICLE}: {REF} is changed")
 
 
-ALLOWED_TAGS = {"code", "br", "sub", "kbd", "details", "summary"}
+ALLOWED_TAGS = {"code", "br", "sub", "kbd", "details", "summary", "a"}
 
 
 def test_markdown_report_renders_hostile_text_literally(hostile_report_project: None) -> None:
@@ -450,6 +450,9 @@ def test_markdown_report_renders_hostile_text_literally(hostile_report_project: 
     for line in prose:
         tags = {m.group(1).lower() for m in re.finditer(r"</?([A-Za-z][A-Za-z0-9]*)", line)}
         assert tags <= ALLOWED_TAGS, (tags, line)
+        links = re.findall(r"<a [^>]*>", line)
+        assert all(re.fullmatch(r'<a href="https://github\.com/[^"<> ]*">', link)
+                   for link in links), links
         assert "<!--" not in line and "](javascript" not in line.replace("\\]", "")
         assert not line.startswith("::")
     row = next(line for line in prose if "<kbd>changed</kbd>" in line)

@@ -941,6 +941,18 @@ def test_markdown_permalink_ref_shows_as_written() -> None:
     assert unescaped.count(f"<sub>{PERMALINK}</sub>") == 1
 
 
+@pytest.mark.parametrize(("url", "href"), [
+    pytest.param("https://github.com/o/r/blob/v1/a.py#L1-L2",
+                 "https://github.com/o/r/blob/v1/a.py#L1-L2", id="plain"),
+    pytest.param('https://github.com/o/r/blob/v1|x"><b>/a&b.py#L1',
+                 "https://github.com/o/r/blob/v1%7Cx&quot;&gt;&lt;b&gt;/a&amp;b.py#L1",
+                 id="table-pipe-quote-and-tags"),
+])
+def test_markdown_permalinks_cannot_break_the_table_or_the_tag(url: str, href: str) -> None:
+    assert markdown.linked("<code>x</code>", url) == f'<a href="{href}"><code>x</code></a>'
+    assert markdown.linked("<code>x</code>", None) == "<code>x</code>"
+
+
 @pytest.mark.parametrize(
     ("block", "fence"),
     [

@@ -9,8 +9,6 @@ an ``<a href>`` whose URL is HTML-escaped with its ``|`` percent-encoded.
 
 from __future__ import annotations
 
-import html
-
 from annotations.diffs.model import (
     COUNT_ORDER,
     SECTION_TITLES,
@@ -20,7 +18,7 @@ from annotations.diffs.model import (
     Section,
     SymbolChange,
 )
-from annotations.reports.markdown import code, text
+from annotations.reports.markdown import code, linked, text, version_links
 from annotations.wording import counted
 
 _COLUMNS: dict[Section, tuple[str, ...]] = {
@@ -116,7 +114,7 @@ def _lines(report: DiffReport) -> str:
             "| Lines | Pinned at | At the new version |", "| --- | --- | --- |"]
     for change in report.lines:
         claims = ", ".join(code(f"{c.article}#{c.claim}") for c in change.citations)
-        rows.append(f"| {_linked(code(change.ref), change.url)}<br>cited by {claims} "
+        rows.append(f"| {linked(code(change.ref), change.url)}<br>cited by {claims} "
                     f"| {text(change.version)} "
                     f"| {_lines_at_b(change)} |")
     return "\n".join(rows)
@@ -124,14 +122,14 @@ def _lines(report: DiffReport) -> str:
 
 def _lines_at_b(change: LineChange) -> str:
     if change.new is not None:
-        cell = f"file gone; moved to {_linked(code(change.new.ref), change.new.url)}"
+        cell = f"file gone; moved to {linked(code(change.new.ref), change.new.url)}"
         if change.candidates:
-            cell += "<br>or " + ", ".join(_linked(code(place.ref), place.url)
+            cell += "<br>or " + ", ".join(linked(code(place.ref), place.url)
                                           for place in change.candidates)
         return cell
     if change.code_went_to is not None:
         went = change.code_went_to
-        return f"file gone; its code went to {_linked(code(went.path), went.url)}"
+        return f"file gone; its code went to {linked(code(went.path), went.url)}"
     return "file gone" if change.file_gone else "changed"
 
 
@@ -143,23 +141,16 @@ def _cells(change: SymbolChange, report: DiffReport) -> list[str]:
     elif section is Section.MOVED:
         cells += [_targets(change), text(change.how or ""), _content(change)]
     elif section is Section.REMOVED:
-        cells.append(", ".join(_linked(code(location.ref), location.url)
+        cells.append(", ".join(linked(code(location.ref), location.url)
                                for location in change.candidates))
     return cells
-
-
-def _linked(label: str, url: str | None) -> str:
-    """``label`` as a link to ``url``, when there is one."""
-    if not url:
-        return label
-    return f'<a href="{html.escape(url.replace("|", "%7C"), quote=True)}">{label}</a>'
 
 
 def _symbol(change: SymbolChange, report: DiffReport) -> str:
     cell = code(change.ref)
     places = [(report.version_a, change.old), (report.version_b, change.new)]
-    links = " · ".join(_linked(f"at {text(version)}", location.url)
-                       for version, location in places if location is not None and location.url)
+    links = version_links((version, location.url) for version, location in places
+                          if location is not None)
     if links:
         cell += f"<br>{links}"
     if change.citations:
@@ -187,9 +178,9 @@ def _names(names: tuple[str, ...], total: int) -> str:
 
 
 def _targets(change: SymbolChange) -> str:
-    cell = _linked(code(change.new.ref), change.new.url) if change.new else ""
+    cell = linked(code(change.new.ref), change.new.url) if change.new else ""
     if change.candidates:
-        others = ", ".join(_linked(code(location.ref), location.url)
+        others = ", ".join(linked(code(location.ref), location.url)
                            for location in change.candidates)
         cell += f"<br>or {others}"
     return cell

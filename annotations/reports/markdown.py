@@ -5,13 +5,15 @@ Markdown punctuation backslash-escaped so it cannot format, link or break a tabl
 ``:`` of ``://`` and the ``.`` of ``www.`` written as entities so GitHub does not autolink a
 URL (its autolinks would keep the backslashes), and newlines turned into ``<br>``. Diffs go
 into fenced blocks whose fence is longer than any backtick run in the diff, so no diff line
-can close them.
+can close them. Each ref links to its GitHub permalinks at its pin and at the target
+(`linked`, `version_links`, which the diff's Markdown report uses too).
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 
 from annotations.reports._common import (
     SUMMARY_ORDER,
@@ -57,6 +59,19 @@ def _entity(match: re.Match[str]) -> str:
 def code(value: str) -> str:
     """`value` in a monospace ``<code>`` element, escaped like `text`."""
     return f"<code>{text(value, newline=' ')}</code>"
+
+
+def linked(label: str, url: str | None) -> str:
+    """``label`` as a link to ``url``, when there is one: an ``<a href>`` whose URL is
+    HTML-escaped with its ``|`` percent-encoded, so it cannot break a table."""
+    if not url:
+        return label
+    return f'<a href="{html.escape(url.replace("|", "%7C"), quote=True)}">{label}</a>'
+
+
+def version_links(places: Iterable[tuple[str, str | None]]) -> str:
+    """``at A · at B``, each version linked to its place there; those with no URL left out."""
+    return " · ".join(linked(f"at {text(version)}", url) for version, url in places if url)
 
 
 def fence_for(block: str) -> str:
@@ -164,7 +179,7 @@ def _row(result: RefResult) -> str:
     cells = (
         _badge(result),
         f"{code(result.claim)}<br>{text(location(result))}",
-        code(result.ref),
+        _ref_cell(result),
         _new_ref_cell(result),
         text(", ".join(result.changes)),
         _message_cell(result),
@@ -180,8 +195,17 @@ def _badge(result: RefResult) -> str:
     return f"{badge}<br>{text(note)}" if note else badge
 
 
+def _ref_cell(result: RefResult) -> str:
+    """The ref as written, with links to its place at its pin and at the target."""
+    pin = result.resolved.split(":", 1)[0] if result.resolved else ""
+    places = [(pin.partition("@")[2], result.old_url),
+              ((result.target or "").partition("@")[2], result.new_url)]
+    links = version_links(places)
+    return f"{code(result.ref)}<br>{links}" if links else code(result.ref)
+
+
 def _new_ref_cell(result: RefResult) -> str:
-    refs = [code(result.new_ref)] if result.new_ref else []
+    refs = [linked(code(result.new_ref), result.new_url)] if result.new_ref else []
     if result.candidates:
         refs.append("candidates: " + ", ".join(code(c) for c in result.candidates))
     return "<br>".join(refs)
