@@ -216,8 +216,52 @@ def _where_code_went(
 
 def code_went_to(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> str | None:
     """Of lines whose file is gone at the target, the target's file where the definitions
-    around them went (the one holding them first), if any."""
-    return next(iter(_successor_paths(comparer, pinned, target_key)), None)
+    around them went (the one holding them first), else the file it was renamed to (a file
+    with no definitions: a kernel, a Markdown page), if any."""
+    went = next(iter(_successor_paths(comparer, pinned, target_key)), None)
+    return went or _renamed_to(comparer.resolver, pinned, target_key)
+
+
+RENAME_SIMILARITY = 0.5
+"""The share of a gone file's bytes, in whole lines, that a file added at the target must
+have too (of the larger one's) to be taken for it renamed: git's default rename score."""
+
+
+def _renamed_to(resolver: Resolver, pinned: Resolved, target_key: int) -> str | None:
+    """The file added at the target, of the gone file's name or near its folder, that is
+    the most like it, when at least `RENAME_SIMILARITY` alike and no other is as alike."""
+    try:
+        old = _line_bytes(resolver.source(pinned.blob_id))
+    except ResolveError:  # a file over 1 MiB: its content is not stored
+        return None
+    added = resolver.paths(target_key) - resolver.paths(pinned.version_key)
+    near = sorted(path for path in added if _near(pinned.path, path))
+    scores = {path: _similarity(old, _line_bytes(text))
+              for path, _, text in _file_texts(resolver, target_key, near)}
+    best = max(scores.values(), default=0.0)
+    alike = [path for path, score in scores.items() if score == best]
+    return alike[0] if best >= RENAME_SIMILARITY and len(alike) == 1 else None
+
+
+def _near(old: str, new: str) -> bool:
+    """Whether ``new`` is where ``old`` may have been renamed to: of its name anywhere, or in
+    its folder, the folder above it or a folder in it."""
+    old_folder, _, old_name = old.rpartition("/")
+    new_folder, _, new_name = new.rpartition("/")
+    return (new_name == old_name or new_folder == old_folder
+            or new_folder == old_folder.rpartition("/")[0]
+            or new_folder.rpartition("/")[0] == old_folder)
+
+
+def _line_bytes(text: str) -> Counter[str]:
+    return Counter(text.splitlines(keepends=True))
+
+
+def _similarity(old: Counter[str], new: Counter[str]) -> float:
+    """The bytes of the lines two texts share over the larger text's bytes."""
+    shared = sum(len(line) * count for line, count in (old & new).items())
+    larger = max(sum(len(line) * count for line, count in text.items()) for text in (old, new))
+    return shared / larger if larger else 0.0
 
 
 def _candidate_files(
@@ -231,15 +275,22 @@ def _candidate_files(
                 if other.rpartition("/")[0] == folder or other.rpartition("/")[2] == name]
     successors = [path for path in _successor_paths(comparer, pinned, target_key)
                   if path not in siblings]
-    for other in siblings + successors:
-        blob_id = queries.file_blob(resolver.database, target_key, other)
+    yield from _file_texts(resolver, target_key, siblings + successors)
+
+
+def _file_texts(
+    resolver: Resolver, key: int, paths: list[str]
+) -> Iterator[tuple[str, str, str]]:
+    """(path, blob, text) of each of ``paths`` at version ``key`` whose content is stored."""
+    for path in paths:
+        blob_id = queries.file_blob(resolver.database, key, path)
         if blob_id is None:
             continue
         try:
             text = resolver.source(blob_id)
         except ResolveError:  # a file over 1 MiB: its content is not stored
             continue
-        yield other, blob_id, text
+        yield path, blob_id, text
 
 
 def _successor_paths(

@@ -157,6 +157,8 @@ HELPER = "class Helper:\n    def run(self):\n        return 42\n"
 HELPER_USED = PARAMS.replace("SamplingParams", "Helper") + "\n\n" + MLA
 KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float* out) {\n" \
          "  out[0] = 1.0f;\n}\n"
+LAUNCH = "\nvoid launch(float* out, cudaStream_t stream) {\n" \
+         "  kernel<<<1, 1, 0, stream>>>(out);\n}\n"
 
 SUFFIX = PREFIX.replace("prefix", "suffix").replace("min(words)", "min(w[::-1] for w in words)")
 METHODS = 'Method = Literal[\n    "ngram",\n    "suffix",\n    Eagle,\n]\n'
@@ -424,6 +426,34 @@ CASES: dict[str, Case] = {
         "m.py#L1-L2", "moved", new_ref="pkg/n.py#L2-L3",
         message="m.py does not exist at vllm@v2; its lines stand in c/lines-file-gone-short-"
                 "text-where-its-code-went/pkg/n.py#L2, where its code went",
+    ),
+    "lines-file-renamed-and-edited-lines-stand": Case(  # a kernel renamed into a subfolder
+        KERNEL + LAUNCH, {"ops/v1/paged_attention.cu": "// v1\n" + KERNEL + LAUNCH.replace(
+            "1, 1", "grid, block")},
+        "ops/attention.cu#L4-L6", "moved", path="ops/attention.cu",
+        new_ref="ops/v1/paged_attention.cu#L5-L7",
+        message="ops/attention.cu does not exist at vllm@v2; its lines stand in c/lines-file-"
+                "renamed-and-edited-lines-stand/ops/v1/paged_attention.cu#L5, where its code went",
+    ),
+    "lines-file-renamed-and-edited-lines-changed": Case(  # the same name, in another folder
+        KERNEL + LAUNCH, {"csrc/flash.cu": KERNEL.replace("1.0f", "2.0f") + LAUNCH},
+        "ops/flash.cu#L4-L6", "removed", path="ops/flash.cu",
+        message="ops/flash.cu does not exist at vllm@v2; its code went to c/lines-file-renamed-"
+                "and-edited-lines-changed/csrc/flash.cu, where these lines do not stand as "
+                "written",
+    ),
+    "lines-file-gone-a-new-file-of-its-name-is-no-rename": Case(
+        KERNEL + LAUNCH, {"csrc/cache.cu": "// rewritten\n__global__ void other() {}\n"},
+        "ops/cache.cu#L4-L6", "removed", path="ops/cache.cu",
+        message="c/lines-file-gone-a-new-file-of-its-name-is-no-rename/ops/cache.cu does not "
+                "exist at vllm@v2",
+    ),
+    "lines-file-gone-two-files-as-alike-is-no-rename": Case(
+        KERNEL + LAUNCH, {f"ops/{arch}/kernels.cu": KERNEL.replace("1.0f", "2.0f") + LAUNCH
+                          for arch in ("sm80", "sm90")},
+        "ops/dup.cu#L4-L6", "removed", path="ops/dup.cu",
+        message="c/lines-file-gone-two-files-as-alike-is-no-rename/ops/dup.cu does not exist at "
+                "vllm@v2",
     ),
     "lines-file-gone-short-text-is-not-followed": Case(
         "a\nX\nb\n", {"n.txt": "X\n"}, "m.txt#L2", "removed", path="m.txt",

@@ -694,17 +694,19 @@ class DecoderLayer:
 '''
 KERNEL = "// delta rule\n__global__ void kda(float* s) {\n  s[0] = 1.0f;\n}\n"
 GATE = "// gate\n__global__ void gate(float* g) {\n  g[0] = sigmoid(g[0]);\n}\n"
+ROPE = "// rotary embedding\n__global__ void rope(float* q) {\n  q[0] = cos(q[0]);\n}\n"
 RENAMED_MODULE = "import os\nimport sys\n\n\ndef helper_of_a_renamed_module():\n    return 7\n"
 TOY = {
     "k1": {"toy/kda.py": KDA.format(name="KimiDeltaAttention"),
            "toy/kernel.cu": KERNEL, "toy/gone.py": "import toy.kda\n", "toy/ops/gate.cu": GATE,
-           "toy/old_mod.py": RENAMED_MODULE,
+           "toy/old_mod.py": RENAMED_MODULE, "toy/kv/rope.cu": ROPE,
            "toy/cache.py": CACHE_K1,
            "toy/layer.py": LAYER.format(attention="KimiDeltaAttention", pool="Pool",
                                         forward="helper(self.attn.forward(x))")},
     "k2": {"toy/kda.py": KDA.format(name="KimiGatedDeltaNetAttention"),
            "toy/kernel.cu": KERNEL.replace("1.0f", "0.0f"), "toy/kernels/gate.cu": GATE,
            "toy/new_mod.py": RENAMED_MODULE.replace("import os", "import re"),
+           "toy/kv/rotary/rope_kernels.cu": ROPE.replace("cos(", "__cosf("),
            "toy/cache.py": CACHE_K1.replace("self.blocks[key]", "self.blocks.get(key)"),
            "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
                                         pool="BlockPool", forward="self.attn.forward(x)")},
@@ -758,6 +760,8 @@ LINE_CASES = {
     "file-moved": ("toy/ops/gate.cu#L2-L3", ("lines", "toy/ops/gate.cu#L2-L3"), "moved",
                    "toy/kernels/gate.cu#L2-L3"),
     "module-renamed-lines-changed": ("toy/old_mod.py#L1-L2", ("lines", "toy/old_mod.py#L1-L2"),
+                                     "removed", None),
+    "kernel-renamed-lines-changed": ("toy/kv/rope.cu#L3", ("lines", "toy/kv/rope.cu#L3-L3"),
                                      "removed", None),
     "in-a-changed-method": ("toy/layer.py#L12", ("changed", "toy/layer.py::DecoderLayer.__init__"),
                             "changed", None),
@@ -850,11 +854,15 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
         {"path": "toy/new_mod.py", "url": "https://github.com/example/toy/blob/k2/toy/new_mod.py"})
     markdown = markdown_sections(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated"))
     blob = "https://github.com/example/toy/blob"
-    assert markdown["Changed lines"].splitlines()[-5:] == [
+    assert markdown["Changed lines"].splitlines()[-6:] == [
         f'| <a href="{blob}/k1/toy/gone.py#L1-L1"><code>toy/gone.py\\#L1-L1</code></a><br>cited '
         "by <code>notes/lines.md\\#file-gone</code> | k1 | file gone |",
         f'| <a href="{blob}/k1/toy/kernel.cu#L3-L3"><code>toy/kernel.cu\\#L3-L3</code></a><br>'
         "cited by <code>notes/lines.md\\#changed-kernel-line</code> | k1 | changed |",
+        f'| <a href="{blob}/k1/toy/kv/rope.cu#L3-L3"><code>toy/kv/rope.cu\\#L3-L3</code></a>'
+        "<br>cited by <code>notes/lines.md\\#kernel-renamed-lines-changed</code> | k1 | file "
+        f'gone; its code went to <a href="{blob}/k2/toy/kv/rotary/rope_kernels.cu"><code>'
+        "toy/kv/rotary/rope\\_kernels.cu</code></a> |",
         f'| <a href="{blob}/k1/toy/layer.py#L1-L1"><code>toy/layer.py\\#L1-L1</code></a><br>'
         "cited by <code>notes/lines.md\\#changed-import</code> | k1 | changed |",
         f'| <a href="{blob}/k1/toy/old_mod.py#L1-L2"><code>toy/old\\_mod.py\\#L1-L2</code></a>'
@@ -870,7 +878,7 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
     check_page(page)
     lead = re.search(r'<p class="lead">(.*?)</p>', page)
     assert lead is not None and lead.group(1).endswith(
-        ", and 5 cited line ranges that changed are listed.")
+        ", and 6 cited line ranges that changed are listed.")
     assert 'href="#lines:toy/gone.py#L1-L1"' in page and 'id="lines:toy/gone.py#L1-L1"' in page
     assert ('<span class="to">→ moved to <a href="https://github.com/example/toy/blob/k2/toy/'
             'kernels/gate.cu#L2-L3" rel="noreferrer"><code>toy/kernels/gate.cu#L2-L3</code></a>'
