@@ -905,10 +905,13 @@ def check(
 
     A ref fails when its status is in the config's fail_on (by default every stale
     status, and broken) and no waiver covers it."""
+    from annotations.links import require_annotation_files
     from annotations.reports import render_chunks
 
-    _refuse_to_overwrite_inputs(context, output)
-    report, input_errors = _checked(context, against, today.date() if today else None)
+    files = require_annotation_files(context.config)
+    _refuse_to_overwrite_inputs(context, output, files)
+    report, input_errors = _checked(context, against, today.date() if today else None,
+                                    files=files)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     if output_format in ("github", "sarif"):
         report = report.with_files_under(_folder_in_repository(context.config.root))
@@ -935,12 +938,13 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
     A claim made of a Markdown permalink cannot be bumped: edit the version in its URL.
     """
     from annotations.fix import plan_fixes
-    from annotations.links import annotation_files, repo_filter
+    from annotations.links import repo_filter, require_annotation_files
     from annotations.loader import display_path
 
-    report = _run_check(context, against)
+    files = require_annotation_files(context.config)
+    report = _run_check(context, against, files=files)
     root = context.config.root
-    markdown = {display_path(path, root) for path in annotation_files(context.config)[1]}
+    markdown = {display_path(path, root) for path in files[1]}
     wanted = [_claim_in_file(context, claim) for claim in bump]
     plan = plan_fixes(root, report, wanted, markdown, repo_filter(context.config),
                       older=context.config.older)
@@ -969,13 +973,13 @@ def _claim_in_file(context: Context, wanted: str) -> str:
 
 def _run_check(
     context: Context, against: tuple[str, ...], relink: bool = True,
-    source_files: frozenset[str] | None = None,
+    source_files: frozenset[str] | None = None, files: Any = None,
 ) -> Any:
     """The check report (of the refs written in ``source_files``, when given), refused
     when an annotation file does not load: such a file keeps its old links, whose lines
     may no longer be its lines."""
     report, input_errors = _checked(context, against, relink=relink,
-                                    source_files=source_files)
+                                    source_files=source_files, files=files)
     if input_errors:
         raise UserError(f"{_unreadable_files(input_errors)} (see above); nothing was changed")
     return report
@@ -983,10 +987,11 @@ def _run_check(
 
 def _checked(
     context: Context, against: tuple[str, ...], today: Any = None, relink: bool = True,
-    source_files: frozenset[str] | None = None,
+    source_files: frozenset[str] | None = None, files: Any = None,
 ) -> tuple[Any, list[AnnotationError]]:
-    """Link (unless ``relink`` is false) and check; print, and return, the annotation
-    files' errors beside the report."""
+    """Link (unless ``relink`` is false) ``files`` (default: those the config's globs find,
+    refused when none) and check; print, and return, the annotation files' errors beside
+    the report."""
     import datetime
 
     from annotations.check import CheckOptions, check_all
@@ -999,7 +1004,8 @@ def _checked(
         raise click.BadParameter("give one version per repo", param_hint="--against")
     for repo in pins:
         context.config.repo(repo)
-    files = require_annotation_files(context.config) if relink else None
+    if relink and files is None:
+        files = require_annotation_files(context.config)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on,
                            source_files)
     with context.database() as stored, _linkable(stored, context.config, relink) as database:
@@ -1065,9 +1071,12 @@ def _folder_in_repository(root: Path) -> str:
     return root.relative_to(base).as_posix()
 
 
-def _refuse_to_overwrite_inputs(context: Context, output: Path | None) -> None:
-    """A report written over the index, the config or an annotation file would lose it
-    (``-o .annotate/index.db`` for ``-o report.sarif``)."""
+def _refuse_to_overwrite_inputs(
+    context: Context, output: Path | None, files: Any = None
+) -> None:
+    """A report written over the index, the config or an annotation file (``files``,
+    default those the config's globs find) would lose it (``-o .annotate/index.db`` for
+    ``-o report.sarif``)."""
     from annotations.links import annotation_files
 
     if output is None:
@@ -1077,7 +1086,8 @@ def _refuse_to_overwrite_inputs(context: Context, output: Path | None) -> None:
               for suffix in ("", "-wal", "-shm")]
     if context.config.source_file is not None:
         inputs.append(context.config.source_file)
-    inputs += [path for files in annotation_files(context.config) for path in files]
+    found = files if files is not None else annotation_files(context.config)
+    inputs += [path for paths in found for path in paths]
     for path in inputs:
         if _same_file(path, output):
             raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "

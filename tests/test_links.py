@@ -168,6 +168,10 @@ def test_link_stores_articles_claims_and_links(project: Path) -> None:
 @pytest.mark.parametrize("command", [
     pytest.param(["link"], id="link"),
     pytest.param(["check", "--exit-zero"], id="check"),
+    pytest.param(["check", "--exit-zero", "--format", "markdown", "-o", "summary.md"],
+                 id="check-to-a-file"),
+    pytest.param(["fix"], id="fix"),
+    pytest.param(["fix", "--dry-run"], id="fix-dry-run"),
 ])
 def test_the_annotation_files_are_globbed_once_per_run(
     project: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
