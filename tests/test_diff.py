@@ -694,12 +694,28 @@ class DecoderLayer:
 '''
 KERNEL = "// delta rule\n__global__ void kda(float* s) {\n  s[0] = 1.0f;\n}\n"
 GATE = "// gate\n__global__ void gate(float* g) {\n  g[0] = sigmoid(g[0]);\n}\n"
+NORM = """\
+class Base:
+    def __init__(self):
+        self.eps = 1e-6
+
+
+class Fused:
+    def __init__(self):
+        self.eps = 1e-5
+
+
+class RMSNorm(Base):
+    def __init__(self):
+        super().__init__()
+        self.weight = 1.0
+"""
 ROPE = "// rotary embedding\n__global__ void rope(float* q) {\n  q[0] = cos(q[0]);\n}\n"
 RENAMED_MODULE = "import os\nimport sys\n\n\ndef helper_of_a_renamed_module():\n    return 7\n"
 TOY = {
     "k1": {"toy/kda.py": KDA.format(name="KimiDeltaAttention"),
            "toy/kernel.cu": KERNEL, "toy/gone.py": "import toy.kda\n", "toy/ops/gate.cu": GATE,
-           "toy/old_mod.py": RENAMED_MODULE, "toy/kv/rope.cu": ROPE,
+           "toy/old_mod.py": RENAMED_MODULE, "toy/kv/rope.cu": ROPE, "toy/norm.py": NORM,
            "toy/cache.py": CACHE_K1,
            "toy/layer.py": LAYER.format(attention="KimiDeltaAttention", pool="Pool",
                                         forward="helper(self.attn.forward(x))")},
@@ -707,6 +723,7 @@ TOY = {
            "toy/kernel.cu": KERNEL.replace("1.0f", "0.0f"), "toy/kernels/gate.cu": GATE,
            "toy/new_mod.py": RENAMED_MODULE.replace("import os", "import re"),
            "toy/kv/rotary/rope_kernels.cu": ROPE.replace("cos(", "__cosf("),
+           "toy/norm.py": NORM.replace("RMSNorm(Base)", "RMSNorm(Fused)"),
            "toy/cache.py": CACHE_K1.replace("self.blocks[key]", "self.blocks.get(key)"),
            "toy/layer.py": LAYER.format(attention="KimiGatedDeltaNetAttention",
                                         pool="BlockPool", forward="self.attn.forward(x)")},
@@ -714,9 +731,10 @@ TOY = {
 for version, size in (("k1", 1), ("k2", 2)):
     TOY[version]["toy/pool.py"] = f"class Pool:\n    size = {size}\n"
 LIB = {"l1": {"lib/pool.py": "class Pool:\n    pass\n"}}
-# Each claim's ref is a symbol of toy/layer.py, with a quote that stands at k2 and one
-# uses: target; then (listed symbol, section, the ref that uses it when cited through
-# uses:) of every entry citing the claim in the annotated diff, and check's status.
+# Each claim's ref is a symbol of toy/layer.py (or the ref given), with a quote that
+# stands at k2 and one uses: target; then (listed symbol, section, the ref that uses it
+# when cited through uses:) of every entry citing the claim in the annotated diff, and
+# check's status.
 _INIT = "DecoderLayer.__init__"
 _QUOTE = "self.is_kda = config.is_kda"
 USES_CASES = {
@@ -735,6 +753,10 @@ USES_CASES = {
         _INIT, _QUOTE, "toy@k2:toy/pool.py::Pool",
         {("toy/layer.py::DecoderLayer.__init__", "changed", None),
          ("toy/pool.py::Pool", "changed", f"toy/layer.py::{_INIT}")}, "relation-missing"),
+    # only its class's bases changed, which super() names
+    "unchanged-method-of-a-class-whose-bases-changed": (
+        "toy/norm.py::RMSNorm.__init__", "self.weight = 1.0", "toy/norm.py::Base.__init__",
+        {("toy/norm.py::RMSNorm", "changed", None)}, "relation-missing"),
     "changed-target-still-named": (
         _INIT, _QUOTE, "toy/cache.py::BlockCache", set(), "fresh"),
     # broken at k1 already: no change from k1 to k2 made them so, and they cite nothing
@@ -775,7 +797,8 @@ def toy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("uses-project")
     (root / "annotate.toml").write_text(TOY_CONFIG, encoding="utf-8")
     claims = "".join(
-        f"  - id: {claim_id}\n    text: x\n    refs:\n      - ref: toy/layer.py::{qualname}\n"
+        f"  - id: {claim_id}\n    text: x\n    refs:\n      - ref: "
+        f"{qualname if '::' in qualname else f'toy/layer.py::{qualname}'}\n"
         f"        quote: '{quote}'\n        uses: [{target}]\n"
         for claim_id, (qualname, quote, target, *_) in USES_CASES.items())
     (root / "annotations").mkdir()

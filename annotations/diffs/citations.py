@@ -13,7 +13,9 @@ A ``uses:`` target of a ref of the same repo cites its listed symbol as a ref wo
 when the relation no longer holds at B: the ref's symbol there (at its new place, when it
 moved) no longer names the target, or is gone (``check`` reports the claim
 ``relation-missing`` or ``removed``). A target in another repo has no listed symbol to
-cite, but its relation breaks the same way.
+cite, but its relation breaks the same way. When neither the target nor the ref's symbol is
+listed (the ref's method is unchanged, and so is the target, but its class's bases, which
+``super()`` names, changed), the ref cites the listed class around its symbol.
 
 A line ref whose lines no listed symbol holds (a module's imports, a file that defines
 nothing) and that changed from A to B is listed on its own (`uncited_lines`).
@@ -159,7 +161,32 @@ def cite(
     ]
     for index, row in _innermost(_line_hits(by_lines, changes, version_a)):
         found[index].append(row)
+    for index, row in _through_their_class(rows, changes, version_b):
+        found[index].append(row)
     return [citations_of(rows_found) for rows_found in found]
+
+
+def _through_their_class(
+    rows: Sequence[dict], changes: Sequence[Pair], version_b: str
+) -> Iterable[tuple[int, dict]]:
+    """(change index, the ref's row) of each broken ``uses:`` row whose target and ref's
+    symbol are not listed, but a class around the ref's symbol is: the bases it changed
+    are what broke the relation."""
+    listed = {location: index for index, change in enumerate(changes)
+              for location in _locations(change)}
+    for row in rows:
+        if ("ref_qualname" not in row or row["ref_version"] == version_b
+                or row["qualname"] is None or (row["path"], row["qualname"]) in listed
+                or (row["ref_path"], row["ref_qualname"]) in listed):
+            continue
+        parts = row["ref_qualname"].split(".")
+        classes = (".".join(parts[:end]) for end in range(len(parts) - 1, 0, -1))
+        index = next((listed[place] for name in classes
+                      if (place := (row["ref_path"], name)) in listed), None)
+        if index is not None:
+            yield index, {**row, "written": row["ref_written"], "version": row["ref_version"],
+                          "path": row["ref_path"], "qualname": row["ref_qualname"],
+                          "ref_written": None}
 
 
 def _locations(change: Pair) -> list[tuple[str, str]]:
