@@ -254,7 +254,19 @@ def _finish(
         old_url=repo.permalink(pinned.version, pinned.path, pinned.start_line, pinned.end_line),
         new_url=repo.permalink(new.version, new.path, new.start_line, new.end_line)
         if new else None,
+        candidate_urls=tuple(_permalink_of(resolver, config, candidate)
+                             for candidate in comparison.candidates),
     )
+
+
+def _permalink_of(resolver: Resolver, config: ProjectConfig, ref: str) -> str | None:
+    """The GitHub permalink of a candidate (a canonical ref at the target), if it resolves."""
+    try:
+        place = resolver.resolve(parse_ref(ref))
+    except AnnotationError:
+        return None
+    return config.repo(place.repo).permalink(place.version, place.path, place.start_line,
+                                             place.end_line)
 
 
 def _linked_lines_stand(

@@ -64,6 +64,8 @@ class RefResult:
     diff: str | None = None
     old_url: str | None = None
     new_url: str | None = None
+    candidate_urls: tuple[str | None, ...] = ()
+    """The permalink of each of ``candidates``, in their order (None where there is none)."""
     waived_until: str | None = None
     waiver_reason: str | None = None
     waiver_expired: bool = False

@@ -341,6 +341,7 @@ RESULT_KEYS = [
     "diff",
     "old_url",
     "new_url",
+    "candidate_urls",
     "waived_until",
     "waiver_reason",
     "waiver_expired",
@@ -845,6 +846,20 @@ def test_markdown_row_content() -> None:
         "<code>vllm/x.py::g</code><br>candidates: <code>a.py::f</code>",
         "body, signature",
         "removed at vllm@v0.3.0<br><sub>The KV cache is split into fixed-size blocks.</sub>",
+    ]
+
+
+def test_markdown_links_the_refs_that_have_permalinks() -> None:
+    result = make(Status.MOVED, new_ref="vllm/x.py::g", new_url="https://github.com/o/r/x#L2",
+                  old_url="https://github.com/o/r/a#L1", candidates=("a.py::f", "b.py::f"),
+                  candidate_urls=("https://github.com/o/r/a.py#L3", None))
+    row = table_rows(render(report_of(result), "markdown"))[-1]
+    assert row[2:4] == [
+        "<code>vllm@v0.1.0:vllm/attention.py::PagedAttention.forward</code><br>"
+        '<a href="https://github.com/o/r/a#L1">at v0.1.0</a> · '
+        '<a href="https://github.com/o/r/x#L2">at v0.3.0</a>',
+        '<a href="https://github.com/o/r/x#L2"><code>vllm/x.py::g</code></a><br>candidates: '
+        '<a href="https://github.com/o/r/a.py#L3"><code>a.py::f</code></a>, <code>b.py::f</code>',
     ]
 
 

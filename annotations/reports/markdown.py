@@ -207,7 +207,9 @@ def _ref_cell(result: RefResult) -> str:
 def _new_ref_cell(result: RefResult) -> str:
     refs = [linked(code(result.new_ref), result.new_url)] if result.new_ref else []
     if result.candidates:
-        refs.append("candidates: " + ", ".join(code(c) for c in result.candidates))
+        urls = result.candidate_urls or (None,) * len(result.candidates)
+        refs.append("candidates: " + ", ".join(linked(code(candidate), url) for candidate, url
+                                               in zip(result.candidates, urls, strict=True)))
     return "<br>".join(refs)
 
 
