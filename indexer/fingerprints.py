@@ -20,11 +20,12 @@
 from __future__ import annotations
 
 import hashlib
+import keyword
 import re
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from indexer.literals import LITERAL
+from indexer.literals import LITERAL, WORD_BYTES
 
 _RARE_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n")
 _CONTINUATION = re.compile(rb"\\\r?\n")
@@ -32,6 +33,12 @@ _WHITE_SPACE = b" \t\n\r\x0b\x0c"  # what \s matches in a bytes pattern
 _LAYOUT = _WHITE_SPACE + b";"  # `annotations.layout` tells statements apart instead
 # A comma that only line breaks, white space and comments separate from a closing bracket.
 _SPLIT_COMMA = re.compile(rb",(?=[ \t]*(?:#[^\n]*)?\r?\n(?:\s*#[^\n]*\n)*\s*[)\]}])")
+_COMMA = ord(",")
+_OPENING = frozenset(b"([{")
+_CLOSING = frozenset(b")]}")
+_SPACE_BEFORE = frozenset(_WHITE_SPACE + b"\\")
+_KEYWORDS = frozenset(word.encode() for word in keyword.kwlist) - {b"True", b"False", b"None"}
+_NO_TUPLE_AFTER = frozenset({b"import", b"with"})
 
 
 def denoise(code: bytes) -> bytes:
@@ -50,10 +57,65 @@ def digest(data: bytes) -> str:
 
 
 def normalize(code: bytes) -> bytes:
-    """``code`` without comments, white space outside strings, or split trailing commas."""
-    if b"#" not in code and b"'" not in code and b'"' not in code:
+    """``code`` without comments, white space outside strings, or split trailing commas
+    but a one-element tuple's, which the indexer keeps too (it asks the tree)."""
+    plain = b"#" not in code and b"'" not in code and b'"' not in code
+    commas = split_commas(code)
+    if commas:
+        blanked = code if plain else _blank_literals(code)
+        kept = {comma for comma in commas if _ends_one_tuple(blanked, comma)}
+        if kept:
+            dropped = [comma for comma in commas if comma not in kept]
+            return NormalizedFile(code, [], [0, len(code)], dropped).slice(0, len(code))
+    if plain:
         return denoise(code)
-    return NormalizedFile(code, [], [0, len(code)]).slice(0, len(code))
+    return NormalizedFile(code, [], [0, len(code)], commas).slice(0, len(code))
+
+
+def _blank_literals(code: bytes) -> bytes:
+    """``code`` with each string literal made a run of ``_`` (an operand) and each comment
+    a run of spaces, so that offsets stay."""
+    return LITERAL.sub(lambda found: (b" " if found[0][:1] == b"#" else b"_") * len(found[0]),
+                       code)
+
+
+def _ends_one_tuple(blanked: bytes, comma: int) -> bool:
+    """Whether the comma at ``comma`` ends a one-element tuple, ``(x,)`` or ``t[x,]``: no
+    other comma stands in its brackets, which are no call's, definition's or list's."""
+    if blanked[comma] != _COMMA:
+        return False  # in a string literal
+    depth = 0
+    for index in range(comma - 1, -1, -1):
+        char = blanked[index]
+        if char in _CLOSING:
+            depth += 1
+        elif char in _OPENING:
+            if depth == 0:
+                return _makes_tuple(blanked, index)
+            depth -= 1
+        elif char == _COMMA and depth == 0:
+            return False
+    return False
+
+
+def _makes_tuple(blanked: bytes, bracket: int) -> bool:
+    """Whether one element and a trailing comma in the bracket at ``bracket`` are a tuple:
+    a parenthesis after no operand (not a call's), a square bracket after one (a
+    subscript's)."""
+    end = bracket
+    while end > 0 and blanked[end - 1] in _SPACE_BEFORE:
+        end -= 1
+    start = end
+    while start > 0 and blanked[start - 1] in WORD_BYTES:
+        start -= 1
+    word = blanked[start:end]
+    if word in _NO_TUPLE_AFTER:
+        return False  # ``from m import (a,)``, ``with (a as b,):``
+    operand = (word != b"" and word not in _KEYWORDS) or blanked[end - 1:end] in (
+        b")", b"]", b"}"
+    )
+    opening = blanked[bracket:bracket + 1]
+    return (opening == b"(" and not operand) or (opening == b"[" and operand)
 
 
 class NormalizedFile:

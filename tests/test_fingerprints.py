@@ -384,6 +384,17 @@ NORMALIZE = [
     pytest.param(b"s = '''\n  # x\n'''\n", b"s='''\n  # x\n'''", id="triple-quoted"),
     pytest.param(b"s = 'it\\'s'  # it's\n", b"s='it\\'s'", id="escaped-quote"),
     pytest.param(b"", b"", id="empty"),
+    pytest.param(b"x = (\n    a,\n)\n", b"x=(a,)", id="one-tuple-comma-kept"),
+    pytest.param(b"x = (\n    a,  # why\n)\n", b"x=(a,)", id="one-tuple-comma-kept-before-comment"),
+    pytest.param(b"def f(a=(\n    'x',\n)):\n", b"deff(a=('x',)):", id="one-tuple-default"),
+    pytest.param(b"return (\n    f(a, b),\n)\n", b"return(f(a,b),)", id="one-tuple-after-keyword"),
+    pytest.param(b"t[\n    a,\n]\n", b"t[a,]", id="one-element-subscript-kept"),
+    pytest.param(b"x = (\n    a,\n    b,\n)\n", b"x=(a,b)", id="two-tuple-comma-dropped"),
+    pytest.param(b"f(\n    (a, b),\n)\n", b"f((a,b))", id="call-of-one-comma-dropped"),
+    pytest.param(b"x = [\n    (a),\n]\n", b"x=[(a)]", id="one-list-comma-dropped"),
+    pytest.param(b"from m import (\n    a,\n)\n", b"frommimport(a)", id="import-comma-dropped"),
+    pytest.param(b"with (\n    a as b,\n):\n", b"with(aasb):", id="with-items-comma-dropped"),
+    pytest.param(b"s = '(' + f(\n    ')',\n)\n", b"s='('+f(')')", id="brackets-in-strings-ignored"),
 ]
 
 

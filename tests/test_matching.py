@@ -231,6 +231,23 @@ SAME_PLACE = {
         "def f():\n    if a:\n        b()\n    c()\n",
         'def f():\n  """Doc."""\n  if a:\n    b()\n  c()\n', "f", Verdict.COSMETIC,
     ),
+    "one-tuple-default-unwrapped": Case(
+        "def f(a=(\n    x,\n)):\n    return a\n", "def f(a=(x)):\n    return a\n", "f",
+        Verdict.CHANGED, (SIG,),
+    ),
+    "one-tuple-base-unwrapped": Case(
+        "class C(\n    (\n        Base,\n    )\n):\n    x = 1\n",
+        "class C((Base)):\n    x = 1\n", "C", Verdict.CHANGED, (BASES,),
+    ),
+    "one-tuple-member-default-unwrapped": Case(
+        "class C:\n    def a(self, b=(\n        x,\n    )):\n        return 1\n",
+        "class C:\n    def a(self, b=(x)):\n        return 1\n", "C", Verdict.CHANGED,
+        (MEMBERS,), "members changed: changed a",
+    ),
+    "one-tuple-returned-unwrapped-with-a-signature-change": Case(
+        "def f(a):\n    return (\n        a,\n    )\n", "def f(a, b=1):\n    return (a)\n", "f",
+        Verdict.CHANGED, (SIG, BODY),
+    ),
     "method-signature": Case(
         "class C:\n    @property\n    def a(self):\n        return 1\n",
         "class C:\n    @cached_property\n    def a(self):\n        return 1\n", "C.a",
