@@ -8,8 +8,10 @@ into ``f(x)``. ``changes.classify`` calls such a pair cosmetic only when their l
 equal. Kept apart from indexing, which would pay for it on every blob: only pairs whose
 fingerprints are equal and whose text is not are compared.
 
-A layout is one ``(depth, head)`` per statement: its block depth, and its first token if
-that is a keyword (else the token's type, so a renamed target is the same layout). A
+A layout is one ``(depth, words)`` per statement: its block depth, and its tokens, each a
+keyword or operator as written, else its type (so a renamed target is the same layout),
+which tells ``not a`` from ``nota``; a trailing comma before a closing bracket is left
+out, as the fingerprint leaves out a split one, and so is a class's empty ``()``. A
 compound statement's body on its own line or after its colon, and statements apart on
 two lines or joined by ``;``, are the same layout; a statement that is only string
 literals (a docstring) is left out, as the fingerprint leaves it out.
@@ -21,6 +23,7 @@ import io
 import keyword
 import tokenize
 from functools import lru_cache
+from itertools import pairwise
 
 Layout = tuple[tuple[int, str], ...]
 
@@ -39,7 +42,7 @@ def same_layout(old_source: str, new_source: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def layout(source: str) -> Layout | None:
-    """The statements of ``source`` as ``(depth, head)``, or None when Python's tokenizer
+    """The statements of ``source`` as ``(depth, words)``, or None when Python's tokenizer
     refuses it (a syntax error tree-sitter recovered from)."""
     try:
         # newline=None: a lone \r ends a line, as it does for Python
@@ -59,7 +62,7 @@ def _statements(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, str]]:
     def end_line() -> None:
         nonlocal line
         if line and not all(map(_is_text_literal, line)):
-            statements.append((depth, _head(line)))
+            statements.append((depth, _words(line)))
         line = []
 
     for token in tokens:
@@ -96,7 +99,7 @@ def _undecorated(statements: list[tuple[int, str]]) -> Layout:
     first decorator, after the indentation of its line, which the tokenizer sees as the
     ``def`` line's indentation, one level in."""
     decorators = 0
-    while decorators < len(statements) and statements[decorators][1] == "OP":
+    while decorators < len(statements) and statements[decorators][1].startswith("@"):
         decorators += 1
     if not decorators or decorators == len(statements):
         return tuple(statements)
@@ -121,10 +124,26 @@ def _is_header(line: list[tokenize.TokenInfo]) -> bool:
     )
 
 
-def _head(line: list[tokenize.TokenInfo]) -> str:
-    token = line[0]
-    if token.type == tokenize.NAME and (keyword.iskeyword(token.string)
-                                        or _soft_keyword_used(line)):
+def _words(line: list[tokenize.TokenInfo]) -> str:
+    """The statement's tokens, space-separated: the first a keyword when it is used as one
+    (a soft keyword too), every other a keyword or operator, else its token type."""
+    head = line[0]
+    used_as_keyword = head.type == tokenize.NAME and _soft_keyword_used(line)
+    words = [head.string if used_as_keyword else _word(head)]
+    for token, after in pairwise([*line[1:], None]):
+        trailing_comma = token is not None and token.string == "," and (
+            after is not None and after.string in _CLOSING)
+        if token is not None and not trailing_comma:
+            words.append(_word(token))
+    if words[0] == "class" and words[2:4] == ["(", ")"]:
+        del words[2:4]  # ``class C():`` is ``class C:``
+    return " ".join(words)
+
+
+def _word(token: tokenize.TokenInfo) -> str:
+    if token.type == tokenize.OP or (
+        token.type == tokenize.NAME and keyword.iskeyword(token.string)
+    ):
         return token.string
     return tokenize.tok_name[token.type]
 

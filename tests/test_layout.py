@@ -66,6 +66,21 @@ CASES = [
     pytest.param("def f():\n    if f\"{a}:{b}\": return 1\n",
                  "def f():\n    if f\"{a}:{b}\":\n        return 1\n", True,
                  id="a-colon-in-an-f-string-text-of-a-header"),
+    pytest.param("def f(a):\n    x = not a\n", "def f(a):\n    x = nota\n", False,
+                 id="a-keyword-joined-to-its-operand"),
+    pytest.param("def f(a):\n    if not a:\n        g()\n",
+                 "def f(a):\n    if nota:\n        g()\n", False,
+                 id="a-keyword-joined-to-its-operand-in-a-header"),
+    pytest.param("def f():\n    g(not a, notb)\n", "def f():\n    g(nota, not b)\n", False,
+                 id="a-keyword-moved-from-one-operand-to-another"),
+    pytest.param("async def f():\n    x = await g()\n", "async def f():\n    x = awaitg()\n",
+                 False, id="await-joined-to-its-operand"),
+    pytest.param("def f():\n    return g(\n        a,\n        b,\n    )\n",
+                 "def f():\n    return g(a, b)\n", True, id="a-split-trailing-comma-dropped"),
+    pytest.param("class C():\n    x = 1\n", "class C:\n    x = 1\n", True,
+                 id="empty-bases-dropped"),
+    pytest.param("def f():\n    x = (a)  and  b\n", "def f():\n    x = (a)and b\n", True,
+                 id="spaces-around-a-keyword-between-brackets-and-a-name"),
     pytest.param("def f():\n    x = '''\nunclosed\n", "def f():\n    x = 1\n", True,
                  id="untokenizable-source-trusts-the-fingerprint"),
 ]
@@ -76,13 +91,18 @@ def test_same_layout(old: str, new: str, same: bool) -> None:
     assert same_layout(old, new) is same
 
 
-def test_layout_lists_each_statement_with_its_depth_and_keyword() -> None:
-    source = "@d\ndef f(x):\n    '''Doc.'''\n    if x: return 1\n    y = x; g(y)\n"
+def test_layout_lists_each_statement_with_its_depth_and_words() -> None:
+    source = "@d\ndef f(x):\n    '''Doc.'''\n    if x: return 1\n    y = x; g(y, not x,)\n"
     assert layout(source) == (
-        (0, "OP"), (0, "def"), (1, "if"), (2, "return"), (1, "NAME"), (1, "NAME"),
+        (0, "@ NAME"), (0, "def NAME ( NAME ) :"), (1, "if NAME :"), (2, "return NUMBER"),
+        (1, "NAME = NAME"), (1, "NAME ( NAME , not NAME )"),
     )
 
 
 def test_a_semicolon_in_an_f_string_text_ends_no_statement() -> None:
     """On Python 3.12+ the tokenizer gives the text ``;`` a token of its own."""
-    assert layout('def f():\n    x = f"{a};"\n    y\n') == ((0, "def"), (1, "NAME"), (1, "NAME"))
+    found = layout('def f():\n    x = f"{a};"\n    y\n')
+    assert found is not None
+    assert [(depth, words.split()[0]) for depth, words in found] == [
+        (0, "def"), (1, "NAME"), (1, "NAME")
+    ]

@@ -248,6 +248,10 @@ SAME_PLACE = {
         "def f(a):\n    return (\n        a,\n    )\n", "def f(a, b=1):\n    return (a)\n", "f",
         Verdict.CHANGED, (SIG, BODY),
     ),
+    "a-keyword-joined-to-its-operand": Case(
+        "def f(a):\n    if not a:\n        return 1\n",
+        "def f(a):\n    if nota:\n        return 1\n", "f", Verdict.CHANGED, (BODY,),
+    ),
     "method-signature": Case(
         "class C:\n    @property\n    def a(self):\n        return 1\n",
         "class C:\n    @cached_property\n    def a(self):\n        return 1\n", "C.a",
