@@ -100,7 +100,8 @@ For a symbol ``old`` of A (``Matcher.match``):
    dozen kept classes).
 
    When its parent lives on, a member that left it moves first into the nearest class
-   among the parent's bases (and theirs, by name) that newly defines its name, however
+   among the parent's bases (and theirs: each the class its subclass's file defines or
+   imports under that name, `Matcher._classes_named_in`) that newly defines its name, however
    the two score (`Matcher._pulled_up`: ``build_tok_params`` of six pooling requests,
    generalized in the mixins they now inherit). Otherwise it moves to a method only if
    no rival scores about as well against that method (`Matcher._contested`): a rival
@@ -941,6 +942,7 @@ class Matcher:
         self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
         self._kept_methods: dict[str, list[tuple[str, str]]] | None = None  # _kept_twin
         self._modules: VersionModules | None = None  # _imported_from
+        self._named_classes: dict[tuple[str, str], list[tuple[str, str]]] = {}  # _ancestors
 
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
@@ -986,9 +988,7 @@ class Matcher:
         one, says where the code went however much it changed."""
         if alias.kind != "attribute" or not alias.signature.isidentifier():
             return None
-        if self._modules is None:
-            self._modules = VersionModules(self.database, self.b.key)
-        place = self._modules.follow(alias.path, alias.signature)
+        place = self._modules_b().follow(alias.path, alias.signature)
         if place is None:
             return None
         path, qualname = place.split("::", 1)
@@ -1058,7 +1058,8 @@ class Matcher:
         """Whether ``member`` is a member of a class of B that has ``home`` among its
         bases (or theirs)."""
         cls = self.b.lookup(member.path, member.parent) if member.parent else None
-        return cls is not None and cls.kind == "class" and home.name in self._ancestors(cls)
+        return cls is not None and cls.kind == "class" and (
+            home.path, home.qualname) in self._ancestors(cls)
 
     def _copies_as_good(
         self, old: SymbolSnapshot, chosen: SymbolSnapshot, known: list[SymbolSnapshot],
@@ -1347,9 +1348,7 @@ class Matcher:
         the file says where its code went. None for a class (its copies are each listed)."""
         if old.parent or old.kind == "class" or self.b.blob(old.path) is None:
             return None
-        if self._modules is None:
-            self._modules = VersionModules(self.database, self.b.key)
-        modules = self._modules
+        modules = self._modules_b()
         for _line, module, name, alias, level in modules.module_imports(old.path):
             if name != old.name or alias not in (None, old.name):
                 continue
@@ -1417,8 +1416,8 @@ class Matcher:
         Not contested: a method pulled up into a base of ``home`` (``_log_inputs`` of two
         servings, now of their ``BaseServing``), and a function (helpers of several
         classes or functions made one)."""
-        if new.kind != "method" or home is not None and _parent(new.qualname).rsplit(
-                ".", 1)[-1] in self._ancestors(home):
+        if new.kind != "method" or home is not None and (
+                new.path, _parent(new.qualname)) in self._ancestors(home):
             return False
         bar = self._scorer.score(old, new, None) - AMBIGUITY_MARGIN
         return any(
@@ -1439,7 +1438,7 @@ class Matcher:
         ``FusedMoEWithLoRA.ep_rank`` when ``ExpertMapManager`` keeps the very same
         property."""
         return (new.kind == "method" and not self._inherits(new, home)
-                and _parent(new.qualname).rsplit(".", 1)[-1] not in self._ancestors(home)
+                and (new.path, _parent(new.qualname)) not in self._ancestors(home)
                 and self._kept_twin(old, new))
 
     def _kept_twin(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
@@ -1498,18 +1497,53 @@ class Matcher:
         return any(new.qualname == symbol.qualname and not self.a.has(new.path, new.qualname)
                    for new in self.pool().blocks.get(("name", group, symbol.name), ()))
 
-    def _ancestors(self, cls: SymbolSnapshot) -> list[str]:
-        """The names of ``cls``'s bases at B, then of their bases, and so on, nearest
-        first (classes found by name, as top-level classes of B)."""
-        found: dict[str, None] = {}
+    def _ancestors(self, cls: SymbolSnapshot) -> list[tuple[str, str]]:
+        """The (path, qualname) of ``cls``'s bases at B, then of their bases, and so on,
+        nearest first: top-level classes of B, each the one its subclass's file means by
+        the base's name (`_classes_named_in`)."""
+        found: dict[tuple[str, str], None] = {}
         level = [cls]
         while level:
-            names = [name for symbol in level for name in _bases(symbol) if name not in found]
-            found.update(dict.fromkeys(names))
-            level = [symbol for name in dict.fromkeys(names)
-                     for path, kind in self._qualname_places_in(self.b, name)
-                     if kind == "class" and (symbol := self.b.lookup(path, name)) is not None]
+            places = [place for symbol in level for name in _bases(symbol)
+                      for place in self._classes_named_in(symbol.path, name)
+                      if place not in found]
+            found.update(dict.fromkeys(places))
+            level = [symbol for path, qualname in dict.fromkeys(places)
+                     if (symbol := self.b.lookup(path, qualname)) is not None]
         return list(found)
+
+    def _classes_named_in(self, path: str, name: str) -> list[tuple[str, str]]:
+        """The top-level classes of B that ``name`` is in B's file ``path``: the one the
+        file defines or imports under that name (through re-exports; none when it names
+        something else, or a library's class), else, when the file does neither (a
+        dotted base, ``layers.Linear``), every one of that name."""
+        key = (path, name)
+        if key not in self._named_classes:
+            classes = [(where, name) for where, kind in self._qualname_places_in(self.b, name)
+                       if kind == "class"]
+            if classes and self.b.blob(path) is not None:
+                classes = self._class_bound(path, name, classes)
+            self._named_classes[key] = classes
+        return self._named_classes[key]
+
+    def _class_bound(
+        self, path: str, name: str, classes: list[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """Of ``classes`` (B's top-level classes called ``name``), the one that ``name``
+        is bound to in ``path``, or all of them when nothing in ``path`` binds it."""
+        modules = self._modules_b()
+        place = modules.follow(path, name)
+        if place is not None:
+            where, qualname = place.split("::", 1)
+            return [(where, qualname)] if (where, qualname) in classes else []
+        bound = any((alias or imported) == name
+                    for _line, _module, imported, alias, _level in modules.module_imports(path))
+        return [] if bound else classes
+
+    def _modules_b(self) -> VersionModules:
+        if self._modules is None:
+            self._modules = VersionModules(self.database, self.b.key)
+        return self._modules
 
     def _attribute_kept(
         self, old: SymbolSnapshot, home: SymbolSnapshot | None
@@ -1574,11 +1608,11 @@ class Matcher:
         the nearest such class (the one ``home`` inherits it from, unless a copy of it
         is elsewhere): ``build_tok_params`` that six pooling requests lost to the mixins
         they now inherit is theirs, however much it was generalized there."""
-        for base in self._ancestors(home):
+        for base_path, base in self._ancestors(home):
             qualname = f"{base}.{old.name}"
             found = [
                 symbol for path, kind in self._qualname_places_in(self.b, qualname)
-                if kind_group(kind) is kind_group(old.kind)
+                if path == base_path and kind_group(kind) is kind_group(old.kind)
                 and self.a.blob(path) != self.b.blob(path)  # else it defines nothing new
                 and not self.a.has(path, qualname, old.occurrence)
                 and (symbol := self.b.lookup(path, qualname, old.occurrence)) is not None

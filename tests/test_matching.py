@@ -1265,6 +1265,40 @@ MOVES = {
          "nixl/pull.py": "class NixlPullScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS},
         "NixlScheduler.load_weights", Verdict.MOVED, "base.py::NixlBaseScheduler.load_weights",
     ),
+    "a-method-left-as-a-stub-moves-to-the-subclass-that-imports-its-class": MoveCase(
+        {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
+        {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
+                    + "\n    def load_weights(self, weights):\n        raise NotImplementedError\n",
+         "other.py": "class NixlBaseScheduler:\n    pass\n",
+         "pull.py": "from base import NixlBaseScheduler\n\n\n"
+                    "class NixlPullScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS},
+        "NixlScheduler.load_weights", Verdict.MOVED, "pull.py::NixlPullScheduler.load_weights",
+    ),
+    "a-method-left-as-a-stub-does-not-move-to-a-subclass-of-another-class-of-its-name": MoveCase(
+        {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
+        {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
+                    + "\n    def load_weights(self, weights):\n        raise NotImplementedError\n",
+         "other.py": "class NixlBaseScheduler:\n    pass\n",
+         "pull.py": "from other import NixlBaseScheduler\n\n\n"
+                    "class NixlPullScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS},
+        "NixlScheduler.load_weights", Verdict.MOVED, "base.py::NixlBaseScheduler.load_weights",
+    ),
+    "a-method-left-as-a-stub-does-not-move-to-a-subclass-of-a-class-its-file-defines": MoveCase(
+        {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
+        {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
+                    + "\n    def load_weights(self, weights):\n        raise NotImplementedError\n",
+         "pull.py": "class NixlBaseScheduler:\n    pass\n\n\n"
+                    "class NixlPullScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS},
+        "NixlScheduler.load_weights", Verdict.MOVED, "base.py::NixlBaseScheduler.load_weights",
+    ),
+    "a-method-left-as-a-stub-does-not-move-to-a-subclass-of-a-library-class": MoveCase(
+        {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
+        {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
+                    + "\n    def load_weights(self, weights):\n        raise NotImplementedError\n",
+         "pull.py": "from nixl import NixlBaseScheduler\n\n\n"
+                    "class NixlPullScheduler(NixlBaseScheduler):\n" + LOAD_WEIGHTS},
+        "NixlScheduler.load_weights", Verdict.MOVED, "base.py::NixlBaseScheduler.load_weights",
+    ),
     "a-method-rewritten-in-its-moved-class-does-not-go-to-a-lookalike-elsewhere": MoveCase(
         {"a.py": "class NixlScheduler:\n" + INIT_RECORD + FINALIZE + LOAD_WEIGHTS},
         {"base.py": "class NixlBaseScheduler:\n" + INIT_RECORD + FINALIZE
@@ -1302,6 +1336,23 @@ MOVES = {
          "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
         "EmbedRequest.build_tok_params", Verdict.REMOVED,
         candidates=frozenset({"b.py::TokenizeMixin.build_tok_params"}),
+    ),
+    "a-method-is-not-pulled-up-into-another-class-of-its-new-bases-name": MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "from mixins import TokenizeMixin\n\n\n"
+                 "class EmbedRequest(BaseRequest, TokenizeMixin):\n    pass\n",
+         "mixins.py": "class TokenizeMixin:\n    pass\n",
+         "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
+        "EmbedRequest.build_tok_params", Verdict.REMOVED,
+        candidates=frozenset({"b.py::TokenizeMixin.build_tok_params"}),
+    ),
+    "a-method-pulled-up-into-the-mixin-its-class-imports-moves-there": MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "from b import TokenizeMixin\n\n\n"
+                 "class EmbedRequest(BaseRequest, TokenizeMixin):\n    pass\n",
+         "mixins.py": "class TokenizeMixin:\n    pass\n",
+         "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
+        "EmbedRequest.build_tok_params", Verdict.MOVED, "b.py::TokenizeMixin.build_tok_params",
     ),
     "class-fields-pulled-up-into-a-mixin-their-class-now-inherits-move-there": MoveCase(
         {"a.py": "class ChatRequestMixin(OpenAIBaseModel):\n"
