@@ -92,9 +92,13 @@ def permalink_repo(config: ProjectConfig, github: str) -> str:
 
 
 class Resolver:
-    """Resolves refs against one database; caches what it reads per version."""
+    """Resolves refs against one database; caches what it reads per version, the lines of
+    ``files_split`` files among them (a link resolving a big collection's refs wants
+    ~1,000, a check, which keeps more besides, the default)."""
 
-    def __init__(self, database: Database, config: ProjectConfig) -> None:
+    def __init__(
+        self, database: Database, config: ProjectConfig, files_split: int = 256
+    ) -> None:
         self.database = database
         self.config = config
         self._version_keys: dict[tuple[str, str], int | None] = {}
@@ -102,7 +106,7 @@ class Resolver:
         self._modules: dict[int, VersionModules] = {}
         self._wheel_folders: dict[int, set[str] | None] = {}
         self.source = lru_cache(maxsize=1024)(self._source)
-        self.source_lines = lru_cache(maxsize=256)(self._source_lines)
+        self.source_lines = lru_cache(maxsize=files_split)(self._source_lines)
         self.file_symbols = lru_cache(maxsize=256)(self._file_symbols)
         # A collection cites symbols of thousands of files: a ref's own rows, not its file's.
         self.definitions_in_file = lru_cache(maxsize=8192)(self._definitions_in_file)
@@ -302,7 +306,7 @@ class Resolver:
         self, repo: str, version: str, key: int, path: str, start: int | None, end: int | None
     ) -> Resolved:
         blob_id = self._blob(repo, version, key, path)
-        lines = split_lines(self.source(blob_id))
+        lines = self.source_lines(blob_id)
         first, last = start or 1, end or start or len(lines)
         if not lines or last > len(lines):
             raise ResolveError(
@@ -320,12 +324,8 @@ class Resolver:
         if ref.start_line is None:
             return self._lines(repo, version, key, path, None, None)
         start, end = self._trimmed(blob_id, ref.start_line, ref.end_line or ref.start_line)
-        covering = [
-            row for row in self.file_symbols(key, path)
-            if row["start_line"] <= start and row["end_line"] >= end
-        ]
-        if covering:
-            innermost = min(covering, key=lambda row: row["end_line"] - row["start_line"])
+        innermost = queries.innermost_covering(self.database, key, path, start, end)
+        if innermost is not None:
             return _from_row(repo, version, key, innermost)
         return self._lines(repo, version, key, path, ref.start_line,
                            ref.end_line or ref.start_line)

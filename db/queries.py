@@ -563,6 +563,20 @@ def definitions_in_file(
     )
 
 
+def innermost_covering(
+    database: Database, version_key: int, path: str, start: int, end: int
+) -> dict | None:
+    """The row of `symbols_in_file` spanning fewest lines among those covering lines
+    ``start``-``end`` (the first in source order of equal spans); None when none does."""
+    rows = database.query(
+        "SELECT f.path, s.* FROM files f JOIN symbols s ON s.blob_id = f.blob_id"
+        f" AND {PYTHON_FILE} WHERE f.version_id = ? AND f.path = ? AND s.start_line <= ?"
+        " AND s.end_line >= ? ORDER BY s.end_line - s.start_line, s.seq LIMIT 1",
+        (version_key, path, start, end),
+    )
+    return next(rows, None)
+
+
 def symbols_named(database: Database, version_key: int, qualname: str) -> list[dict]:
     """Symbols of a version whose qualname is ``qualname`` or ends with ``.qualname``."""
     last = qualname.rsplit(".", 1)[-1]

@@ -540,6 +540,34 @@ def imports_resolver(tmp_path: Path) -> Iterator[Resolver]:
         yield Resolver(database, config)
 
 
+SPANS_TREE = {
+    "pkg/spans.py": (
+        "low = high = 0\n\n\nclass Box:\n    width = height = 1\n\n    def area(self):\n"
+        "        return self.width * self.height\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("lines", "canonical"), [
+    pytest.param("L1", "pkg/spans.py::low", id="equal-spans-the-first-in-source-order"),
+    pytest.param("L5", "pkg/spans.py::Box.width", id="equal-spans-inside-a-class"),
+    pytest.param("L8", "pkg/spans.py::Box.area", id="the-method-not-its-class"),
+    pytest.param("L5-L8", "pkg/spans.py::Box", id="over-two-members-the-class"),
+    pytest.param("L2-L3", "pkg/spans.py#L2-L3", id="covered-by-none-the-lines"),
+])
+def test_a_permalink_cites_the_innermost_symbol_covering_its_lines(
+    tmp_path: Path, lines: str, canonical: str
+) -> None:
+    source = write_tree(tmp_path / "src", SPANS_TREE)
+    (tmp_path / "annotate.toml").write_text('[repos.pkg]\ngithub = "acme/pkg"\n')
+    config = load_config(tmp_path)
+    with open_database(tmp_path / "index.db") as database:
+        index_version(database, config, "pkg", "v1", from_path=source)
+        resolved = Resolver(database, config).resolve(
+            parse_ref(f"https://github.com/acme/pkg/blob/v1/pkg/spans.py#{lines}"))
+    assert resolved.canonical == f"pkg@v1:{canonical}"
+
+
 @pytest.mark.parametrize(("dotted", "canonical"), [
     pytest.param("pkg.Starred.size", "pkg/impl.py::Starred.size", id="through-a-star-import"),
     pytest.param("pkg.Renamed", "pkg/named.py::Named", id="through-an-alias"),
