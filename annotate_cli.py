@@ -721,13 +721,14 @@ def _moved_here(context: Context, symbol: str, listed: list[dict]) -> list[dict]
 
 
 def _moved_refs(context: Context, database: Any) -> list[Any]:
-    """`check`'s results of the stored refs that moved (their new places only)."""
+    """`check`'s results of the stored refs to symbols that moved (their new places
+    only): lines move to lines, which `links_moved_to` never lists."""
     import datetime
 
     from annotations.check import CheckOptions, moved_refs
 
     options = CheckOptions({}, datetime.date.today(), context.config.fail_on)
-    return moved_refs(database, context.config, options)
+    return moved_refs(database, context.config, options, lines=False)
 
 
 MEMBERS_NAMED = 5

@@ -86,14 +86,17 @@ def target_of(config: ProjectConfig, options: CheckOptions, repo: str) -> str | 
     return options.against.get(repo) or config.repo(repo).target_version
 
 
-def moved_refs(database: Database, config: ProjectConfig, options: CheckOptions
-               ) -> list[RefResult]:
+def moved_refs(database: Database, config: ProjectConfig, options: CheckOptions, *,
+               lines: bool = True) -> list[RefResult]:
     """The stored refs that `check_all` finds ``moved``, each with only what tells where
     to (``new_ref``, ``candidates``): no quote, relation, diff or waiver of any ref is
-    looked at (``links SYMBOL`` asks which refs moved to SYMBOL)."""
+    looked at (``links SYMBOL`` asks which refs moved to SYMBOL). Without ``lines``, the
+    refs that cite lines, not a symbol, are left out uncompared: lines move to lines."""
     comparer = SymbolComparer(Resolver(database, config))
     moved = []
     for row in claim_store.all_refs(database):
+        if not lines and row["qualname"] is None:
+            continue
         base = _unchecked(row)
         compared = _compared(comparer, config, options, row, base)
         if isinstance(compared, RefResult):

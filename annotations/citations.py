@@ -82,21 +82,27 @@ def links_moved_to(
     wanted = _wanted(database, config, symbol)
     if wanted is None:
         return []
-    stored = {link_key(row): row for row in claim_store.all_links(database)}
+    stored: dict[tuple, dict] | None = None  # read once a result moved to ``symbol``
     found = []
     for result in results:
-        if result.new_ref is None:
+        places = (result.new_ref, *result.candidates) if result.new_ref is not None else ()
+        place = next((place for place in places if _names_wanted(place, wanted)), None)
+        if place is None:
             continue
+        if stored is None:
+            stored = {link_key(row): row for row in claim_store.all_links(database)}
         row = stored.get((result.file, result.line, result.claim, result.ref))
-        places = (result.new_ref, *result.candidates)
-        for place in places:
-            new = parse_ref(place)
-            if row is not None and wanted(new.path or "", new.qualname or ""):
-                others = [other for other in places if other != place]
-                found.append({**row, "moved_to": place,
-                              **({"moved_among": others} if others else {})})
-                break
+        if row is not None:
+            others = [other for other in places if other != place]
+            found.append({**row, "moved_to": place,
+                          **({"moved_among": others} if others else {})})
     return found
+
+
+def _names_wanted(place: str, wanted: Callable[[str, str], bool]) -> bool:
+    """Whether the ref ``place`` names a symbol that is ``wanted``: lines name none."""
+    new = parse_ref(place)
+    return new.qualname is not None and wanted(new.path or "", new.qualname)
 
 
 def _wanted(

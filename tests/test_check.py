@@ -1675,12 +1675,16 @@ def test_moved_refs_are_checks_moved_results_without_their_quotes_and_diffs(
         full = check.check_all(database, config, options).results
         monkeypatch.setattr(check, "_finish", None)  # moved_refs finishes no ref
         moved = check.moved_refs(database, config, options)
+        of_symbols = check.moved_refs(database, config, options, lines=False)
 
     def places(results: tuple | list) -> list[tuple]:
         return [(r.file, r.line, r.claim, r.ref, r.new_ref, r.candidates)
                 for r in results if r.new_ref is not None]
 
     assert places(moved) == places(full)
+    lines_moved = [r for r in moved if "::" not in (r.resolved or "")]
+    assert {r.claim for r in lines_moved} >= {"lines-moved", "lines-file-gone-text-in-a-sibling"}
+    assert places(of_symbols) == places(r for r in moved if r not in lines_moved)
     assert {r.claim for r in moved} >= {"moved-renamed", "moved-and-changed", "moved-ambiguous"}
     listed = run("links", "capture_cudagraph")
     assert "moved-renamed" in listed.stdout, listed.output

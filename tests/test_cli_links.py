@@ -307,6 +307,28 @@ def test_a_dotted_name_follows_a_move_to_what_it_names_at_the_target_version(
         assert links_moved_to(database, load_config(), "SamplingParams.copy", [result]) == []
 
 
+@pytest.mark.usefixtures("graphs")
+@pytest.mark.parametrize(("symbol", "new_ref"), [
+    pytest.param("SamplingParams.copy", "vllm@v0.3.0:vllm/sampling_params.py::SamplingParams"
+                 ".clone", id="moved-to-another-symbol"),
+    pytest.param("vllm.sampling_params.", "vllm@v0.3.0:vllm/sampling_params.py#L3-L5",
+                 id="lines-name-no-symbol"),
+])
+def test_links_moved_to_lists_no_link_and_reads_none_when_none_moved_to_the_symbol(
+    project: Path, monkeypatch: pytest.MonkeyPatch, symbol: str, new_ref: str
+) -> None:
+    """`links SYMBOL` of a big collection read every stored link to list none."""
+    with open_database(project / DB) as database:
+        (row,) = all_links(database)
+        result = RefResult(
+            article=row["article"], claim=row["claim_id"], claim_text=row["text"],
+            file=row["source_file"], line=row["line"], ref=row["written"],
+            resolved=row["resolved"], target=None, status=Status.MOVED, message="",
+            new_ref=new_ref)
+        monkeypatch.setattr("db.claims.all_links", None)
+        assert links_moved_to(database, load_config(), symbol, [result]) == []
+
+
 CACHE_ENGINE = """\
 article: blog/engine.md
 at: vllm@v0.2.0
