@@ -289,9 +289,11 @@ def _store(
     database: Database, file_links: list[FileLink], load_errors: list[AnnotationError],
     untracked: dict[str, int], signature: str | None,
     cache: claim_store.FileLinkCache | None = None,
+    as_stored: dict[tuple[str, bool], str] | None = None,
 ) -> LinkOutcome:
     """Store the claims of ``file_links`` (and ``cache``, see `claim_store.replace_articles`),
-    saying in the outcome what they hold."""
+    saying in the outcome what they hold; ``as_stored``: the stored digests read when each
+    file's links were found to be those stored for it, and no file that had some gone."""
     outcome = LinkOutcome(errors=list(load_errors), untracked=untracked)
     failed_files = {error.file for error in load_errors if error.file}
     rows = _article_rows(file_links, outcome, failed_files)
@@ -299,8 +301,24 @@ def _store(
     clean = not load_errors and not failed_files
     if signature is not None and not clean:
         signature = _UNREADABLE + signature
-    claim_store.replace_articles(database, rows, failed_files, signature, cache)
+    if not (clean and cache is not None and as_stored is not None
+            and _stored_already(database, rows)
+            and claim_store.keep_articles(database, signature, cache, as_stored)):
+        claim_store.replace_articles(database, rows, failed_files, signature, cache)
     return outcome
+
+
+def _stored_already(database: Database, rows: list[claim_store.ArticleRow]) -> bool:
+    """Whether the stored claims are ``rows``, row ids included, so that `replace_articles`
+    would write them again as they are, when each file's links are those stored for it:
+    the stored claims come from those (the last link was clean: it wrote every row), and
+    they are in the same order (the files globbed in the same order)."""
+    previous = claim_store.link_signature(database)
+    if previous is None or previous.startswith(_UNREADABLE):
+        return False
+    order = [(claim.article, claim.claim_id, claim.source_file)
+             for article in rows for claim in article.claims]
+    return claim_store.claim_order(database) == order
 
 
 class NoClaims(AnnotationError):
@@ -359,7 +377,7 @@ def link_if_changed(
                        hint="check 'annotations' and 'articles' in annotate.toml; the stored "
                             "links are kept")
     return _store(database, gathered.file_links, gathered.load_errors, gathered.untracked,
-                  signature, gathered.cache)
+                  signature, gathered.cache, gathered.as_stored())
 
 
 class _FileLinks:
@@ -370,12 +388,23 @@ class _FileLinks:
         self, database: Database, config: ProjectConfig, dependencies: bytes, reuse: bool
     ) -> None:
         self.database, self.config, self.dependencies = database, config, dependencies
-        self.stored = claim_store.file_link_digests(database) if reuse else {}
+        self.digests = claim_store.file_link_digests(database)
+        self.stored = self.digests if reuse else {}
         self.resolver = Resolver(database, config, files_split=LINK_FILES_SPLIT)
         self.file_links: list[FileLink] = []
         self.load_errors: list[AnnotationError] = []
         self.untracked: dict[str, int] = {}
         self.cache = claim_store.FileLinkCache()
+        self.same = True  # so far, every file's links are those stored for it
+        self.taken = False  # some file's links were taken from the last link
+
+    def as_stored(self) -> dict[tuple[str, bool], str] | None:
+        """The stored digests when each file's links are those stored for it, no file
+        that had some is gone, and the last link depended on what this one does (some
+        file's digest stands): it stored the same links as the same rows (a new link
+        format may not); else None."""
+        same = self.taken and self.same and self.cache.kept == set(self.digests)
+        return self.digests if same else None
 
     def add(self, path: Path, markdown: bool, data: bytes | None) -> None:
         from annotations.loader import display_path, load_file  # only when linking
@@ -386,15 +415,20 @@ class _FileLinks:
                   if digest is not None and self.stored.get(key) == digest else None)
         if stored is not None:
             file_link = FileLink.from_bytes(stored)
+            self.taken = True
         else:
             loaded = load_file(path, self.config.root, markdown=markdown,
                                repos=repo_filter(self.config), data=data)
             self.load_errors += loaded.errors
             if not loaded.articles:
+                self.same = False
                 return
             file_link = _file_link(self.resolver, loaded.articles[0], loaded.untracked)
+            links = file_link.to_bytes()
             if digest is not None:  # else read by the loader only: its bytes are unknown
-                self.cache.written[key] = (digest, file_link.to_bytes())
+                self.cache.written[key] = (digest, links)
+            self.same = self.same and digest is not None and key in self.digests and (
+                claim_store.file_link(self.database, key, self.digests[key]) == links)
         if digest is not None:
             self.cache.kept.add(key)
         self.file_links.append(file_link)

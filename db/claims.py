@@ -96,6 +96,30 @@ def replace_articles(
             _update_file_links(conn, cache)
 
 
+def keep_articles(
+    database: Database, signature: str | None, cache: FileLinkCache,
+    digests: dict[tuple[str, bool], str],
+) -> bool:
+    """What `replace_articles` does when the claims it would write are those stored, row
+    for row: record the ``signature`` and update ``link_files``, leaving the claims; False,
+    writing nothing, when the stored links are no longer those of ``digests`` (another
+    link wrote its own since they were read)."""
+    with database.write() as conn:
+        if _digests(conn) != digests:
+            return False
+        conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
+        if signature is not None:
+            conn.execute("INSERT INTO meta VALUES ('link_signature', ?)", (signature,))
+        _update_file_links(conn, cache)
+    return True
+
+
+def claim_order(database: Database) -> list[tuple[str, str, str]]:
+    """The stored claims' (article, claim id, source file), in the order of their ids."""
+    return [tuple(row) for row in database.conn.execute(
+        "SELECT article, claim_id, source_file FROM claims ORDER BY id")]
+
+
 def _update_file_links(conn: sqlite3.Connection, cache: FileLinkCache) -> None:
     stored = {(file, bool(markdown)) for file, markdown in
               conn.execute("SELECT source_file, markdown FROM link_files")}
@@ -111,7 +135,11 @@ def _update_file_links(conn: sqlite3.Connection, cache: FileLinkCache) -> None:
 
 def file_link_digests(database: Database) -> dict[tuple[str, bool], str]:
     """The digest of each file's stored links (see `replace_articles`)."""
-    rows = database.conn.execute("SELECT source_file, markdown, digest FROM link_files")
+    return _digests(database.conn)
+
+
+def _digests(conn: sqlite3.Connection) -> dict[tuple[str, bool], str]:
+    rows = conn.execute("SELECT source_file, markdown, digest FROM link_files")
     return {(file, bool(markdown)): digest for file, markdown, digest in rows}
 
 

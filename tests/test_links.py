@@ -18,6 +18,7 @@ from annotate_cli import cli
 from annotations import links
 from annotations.links import link_all, load_claims
 from annotations.loader import link_claim_id
+from db import claims as claim_store
 from db.database import open_database
 from indexer.config import load_config
 from indexer.fingerprints import digest
@@ -306,6 +307,18 @@ def set_target(project: Path) -> None:
                                                  '[repos.vllm]\ntarget = "v0.2.0"\n'))
 
 
+def append_comment(path: str) -> None:
+    with Path(path).open("a") as file:
+        file.write("# checked again\n")
+
+
+def glob_articles_first(project: Path) -> None:
+    """The same files, the same links each, globbed in another order."""
+    config = project / "annotate.toml"
+    config.write_text('annotations = ["articles/**/*.yml", "annotations/**/*.yml"]\n'
+                      + config.read_text())
+
+
 ALL_FILES = {"annotations/mla.yml", "articles/post.md", "articles/extra.yml",
              "annotations/post-more.yml"}
 CHANGES = [
@@ -319,6 +332,9 @@ CHANGES = [
                  {"annotations/mla2.yml"}, id="one-file-renamed"),
     pytest.param(unindex_v030, index_v030, ALL_FILES, id="a-version-newly-indexed"),
     pytest.param(None, set_target, ALL_FILES, id="config-target-changed"),
+    pytest.param(None, lambda root: append_comment("annotations/mla.yml"),
+                 {"annotations/mla.yml"}, id="a-comment-appended"),
+    pytest.param(None, glob_articles_first, ALL_FILES, id="files-globbed-in-another-order"),
 ]
 
 
@@ -354,6 +370,63 @@ def test_a_link_resolves_only_the_files_that_changed_and_stores_what_a_full_link
                for db in ([], ["--db", "full.db"])]
     assert reports[0].exit_code == 0 and reports[0].stdout
     assert reports[0].stdout == reports[1].stdout
+
+
+def break_extra_then_mend_it() -> None:
+    """A link that cannot read a file keeps that file's claims: the next one, the file
+    mended, writes every claim again."""
+    extra = Path("articles/extra.yml")
+    mended = extra.read_text()
+    extra.write_text("claims: [\n")
+    assert link().exit_code == 2
+    extra.write_text(mended)
+
+
+@pytest.mark.parametrize(("change", "rewritten"), [
+    pytest.param(lambda root, patch: append_comment("annotations/mla.yml"), False,
+                 id="a-comment-appended"),
+    pytest.param(lambda root, patch: write("annotations/mla.yml",
+                                           MLA.replace("article: ", "article:  ")),
+                 False, id="spaces-after-a-key"),
+    pytest.param(lambda root, patch: write("annotations/mla.yml",
+                                           MLA.replace("默认是", "默认为")),
+                 True, id="a-claim-edited"),
+    pytest.param(lambda root, patch: write("annotations/mla.yml",
+                                           MLA.replace("\n", "\n\n", 1)),
+                 True, id="a-claim-on-another-line"),
+    pytest.param(lambda root, patch: Path("articles/extra.yml").unlink(), True,
+                 id="a-file-removed"),
+    pytest.param(lambda root, patch: glob_articles_first(root), True,
+                 id="files-globbed-in-another-order"),
+    pytest.param(lambda root, patch: break_extra_then_mend_it(), True,
+                 id="after-a-link-that-could-not-read-one"),
+    pytest.param(lambda root, patch: (
+        append_comment("annotations/mla.yml"),
+        patch.setattr("annotations.links.LINK_FORMAT", links.LINK_FORMAT + 1)), True,
+                 id="another-link-format-that-may-store-other-rows"),
+])
+def test_a_link_writes_the_claims_again_only_when_they_are_not_those_stored(
+    project: Path, monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Path, pytest.MonkeyPatch], None], rewritten: bool,
+) -> None:
+    """An edit that leaves a file's links as they were (a comment) writes no claim: the
+    stored ones are row for row those a link of every file writes."""
+    write_corpus()
+    write("annotations/post-more.yml", ADDED_TO_POST)
+    assert link().exit_code == 0
+    change(project, monkeypatch)
+    before = link_dump(DB)
+    written: list[int] = []
+    replace = claim_store.replace_articles
+    monkeypatch.setattr(claim_store, "replace_articles",
+                        lambda database, rows, *rest: (written.append(len(rows)),
+                                                       replace(database, rows, *rest))[1])
+    assert link().exit_code == 0
+    assert bool(written) == rewritten
+    if not rewritten:
+        after = link_dump(DB)
+        assert [table for table in LINK_TABLES if after[table] != before[table]] == [
+            "meta", "link_files"]
 
 
 def test_a_link_says_of_the_files_it_takes_from_the_last_what_it_said_then(
@@ -517,6 +590,41 @@ def test_a_file_link_another_link_changed_since_its_digest_was_read_is_made_agai
 
     monkeypatch.setattr(links.claim_store, "file_link_digests", digests_then_another_link)
     result = link()
+    monkeypatch.setattr(links.claim_store, "file_link_digests", digests)
+    assert (result.exit_code, result.stdout) == (0, SUMMARY)
+    with open_database(Path("full.db")) as database:
+        links.link_if_changed(database, load_config(), force=True, reuse=False)
+    assert link_dump(DB) == link_dump(Path("full.db"))
+
+
+def test_a_link_keeping_the_stored_claims_writes_them_when_another_link_overtook_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment appended to a file leaves its links as stored, so the claims would be
+    kept as they are; but another process's link (of the file as it was a moment before)
+    commits its rows after this link compared the stored claims: this one writes every
+    row, as a full link does, and not the other's claims under its own signature."""
+    write_corpus()
+    write("annotations/mla.yml", MLA.replace("默认是", "默认为"))
+    assert link().exit_code == 0
+    with sqlite3.connect(DB) as conn, sqlite3.connect("other.db") as other:
+        conn.backup(other)
+    write("annotations/mla.yml", MLA)
+    assert link().exit_code == 0
+    write("annotations/mla.yml", MLA + "# a comment\n")
+    with sqlite3.connect(DB) as conn, sqlite3.connect("full.db") as full:
+        conn.backup(full)
+    claim_order = links.claim_store.claim_order
+
+    def order_then_another_link(database: object) -> list:
+        read = claim_order(database)
+        with sqlite3.connect("other.db") as other, sqlite3.connect(DB) as conn:
+            other.backup(conn)
+        return read
+
+    monkeypatch.setattr(links.claim_store, "claim_order", order_then_another_link)
+    result = link()
+    monkeypatch.setattr(links.claim_store, "claim_order", claim_order)
     assert (result.exit_code, result.stdout) == (0, SUMMARY)
     with open_database(Path("full.db")) as database:
         links.link_if_changed(database, load_config(), force=True, reuse=False)
