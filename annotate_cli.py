@@ -1190,11 +1190,17 @@ def xref(
     context: Context, name: str, version_ref: str | None, show_imports: bool,
     output_format: str,
 ) -> None:
-    """Where NAME is defined and used in one version (default: vllm's target version)."""
+    """Where NAME is defined and used in one version (default: vllm's target version).
+
+    NAME is a short name, a qualname or a dotted name; REF is PATH::QUALNAME, a ref
+    REPO@VERSION:..., or lines within a symbol (a GitHub permalink or
+    REPO@VERSION:PATH#Lx-Ly), which name the innermost symbol covering them.
+    """
     from annotations.xref import locate
     from annotations.xref import xref as find_references
 
-    repo, version, name, path = _xref_target(context, name, version_ref)
+    repo, version, name, path = _xref_target(context, _symbol_of_lines(context, name),
+                                             version_ref)
     if not name.strip():
         raise click.BadParameter("the name is empty", param_hint="NAME")
     if not _QUALNAME.fullmatch(name):
@@ -1220,6 +1226,25 @@ def xref(
                        f"{row['module']}{imported}")
         return
     _print_xref(result)
+
+
+def _symbol_of_lines(context: Context, given: str) -> str:
+    """``given``, or when it names lines (a permalink, ``REPO@VERSION:PATH#Lx-Ly``), the
+    ref ``REPO@VERSION:PATH::QUALNAME`` of the innermost symbol covering them."""
+    from annotations.refs import RefForm, parse_ref
+    from annotations.resolve import Resolver
+    from db.match_queries import version_label
+
+    if "#" not in given and "://" not in given:
+        return given
+    ref = parse_ref(given)
+    if ref.form not in (RefForm.LINES, RefForm.PERMALINK):
+        return given
+    with context.database() as database, _unindexed_worded_as_elsewhere():
+        resolved = Resolver(database, context.config).resolve_symbol(ref)
+        repo, version = version_label(database, resolved.version_key) or (
+            resolved.repo, resolved.version)
+    return f"{repo}@{version}:{resolved.path}::{resolved.qualname}"
 
 
 def _resolve(database: Any, context: Context, ref_text: str) -> Any:

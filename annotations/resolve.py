@@ -91,6 +91,10 @@ def permalink_repo(config: ProjectConfig, github: str) -> str:
                        "add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml")
 
 
+_SYMBOL_FORMS = ("write a symbol: PATH::QUALNAME, a dotted name, or a permalink or "
+                 "REPO@VERSION:PATH#Lx-Ly to lines within one")
+
+
 class Resolver:
     """Resolves refs against one database; caches what it reads per version, the lines of
     ``files_split`` files among them (a link resolving a big collection's refs wants
@@ -121,6 +125,22 @@ class Resolver:
         if ref.form is RefForm.LINES:
             return self._lines(repo, version, key, ref.path or "", ref.start_line, ref.end_line)
         return self._permalink(repo, version, key, ref)
+
+    def resolve_symbol(self, ref: Ref) -> Resolved:
+        """The symbol ``ref`` names: lines, ``REPO@VERSION:PATH#Lx-Ly`` as a permalink's,
+        name the innermost symbol covering them. Raises ResolveError for lines no symbol
+        covers, or a whole file."""
+        if ref.form is RefForm.LINES:
+            repo, version = self._pin(ref)
+            key = self.version_key(repo, version)
+            resolved = self._innermost(repo, version, key, ref.path or "", ref.start_line or 1,
+                                       ref.end_line or ref.start_line or 1)
+        else:
+            resolved = self.resolve(ref)
+        if resolved.qualname is None:
+            what = "lines that no symbol covers" if ref.start_line else "a whole file, not a symbol"
+            raise ResolveError(f"'{ref}' names {what}", hint=_SYMBOL_FORMS)
+        return resolved
 
     def version_key(self, repo: str, version: str) -> int:
         if (repo, version) not in self._version_keys:
@@ -320,15 +340,22 @@ class Resolver:
 
     def _permalink(self, repo: str, version: str, key: int, ref: Ref) -> Resolved:
         path = ref.path or ""
-        blob_id = self._blob(repo, version, key, path)
         if ref.start_line is None:
             return self._lines(repo, version, key, path, None, None)
-        start, end = self._trimmed(blob_id, ref.start_line, ref.end_line or ref.start_line)
-        innermost = queries.innermost_covering(self.database, key, path, start, end)
+        return self._innermost(repo, version, key, path, ref.start_line,
+                               ref.end_line or ref.start_line)
+
+    def _innermost(
+        self, repo: str, version: str, key: int, path: str, start: int, end: int
+    ) -> Resolved:
+        """The innermost symbol covering lines ``start``-``end`` (blank lines at either end
+        left out), else those lines."""
+        blob_id = self._blob(repo, version, key, path)
+        first, last = self._trimmed(blob_id, start, end)
+        innermost = queries.innermost_covering(self.database, key, path, first, last)
         if innermost is not None:
             return _from_row(repo, version, key, innermost)
-        return self._lines(repo, version, key, path, ref.start_line,
-                           ref.end_line or ref.start_line)
+        return self._lines(repo, version, key, path, start, end)
 
     def _trimmed(self, blob_id: str, start: int, end: int) -> tuple[int, int]:
         try:

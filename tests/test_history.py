@@ -105,8 +105,9 @@ def test_moved_and_changed(project: Path) -> None:
     "vllm@v0.2.0:vllm/utils.py::cdiv",
     "vllm@v0.1.0:vllm.utils.cdiv",
     f"{GH}/v0.1.0/vllm/utils.py#L10-L12",
+    "vllm@v0.1.0:vllm/utils.py#L10-L12",
     "vllm/utils.py::cdiv",  # unpinned: at the target version (v0.2.0, the last configured)
-], ids=["symbol", "dotted", "permalink", "unpinned"])
+], ids=["symbol", "dotted", "permalink", "lines", "unpinned"])
 def test_changed(project: Path, ref: str) -> None:
     data = timeline(project, ref)
     cdiv = "vllm/utils.py::cdiv"
@@ -280,9 +281,14 @@ def test_unindexed_version(project: Path) -> None:
     )
 
 
-def test_lines_are_not_a_symbol(project: Path) -> None:
-    error = fails(project, "history", "vllm@v0.1.0:vllm/utils.py#L1-L3")
-    assert "names lines, not a symbol" in error and error.startswith("Error: ")
+@pytest.mark.parametrize(("ref", "error"), [
+    ("vllm@v0.1.0:vllm/utils.py#L1-L3", "names lines that no symbol covers"),
+    (f"{GH}/v0.1.0/vllm/utils.py", "names a whole file, not a symbol"),
+], ids=["lines-outside-every-symbol", "permalink-to-a-file"])
+def test_lines_that_are_no_symbol(project: Path, ref: str, error: str) -> None:
+    assert fails(project, "history", ref) == (
+        f"Error: '{ref}' {error} (hint: write a symbol: PATH::QUALNAME, a dotted name, or a "
+        "permalink or REPO@VERSION:PATH#Lx-Ly to lines within one)\n")
 
 
 def test_unknown_symbol(project: Path) -> None:

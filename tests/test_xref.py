@@ -197,6 +197,7 @@ def references(db_path: Path, name: str) -> dict[tuple[str, int], tuple[str, str
 
 
 TARGET = "vllm/layers/linear.py::ReplicatedLinear"
+GH = "https://github.com/vllm-project/vllm/blob"
 
 
 RL = "ReplicatedLinear"
@@ -379,6 +380,10 @@ def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None
                  id="dotted-name"),
     pytest.param(["vllm@v1:vllm.layers.ReplicatedLinear"], ["vllm/layers/linear.py"],
                  id="dotted-name-through-the-package-import"),
+    pytest.param(["vllm@v1:vllm/layers/linear.py#L1-L3"], ["vllm/layers/linear.py"],
+                 id="lines-within-it"),
+    pytest.param([f"{GH}/v1/vllm/layers/linear.py#L1C3-L2C9"], ["vllm/layers/linear.py"],
+                 id="permalink-within-it"),
 ])
 def test_cli_xref_of_a_ref_lists_the_definition_it_names(
     indexed: Path, query: list[str], definitions: list[str]
@@ -435,6 +440,22 @@ def test_cli_xref_refuses_what_names_nothing(indexed: Path, args: list[str], err
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", *args], prog_name="annotate")
     assert (result.exit_code, result.stderr) == (
         2, f"Error: {error} (see 'annotate xref --help')\n")
+
+
+@pytest.mark.parametrize(("ref", "error"), [
+    pytest.param("vllm@v1:vllm/layers/linear.py#L1-L6",
+                 "'vllm@v1:vllm/layers/linear.py#L1-L6' names lines that no symbol covers",
+                 id="lines-across-two-symbols"),
+    pytest.param(f"{GH}/v1/vllm/layers/linear.py",
+                 f"'{GH}/v1/vllm/layers/linear.py' names a whole file, not a symbol",
+                 id="permalink-to-a-file"),
+])
+def test_cli_xref_refuses_lines_that_are_no_symbol(indexed: Path, ref: str, error: str) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", ref])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: {error} (hint: write a symbol: PATH::QUALNAME, a dotted name, or a permalink "
+        "or REPO@VERSION:PATH#Lx-Ly to lines within one)\n")
 
 
 def test_cli_xref_unindexed_version_is_one_line(indexed: Path) -> None:

@@ -69,13 +69,10 @@ def symbol_timeline(
         if target is not None:
             ref = ref.with_pin(default_repo, target)
     try:
-        resolved = Resolver(database, config).resolve(ref)
+        resolved = Resolver(database, config).resolve_symbol(ref)
     except UnindexedVersion as error:  # worded as everywhere else: "...; run 'annotate index'"
         raise MissingIndex(error.message, error.hint) from None
-    if resolved.qualname is None:
-        raise ResolveError(f"'{ref}' names lines, not a symbol",
-                           hint="history follows a symbol: write PATH::QUALNAME")
-    symbol = find_definition(database, resolved.version_key, resolved.path, resolved.qualname,
+    symbol = find_definition(database, resolved.version_key, resolved.path, resolved.qualname or "",
                              resolved.start_line)
     if symbol is None:  # resolved from the same index: not expected
         raise ResolveError(f"{resolved.canonical} is not in the index")
