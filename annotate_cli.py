@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import sqlite3
 import sys
@@ -1135,8 +1136,8 @@ def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:
 def _replace_whole(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write ``data`` (or its pieces) to a file beside ``path``, then rename it over
     ``path``: a full disk or Ctrl-C leaves the previous report whole, never a part of the
-    new one. A device or pipe (``--output /dev/stdout``), or a file one may write in a
-    folder one may not add a file to, is written to as it is."""
+    new one. A device or pipe (``--output /dev/stdout``) is written to as it is; a file one
+    may write in a folder one may not add a file to, over, once the report is whole."""
     pieces = (data,) if isinstance(data, bytes) else data
     if path.exists() and not path.is_file():
         _write_pieces(path, pieces)
@@ -1148,7 +1149,7 @@ def _replace_whole(path: Path, data: bytes | Iterable[bytes]) -> None:
     except PermissionError:
         if not target.is_file():
             raise
-        _write_pieces(target, pieces)
+        _copy_when_whole(target, pieces)
         return
     partial = Path(name)
     try:
@@ -1164,6 +1165,17 @@ def _replace_whole(path: Path, data: bytes | Iterable[bytes]) -> None:
 def _write_pieces(path: Path, pieces: Iterable[bytes]) -> None:
     with path.open("wb") as file:
         file.writelines(pieces)
+
+
+def _copy_when_whole(path: Path, pieces: Iterable[bytes]) -> None:
+    """Write ``pieces`` over the file at ``path`` once they are all made: they are gathered
+    in the system's temporary folder first, so a render that fails or is interrupted leaves
+    the previous report as it was."""
+    with tempfile.TemporaryFile() as whole:
+        whole.writelines(pieces)
+        whole.seek(0)
+        with path.open("wb") as file:
+            shutil.copyfileobj(whole, file)
 
 
 def _new_file_mode(path: Path) -> int:

@@ -714,6 +714,56 @@ def test_a_report_file_in_a_folder_that_takes_no_new_file_is_written_in_place(
     assert sorted(path.name for path in report.parent.iterdir()) == ["report.md"]
 
 
+@pytest.mark.parametrize(("failure", "exit_code"), [
+    pytest.param(KeyboardInterrupt(), 130, id="ctrl-c"),
+    pytest.param(OSError(28, "No space left on device"), 2, id="disk-full"),
+])
+def test_a_report_written_in_place_survives_a_render_that_stops(
+    indexed_db: Path, monkeypatch: pytest.MonkeyPatch, failure: BaseException, exit_code: int
+) -> None:
+    """In a folder that takes no new file, the streamed JSON report is made whole before the
+    previous one is written over: stopped halfway, it leaves the previous report as it was
+    (root ignores the folder's mode: its answer to a new file is stood in for)."""
+    from annotations.reports import json_report
+
+    _an_annotation_file("vllm/utils.py::cdiv")
+    report = Path("locked/report.json").resolve()
+    report.parent.mkdir()
+    report.write_text("the previous report\n")
+    report.parent.chmod(0o555)
+    if os.geteuid() == 0:
+        real_mkstemp = tempfile.mkstemp
+
+        def mkstemp(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
+            if Path(dir) == report.parent:
+                raise PermissionError(13, "Permission denied", dir)
+            return real_mkstemp(*args, dir=dir, **kwargs)
+
+        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    real_chunks = json_report.chunks
+
+    def stopping_halfway(*args: object) -> Iterator[str]:
+        yield next(real_chunks(*args))
+        raise failure
+
+    monkeypatch.setattr(json_report, "chunks", stopping_halfway)
+    try:
+        result = run("check", "--exit-zero", "--format", "json", "--output", str(report))
+    finally:
+        report.parent.chmod(0o755)
+    assert result.exit_code == exit_code
+    assert report.read_text() == "the previous report\n"
+    assert sorted(path.name for path in report.parent.iterdir()) == ["report.json"]
+    monkeypatch.setattr(json_report, "chunks", real_chunks)
+    report.parent.chmod(0o555)
+    try:
+        again = run("check", "--exit-zero", "--format", "json", "--output", str(report))
+    finally:
+        report.parent.chmod(0o755)
+    assert (again.exit_code, again.output) == (0, "")
+    assert json.loads(report.read_text())["summary"]
+
+
 # ------------------------------------------------------------------------------ databases
 
 
