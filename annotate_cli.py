@@ -156,14 +156,14 @@ def _note(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _note_outdated_links(context: Context, database: Any) -> None:
-    """Commands that read the stored links say so when the annotation files, the index or
-    annotate's way of linking changed since the last link, instead of linking again
-    themselves: run from another folder, that would replace the links with that folder's
-    claims."""
+def _note_outdated_links(context: Context, database: Any, files: Any = None) -> None:
+    """Commands that read the stored links say so when the annotation files (``files``,
+    default those the config's globs find), the index or annotate's way of linking changed
+    since the last link, instead of linking again themselves: run from another folder,
+    that would replace the links with that folder's claims."""
     from annotations.links import LinkState, link_state
 
-    state = link_state(database, context.config)
+    state = link_state(database, context.config, files)
     if state is LinkState.CHANGED:
         _note("Note: the annotation files, the index or annotate changed since the last link; "
               "run 'annotate link' (or 'annotate check') to bring the claims shown here up to "
@@ -1358,11 +1358,13 @@ def diff(
 ) -> None:
     """Every symbol change between two indexed versions of one repo."""
     from annotations.diff_report import diff_report, render_diff
+    from annotations.links import annotation_files
 
     pins = split_version(version_a, "'REPO@A'"), split_version(version_b, "'REPO@B'")
-    _refuse_to_overwrite_inputs(context, output)
+    files = annotation_files(context.config) if output is not None else None
+    _refuse_to_overwrite_inputs(context, output, files)
     with context.database() as database:
-        _note_outdated_links(context, database)
+        _note_outdated_links(context, database, files)
         report = diff_report(database, context.config, *pins, annotated=annotated,
                              diff_limit=max_diffs if output_format == "html" else 0,
                              workers=workers or min(os.cpu_count() or 1, 4))

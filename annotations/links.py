@@ -496,12 +496,15 @@ class LinkState(str, Enum):
     NO_FILES = "no files"  # claims are stored, and the config finds no annotation file
 
 
-def link_state(database: Database, config: ProjectConfig) -> LinkState:
+def link_state(
+    database: Database, config: ProjectConfig, files: AnnotationFiles | None = None
+) -> LinkState:
     """Where the config finds no annotation files (the articles folder emptied, or globs
     that match nothing), NO_FILES when claims are stored (`link` would refuse, and keep
-    them) and CURRENT when none are: nothing to compare with."""
+    them) and CURRENT when none are: nothing to compare with. ``files`` are the config's
+    `annotation_files`, when the caller found them already."""
     try:
-        files = annotation_files(config)
+        files = annotation_files(config) if files is None else files
     except UnreadableFolder:  # `link` names it
         return LinkState.CHANGED
     if not (files[0] or files[1]):

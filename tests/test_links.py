@@ -173,6 +173,8 @@ def test_link_stores_articles_claims_and_links(project: Path) -> None:
                  id="check-to-a-file"),
     pytest.param(["fix"], id="fix"),
     pytest.param(["fix", "--dry-run"], id="fix-dry-run"),
+    pytest.param(["diff", "vllm@v0.1.0", "vllm@v0.2.0"], id="diff"),
+    pytest.param(["diff", "vllm@v0.1.0", "vllm@v0.2.0", "-o", "diff.md"], id="diff-to-a-file"),
 ])
 def test_the_annotation_files_are_globbed_once_per_run(
     project: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
