@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -703,6 +704,15 @@ def test_show_another_repo() -> None:
         "11  def cache_block_size(cache_config: CacheConfig) -> int:\n"
         "12      return cache_config.block_size\n"
     )
+
+
+def test_xref_of_a_permalink_at_a_commit_is_at_the_version_indexed_there() -> None:
+    with sqlite3.connect(DB) as conn:
+        (commit,) = conn.execute("SELECT commit_sha FROM versions WHERE repo = 'vllm' AND "
+                                 "version = 'v0.1.0'").fetchone()
+    data = json.loads(ok("xref", f"{GH}/{commit}/vllm/utils.py#L10-L12", "--format", "json"))
+    assert (data["name"], data["version"]) == ("cdiv", "vllm@v0.1.0")
+    assert [row["path"] for row in data["definitions"]] == ["vllm/utils.py"]
 
 
 SHOW_ERRORS = [
