@@ -568,11 +568,14 @@ def symbols(
 @pass_context
 @reports_errors
 def show(context: Context, ref_text: str) -> None:
-    """Print a symbol's source at its version, with its GitHub permalink."""
-    from annotations.refs import parse_ref
-    from annotations.resolve import Resolver, linked_lines, split_lines
+    """Print a symbol's source at its version, with its GitHub permalink.
 
-    ref = parse_ref(ref_text)
+    A ref that names no version (PATH::QUALNAME, a name) is shown at vllm's target version.
+    """
+    from annotations.refs import parse_ref
+    from annotations.resolve import Resolver, at_target_version, linked_lines, split_lines
+
+    ref = at_target_version(context.config, parse_ref(ref_text))
     with context.database() as database:
         resolver = Resolver(database, context.config)
         with _unindexed_worded_as_elsewhere():

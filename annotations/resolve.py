@@ -95,6 +95,15 @@ _SYMBOL_FORMS = ("write a symbol: PATH::QUALNAME, a dotted name, or a permalink 
                  "REPO@VERSION:PATH#Lx-Ly to lines within one")
 
 
+def at_target_version(config: ProjectConfig, ref: Ref, default_repo: str = "vllm") -> Ref:
+    """``ref``, pinned at ``default_repo``'s target version when it names no version (and
+    that repo is configured with one)."""
+    if ref.pinned or default_repo not in config.repos:
+        return ref
+    target = config.repo(default_repo).target_version
+    return ref if target is None else ref.with_pin(default_repo, target)
+
+
 class Resolver:
     """Resolves refs against one database; caches what it reads per version, the lines of
     ``files_split`` files among them (a link resolving a big collection's refs wants

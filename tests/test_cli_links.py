@@ -706,6 +706,15 @@ def test_show_another_repo() -> None:
     )
 
 
+@pytest.mark.parametrize("ref", ["vllm/utils.py::cdiv", "vllm.utils.cdiv", "cdiv"],
+                         ids=["path-and-qualname", "dotted", "short-name"])
+def test_show_of_a_ref_with_no_version_is_at_the_target_version(ref: str) -> None:
+    """As history and xref take it (this was 'names no version', with a hint about the
+    'at:' of a claim, which a command line has not)."""
+    assert ok("show", ref).startswith(
+        f"# vllm@v0.3.0:vllm/utils.py::cdiv\n# {GH}/v0.3.0/vllm/utils.py#L")
+
+
 def test_xref_of_a_permalink_at_a_commit_is_at_the_version_indexed_there() -> None:
     with sqlite3.connect(DB) as conn:
         (commit,) = conn.execute("SELECT commit_sha FROM versions WHERE repo = 'vllm' AND "
@@ -716,9 +725,6 @@ def test_xref_of_a_permalink_at_a_commit_is_at_the_version_indexed_there() -> No
 
 
 SHOW_ERRORS = [
-    pytest.param("vllm/utils.py::cdiv",
-                 "'vllm/utils.py::cdiv' names no version (hint: add 'at: REPO@VERSION' to the "
-                 "claim or file, or write REPO@VERSION: first)", id="no-pin"),
     pytest.param("vllm@v0.1.0:vllm/utils.py", "missing '::QUALNAME' or '#Lx-Ly' after path "
                  "'vllm/utils.py'", id="syntax"),
     pytest.param("vllm@v9.9.9:vllm/utils.py::cdiv",

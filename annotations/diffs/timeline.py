@@ -13,7 +13,7 @@ from typing import Any
 
 from annotations.matching import HistoryEvent, HistoryStep, find_definition, history
 from annotations.refs import Ref
-from annotations.resolve import ResolveError, Resolver, UnindexedVersion
+from annotations.resolve import ResolveError, Resolver, UnindexedVersion, at_target_version
 from db import queries
 from db.database import Database
 from db.errors import MissingIndex
@@ -64,12 +64,9 @@ def symbol_timeline(
 ) -> Timeline:
     """The timeline of the symbol ``ref`` names. A ref without a version is taken at
     ``default_repo``'s target version."""
-    if not ref.pinned and default_repo in config.repos:
-        target = config.repo(default_repo).target_version
-        if target is not None:
-            ref = ref.with_pin(default_repo, target)
     try:
-        resolved = Resolver(database, config).resolve_symbol(ref)
+        resolved = Resolver(database, config).resolve_symbol(
+            at_target_version(config, ref, default_repo))
     except UnindexedVersion as error:  # worded as everywhere else: "...; run 'annotate index'"
         raise MissingIndex(error.message, error.hint) from None
     symbol = find_definition(database, resolved.version_key, resolved.path, resolved.qualname or "",
