@@ -1214,8 +1214,8 @@ def xref(
     from annotations.xref import locate
     from annotations.xref import xref as find_references
 
-    repo, version, name, path = _xref_target(context, _symbol_of_lines(context, name),
-                                             version_ref)
+    repo, version, name, path = _xref_target(
+        context, _symbol_of_lines(context, name, version_ref), version_ref)
     if not name.strip():
         raise click.BadParameter("the name is empty", param_hint="NAME")
     if not _QUALNAME.fullmatch(name):
@@ -1243,11 +1243,12 @@ def xref(
     _print_xref(result)
 
 
-def _symbol_of_lines(context: Context, given: str) -> str:
-    """``given``, or when it names lines (a permalink, ``REPO@VERSION:PATH#Lx-Ly``), the
-    ref ``REPO@VERSION:PATH::QUALNAME`` of the innermost symbol covering them."""
+def _symbol_of_lines(context: Context, given: str, version_ref: str | None) -> str:
+    """``given``, or when it names lines (a permalink, ``[REPO@VERSION:]PATH#Lx-Ly``, at
+    ``version_ref`` or vllm's target version when it names none), the ref
+    ``REPO@VERSION:PATH::QUALNAME`` of the innermost symbol covering them."""
     from annotations.refs import RefForm, parse_ref
-    from annotations.resolve import Resolver
+    from annotations.resolve import Resolver, at_target_version
     from db.match_queries import version_label
 
     if "#" not in given and "://" not in given:
@@ -1255,6 +1256,9 @@ def _symbol_of_lines(context: Context, given: str) -> str:
     ref = parse_ref(given)
     if ref.form not in (RefForm.LINES, RefForm.PERMALINK):
         return given
+    if version_ref is not None and not ref.pinned:
+        ref = ref.with_pin(*split_version(version_ref, "'REPO@VERSION'"))
+    ref = at_target_version(context.config, ref)
     with context.database() as database, _unindexed_worded_as_elsewhere():
         resolved = Resolver(database, context.config).resolve_symbol(ref)
         repo, version = version_label(database, resolved.version_key) or (

@@ -382,6 +382,8 @@ def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None
                  id="dotted-name-through-the-package-import"),
     pytest.param(["vllm@v1:vllm/layers/linear.py#L1-L3"], ["vllm/layers/linear.py"],
                  id="lines-within-it"),
+    pytest.param(["vllm/layers/linear.py#L1-L3", "vllm@v1"], ["vllm/layers/linear.py"],
+                 id="lines-at-the-version-given"),
     pytest.param([f"{GH}/v1/vllm/layers/linear.py#L1C3-L2C9"], ["vllm/layers/linear.py"],
                  id="permalink-within-it"),
 ])
