@@ -39,6 +39,12 @@ _CLOSING = frozenset(b")]}")
 _SPACE_BEFORE = frozenset(_WHITE_SPACE + b"\\")
 _KEYWORDS = frozenset(word.encode() for word in keyword.kwlist) - {b"True", b"False", b"None"}
 _NO_TUPLE_AFTER = frozenset({b"import", b"with"})
+_IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
+_PARAMETER = re.compile(rb"\s*\*{0,2}\s*[A-Za-z_]\w*\s*")
+_TARGET = re.compile(rb"\s*[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*(?:\s*\[.*\])?\s*", re.S)
+_ARROW_HEAD, _MINUS, _COLON, _NEWLINE = ord(">"), ord("-"), ord(":"), ord("\n")
+_OPEN_SQUARE, _OPEN_PARENTHESIS = ord("["), ord("(")
+_SEGMENT_ENDS = frozenset(b",;")
 
 
 def denoise(code: bytes) -> bytes:
@@ -115,7 +121,91 @@ def _makes_tuple(blanked: bytes, bracket: int) -> bool:
         b")", b"]", b"}"
     )
     opening = blanked[bracket:bracket + 1]
+    if opening == b"[" and operand and _names_generic_type(blanked, start, word):
+        return False  # ``x: Optional[int,]``: a type's parameters, as the tree reads them
     return (opening == b"(" and not operand) or (opening == b"[" and operand)
+
+
+def _word_before(blanked: bytes, index: int) -> tuple[int, bytes]:
+    """The start and text of the word that ends before ``index`` (white space between)."""
+    end = _previous(blanked, index) + 1
+    start = end
+    while start > 0 and blanked[start - 1] in WORD_BYTES:
+        start -= 1
+    return start, blanked[start:end]
+
+
+def _previous(blanked: bytes, index: int) -> int:
+    """The offset of the last byte before ``index`` that is no white space; -1 if none."""
+    index -= 1
+    while index >= 0 and blanked[index] in _SPACE_BEFORE:
+        index -= 1
+    return index
+
+
+def _names_generic_type(blanked: bytes, start: int, word: bytes) -> bool:
+    """Whether the name ``word`` at ``start``, before a ``[``, is a generic type in an
+    annotation, where tree-sitter reads ``Optional[int,]`` as ``Optional[int]``: a bare
+    name after ``->``, after an annotation's ``:``, or among another generic type's
+    parameters (``dict[str, Optional[int,]]``)."""
+    if not _IDENTIFIER.fullmatch(word) or word in _KEYWORDS:
+        return False
+    before = _previous(blanked, start)
+    char = blanked[before] if before >= 0 else None
+    if char == _ARROW_HEAD:
+        return before > 0 and blanked[before - 1] == _MINUS
+    if char == _COLON:
+        return _annotates(blanked, before)
+    opener = before if char == _OPEN_SQUARE else (
+        _opener(blanked, before) if char == _COMMA else None)
+    if opener is None or blanked[opener] != _OPEN_SQUARE:
+        return False
+    name_start, name = _word_before(blanked, opener)
+    return _names_generic_type(blanked, name_start, name)
+
+
+def _opener(blanked: bytes, index: int) -> int | None:
+    """The offset of the bracket left open before ``index``; None at the top level."""
+    depth = 0
+    for at in range(index - 1, -1, -1):
+        char = blanked[at]
+        if char in _CLOSING:
+            depth += 1
+        elif char in _OPENING:
+            if depth == 0:
+                return at
+            depth -= 1
+    return None
+
+
+def _annotates(blanked: bytes, colon: int) -> bool:
+    """Whether the ``:`` at ``colon`` starts an annotation: of a parameter of a ``def``
+    (``a: T``, ``*a: T``), or of a statement's target (``self.a: T = v``)."""
+    opener = _opener(blanked, colon)
+    owner = _segment_before(blanked, colon)
+    if opener is None:
+        first = owner.split(b".", 1)[0].strip()
+        return bool(_TARGET.fullmatch(owner)) and first not in _KEYWORDS
+    if blanked[opener] != _OPEN_PARENTHESIS or not _PARAMETER.fullmatch(owner):
+        return False
+    name_start, _ = _word_before(blanked, opener)
+    return _word_before(blanked, name_start)[1] == b"def"
+
+
+def _segment_before(blanked: bytes, index: int) -> bytes:
+    """The text before ``index`` back to the ``,``, ``;``, open bracket or line end that
+    stands at its bracket depth."""
+    depth = 0
+    for at in range(index - 1, -1, -1):
+        char = blanked[at]
+        if char in _CLOSING:
+            depth += 1
+        elif char in _OPENING and depth:
+            depth -= 1
+        elif depth == 0 and (char in _SEGMENT_ENDS or char in _OPENING or (
+                char == _NEWLINE and blanked[at - 1:at] != b"\\")):
+            return blanked[at + 1:index]
+    return blanked[:index]
 
 
 class NormalizedFile:

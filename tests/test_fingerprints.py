@@ -395,6 +395,21 @@ NORMALIZE = [
     pytest.param(b"from m import (\n    a,\n)\n", b"frommimport(a)", id="import-comma-dropped"),
     pytest.param(b"with (\n    a as b,\n):\n", b"with(aasb):", id="with-items-comma-dropped"),
     pytest.param(b"s = '(' + f(\n    ')',\n)\n", b"s='('+f(')')", id="brackets-in-strings-ignored"),
+    # A bare name's [...] in an annotation is a generic type: the tree drops its comma.
+    pytest.param(b"def f(a: Optional[\n    int,\n]):\n", b"deff(a:Optional[int]):",
+                 id="parameter-type-comma-dropped"),
+    pytest.param(b"def f(*a: Optional[\n    int,\n]):\n", b"deff(*a:Optional[int]):",
+                 id="star-parameter-type-comma-dropped"),
+    pytest.param(b"def f() -> tuple[\n    int,\n]:\n", b"deff()->tuple[int]:",
+                 id="return-type-comma-dropped"),
+    pytest.param(b"self.x: dict[str, Optional[\n    int,\n]] = {}\n",
+                 b"self.x:dict[str,Optional[int]]={}", id="nested-target-type-comma-dropped"),
+    pytest.param(b"x: typing.Optional[\n    int,\n]\n", b"x:typing.Optional[int,]",
+                 id="dotted-type-subscript-comma-kept"),
+    pytest.param(b"d = {a: t[\n    x,\n]}\n", b"d={a:t[x,]}", id="dict-value-subscript-comma-kept"),
+    pytest.param(b"if a: t[\n    x,\n]\n", b"ifa:t[x,]", id="subscript-after-header-comma-kept"),
+    pytest.param(b"def f(a=lambda: t[\n    x,\n]):\n", b"deff(a=lambda:t[x,]):",
+                 id="lambda-default-subscript-comma-kept"),
 ]
 
 

@@ -244,6 +244,16 @@ SAME_PLACE = {
         "class C:\n    def a(self, b=(x)):\n        return 1\n", "C", Verdict.CHANGED,
         (MEMBERS,), "members changed: changed a",
     ),
+    "generic-type-comma-dropped-beside-a-body-change": Case(
+        "def f(a: Optional[\n    int,\n]):\n    return a\n",
+        "def f(a: Optional[int]):\n    return -a\n", "f", Verdict.CHANGED, (BODY,),
+    ),
+    "member-generic-type-comma-dropped-beside-a-body-change": Case(
+        "class C:\n    def a(self, b: Optional[\n        int,\n    ]):\n        return 1\n"
+        "\n    def c(self):\n        return 1\n",
+        "class C:\n    def a(self, b: Optional[int]):\n        return 1\n"
+        "\n    def c(self):\n        return 2\n", "C", Verdict.CHANGED, (BODY,),
+    ),
     "one-tuple-returned-unwrapped-with-a-signature-change": Case(
         "def f(a):\n    return (\n        a,\n    )\n", "def f(a, b=1):\n    return (a)\n", "f",
         Verdict.CHANGED, (SIG, BODY),
