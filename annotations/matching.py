@@ -1514,31 +1514,31 @@ class Matcher:
 
     def _classes_named_in(self, path: str, name: str) -> list[tuple[str, str]]:
         """The top-level classes of B that ``name`` is in B's file ``path``: the one the
-        file defines or imports under that name (through re-exports; none when it names
-        something else, or a library's class), else, when the file does neither (a
-        dotted base, ``layers.Linear``), every one of that name."""
+        file defines or imports under that name (through re-exports and aliases, ``from m
+        import Base as _Base``; none when it names something else, or a library's class),
+        else, when the file does neither (a dotted base, ``layers.Linear``), every one of
+        that name."""
         key = (path, name)
         if key not in self._named_classes:
-            classes = [(where, name) for where, kind in self._qualname_places_in(self.b, name)
-                       if kind == "class"]
-            if classes and self.b.blob(path) is not None:
-                classes = self._class_bound(path, name, classes)
-            self._named_classes[key] = classes
+            bound = self._class_bound(path, name) if self.b.blob(path) is not None else None
+            self._named_classes[key] = bound if bound is not None else [
+                (where, name) for where, kind in self._qualname_places_in(self.b, name)
+                if kind == "class"]
         return self._named_classes[key]
 
-    def _class_bound(
-        self, path: str, name: str, classes: list[tuple[str, str]]
-    ) -> list[tuple[str, str]]:
-        """Of ``classes`` (B's top-level classes called ``name``), the one that ``name``
-        is bound to in ``path``, or all of them when nothing in ``path`` binds it."""
+    def _class_bound(self, path: str, name: str) -> list[tuple[str, str]] | None:
+        """The top-level class of B that ``name`` is bound to in ``path`` (none when it is
+        bound to something else); None when nothing in ``path`` binds it."""
         modules = self._modules_b()
         place = modules.follow(path, name)
         if place is not None:
             where, qualname = place.split("::", 1)
-            return [(where, qualname)] if (where, qualname) in classes else []
+            symbol = self.b.lookup(where, qualname)
+            is_class = symbol is not None and symbol.kind == "class" and not symbol.parent
+            return [(where, qualname)] if is_class else []
         bound = any((alias or imported) == name
                     for _line, _module, imported, alias, _level in modules.module_imports(path))
-        return [] if bound else classes
+        return [] if bound else None
 
     def _modules_b(self) -> VersionModules:
         if self._modules is None:

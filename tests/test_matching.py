@@ -1364,6 +1364,14 @@ MOVES = {
          "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
         "EmbedRequest.build_tok_params", Verdict.MOVED, "b.py::TokenizeMixin.build_tok_params",
     ),
+    "a-method-pulled-up-into-the-mixin-its-class-imports-under-another-name-moves-there":
+    MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "from b import TokenizeMixin as Tokenizing\n\n\n"
+                 "class EmbedRequest(BaseRequest, Tokenizing):\n    pass\n",
+         "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
+        "EmbedRequest.build_tok_params", Verdict.MOVED, "b.py::TokenizeMixin.build_tok_params",
+    ),
     "class-fields-pulled-up-into-a-mixin-their-class-now-inherits-move-there": MoveCase(
         {"a.py": "class ChatRequestMixin(OpenAIBaseModel):\n"
                  "    add_generation_prompt: bool = Field(default=False)\n"},
