@@ -263,7 +263,7 @@ def _signature_change(
     parts = tuple(
         name for name in fields
         if getattr(old, name) != getattr(new, name)
-        and _part_key(getattr(old, name)) != _part_key(getattr(new, name))
+        and _part_key(name, getattr(old, name)) != _part_key(name, getattr(new, name))
     )
     if not parts:
         return None
@@ -483,8 +483,14 @@ def _key(text: str) -> bytes:
     return normalize(text.encode("utf-8", "replace"))
 
 
-def _part_key(value: str | tuple[str, ...]) -> bytes:
-    return _key("\n".join(value) if isinstance(value, tuple) else value)
+_IN_HEADER = {"parameters": "def _{}:", "returns": "def _() -> {}:"}
+"""Where a header part stands when it is keyed: in a def line, which tells its brackets
+(a parameter list, an annotation's generic type) from a tuple's, as the tree does."""
+
+
+def _part_key(name: str, value: str | tuple[str, ...]) -> bytes:
+    text = "\n".join(value) if isinstance(value, tuple) else value
+    return _key(_IN_HEADER.get(name, "{}").format(text))
 
 
 def _bases_key(text: str) -> bytes:

@@ -1690,6 +1690,32 @@ def test_classify_directly_on_snapshots(tmp_path: Path) -> None:
     assert changes == (SignatureChange("def f(a)", "def f(a, b=2)", ("parameters",)),)
 
 
+# (old, new, the signature's parts that changed): a part keyed in its def line, whose
+# parameter list and generic types are no tuples, as the tree reads them.
+SIGNATURE_PARTS = {
+    "returns-type-comma-dropped-beside-a-new-parameter": (
+        "def f(a) -> Optional[\n    int,\n]:\n    return a\n",
+        "def f(a, b=2) -> Optional[int]:\n    return a\n", ("parameters",)),
+    "one-parameter-split-beside-a-new-return-type": (
+        "def f(\n    a,\n) -> int:\n    return a\n",
+        "def f(a) -> str:\n    return a\n", ("returns",)),
+    "one-tuple-default-unwrapped-beside-a-new-return-type": (
+        "def f(a=(\n    1,\n)) -> int:\n    return a\n",
+        "def f(a=(1)) -> str:\n    return a\n", ("parameters", "returns")),
+}
+
+
+@pytest.mark.parametrize(("old", "new", "parts"), SIGNATURE_PARTS.values(),
+                         ids=SIGNATURE_PARTS.keys())
+def test_signature_parts_changed(
+    tmp_path: Path, old: str, new: str, parts: tuple[str, ...]
+) -> None:
+    index = build_index(tmp_path, {"v1": {"a.py": old}, "v2": {"a.py": new}})
+    _, changes = classify(index.symbol("v1", "a.py", "f"), index.symbol("v2", "a.py", "f"))
+    (change,) = changes
+    assert isinstance(change, SignatureChange) and change.parts == parts
+
+
 # --- history --------------------------------------------------------------------------
 
 STEP = "def step(batch):\n    return [run(item) for item in batch]\n"
