@@ -494,8 +494,10 @@ def _part_key(name: str, value: str | tuple[str, ...]) -> bytes:
 
 
 def _bases_key(text: str) -> bytes:
-    key = _key(text)
-    return b"" if key == b"()" else key
+    """The key of a class's ``(bases)``, keyed in a class line, where ``(Base,)`` is
+    ``(Base)`` as the tree reads it: no tuple; ``()`` is no bases."""
+    key = _key(f"class _{text}:")
+    return b"class_:" if key == b"class_():" else key
 
 
 def _display(text: str) -> str:

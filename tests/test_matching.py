@@ -239,6 +239,17 @@ SAME_PLACE = {
         "class C(\n    (\n        Base,\n    )\n):\n    x = 1\n",
         "class C((Base)):\n    x = 1\n", "C", Verdict.CHANGED, (BASES,),
     ),
+    "one-base-split-joined-beside-a-new-decorator": Case(
+        "class C(\n    Base,\n):\n    x = 1\n", "@d\nclass C(Base):\n    x = 1\n", "C",
+        Verdict.CHANGED, (SIG,),
+    ),
+    "one-base-split-joined-beside-a-member-change": Case(
+        "class C(\n    Base,\n):\n    x = 1\n", "class C(Base):\n    x = 2\n", "C",
+        Verdict.CHANGED, (MEMBERS,),
+    ),
+    "no-bases-written-as-empty-parentheses-beside-a-member-change": Case(
+        "class C():\n    x = 1\n", "class C:\n    x = 2\n", "C", Verdict.CHANGED, (MEMBERS,),
+    ),
     "one-tuple-member-default-unwrapped": Case(
         "class C:\n    def a(self, b=(\n        x,\n    )):\n        return 1\n",
         "class C:\n    def a(self, b=(x)):\n        return 1\n", "C", Verdict.CHANGED,
