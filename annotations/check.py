@@ -240,9 +240,12 @@ def _finish(
         elif status is Status.CHANGED:
             status = Status.FRESH
             message = f"changed ({', '.join(comparison.changes)}), but the quote still stands"
-    elif status is Status.CHANGED and _linked_lines_stand(resolver, row, pinned, new):
-        status = Status.FRESH
-        message = f"changed ({', '.join(comparison.changes)}), but the linked lines still stand"
+    elif status is Status.CHANGED and (linked := _linked_lines(resolver, row, pinned)) is not None:
+        if new is not None and quote_stands(linked, resolver.text_of(new)):
+            status = Status.FRESH
+            message = f"changed ({', '.join(comparison.changes)}), but the linked lines still stand"
+        else:
+            message += "; the linked lines no longer stand"
     if status is Status.MOVED and comparison.changes:
         message += _evidence_at_new_place(resolver, row, pinned, new)
     repo = config.repo(pinned.repo)
@@ -270,17 +273,6 @@ def _permalink_of(resolver: Resolver, config: ProjectConfig, ref: str) -> str | 
         return None
     return config.repo(place.repo).permalink(place.version, place.path, place.start_line,
                                              place.end_line)
-
-
-def _linked_lines_stand(
-    resolver: Resolver, row: dict, pinned: Resolved, new: Resolved | None
-) -> bool:
-    """Whether the lines a permalink links inside its symbol stand in the symbol at the
-    target (a change elsewhere in a long function leaves them as the author read them)."""
-    if new is None:
-        return False
-    linked = _linked_lines(resolver, row, pinned)
-    return linked is not None and quote_stands(linked, resolver.text_of(new))
 
 
 def _linked_lines(resolver: Resolver, row: dict, pinned: Resolved) -> str | None:

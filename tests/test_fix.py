@@ -408,6 +408,10 @@ def test_a_permalink_into_a_changed_symbol_is_judged_by_its_lines(anchor: str, s
     assert result["status"] == status
     if status == "fresh":
         assert result["message"].endswith("), but the linked lines still stand")
+    elif anchor in ("#L11-L12", "#L12"):
+        assert result["message"] == "body changed; the linked lines no longer stand"
+    else:  # a link from the def line cites the whole symbol: no lines of it to judge
+        assert "linked lines" not in result["message"]
     diff = json.loads(run("diff", "vllm@v1", "vllm@v2", "--annotated", "--format", "json").stdout)
     cited = [change["ref"] for change in diff["changed"] if change.get("claims")]
     symbol = "get_cpu_memory" if int(anchor[2:4]) > 20 else "cdiv"
