@@ -779,6 +779,10 @@ def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None
 
     if "::" in name or "#L" in name or name.startswith("https://"):
         return
+    if "/" in name:  # read as a name, a file's path would be its suffix: 'py'
+        _note(f"Note: '{name}' is a file, not a symbol: write {name}::QUALNAME for one of its "
+              f"symbols, or REPO@VERSION:{name}#Lx-Ly for the refs into its lines")
+        return
     short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
     key = queries.require_version(database, *version) if version else None
     close = queries.names_close_to(database, short, key)

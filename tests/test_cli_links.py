@@ -369,6 +369,11 @@ def test_links_to_an_uncited_symbol() -> None:
     pytest.param("Zzqxw", "Note: nothing named 'Zzqxw' is defined in any indexed version\n",
                  id="nothing-close"),
     pytest.param("LLMEngine.add_request", "", id="defined-but-not-cited"),
+    pytest.param("vllm/model_executor/layers/layernorm.py", "Note: 'vllm/model_executor/layers/"
+                 "layernorm.py' is a file, not a symbol: write vllm/model_executor/layers/"
+                 "layernorm.py::QUALNAME for one of its symbols, or REPO@VERSION:vllm/"
+                 "model_executor/layers/layernorm.py#Lx-Ly for the refs into its lines\n",
+                 id="a-file-path"),
 ])
 def test_links_to_a_name_nothing_defines_says_so(name: str, note: str) -> None:
     result = run("links", name)
