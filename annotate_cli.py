@@ -1233,7 +1233,8 @@ def xref(
         else:  # a PATH::QUALNAME that names nothing is an error, as in show
             _resolve(database, context, f"{repo}@{version}:{path}::{name}")
         result = find_references(database, repo, version, name, path)
-        if not result.definitions and not result.references:
+        if not result.definitions and not _note_defined_elsewhere(database, name, repo, version) \
+                and not result.references:
             _note_unknown_name(database, name, (repo, version))
     if output_format == "json":
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
@@ -1268,6 +1269,21 @@ def _symbol_of_lines(context: Context, given: str, version_ref: str | None) -> s
         repo, version = version_label(database, resolved.version_key) or (
             resolved.repo, resolved.version)
     return f"{repo}@{version}:{resolved.path}::{resolved.qualname}"
+
+
+def _note_defined_elsewhere(database: Any, name: str, repo: str, version: str) -> bool:
+    """Say where ``name``, which ``repo@version`` does not define, is defined (another
+    repo's name, as LMCacheEngine for vllm's target, or a removed one); whether it is."""
+    from db import queries
+
+    elsewhere = [f"{r}@{v}" for r, v in queries.versions_defining(database, name)]
+    if not elsewhere:
+        return False
+    same_repo = [place for place in elsewhere if place.startswith(f"{repo}@")]
+    _note(f"Note: nothing named '{name}' is defined at {repo}@{version}; it is defined at "
+          f"{', '.join(elsewhere)}: 'annotate xref {name} {(same_repo or elsewhere)[-1]}' "
+          "lists it there")
+    return True
 
 
 def _resolve(database: Any, context: Context, ref_text: str) -> Any:

@@ -591,6 +591,20 @@ def symbols_named(database: Database, version_key: int, qualname: str) -> list[d
     ]
 
 
+def versions_defining(database: Database, qualname: str) -> list[tuple[str, str]]:
+    """Every indexed (repo, version) with a symbol whose qualname is ``qualname`` or ends
+    with ``.qualname``, in the order `list_versions` lists them."""
+    last = qualname.rsplit(".", 1)[-1]
+    rows = database.query(
+        "SELECT DISTINCT v.repo, v.version, s.qualname FROM symbols s JOIN files f"
+        f" ON f.blob_id = s.blob_id AND {PYTHON_FILE} JOIN versions v ON v.id = f.version_id"
+        " WHERE s.name = ?", (last,))
+    found = {(row["repo"], row["version"]) for row in rows
+             if row["qualname"] == qualname or row["qualname"].endswith("." + qualname)}
+    return [(row["repo"], row["version"]) for row in list_versions(database)
+            if (row["repo"], row["version"]) in found]
+
+
 def names_close_to(
     database: Database, name: str, version_key: int | None = None
 ) -> list[str] | None:

@@ -413,6 +413,28 @@ def test_cli_xref_of_a_name_nothing_defines_says_so(indexed: Path) -> None:
         2, "Error: Invalid value for NAME: the name is empty (see 'annotate xref --help')\n")
 
 
+@pytest.mark.parametrize(("query", "note"), [
+    pytest.param(["CacheEngine", "vllm@v1"], "Note: nothing named 'CacheEngine' is defined at "
+                 "vllm@v1; it is defined at lmcache@v1: 'annotate xref CacheEngine lmcache@v1' "
+                 "lists it there\n", id="another-repos-name"),
+    pytest.param(["CacheEngine.store", "vllm@v1"], "Note: nothing named 'CacheEngine.store' is "
+                 "defined at vllm@v1; it is defined at lmcache@v1: 'annotate xref "
+                 "CacheEngine.store lmcache@v1' lists it there\n", id="a-qualname"),
+    pytest.param(["CacheEngine", "lmcache@v1"], "", id="defined-there"),
+])
+def test_cli_xref_of_a_name_another_version_defines_says_where(
+    indexed: Path, tmp_path: Path, query: list[str], note: str
+) -> None:
+    """vllm's target is the default version: a name of LMCache's is defined nowhere there,
+    and its uses in vLLM resolve to nothing; the note names where it is defined."""
+    source = write_tree(tmp_path / "lmcache", {"lmcache/engine.py": (
+        "class CacheEngine:\n    def store(self):\n        pass\n")})
+    with open_database(indexed) as database:
+        index_version(database, load_config(tmp_path), "lmcache", "v1", from_path=source)
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", *query])
+    assert (result.exit_code, result.stderr) == (0, note)
+
+
 @pytest.mark.parametrize(("ref", "error"), [
     pytest.param("vllm@v1:vllm/layers/linear2.py::ReplicatedLinear",
                  "Error: path 'vllm/layers/linear2.py' does not exist at vllm@v1 (hint: did you "
