@@ -705,8 +705,8 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
         rows += _moved_here(context, symbol or "", rows)
         if not rows:
             with context.database() as database:
-                _note_member_links(context, database, symbol or "")
-                _note_unknown_name(database, symbol or "")
+                if not _note_member_links(context, database, symbol or ""):
+                    _note_unknown_name(database, symbol or "")
     _print_links(rows, output_format, by_symbol=article is None)
 
 
@@ -739,13 +739,13 @@ MEMBERS_NAMED = 5
 """Members named in the note on claims that cite a class's members, not the class."""
 
 
-def _note_member_links(context: Context, database: Any, symbol: str) -> None:
-    """No claim cites ``symbol`` itself: say which of its members claims cite."""
+def _note_member_links(context: Context, database: Any, symbol: str) -> bool:
+    """No claim cites ``symbol`` itself: say which of its members claims cite, if any."""
     from annotations.citations import member_links
 
     rows = member_links(database, context.config, symbol)
     if not rows:
-        return
+        return False
     members = list(dict.fromkeys(f"{row['path']}::{row['qualname']}" for row in rows))
     more = f", and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
     claims = len({(row["article"], row["claim_id"]) for row in rows})
@@ -753,6 +753,7 @@ def _note_member_links(context: Context, database: Any, symbol: str) -> None:
     _note(f"Note: {claims} {cite} its members: "
           f"{', '.join(members[:MEMBERS_NAMED])}{more}; 'annotate links {members[0]}' lists "
           "those of one")
+    return True
 
 
 def _as_displayed(context: Context, path: str) -> str:

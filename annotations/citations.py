@@ -6,7 +6,13 @@ from collections.abc import Callable, Iterable
 
 from annotations.errors import RefSyntaxError
 from annotations.refs import Ref, RefForm, parse_ref
-from annotations.resolve import ResolveError, Resolver, linked_lines, permalink_repo
+from annotations.resolve import (
+    ResolveError,
+    Resolver,
+    linked_lines,
+    module_files,
+    permalink_repo,
+)
 from annotations.results import RefResult
 from db import claims as claim_store
 from db.database import Database
@@ -50,7 +56,22 @@ def member_links(database: Database, config: ProjectConfig, symbol: str) -> list
             return claim_store.links_to_members(database, ref.qualname or "", ref.path)
         if ref.form is not RefForm.DOTTED:
             return []
-    return _by_name_and_definitions(database, config, symbol, claim_store.links_to_members)
+    return (_by_name_and_definitions(database, config, symbol, claim_store.links_to_members)
+            or _module_links(symbol, database))
+
+
+def _module_links(symbol: str, database: Database) -> list[dict]:
+    """The stored refs to the symbols of the module a dotted name names
+    (``vllm.config.cache``): a module's members."""
+    try:
+        ref = parse_ref(symbol)
+    except RefSyntaxError:
+        return []
+    if ref.form is not RefForm.DOTTED or "." not in (ref.dotted or ""):
+        return []
+    return [row for path in module_files(ref.dotted or "")
+            for row in claim_store.links_in_lines(database, path, None, None, ref.version, ref.repo)
+            if row["qualname"]]
 
 
 def _by_name_and_definitions(

@@ -271,7 +271,7 @@ class Resolver:
         try:
             return self._dotted_symbol(repo, version, key, dotted)
         except ResolveError:
-            module = next((path for path in _module_files(dotted) if path in self.paths(key)),
+            module = next((path for path in module_files(dotted) if path in self.paths(key)),
                           None)
             if module is None:
                 raise
@@ -283,7 +283,7 @@ class Resolver:
         parts = dotted.split(".")
         paths = self.paths(key)
         for cut in range(len(parts) - 1, 0, -1):
-            for path in _module_files(".".join(parts[:cut])):
+            for path in module_files(".".join(parts[:cut])):
                 if path in paths:
                     try:
                         return self._symbol(repo, version, key, path, ".".join(parts[cut:]))
@@ -522,7 +522,8 @@ def _from_row(repo: str, version: str, key: int, row: dict) -> Resolved:
     )
 
 
-def _module_files(dotted: str) -> tuple[str, str]:
+def module_files(dotted: str) -> tuple[str, str]:
+    """The files that may hold the module ``dotted`` names: ``a/b.py``, ``a/b/__init__.py``."""
     module = dotted.replace(".", "/")
     return f"{module}.py", f"{module}/__init__.py"
 

@@ -388,6 +388,10 @@ def test_links_to_a_name_nothing_defines_says_so(name: str, note: str) -> None:
                  "members: vllm/model_executor/layers/layernorm.py::RMSNorm.forward; 'annotate"
                  " links vllm/model_executor/layers/layernorm.py::RMSNorm.forward' lists those "
                  "of one\n", id="a-dotted-name"),
+    pytest.param("vllm.model_executor.layers.layernorm", "Note: 1 claim cites its members: "
+                 "vllm/model_executor/layers/layernorm.py::RMSNorm.forward; 'annotate links "
+                 "vllm/model_executor/layers/layernorm.py::RMSNorm.forward' lists those of "
+                 "one\n", id="a-module"),
     pytest.param("LLMEngine.add_request", "", id="a-method-has-none"),
 ])
 def test_links_to_a_class_whose_members_are_cited_names_them(name: str, note: str) -> None:
