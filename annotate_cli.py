@@ -965,11 +965,18 @@ def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_r
             click.echo(f"Note: {name} is read-only: fix without --dry-run edits no file while "
                        "it is", err=True)
         click.echo(plan.diff(), nl=False)
+        edited = [name for name, _ in plan.edited()]
+        click.echo(f"Note: --dry-run wrote nothing: fix would make {_edits(plan, edited)}",
+                   err=True)
         return
-    written = plan.write()
-    edits = sum(plan.files[name].edits for name in written)
-    listed = ": " + ", ".join(written) if written else ""
-    click.echo(f"{counted(edits, 'edit')} in {counted(len(written), 'file')}{listed}")
+    click.echo(_edits(plan, plan.write()))
+
+
+def _edits(plan: Any, names: list[str]) -> str:
+    """``3 edits in 2 files: a.yml, b.md`` of the files ``names`` of a fix ``plan``."""
+    edits = sum(plan.files[name].edits for name in names)
+    listed = ": " + ", ".join(names) if names else ""
+    return f"{counted(edits, 'edit')} in {counted(len(names), 'file')}{listed}"
 
 
 def _claim_in_file(context: Context, wanted: str) -> str:

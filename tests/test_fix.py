@@ -296,6 +296,8 @@ def test_dry_run_prints_the_diff_and_changes_nothing() -> None:
         f"     refs: [{SPLIT}]\n"
     )
     assert result.stderr.startswith("Note: annotations/engine.yml:17: left ")
+    assert result.stderr.endswith("Note: --dry-run wrote nothing: fix would make 3 edits in 1 "
+                                  "file: annotations/engine.yml\n")
     assert fix("--dry-run").stdout == result.stdout  # nothing was written
 
 
@@ -1011,7 +1013,8 @@ def test_a_read_only_file_is_refused_and_no_file_is_edited() -> None:
     dry = fix("--dry-run")
     assert dry.exit_code == 0
     assert dry.stderr == ("Note: annotations/b.yml is read-only: fix without --dry-run edits "
-                          "no file while it is\n")
+                          "no file while it is\nNote: --dry-run wrote nothing: fix would make "
+                          "2 edits in 2 files: annotations/a.yml, annotations/b.yml\n")
     assert "+++ b/annotations/a.yml\n" in dry.stdout
     assert "+++ b/annotations/b.yml\n" in dry.stdout
 
