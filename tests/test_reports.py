@@ -699,6 +699,7 @@ def test_sarif_waiver_is_a_suppression() -> None:
             "justification": "waived until 2030-06-30: rewrite",
         }
     ]
+    assert item["message"]["text"].endswith("; waived until 2030-06-30 (rewrite)")
 
 
 def test_sarif_expired_waiver_is_not_a_suppression() -> None:
@@ -706,6 +707,7 @@ def test_sarif_expired_waiver_is_not_a_suppression() -> None:
                   waiver_expired=True)
     (item,) = sarif_of(report_of(result))["runs"][0]["results"]
     assert "suppressions" not in item
+    assert item["message"]["text"].endswith("; waiver expired 2020-01-01")
 
 
 def test_sarif_unknown_line_has_no_region() -> None:

@@ -14,6 +14,7 @@ from annotations.reports._common import (
     is_waived,
     level,
     unindexed_target_note,
+    waiver_note,
 )
 from annotations.reports.json_report import result_to_dict
 from annotations.results import CheckReport, RefResult, Status
@@ -172,6 +173,8 @@ def _message(result: RefResult) -> str:
         text += f": {result.message}"
     if result.candidates:
         text += f". Candidates: {', '.join(result.candidates)}"
+    if note := waiver_note(result):  # an expired one is no suppression: say why it fails
+        text += f"; {note}"
     return text
 
 
