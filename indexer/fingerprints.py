@@ -90,18 +90,8 @@ def _ends_one_tuple(blanked: bytes, comma: int) -> bool:
     other comma stands in its brackets, which are no call's, definition's or list's."""
     if blanked[comma] != _COMMA:
         return False  # in a string literal
-    depth = 0
-    for index in range(comma - 1, -1, -1):
-        char = blanked[index]
-        if char in _CLOSING:
-            depth += 1
-        elif char in _OPENING:
-            if depth == 0:
-                return _makes_tuple(blanked, index)
-            depth -= 1
-        elif char == _COMMA and depth == 0:
-            return False
-    return False
+    bracket = _opener(blanked, comma, after_comma=False)
+    return bracket is not None and _makes_tuple(blanked, bracket)
 
 
 def _makes_tuple(blanked: bytes, bracket: int) -> bool:
@@ -164,8 +154,9 @@ def _names_generic_type(blanked: bytes, start: int, word: bytes) -> bool:
     return _names_generic_type(blanked, name_start, name)
 
 
-def _opener(blanked: bytes, index: int) -> int | None:
-    """The offset of the bracket left open before ``index``; None at the top level."""
+def _opener(blanked: bytes, index: int, after_comma: bool = True) -> int | None:
+    """The offset of the bracket left open before ``index``; None at the top level, or
+    when a comma stands in that bracket before ``index`` and not ``after_comma``."""
     depth = 0
     for at in range(index - 1, -1, -1):
         char = blanked[at]
@@ -175,6 +166,8 @@ def _opener(blanked: bytes, index: int) -> int | None:
             if depth == 0:
                 return at
             depth -= 1
+        elif char == _COMMA and depth == 0 and not after_comma:
+            return None
     return None
 
 
