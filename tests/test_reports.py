@@ -235,6 +235,34 @@ def test_text_result_line_fields() -> None:
     )
 
 
+NEW_PLACE = "vllm@v0.3.0:vllm/paged.py::PagedAttention.forward"
+
+
+@pytest.mark.parametrize(
+    ("message", "rest"),
+    [
+        (f"moved to {NEW_PLACE}", ""),
+        (f"moved to {NEW_PLACE}; body changed", "  body changed"),
+        (f"moved to {NEW_PLACE} (several candidates: see candidates); body changed",
+         "  (several candidates: see candidates); body changed"),
+        ("moved to somewhere/else.py::f", "  moved to somewhere/else.py::f"),
+    ],
+    ids=["bare-move", "move-and-change", "ambiguous-move", "other-place-kept"],
+)
+def test_text_names_the_new_place_of_a_moved_ref_once(message: str, rest: str) -> None:
+    result = make(Status.MOVED, new_ref=NEW_PLACE, message=message)
+    line = render(report_of(result), "text").splitlines()[3]
+    assert line.endswith(f"forward -> {NEW_PLACE}{rest}")
+    assert line.count(NEW_PLACE) == 1
+
+
+def test_github_names_the_new_place_of_a_moved_ref_once() -> None:
+    result = make(Status.MOVED, new_ref=NEW_PLACE, message=f"moved to {NEW_PLACE}; body changed")
+    head = unescape(render(report_of(result), "github").splitlines()[1].split("::", 2)[2])
+    assert head.startswith(f"{result.ref} -> {NEW_PLACE} is moved: body changed")
+    assert head.count(NEW_PLACE) == 1
+
+
 @pytest.mark.parametrize(
     ("waiver", "expected"),
     [

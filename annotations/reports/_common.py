@@ -107,6 +107,14 @@ def display_ref(result: RefResult) -> str:
     return result.ref
 
 
+def message_beside_ref(result: RefResult) -> str:
+    """The message without a leading ``moved to NEW_REF``, which `display_ref` already shows."""
+    lead = f"moved to {result.new_ref}"
+    if result.new_ref and result.message.startswith(lead):
+        return result.message.removeprefix(lead).lstrip("; ")
+    return result.message
+
+
 def location(item: RefResult | InputError) -> str:
     """``file:line`` of the annotation, or just the file when the line is unknown."""
     return f"{item.file}:{item.line}" if item.line and item.line > 0 else item.file

@@ -17,6 +17,7 @@ import re
 from annotations.reports._common import (
     display_ref,
     level,
+    message_beside_ref,
     summary_line,
     unindexed_target_note,
     waiver_note,
@@ -87,8 +88,9 @@ def message(result: RefResult) -> str:
     head = f"{display_ref(result)} is {result.status.value}"
     if result.changes:
         head += f" ({', '.join(result.changes)})"
-    if result.message:
-        head += f": {result.message}"
+    message = message_beside_ref(result)
+    if message:
+        head += f": {message}"
     lines = [head, f"claim {result.claim} of {result.article}: {_shorten(result.claim_text)}"]
     if result.candidates:
         lines.append(f"candidates: {', '.join(result.candidates)}")

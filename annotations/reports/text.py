@@ -11,6 +11,7 @@ from annotations.reports._common import (
     display_ref,
     has_unwaived_stale,
     location,
+    message_beside_ref,
     summary_line,
     truncate_lines,
     verdict,
@@ -113,8 +114,9 @@ def _result_line(result: RefResult, claim_width: int, location_width: int, color
     ]
     if result.changes:
         cells.append("[" + ", ".join(one_line(change) for change in result.changes) + "]")
-    if result.message:
-        cells.append(one_line(result.message))
+    message = message_beside_ref(result)
+    if message:
+        cells.append(one_line(message))
     note = waiver_note(result)
     if note:
         cells.append(f"[{one_line(note)}]")
