@@ -27,7 +27,7 @@ from annotations.resolve import (
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
-from db.queries import index_advice
+from db.queries import advice_for
 from indexer.config import ProjectConfig
 
 
@@ -46,7 +46,7 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     waivers = claim_store.waivers(database)
     results: list[RefResult] = []
     repos: set[str | None] = set()
-    pins: dict[str, None] = {}  # in their first order
+    pins: dict[str, str] = {}  # their advice, in their first order
     for row in claim_store.all_refs(database):
         if options.source_files is not None and row["source_file"] not in options.source_files:
             continue
@@ -54,12 +54,12 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
         if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
-            pins[pin] = None
+            pins[pin] = advice_for(database, pin)
     comparer.save()
     targets = _targets(config, options, repos)
     return CheckReport(tuple(results), targets, options.fail_on,
                        unindexed_targets=_unindexed(resolver, targets),
-                       unindexed_pins=tuple(pins))
+                       unindexed_pins=tuple(pins.items()))
 
 
 def _unindexed(resolver: Resolver, targets: tuple[str, ...]) -> tuple[str, ...]:
@@ -140,7 +140,8 @@ def _compared(
     if row["state"] == "broken":
         return base
     if row["state"] == "unindexed":
-        return replace(base, status=Status.UNINDEXED, message=_unindexed_message(config, row))
+        return replace(base, status=Status.UNINDEXED,
+                       message=_unindexed_message(resolver, config, row))
     version = target_of(config, options, row["repo"])
     if version is None:
         return replace(base, status=Status.UNINDEXED,
@@ -188,13 +189,13 @@ def _as_named(resolver: Resolver, row: dict, version: str, comparison: Compariso
                                                            new))
 
 
-def _unindexed_message(config: ProjectConfig, row: dict) -> str:
+def _unindexed_message(resolver: Resolver, config: ProjectConfig, row: dict) -> str:
     """The link's message, with the ``annotate index`` that would index the ref's pin."""
     message = row["message"] or ""
     pin = _unindexed_pin(config, row)
     if pin is None or "annotate index" in message:
         return message
-    return f"{message} ({index_advice(pin)})"
+    return f"{message} ({advice_for(resolver.database, pin)})"
 
 
 def _unindexed_pin(config: ProjectConfig, row: dict) -> str | None:

@@ -88,8 +88,9 @@ class CheckReport:
     fail_on: tuple[str, ...] = field(default_factory=tuple)
     input_errors: tuple[InputError, ...] = ()
     unindexed_targets: tuple[str, ...] = ()
-    unindexed_pins: tuple[str, ...] = ()
-    """The versions refs are pinned at that are configured but not indexed yet."""
+    unindexed_pins: tuple[tuple[str, str], ...] = ()
+    """The versions refs are pinned at that are configured but not indexed yet, each with
+    what to do about it."""
 
     @property
     def unreadable_files(self) -> frozenset[str]:

@@ -132,7 +132,7 @@ def unindexed(
         return Unindexed(f"{pin} is not indexed", did_you_mean(repo, misspelling_of),
                          misspelling_of)
     if configured is None or version in configured:
-        return Unindexed(f"{pin} is not indexed", index_advice(pin))
+        return Unindexed(f"{pin} is not indexed", advice_for(database, pin))
     known = ", ".join(dict.fromkeys([*configured, *indexed_versions(database, repo)]))
     return Unindexed(f"{pin} is neither indexed nor configured ({repo} has {known or 'none'})",
                      _commit_advice(pin) if COMMIT.fullmatch(version)
@@ -147,9 +147,39 @@ def _commit_advice(pin: str) -> str:
             f"('annotate index {pin} --from PATH')")
 
 
-def index_advice(pin: str) -> str:
-    """What to do about ``REPO@VERSION``, configured and not indexed yet."""
-    return f"run 'annotate index {pin}'"
+def index_advice(pin: str, not_found_in: str | None = None) -> str:
+    """What to do about ``REPO@VERSION``, configured and not indexed yet; ``not_found_in``:
+    the sources the last ``annotate index`` of it tried in vain (`not_found_in`)."""
+    if not_found_in is None:
+        return f"run 'annotate index {pin}'"
+    repo = pin.partition("@")[0]
+    return (f"'annotate index' could not fetch it from its sources ({not_found_in}): set "
+            f"[repos.{repo}] git in annotate.toml to a local clone that has it, or run "
+            f"'annotate index {pin} --from PATH' on a checkout of it")
+
+
+def advice_for(database: Database, pin: str) -> str:
+    """`index_advice` for ``pin``, saying so when no source had it the last time it was tried."""
+    return index_advice(pin, not_found_in(database, pin))
+
+
+def record_not_found(database: Database, pin: str, sources: Sequence[str]) -> None:
+    """Remember that none of ``sources`` had ``pin`` (`not_found_in` reads it back)."""
+    with database.write() as conn:
+        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                     (f"{_NOT_FOUND}{pin}", ", ".join(sources) or "none configured"))
+
+
+def not_found_in(database: Database, pin: str) -> str | None:
+    """The sources the last failed ``annotate index`` of ``pin`` tried, or None when none
+    failed to find it."""
+    row = database.conn.execute("SELECT value FROM meta WHERE key = ?",
+                                (f"{_NOT_FOUND}{pin}",)).fetchone()
+    return row[0] if row else None
+
+
+_NOT_FOUND = "not_found:"
+"""The ``meta`` key prefix of a version no source had: ``not_found:vllm@v0.23.1rc0``."""
 
 
 PYTHON_FILE = "substr(f.path, -3) = '.py'"

@@ -26,7 +26,7 @@ from db import queries
 from db.database import Database
 from db.queries import is_python_path
 from indexer.config import ProjectConfig, RepoConfig
-from indexer.errors import SameWheel
+from indexer.errors import SameWheel, VersionNotFound
 from indexer.extractor import extractor_id
 from indexer.models import FileEntry, ParsedBlob, SnapshotInfo
 from indexer.sources import Snapshot, open_local, open_snapshot
@@ -94,11 +94,23 @@ def index_version(
     if from_path is not None:
         snapshot = open_local(repo, version, from_path)
     else:
-        snapshot = open_snapshot(repo, version, config.cache_dir)
+        snapshot = _opened_or_recorded(database, repo, version, config.cache_dir)
     with snapshot:
         if version not in repo.versions:
             _refuse_a_second_name(database, snapshot.info)
         return _index_snapshot(database, repo, snapshot, run)
+
+
+def _opened_or_recorded(
+    database: Database, repo: RepoConfig, version: str, cache_dir: Path
+) -> Snapshot:
+    """`open_snapshot`; a version no source has is recorded as such (check then says so
+    rather than advise the same ``annotate index`` again)."""
+    try:
+        return open_snapshot(repo, version, cache_dir)
+    except VersionNotFound:
+        queries.record_not_found(database, f"{repo.name}@{version}", repo.sources)
+        raise
 
 
 def _refuse_a_second_name(database: Database, info: SnapshotInfo) -> None:

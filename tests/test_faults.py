@@ -53,11 +53,21 @@ def _annotate() -> list[str]:
     return [str(script)] if script.exists() else [shutil.which("annotate") or "annotate"]
 
 
+NOT_FOUND_NOTE = "INSERT INTO \"meta\" VALUES('not_found:"
+"""The row a fetch that failed leaves: which sources did not have the version (check's
+advice then says so). The one row these faults may add."""
+
+
 def dump(path: Path) -> list[str]:
-    """Every row and every schema object of the database, as SQL."""
+    """Every row and every schema object of the database, as SQL, but a failed fetch's note."""
     with contextlib.closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        return list(conn.iterdump())
+        return [line for line in conn.iterdump() if not line.startswith(NOT_FOUND_NOTE)]
+
+
+def not_found_notes(path: Path) -> list[tuple[str, str]]:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute("SELECT * FROM meta WHERE key LIKE 'not_found:%'").fetchall()
 
 
 def counts(path: Path) -> dict[str, int]:
@@ -265,6 +275,7 @@ def test_unreachable_git_remote(indexed_db: Path) -> None:
     one_error_line(result, f"vllm@v0.2.0 was not found (git: {url}: ", "Failed to connect",
                    "--from PATH")
     assert dump(indexed_db) == before
+    assert not_found_notes(indexed_db) == [("not_found:vllm@v0.2.0", "git")]
 
 
 def test_git_remote_that_never_answers(

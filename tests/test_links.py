@@ -1092,6 +1092,33 @@ def test_refs_at_versions_not_yet_indexed_are_one_warning_per_version(project: P
     ]
 
 
+def test_a_version_no_source_had_is_not_advised_to_be_indexed_again(project: Path) -> None:
+    """The catalogue's v0.23.1rc0: a tag only, which the last `index --keep-going` found in
+    no source; v9.9.8, never tried, is still to be indexed."""
+    config = Path("annotate.toml")
+    config.write_text(config.read_text().replace("versions = [", 'versions = ["v9.9.8", '
+                                                                  '"v9.9.9", '))
+    write("annotations/later.yml", UNINDEXED_PINS)
+    indexed = CliRunner().invoke(cli, ["index", "--keep-going", "vllm@v9.9.9"])
+    assert (indexed.exit_code, indexed.stderr[:41]) == (
+        0, "Warning: vllm@v9.9.9 was not found (git: ")
+    not_found = ("'annotate index' could not fetch it from its sources (git, pypi): set "
+                 "[repos.vllm] git in annotate.toml to a local clone that has it, or run "
+                 "'annotate index vllm@v9.9.9 --from PATH' on a checkout of it")
+    assert link().stderr.splitlines()[0] == (
+        f"Warning: vllm@v9.9.9 is not indexed (3 refs of 2 claims pin it); {not_found}")
+    checked = CliRunner().invoke(cli, ["check", "--exit-zero"])
+    assert checked.stdout.splitlines()[-3:-1] == [
+        f"vllm@v9.9.9 is not indexed (3 refs of 2 claims pin it); {not_found}",
+        "vllm@v9.9.8 is not indexed (2 refs of 2 claims pin it); run 'annotate index vllm@v9.9.8'",
+    ]
+    assert sum(line.endswith(" vllm@v9.9.9 is not indexed") for line in
+               checked.stdout.splitlines()) == 3
+    shown = CliRunner().invoke(cli, ["symbols", "vllm@v9.9.9"])
+    assert (shown.exit_code, shown.stderr) == (
+        2, f"Error: vllm@v9.9.9 is not indexed; {not_found}\n")
+
+
 def test_links_stored_by_another_link_format_are_linked_again(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

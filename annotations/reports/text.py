@@ -19,7 +19,6 @@ from annotations.reports._common import (
 )
 from annotations.results import CheckReport, RefResult, Status
 from annotations.wording import counted, pinned_at_unindexed
-from db.queries import index_advice
 
 RESET = "\033[0m"
 GREEN = "\033[32m"
@@ -65,8 +64,7 @@ def _advice_once(report: CheckReport) -> tuple[list[RefResult], list[str]]:
     """The results, each ref pinned at a version not indexed yet without the advice to
     index it, and that advice once per version, with how many refs and claims it holds."""
     results, pinned = list(report.results), []
-    for pin in report.unindexed_pins:
-        advice = index_advice(pin)
+    for _, advice in report.unindexed_pins:
         suffix = f" ({advice})"
         at = [i for i, r in enumerate(results)
               if r.status is Status.UNINDEXED and r.target is None and r.message.endswith(suffix)]
