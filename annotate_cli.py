@@ -864,12 +864,16 @@ def _link_json(row: dict) -> dict:
 def search(context: Context, text: str, output_format: str, limit: int) -> None:
     """Full-text search over claim texts, article titles and cited symbols.
 
-    Every word and every "quoted phrase" of TEXT must occur, in any order.
+    Every word and every "quoted phrase" of TEXT must occur, in any order and case,
+    anywhere in the text (kv finds KVCache); OR, AND and NOT are words like any other.
     """
     from db import claims as claim_store
 
     if not text.strip():
         raise click.BadParameter("the search text is empty", param_hint="TEXT")
+    if text.count('"') % 2:
+        raise click.BadParameter('a " opens a phrase that is not closed: close it '
+                                 '(\'"prefix caching"\') or drop it', param_hint="TEXT")
     with context.database() as database:
         _note_outdated_links(context, database)
         rows = claim_store.search(database, text, limit + 1)

@@ -543,6 +543,10 @@ SEARCHES = [
     pytest.param("verify_with_parallel", ["verify"], id="cited-symbol-name"),
     pytest.param("layernorm", ["forward-rms"], id="cited-path"),
     pytest.param("rmsnorm", ["forward-rms"], id="case-insensitive"),
+    pytest.param("kv", ["percent"], id="short-word-case-insensitive"),
+    pytest.param("f.", ["forward-linear"], id="short-word-anywhere"),
+    pytest.param("swap OR 残差", [], id="or-is-a-word-not-an-operator"),
+    pytest.param("swap or", ["verify"], id="or-is-matched-as-a-word"),
     pytest.param('"Too large swap space."', ["verify"], id="double-quotes-are-literal"),
     pytest.param("NEAR* OR", ["verify"], id="fts-operators-are-literal"),
     pytest.param("50%", ["percent"], id="percent-is-literal"),
@@ -587,7 +591,7 @@ def test_search_output_round_trips_the_text() -> None:
     assert ok("search", "无此内容") == "No claims match.\n"
 
 
-HOSTILE = ['"', "*", "NEAR(", "OR", "AND", "NOT", '"unclosed', "a OR b", "NEAR(a b, 2)", "(((",
+HOSTILE = ["*", "NEAR(", "OR", "AND", "NOT", "a OR b", "NEAR(a b, 2)", "(((",
            ")", "^start", "text:显存", "-x", "'", "_", "\\", '""', "***", "a*", "{x}", ":",
            "显存 OR", "NEAR(显存"]
 
@@ -611,6 +615,18 @@ def test_search_has_no_wildcards(query: str, found: list[str]) -> None:
     one, not every claim."""
     rows = json.loads(ok("search", "--format", "json", "--", query))
     assert [row["claim_id"] for row in rows] == found
+
+
+@pytest.mark.parametrize("query", ['"', '"prefix', 'swap "Too large', '"swap" "space'],
+                         ids=["quote-alone", "unclosed-phrase", "word-then-unclosed",
+                              "closed-then-unclosed"])
+def test_search_refuses_an_unclosed_phrase(query: str) -> None:
+    """Not a search for the text with its quote, which matched nothing, silently."""
+    result = run("search", "--", query)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ('Error: Invalid value for TEXT: a " opens a phrase that is not '
+                             "closed: close it ('\"prefix caching\"') or drop it (see "
+                             "'annotate search --help')\n")
 
 
 @pytest.mark.parametrize("query", [" ", ""], ids=["blank", "empty"])
