@@ -261,6 +261,8 @@ def write_version(
             ((new_id, path, blob_id) for path, blob_id in files),
         )
         conn.execute(f"{_RECOUNT_SYMBOLS} WHERE id = ?", (new_id,))
+        conn.execute("DELETE FROM meta WHERE key = ?",
+                     (f"{_NOT_FOUND}{version.repo}@{version.version}",))
     return True
 
 

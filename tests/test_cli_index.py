@@ -184,6 +184,24 @@ def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
         "changes; name the checkout's version otherwise (vllm@v0.3.0-local) to index it\n")
 
 
+def test_a_version_no_source_had_is_forgotten_as_such_once_indexed(
+    project: Path, tmp_path: Path
+) -> None:
+    """`index` notes a version no source has (check then advises providing it); indexed
+    from a checkout later, the note goes."""
+    def noted() -> list[tuple[str, str]]:
+        with sqlite3.connect(DB) as conn:
+            return conn.execute("SELECT key, value FROM meta WHERE key LIKE 'not_found:%'"
+                                ).fetchall()
+
+    assert run("index", "--keep-going", "vllm@v9.9.9").exit_code == 0
+    assert noted() == [("not_found:vllm@v9.9.9", "git")]
+    checkout = tmp_path / "checkout"
+    fv.write_snapshot(checkout, fv.VERSIONS["v0.3.0"])
+    assert run("index", "vllm@v9.9.9", "--from", str(checkout)).exit_code == 0
+    assert noted() == []
+
+
 def test_a_version_typo_lists_the_configured_then_the_other_indexed_versions(
     project: Path, tmp_path: Path
 ) -> None:
