@@ -677,11 +677,12 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
 
     SYMBOL is a short name, a qualname, PATH::QUALNAME, a dotted name
     (vllm.config.CacheConfig), a ref, or lines: a GitHub permalink or
-    REPO@VERSION:PATH#Lx-Ly (the refs into those lines at that version).
+    REPO@VERSION:PATH#Lx-Ly (the refs into those lines at that version), or a file's
+    path (every ref into that file, at each ref's pin).
     A claim whose symbol moved to SYMBOL at the target version cites it too (SYMBOL
     being any of the places of an ambiguous move).
     """
-    from annotations.citations import links_citing
+    from annotations.citations import is_file_path, links_citing
     from db import claims as claim_store
 
     if (symbol is None) == (article is None):
@@ -705,7 +706,8 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
         rows += _moved_here(context, symbol or "", rows)
         if not rows:
             with context.database() as database:
-                if not _note_member_links(context, database, symbol or ""):
+                if is_file_path(symbol or "") or not _note_member_links(
+                        context, database, symbol or ""):
                     _note_unknown_name(database, symbol or "")
     _print_links(rows, output_format, by_symbol=article is None)
 
@@ -776,13 +778,15 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
 def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None = None) -> None:
     """Say so when nothing (at ``version``, or in any indexed version) defines ``name``:
     a typo, most likely, that an empty answer would hide."""
+    from annotations.citations import is_file_path
     from db import queries
 
     if "::" in name or "#L" in name or name.startswith("https://"):
         return
-    if "/" in name:  # read as a name, a file's path would be its suffix: 'py'
-        _note(f"Note: '{name}' is a file, not a symbol: write {name}::QUALNAME for one of its "
-              f"symbols, or REPO@VERSION:{name}#Lx-Ly for the refs into its lines")
+    if is_file_path(name):
+        path = name.removeprefix("./")
+        if not queries.is_indexed_path(database, path):
+            _note(f"Note: no indexed version has a file '{path}'")
         return
     short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
     key = queries.require_version(database, *version) if version else None

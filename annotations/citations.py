@@ -24,7 +24,10 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     """The stored links to ``symbol``: ``PATH::QUALNAME``, lines (``PATH#Lx-Ly`` or a
     permalink), a qualname or short name, or a dotted name, which also finds the claims
     citing what it names through its module's imports (``vllm.config.CacheConfig`` is
-    ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at."""
+    ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at, or a
+    file's path: every ref into that file (its symbols and lines), at each ref's pin."""
+    if is_file_path(symbol):
+        return claim_store.links_in_lines(database, symbol.removeprefix("./"), None, None)
     if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
         ref = parse_ref(symbol)
         repo = _repo_of(config, ref)
@@ -38,6 +41,12 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
             return [row for row in rows if ref.start_line is None
                     or _links_into(row, ref.start_line, ref.end_line or ref.start_line)]
     return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
+
+
+def is_file_path(symbol: str) -> bool:
+    """Whether ``symbol`` is a repo file's path (``vllm/config/cache.py``), not a ref."""
+    return "/" in symbol and not (
+        "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"))
 
 
 def _repo_of(config: ProjectConfig, ref: Ref) -> str | None:
@@ -156,7 +165,10 @@ def _links_into(row: dict, start: int, end: int) -> bool:
 
 
 def follows_moves(symbol: str) -> bool:
-    """Whether `links_moved_to` may find links for ``symbol`` (lines name no symbol)."""
+    """Whether `links_moved_to` may find links for ``symbol`` (lines and files name no
+    symbol)."""
+    if is_file_path(symbol):
+        return False
     try:
         form = parse_ref(symbol).form
     except RefSyntaxError:

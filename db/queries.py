@@ -563,6 +563,12 @@ def file_blob(database: Database, version_key: int, path: str) -> str | None:
     return row[0] if row else None
 
 
+def is_indexed_path(database: Database, path: str) -> bool:
+    """Whether some indexed version has a file at ``path``."""
+    row = database.conn.execute("SELECT 1 FROM files WHERE path = ? LIMIT 1", (path,)).fetchone()
+    return row is not None
+
+
 def version_paths(database: Database, version_key: int) -> list[str]:
     rows = database.conn.execute(
         "SELECT path FROM files WHERE version_id = ? ORDER BY path", (version_key,)

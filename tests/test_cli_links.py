@@ -185,6 +185,22 @@ def test_links_by_lines_are_the_refs_overlapping_them(query: str, expected: list
     assert sorted(link["claim"] for link in found) == sorted(expected)
 
 
+@pytest.mark.parametrize("path", ["vllm/config/cache.py", "./vllm/config/cache.py"],
+                         ids=["path", "dot-slash"])
+def test_links_of_a_file_are_every_ref_into_it_at_its_pin(path: str) -> None:
+    found = json.loads(ok("links", "--format", "json", path))
+    assert sorted((link["claim"], link["version"]) for link in found) == sorted([
+        (POST_CLAIM, "v0.2.0"), ("util-default", "v0.1.0"), ("util-raised", "v0.2.0"),
+        ("verify", "v0.1.0")])
+
+
+def test_links_of_a_file_list_its_lines_refs_under_their_lines() -> None:
+    link_alone("lines.yml", "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
+                            "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n")
+    assert ok("links", "vllm/config/cache.py") == (
+        "vllm/config/cache.py#L1-L2\n  blog/lines.md#head @v0.1.0: 文件开头\n")
+
+
 def test_links_of_a_lines_ref_name_its_lines() -> None:
     link_alone("lines.yml", "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
                             "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n")
@@ -369,11 +385,9 @@ def test_links_to_an_uncited_symbol() -> None:
     pytest.param("Zzqxw", "Note: nothing named 'Zzqxw' is defined in any indexed version\n",
                  id="nothing-close"),
     pytest.param("LLMEngine.add_request", "", id="defined-but-not-cited"),
-    pytest.param("vllm/model_executor/layers/layernorm.py", "Note: 'vllm/model_executor/layers/"
-                 "layernorm.py' is a file, not a symbol: write vllm/model_executor/layers/"
-                 "layernorm.py::QUALNAME for one of its symbols, or REPO@VERSION:vllm/"
-                 "model_executor/layers/layernorm.py#Lx-Ly for the refs into its lines\n",
-                 id="a-file-path"),
+    pytest.param("vllm/engine/llm_engine.py", "", id="a-file-no-claim-cites"),
+    pytest.param("vllm/config/cahce.py", "Note: no indexed version has a file "
+                 "'vllm/config/cahce.py'\n", id="a-file-not-indexed"),
 ])
 def test_links_to_a_name_nothing_defines_says_so(name: str, note: str) -> None:
     result = run("links", name)
