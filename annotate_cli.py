@@ -696,8 +696,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
             rows = claim_store.links_of_article(database, article) or (
                 claim_store.links_of_article(database, _as_displayed(context, article)))
             if not rows:
-                raise UserError(f"no claims of article '{article}' are linked; "
-                                "check the path, or run 'annotate link'")
+                raise _no_claims_of(context, database, article)
         else:
             rows = links_citing(database, context.config, symbol or "")
     if article is not None:
@@ -756,6 +755,26 @@ def _note_member_links(context: Context, database: Any, symbol: str) -> bool:
           f"{', '.join(members[:MEMBERS_NAMED])}{more}; 'annotate links {members[0]}' lists "
           "those of one")
     return True
+
+
+def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
+    """Why ``article`` has no stored links: the file holds no claims, or is no annotation
+    file or article of the config, or no file or article has that name."""
+    from annotations.links import LinkState, annotation_files, link_state
+
+    path = Path(article)
+    if not path.is_file():
+        return UserError(f"no claims of article '{article}' are linked; check the path, or "
+                         "run 'annotate link'")
+    shown = _as_displayed(context, article)
+    files = annotation_files(context.config)
+    if path.resolve() not in {selected.resolve() for selected in (*files[0], *files[1])}:
+        return UserError(f"'{shown}' is neither an annotation file nor an article: the "
+                         "'annotations' and 'articles' globs of annotate.toml do not select it")
+    if link_state(database, context.config, files) is LinkState.CURRENT:
+        return UserError(f"'{shown}' holds no claims")
+    return UserError(f"'{shown}' held no claims at the last link; run 'annotate link' to "
+                     "link the claims it holds now")
 
 
 def _as_displayed(context: Context, path: str) -> str:

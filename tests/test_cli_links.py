@@ -479,6 +479,25 @@ def test_links_of_an_unknown_article() -> None:
     )
 
 
+def test_links_of_an_article_file_without_claims_says_it_holds_none() -> None:
+    Path("articles", "empty.md").write_text("# 空\n\n没有链接。\n", encoding="utf-8")
+    before_link = run("links", "--article", "articles/empty.md")
+    assert (before_link.exit_code, before_link.stdout) == (2, "")
+    assert before_link.stderr.endswith(
+        "Error: 'articles/empty.md' held no claims at the last link; run 'annotate link' to "
+        "link the claims it holds now\n")
+    ok("link")
+    assert fails("links", "--article", "./articles/empty.md") == (
+        "Error: 'articles/empty.md' holds no claims\n")
+
+
+def test_links_of_a_file_the_config_does_not_select_says_so() -> None:
+    Path("README.md").write_text("# 说明\n", encoding="utf-8")
+    assert fails("links", "--article", "README.md") == (
+        "Error: 'README.md' is neither an annotation file nor an article: the 'annotations' "
+        "and 'articles' globs of annotate.toml do not select it\n")
+
+
 @pytest.mark.parametrize(("args", "error"), [
     pytest.param(["links", ""], "Error: Invalid value for SYMBOL: it is empty", id="empty-symbol"),
     pytest.param(["links", "--article", " "], "Error: Invalid value for --article: it is empty",
