@@ -40,6 +40,8 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
                                               ref.end_line, ref.version, repo)
             return [row for row in rows if ref.start_line is None
                     or _links_into(row, ref.start_line, ref.end_line or ref.start_line)]
+    if "." in symbol:
+        parse_ref(symbol)  # a malformed dotted name names nothing: 'vllm.sampling_params.'
     return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
 
 

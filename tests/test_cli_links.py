@@ -525,6 +525,13 @@ def test_links_to_a_malformed_ref() -> None:
     assert fails("links", "vllm@v0.1.0:").startswith("Error: missing path")
 
 
+@pytest.mark.parametrize("name", ["vllm.config.", ".CacheConfig", "vllm..CacheConfig"],
+                         ids=["trailing-dot", "leading-dot", "double-dot"])
+def test_links_to_a_malformed_dotted_name(name: str) -> None:
+    assert fails("links", name) == (
+        f"Error: invalid dotted name '{name}': expected identifiers joined by '.'\n")
+
+
 def test_links_at_a_version_not_indexed_says_so() -> None:
     """Not 'No claims cite it.': no claim could, at a version the index does not have."""
     assert fails("links", "vllm@v9:vllm/utils.py#L1") == (
