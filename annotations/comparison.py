@@ -219,7 +219,7 @@ def code_went_to(comparer: SymbolComparer, pinned: Resolved, target_key: int) ->
     around them went (the one holding them first), else the file it was renamed to (a file
     with no definitions: a kernel, a Markdown page), if any."""
     went = next(iter(_successor_paths(comparer, pinned, target_key)), None)
-    return went or _renamed_to(comparer.resolver, pinned, target_key)
+    return went or comparer.renamed_to(pinned, target_key)
 
 
 RENAME_SIMILARITY = 0.5
@@ -396,6 +396,15 @@ class SymbolComparer:
         self._matchers: dict[tuple[int, int], Matcher] = {}
         self._cache: dict[tuple[int, int], dict[tuple, str]] = {}
         self._new_rows: list[tuple] = []
+        self._renames: dict[tuple[int, str, int], str | None] = {}
+
+    def renamed_to(self, pinned: Resolved, target_key: int) -> str | None:
+        """`_renamed_to`, once per gone file and version pair: a diff asks it twice for each
+        line ref into the file, and it compares the file with every file added near it."""
+        key = (pinned.version_key, pinned.path, target_key)
+        if key not in self._renames:
+            self._renames[key] = _renamed_to(self.resolver, pinned, target_key)
+        return self._renames[key]
 
     def compare(self, pinned: Resolved, target_key: int) -> Comparison:
         pair = (pinned.version_key, target_key)

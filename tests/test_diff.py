@@ -17,11 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotate_cli import cli
-from annotations import matching
+from annotations import comparison, matching
 from annotations.diffs import build
 from annotations.forking import can_fork
 from annotations.links import link_if_changed
+from annotations.refs import parse_ref
 from annotations.reports.markdown import code
+from annotations.resolve import Resolver
 from db.database import open_database
 from indexer.config import load_config
 from indexer.literals import LITERAL
@@ -859,6 +861,30 @@ def test_annotated_lists_cited_lines_that_changed_where_no_symbol_holds_them(
     impact = [claim["symbols"] for article in report["articles"] for claim in article["claims"]
               if claim["claim"] == claim_id]
     assert impact == ([[{"ref": listed[1], "section": listed[0]}]] if listed else [])
+
+
+def test_a_gone_file_is_compared_with_the_files_added_near_it_once(
+    toy_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each line ref into a renamed kernel asks where its file went, twice in a diff: the
+    comparison of the file with those added near it is done once for them all."""
+    compared = []
+    similarity = comparison._similarity
+    monkeypatch.setattr(comparison, "_similarity",
+                        lambda *texts: compared.append(texts) or similarity(*texts))
+    config = load_config(toy_project)
+    with open_database(config.db) as database:
+        resolver = Resolver(database, config)
+        comparer = comparison.SymbolComparer(resolver)
+        target = resolver.version_key("toy", "k2")
+        pinned = [resolver.resolve(parse_ref(ref))
+                  for ref in ("toy@k1:toy/kv/rope.cu#L3", "toy@k1:toy/kv/rope.cu#L1-L2")]
+        first = comparison.code_went_to(comparer, pinned[0], target)
+        once = len(compared)
+        went = [comparison.code_went_to(comparer, lines, target) for lines in pinned * 2]
+    assert (first, went) == ("toy/kv/rotary/rope_kernels.cu",
+                             ["toy/kv/rotary/rope_kernels.cu"] * 4)
+    assert len(compared) == once > 0
 
 
 def test_changed_lines_in_every_format(toy_project: Path) -> None:
