@@ -13,6 +13,7 @@ import functools
 import multiprocessing
 import os
 import signal
+import sqlite3
 import threading
 import time
 import zlib
@@ -24,6 +25,7 @@ from typing import Protocol
 
 from db import queries
 from db.database import Database
+from db.errors import DatabaseBusy
 from db.queries import is_python_path
 from indexer.config import ProjectConfig, RepoConfig
 from indexer.errors import SameWheel, VersionNotFound
@@ -109,8 +111,17 @@ def _opened_or_recorded(
     try:
         return open_snapshot(repo, version, cache_dir)
     except VersionNotFound:
-        queries.record_not_found(database, f"{repo.name}@{version}", repo.sources)
+        _record_not_found(database, f"{repo.name}@{version}", repo.sources)
         raise
+
+
+def _record_not_found(database: Database, pin: str, sources: Sequence[str]) -> None:
+    """Record that no source had ``pin`` when the index can be written now: the note is
+    advice, which neither waits for another writer nor replaces the not-found error."""
+    if database.read_only:
+        return
+    with contextlib.suppress(DatabaseBusy, sqlite3.OperationalError):
+        queries.record_not_found(database, pin, sources, wait=False)
 
 
 def _refuse_a_second_name(database: Database, info: SnapshotInfo) -> None:

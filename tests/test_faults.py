@@ -35,6 +35,7 @@ from click.testing import Result
 from fakeproject import DB, held_writer
 from fakeproject import invoke as run
 
+from db import database as database_module
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer import git_source, sources
 from indexer.symbols import parse_blob
@@ -978,3 +979,44 @@ def test_help_to_a_full_disk_is_one_error_line(args: list[str]) -> None:
                               text=True, env=dict(os.environ), check=False)
     assert (done.returncode, done.stderr) == (
         2, "Error: cannot write the output: No space left on device\n")
+
+
+@pytest.fixture
+def unreachable_git(indexed_db: Path) -> str:
+    """annotate.toml pointing vllm's git source at a port nobody listens on."""
+    url = f"http://127.0.0.1:{closed_port()}/vllm.git"
+    Path("annotate.toml").write_text(f'[repos.vllm]\nsources = ["git"]\ngit = "{url}"\n')
+    return url
+
+
+def test_a_version_not_found_is_the_error_on_an_immutable_index(
+    indexed_db: Path, unreachable_git: str
+) -> None:
+    """The note that no source had the version is advice for check: an index that cannot be
+    written goes without it, and the error is still why the version was not indexed."""
+    before = dump(indexed_db)
+    if subprocess.run(["chattr", "+i", str(indexed_db)], capture_output=True).returncode:
+        pytest.skip("cannot make a file immutable here")
+    try:
+        result = run("index", "vllm@v0.2.0")
+    finally:
+        subprocess.run(["chattr", "-i", str(indexed_db)], capture_output=True)
+    one_error_line(result, f"vllm@v0.2.0 was not found (git: {unreachable_git}: ")
+    assert dump(indexed_db) == before
+    assert not_found_notes(indexed_db) == []
+
+
+def test_a_version_not_found_is_the_error_at_once_while_another_process_writes(
+    indexed_db: Path, unreachable_git: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note does not wait for another writer (up to 10 minutes) nor replace the error."""
+    monkeypatch.setattr(database_module, "WAIT_SECONDS", 1.0)
+    holder = sqlite3.connect(indexed_db, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        result = run("index", "vllm@v0.2.0")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    one_error_line(result, f"vllm@v0.2.0 was not found (git: {unreachable_git}: ")
+    assert not_found_notes(indexed_db) == []
