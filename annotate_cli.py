@@ -763,7 +763,7 @@ def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
     from annotations.links import LinkState, annotation_files, link_state
 
     path = Path(article)
-    if not path.is_file():
+    if not os.path.isfile(path):  # False, not an error, for a name too long or a loop
         return UserError(f"no claims of article '{article}' are linked; check the path, or "
                          "run 'annotate link'")
     shown = _as_displayed(context, article)

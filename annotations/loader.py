@@ -169,11 +169,14 @@ def escaped_name(name: str) -> str:
 
 
 def display_path(path: Path, root: Path) -> str:
-    for candidate, base in ((path, root), (path.resolve(), root.resolve())):
-        try:
-            return candidate.relative_to(base).as_posix()
-        except ValueError:
-            continue
+    if path.is_relative_to(root):
+        return path.relative_to(root).as_posix()
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: no file, the path as given
+        return path.as_posix()
+    if resolved.is_relative_to(root.resolve()):
+        return resolved.relative_to(root.resolve()).as_posix()
     return path.as_posix()
 
 

@@ -498,6 +498,18 @@ def test_links_of_a_file_the_config_does_not_select_says_so() -> None:
         "and 'articles' globs of annotate.toml do not select it\n")
 
 
+@pytest.mark.parametrize("article", [
+    pytest.param("a" * 300 + ".yml", id="a-name-too-long"),
+    pytest.param("articles/" + "a" * 300 + "/x.yml", id="a-folder-name-too-long"),
+    pytest.param("loop.yml", id="a-symlink-loop"),
+])
+def test_links_of_an_article_path_no_file_can_have_is_one_error(article: str) -> None:
+    Path("loop.yml").symlink_to("loop.yml")
+    assert fails("links", "--article", article) == (
+        f"Error: no claims of article '{article}' are linked; check the path, or run "
+        "'annotate link'\n")
+
+
 @pytest.mark.parametrize(("args", "error"), [
     pytest.param(["links", ""], "Error: Invalid value for SYMBOL: it is empty", id="empty-symbol"),
     pytest.param(["links", "--article", " "], "Error: Invalid value for --article: it is empty",
