@@ -1141,11 +1141,11 @@ def _refuse_to_overwrite_inputs(
 
 def _same_file(path: Path, other: Path) -> bool:
     """The same path, or two names of one file (a hard link)."""
-    if path.resolve() == other.resolve():
-        return True
     try:
+        if path.resolve() == other.resolve():
+            return True
         return os.path.samefile(path, other)
-    except OSError:  # one of them does not exist
+    except (OSError, RuntimeError):  # one of them does not exist, or is a symlink loop
         return False
 
 

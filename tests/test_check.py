@@ -1130,6 +1130,16 @@ def test_output_through_a_hard_link_to_an_input_is_refused(table_index: Path) ->
     assert Path("annotations/a.yml").read_bytes() == before
 
 
+def test_output_to_a_symlink_loop_is_written_not_a_traceback(table_index: Path) -> None:
+    """A link that points at itself holds nothing to keep: the report replaces it."""
+    copy_project(table_index)
+    _two_claims()
+    Path("report.txt").symlink_to("report.txt")
+    result = run("check", "--output", "report.txt", "--exit-zero")
+    assert (result.exit_code, result.stdout) == (0, ""), result.output
+    assert Path("report.txt").read_text(encoding="utf-8").endswith("; stale\n")
+
+
 def test_output_over_the_configured_index_is_refused_when_another_is_used(
     table_index: Path
 ) -> None:
