@@ -1010,7 +1010,7 @@ def _claim_in_file(context: Context, wanted: str) -> str:
     """``FILE#ID`` with FILE as the report names it (relative to the project's folder),
     when FILE is a file given from the current folder or by its absolute path."""
     where, mark, claim_id = wanted.rpartition("#")
-    if not mark or not where or not Path(where).is_file():
+    if not mark or not where or not os.path.isfile(where):  # False for a name too long
         return wanted
     return f"{_as_displayed(context, where)}#{claim_id}"
 

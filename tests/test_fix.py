@@ -621,6 +621,17 @@ def test_bump_moves_the_claims_pin(claim: str, old: str, new: str, ending: str) 
     assert bumped == ["fresh"]
 
 
+@pytest.mark.parametrize("claim", [
+    pytest.param("missing.yml#no-pin", id="no-such-file"),
+    pytest.param("a" * 300 + ".yml#no-pin", id="a-name-too-long"),
+])
+def test_bump_of_a_claim_in_a_file_no_one_has_is_one_error(claim: str) -> None:
+    write("annotations/bump.yml", BUMP)
+    result = fix("--bump", claim)
+    assert (result.exit_code, result.stdout) == (2, ""), result.output
+    assert result.stderr.startswith(f"Error: no claim '{claim}' ")
+
+
 STYLE_HEAD = "article: blog/style.md\nat: vllm@v1\nclaims:\n"
 
 
