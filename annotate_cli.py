@@ -797,13 +797,13 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
 def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None = None) -> None:
     """Say so when nothing (at ``version``, or in any indexed version) defines ``name``:
     a typo, most likely, that an empty answer would hide."""
-    from annotations.citations import is_file_path
+    from annotations.citations import file_path, is_file_path
     from db import queries
 
     if "::" in name or "#L" in name or name.startswith("https://"):
         return
     if is_file_path(name):
-        path = name.removeprefix("./")
+        path = file_path(name)
         if not queries.is_indexed_path(database, path):
             _note(f"Note: no indexed version has a file '{path}'")
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterable
 
 from annotations.errors import RefSyntaxError
@@ -27,7 +28,7 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at, or a
     file's path: every ref into that file (its symbols and lines), at each ref's pin."""
     if is_file_path(symbol):
-        return claim_store.links_in_lines(database, symbol.removeprefix("./"), None, None)
+        return claim_store.links_in_lines(database, file_path(symbol), None, None)
     if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
         ref = parse_ref(symbol)
         repo = _repo_of(config, ref)
@@ -49,6 +50,16 @@ def is_file_path(symbol: str) -> bool:
     """Whether ``symbol`` is a repo file's path (``vllm/config/cache.py``), not a ref."""
     return "/" in symbol and not (
         "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"))
+
+
+def file_path(symbol: str) -> str:
+    """A file's path as the index stores it: ``vllm//config/./cache.py`` is
+    ``vllm/config/cache.py``; a path out of the repository's root is an error."""
+    path = posixpath.normpath(symbol)
+    if path.startswith("/") or path == ".." or path.startswith("../"):
+        raise RefSyntaxError(f"path '{symbol}' leads out of the repository: give it relative "
+                             "to the repository's root (vllm/config/cache.py)")
+    return path
 
 
 def _repo_of(config: ProjectConfig, ref: Ref) -> str | None:

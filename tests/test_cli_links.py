@@ -185,13 +185,27 @@ def test_links_by_lines_are_the_refs_overlapping_them(query: str, expected: list
     assert sorted(link["claim"] for link in found) == sorted(expected)
 
 
-@pytest.mark.parametrize("path", ["vllm/config/cache.py", "./vllm/config/cache.py"],
-                         ids=["path", "dot-slash"])
+@pytest.mark.parametrize("path", [
+    pytest.param("vllm/config/cache.py", id="path"),
+    pytest.param("./vllm/config/cache.py", id="dot-slash"),
+    pytest.param("vllm//config/cache.py", id="double-slash"),
+    pytest.param("vllm/config/./cache.py", id="dot-segment"),
+    pytest.param("vllm/engine/../config/cache.py", id="dot-dot-inside-the-repo"),
+])
 def test_links_of_a_file_are_every_ref_into_it_at_its_pin(path: str) -> None:
     found = json.loads(ok("links", "--format", "json", path))
     assert sorted((link["claim"], link["version"]) for link in found) == sorted([
         (POST_CLAIM, "v0.2.0"), ("util-default", "v0.1.0"), ("util-raised", "v0.2.0"),
         ("verify", "v0.1.0")])
+
+
+@pytest.mark.parametrize("path", ["../vllm/config/cache.py", "vllm/../../cache.py",
+                                  "/vllm/config/cache.py"],
+                         ids=["dot-dot-first", "dot-dot-past-the-root", "absolute"])
+def test_links_of_a_path_out_of_the_repo_is_refused(path: str) -> None:
+    assert fails("links", path) == (
+        f"Error: path '{path}' leads out of the repository: give it relative to the "
+        "repository's root (vllm/config/cache.py)\n")
 
 
 def test_links_of_a_file_list_its_lines_refs_under_their_lines() -> None:
