@@ -705,7 +705,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
         rows += _moved_here(context, symbol or "", rows)
         if not rows:
             with context.database() as database:
-                if is_file_path(symbol or "") or not _note_member_links(
+                if is_file_path(database, symbol or "") or not _note_member_links(
                         context, database, symbol or ""):
                     _note_unknown_name(database, symbol or "")
     _print_links(rows, output_format, by_symbol=article is None)
@@ -716,9 +716,9 @@ def _moved_here(context: Context, symbol: str, listed: list[dict]) -> list[dict]
     stored links: the annotation files are not read again), but those ``listed``."""
     from annotations.citations import follows_moves, link_key, links_moved_to
 
-    if not follows_moves(symbol):
-        return []
     with context.database() as database:
+        if not follows_moves(database, symbol):
+            return []
         moved = links_moved_to(database, context.config, symbol,
                                _moved_refs(context, database))
     seen = {link_key(row) for row in listed}
@@ -802,7 +802,7 @@ def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None
 
     if "::" in name or "#L" in name or name.startswith("https://"):
         return
-    if is_file_path(name):
+    if is_file_path(database, name):
         path = file_path(name)
         if not queries.is_indexed_path(database, path):
             _note(f"Note: no indexed version has a file '{path}'")

@@ -17,7 +17,7 @@ from annotations.resolve import (
 from annotations.results import RefResult
 from db import claims as claim_store
 from db.database import Database
-from db.queries import require_version
+from db.queries import is_indexed_path, require_version
 from indexer.config import ProjectConfig
 
 
@@ -27,7 +27,7 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     citing what it names through its module's imports (``vllm.config.CacheConfig`` is
     ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at, or a
     file's path: every ref into that file (its symbols and lines), at each ref's pin."""
-    if is_file_path(symbol):
+    if is_file_path(database, symbol):
         return claim_store.links_in_lines(database, file_path(symbol), None, None)
     if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
         ref = parse_ref(symbol)
@@ -46,10 +46,12 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
 
 
-def is_file_path(symbol: str) -> bool:
-    """Whether ``symbol`` is a repo file's path (``vllm/config/cache.py``), not a ref."""
-    return "/" in symbol and not (
-        "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"))
+def is_file_path(database: Database, symbol: str) -> bool:
+    """Whether ``symbol`` is a repo file's path (``vllm/config/cache.py``), not a ref: a
+    top-level file's (``setup.py``) when an indexed version has it, a dotted name if not."""
+    if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
+        return False
+    return "/" in symbol or (symbol.endswith(".py") and is_indexed_path(database, symbol))
 
 
 def file_path(symbol: str) -> str:
@@ -152,7 +154,7 @@ def _wanted(
     database: Database, config: ProjectConfig, symbol: str
 ) -> Callable[[str, str], bool] | None:
     """Whether a (path, qualname) is ``symbol``; None for lines."""
-    if not follows_moves(symbol):
+    if not follows_moves(database, symbol):
         return None
     try:
         ref: Ref | None = parse_ref(symbol)
@@ -177,10 +179,10 @@ def _links_into(row: dict, start: int, end: int) -> bool:
     return first <= end and start <= last
 
 
-def follows_moves(symbol: str) -> bool:
+def follows_moves(database: Database, symbol: str) -> bool:
     """Whether `links_moved_to` may find links for ``symbol`` (lines and files name no
     symbol)."""
-    if is_file_path(symbol):
+    if is_file_path(database, symbol):
         return False
     try:
         form = parse_ref(symbol).form

@@ -208,6 +208,16 @@ def test_links_of_a_path_out_of_the_repo_is_refused(path: str) -> None:
         "repository's root (vllm/config/cache.py)\n")
 
 
+@pytest.mark.parametrize("path", ["setup.py", "./setup.py"], ids=["name", "dot-slash"])
+def test_links_of_a_top_level_file_are_the_refs_into_it(path: str) -> None:
+    """``setup.py`` names a file an indexed version has, not ``py`` of a module ``setup``."""
+    fv.write_snapshot(Path("checkout"), {**fv.VERSIONS["v0.3.0"], "setup.py": "x = 1\ny = 2\n"})
+    ok("index", "vllm@v0.3.0-local", "--from", "checkout")
+    link_alone("setup.yml", "article: blog/setup.md\nat: vllm@v0.3.0-local\nclaims:\n"
+                            "  - id: top\n    text: 安装脚本\n    refs: ['setup.py#L1-L2']\n")
+    assert ok("links", path) == "setup.py#L1-L2\n  blog/setup.md#top @v0.3.0-local: 安装脚本\n"
+
+
 def test_links_of_a_file_list_its_lines_refs_under_their_lines() -> None:
     link_alone("lines.yml", "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
                             "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n")
