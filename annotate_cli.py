@@ -897,6 +897,9 @@ def search(context: Context, text: str, output_format: str, limit: int) -> None:
     if text.count('"') % 2:
         raise click.BadParameter('a " opens a phrase that is not closed: close it '
                                  '(\'"prefix caching"\') or drop it', param_hint="TEXT")
+    if any(phrase.isspace() for phrase in re.findall(r'"([^"]*)"', text)):
+        raise click.BadParameter('a "quoted phrase" holds only white space, which every '
+                                 'claim has: put words in it or drop it', param_hint="TEXT")
     with context.database() as database:
         _note_outdated_links(context, database)
         rows = claim_store.search(database, text, limit + 1)

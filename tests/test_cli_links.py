@@ -705,6 +705,15 @@ def test_search_refuses_an_unclosed_phrase(query: str) -> None:
                              "'annotate search --help')\n")
 
 
+@pytest.mark.parametrize("query", ['" "', '"  \t "', 'swap " "'],
+                         ids=["a-space", "spaces-and-a-tab", "a-word-then-a-space"])
+def test_search_refuses_a_phrase_of_only_white_space(query: str) -> None:
+    """Not a search for a space, which every claim's text holds."""
+    assert fails("search", "--", query) == (
+        'Error: Invalid value for TEXT: a "quoted phrase" holds only white space, which every '
+        "claim has: put words in it or drop it (see 'annotate search --help')\n")
+
+
 @pytest.mark.parametrize("query", [" ", ""], ids=["blank", "empty"])
 def test_search_refuses_empty_text(query: str) -> None:
     result = run("search", "--", query)
