@@ -106,12 +106,14 @@ def index_version(
 def _opened_or_recorded(
     database: Database, repo: RepoConfig, version: str, cache_dir: Path
 ) -> Snapshot:
-    """`open_snapshot`; a version no source has is recorded as such (check then says so
-    rather than advise the same ``annotate index`` again)."""
+    """`open_snapshot`; a configured version no source has is recorded as such (check
+    then says so rather than advise the same ``annotate index`` again); a version not
+    configured, a typo most likely, is not."""
     try:
         return open_snapshot(repo, version, cache_dir)
     except VersionNotFound:
-        _record_not_found(database, f"{repo.name}@{version}", repo.sources)
+        if version in repo.versions:
+            _record_not_found(database, f"{repo.name}@{version}", repo.sources)
         raise
 
 

@@ -184,16 +184,28 @@ def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
         "changes; name the checkout's version otherwise (vllm@v0.3.0-local) to index it\n")
 
 
+def noted() -> list[tuple[str, str]]:
+    """The ``meta`` notes of versions no source had."""
+    with sqlite3.connect(DB) as conn:
+        return conn.execute("SELECT key, value FROM meta WHERE key LIKE 'not_found:%'"
+                            ).fetchall()
+
+
+@pytest.mark.usefixtures("project")
+def test_a_version_not_configured_that_no_source_has_is_not_noted() -> None:
+    """A typo's version: noting it would leave a row that names no configured version."""
+    assert run("index", "--keep-going", "vllm@v9.9.9", "vllm@v0.1.0").exit_code == 0
+    assert noted() == []
+    assert run("index", "vllm@v9.9.9").exit_code == 2
+    assert noted() == []
+
+
 def test_a_version_no_source_had_is_forgotten_as_such_once_indexed(
     project: Path, tmp_path: Path
 ) -> None:
-    """`index` notes a version no source has (check then advises providing it); indexed
-    from a checkout later, the note goes."""
-    def noted() -> list[tuple[str, str]]:
-        with sqlite3.connect(DB) as conn:
-            return conn.execute("SELECT key, value FROM meta WHERE key LIKE 'not_found:%'"
-                                ).fetchall()
-
+    """`index` notes a configured version no source has (check then advises providing
+    it); indexed from a checkout later, the note goes."""
+    project.write_text(project.read_text().replace('versions = [', 'versions = ["v9.9.9", '))
     assert run("index", "--keep-going", "vllm@v9.9.9").exit_code == 0
     assert noted() == [("not_found:vllm@v9.9.9", "git")]
     checkout = tmp_path / "checkout"

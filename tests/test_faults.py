@@ -269,7 +269,8 @@ def _pypi_only(monkeypatch: pytest.MonkeyPatch, index_url: str) -> None:
 def test_unreachable_git_remote(indexed_db: Path) -> None:
     before = dump(indexed_db)
     url = f"http://127.0.0.1:{closed_port()}/vllm.git"
-    Path("annotate.toml").write_text(f'[repos.vllm]\nsources = ["git"]\ngit = "{url}"\n')
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\nsources = ["git"]\ngit = "{url}"\nversions = ["v0.2.0"]\n')
     started = time.monotonic()
     result = run("index", "vllm@v0.2.0")
     assert time.monotonic() - started < 30
