@@ -40,7 +40,7 @@ class CheckOptions:
 
 
 def check_all(database: Database, config: ProjectConfig, options: CheckOptions) -> CheckReport:
-    """Check every stored ref (run `annotations.links.link_all` first)."""
+    """Check every stored ref (run `annotations.links.link_if_changed` first)."""
     resolver = Resolver(database, config)
     comparer = SymbolComparer(resolver)
     waivers = claim_store.waivers(database)

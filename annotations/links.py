@@ -24,7 +24,6 @@ from annotations.errors import AnnotationError, AnnotationFileError, RefSyntaxEr
 from annotations.model import (
     Article,
     Claim,
-    LoadResult,
     RefEntry,
     RepoFilter,
     Waiver,
@@ -243,24 +242,6 @@ def _past_stars(folders: tuple[str, ...], states: set[int]) -> frozenset[int]:
             reached.add(state + 1)
             pending.append(state + 1)
     return frozenset(reached)
-
-
-def load_claims(config: ProjectConfig, files: AnnotationFiles | None = None) -> LoadResult:
-    """The claims of ``files`` (default: the config's `annotation_files`)."""
-    from annotations.loader import load_all  # only when something is to be linked
-
-    yaml_files, markdown_files = files if files is not None else annotation_files(config)
-    return load_all(yaml_files, markdown_files, config.root, repo_filter(config))
-
-
-def link_all(
-    database: Database, config: ProjectConfig, loaded: LoadResult, signature: str | None = None
-) -> LinkOutcome:
-    """Resolve and store every claim of ``loaded`` in one transaction, with ``signature``
-    (see `link_if_changed`), marked when some file did not load (see `link_state`)."""
-    resolver = Resolver(database, config)
-    file_links = [_file_link(resolver, article) for article in loaded.articles]
-    return _store(database, file_links, loaded.errors, dict(loaded.untracked), signature)
 
 
 @dataclass
@@ -614,12 +595,9 @@ def _claim_row(claim: dict, outcome: LinkOutcome) -> claim_store.ClaimRow:
     )
 
 
-def _file_link(
-    resolver: Resolver, article: Article, untracked: dict[str, int] | None = None
-) -> FileLink:
+def _file_link(resolver: Resolver, article: Article, untracked: dict[str, int]) -> FileLink:
     claims = [_resolved_claim(resolver, claim) for claim in article.claims]
-    return FileLink(article.path, article.title, article.source_file, claims,
-                    dict(untracked or {}))
+    return FileLink(article.path, article.title, article.source_file, claims, dict(untracked))
 
 
 def _resolved_claim(resolver: Resolver, claim: Claim) -> dict:

@@ -16,8 +16,8 @@ from fakeproject import write_file as write
 
 from annotate_cli import cli
 from annotations import links
-from annotations.links import link_all, load_claims
-from annotations.loader import link_claim_id
+from annotations.links import annotation_files, repo_filter
+from annotations.loader import link_claim_id, load_all
 from db import claims as claim_store
 from db.database import open_database
 from indexer.config import load_config
@@ -197,7 +197,8 @@ def test_the_annotation_files_are_globbed_once_per_run(
 def test_stored_claims_are_exactly_what_the_files_say(project: Path) -> None:
     write_corpus()
     assert link().exit_code == 0
-    loaded = load_claims(load_config())
+    config = load_config()
+    loaded = load_all(*annotation_files(config), config.root, repo_filter(config))
     assert loaded.errors == []
     expected = sorted(
         (c.article, c.claim_id, c.text, c.at, c.source_file, c.line)
@@ -791,7 +792,7 @@ def test_link_is_one_transaction(project: Path) -> None:
         open_database(config.db, create=False) as database,
         pytest.raises(sqlite3.IntegrityError, match="boom"),
     ):
-        link_all(database, config, load_claims(config))
+        links.link_if_changed(database, config, force=True, reuse=False)
     assert stored() == before
 
 
