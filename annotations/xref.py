@@ -220,7 +220,7 @@ class _FileScanner:
             return False
         return any(
             kind == "attribute" and start == line
-            and (qualname == name or qualname.endswith("." + name))
+            and queries.is_named(qualname, name)
             for qualname, kind, start, _end in self.definitions
         )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from db.database import Database
 from db.errors import QueryTooLarge
-from db.queries import inserted_id, like_escape
+from db.queries import inserted_id, is_named, like_escape
 
 CLAIM_SEARCH_TABLE = """\
 CREATE VIRTUAL TABLE claim_search USING fts5(
@@ -274,11 +274,8 @@ def _owners(qualname: str) -> list[str]:
 def names(path: str, qualname: str, wanted: str, wanted_path: str | None = None) -> bool:
     """Whether ``wanted`` (a qualname, the end of one, or a dotted name) names the symbol
     ``qualname`` of ``path`` (in ``wanted_path``, when given)."""
-    return (
-        qualname == wanted
-        or qualname.endswith("." + wanted)
-        or _dotted_name(path, qualname) == wanted
-    ) and (wanted_path is None or path == wanted_path)
+    return (is_named(qualname, wanted) or _dotted_name(path, qualname) == wanted) and (
+        wanted_path is None or path == wanted_path)
 
 
 def all_links(database: Database) -> list[dict]:

@@ -618,6 +618,11 @@ def innermost_covering(
     return next(rows, None)
 
 
+def is_named(qualname: str, wanted: str) -> bool:
+    """Whether ``wanted`` names the symbol ``qualname``: all of it, or its end after a '.'."""
+    return qualname == wanted or qualname.endswith("." + wanted)
+
+
 def symbols_named(database: Database, version_key: int, qualname: str) -> list[dict]:
     """Symbols of a version whose qualname is ``qualname`` or ends with ``.qualname``."""
     last = qualname.rsplit(".", 1)[-1]
@@ -626,10 +631,7 @@ def symbols_named(database: Database, version_key: int, qualname: str) -> list[d
         f" AND {PYTHON_FILE} WHERE s.name = ? AND f.version_id = ? ORDER BY f.path, s.seq",
         (last, version_key),
     )
-    return [
-        row for row in rows
-        if row["qualname"] == qualname or row["qualname"].endswith("." + qualname)
-    ]
+    return [row for row in rows if is_named(row["qualname"], qualname)]
 
 
 def versions_defining(database: Database, qualname: str) -> list[tuple[str, str]]:
@@ -640,8 +642,7 @@ def versions_defining(database: Database, qualname: str) -> list[tuple[str, str]
         "SELECT DISTINCT v.repo, v.version, s.qualname FROM symbols s JOIN files f"
         f" ON f.blob_id = s.blob_id AND {PYTHON_FILE} JOIN versions v ON v.id = f.version_id"
         " WHERE s.name = ?", (last,))
-    found = {(row["repo"], row["version"]) for row in rows
-             if row["qualname"] == qualname or row["qualname"].endswith("." + qualname)}
+    found = {(row["repo"], row["version"]) for row in rows if is_named(row["qualname"], qualname)}
     return [(row["repo"], row["version"]) for row in list_versions(database)
             if (row["repo"], row["version"]) in found]
 
