@@ -1178,12 +1178,11 @@ def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:
         yield "\n"
 
 
-def _replace_whole(path: Path, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data`` (or its pieces) to a file beside ``path``, then rename it over
+def _replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
+    """Write ``pieces`` to a file beside ``path``, then rename it over
     ``path``: a full disk or Ctrl-C leaves the previous report whole, never a part of the
     new one. A device or pipe (``--output /dev/stdout``) is written to as it is; a file one
     may write in a folder one may not add a file to, over, once the report is whole."""
-    pieces = (data,) if isinstance(data, bytes) else data
     if path.exists() and not path.is_file():
         _write_pieces(path, pieces)
         return
