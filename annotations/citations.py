@@ -29,7 +29,7 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     file's path: every ref into that file (its symbols and lines), at each ref's pin."""
     if is_file_path(database, symbol):
         return claim_store.links_in_lines(database, file_path(symbol), None, None)
-    if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
+    if _is_ref(symbol):
         ref = parse_ref(symbol)
         repo = _repo_of(config, ref)
         if repo and ref.version:  # a version not indexed has no links to list
@@ -46,10 +46,16 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
 
 
+def _is_ref(symbol: str) -> bool:
+    """Whether ``symbol`` is written as a ref: pinned, ``PATH::QUALNAME``, lines or a
+    permalink, not a name or a dotted name."""
+    return "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://")
+
+
 def is_file_path(database: Database, symbol: str) -> bool:
     """Whether ``symbol`` is a repo file's path (``vllm/config/cache.py``), not a ref: a
     top-level file's (``setup.py``) when an indexed version has it, a dotted name if not."""
-    if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
+    if _is_ref(symbol):
         return False
     return "/" in symbol or (symbol.endswith(".py") and is_indexed_path(database, symbol))
 
@@ -74,7 +80,7 @@ def _repo_of(config: ProjectConfig, ref: Ref) -> str | None:
 def member_links(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:
     """The stored links to members of ``symbol`` (read as `links_citing` reads it): a
     claim about ``SpeculativeConfig.use_eagle`` for ``SpeculativeConfig``. Lines have none."""
-    if "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://"):
+    if _is_ref(symbol):
         ref = parse_ref(symbol)
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to_members(database, ref.qualname or "", ref.path)
