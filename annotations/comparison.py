@@ -200,13 +200,10 @@ def _where_code_went(
     if went is None:
         return Comparison(Status.REMOVED, gone)
     resolver = comparer.resolver
-    blob_id = queries.file_blob(resolver.database, target_key, went)
-    try:
-        places = places_of(resolver.text_of(pinned), resolver.source(blob_id)) if blob_id else []
-    except ResolveError:  # a file over 1 MiB: its content is not stored
-        places = []
-    if blob_id is not None and len(places) == 1:
-        moved = _moved_lines(pinned, target_key, blob_id, target, places[0] - pinned.start_line,
+    stored = next(_file_texts(resolver, target_key, [went]), None)
+    places = places_of(resolver.text_of(pinned), stored[2]) if stored is not None else []
+    if stored is not None and len(places) == 1:
+        moved = _moved_lines(pinned, target_key, stored[1], target, places[0] - pinned.start_line,
                              went)
         return Comparison(Status.MOVED, f"{gone}; its lines stand in {went}#L{moved.start_line},"
                                         " where its code went", moved)
