@@ -229,9 +229,7 @@ def _lines(report: DiffReport) -> str:
 
 
 def _line_change(change: LineChange) -> str:
-    ref = f'<code class="ref">{e(change.ref)}</code>'
-    if change.url:
-        ref = f'<a href="{e(change.url)}" rel="noreferrer">{ref}</a>'
+    ref = _a(f'<code class="ref">{e(change.ref)}</code>', change.url)
     where = "file gone" if change.file_gone else "changed"
     return (f'<div class="sym line" id="{e(_anchor(LINES, change.ref))}">{ref} '
             f'<span class="pin">@{e(change.version)}</span> <span class="chip">{where}</span>'
@@ -242,20 +240,19 @@ def _moved_to(change: LineChange) -> str:
     """Where the lines of a file gone stand at B, or where its code went, as links."""
     went = change.code_went_to
     if went is not None:
-        text = f"<code>{e(went.path)}</code>"
-        link = f'<a href="{e(went.url)}" rel="noreferrer">{text}</a>' if went.url else text
+        link = _a(f"<code>{e(went.path)}</code>", went.url)
         return f'<span class="to">→ its code went to {link}</span>'
     if change.new is None:
         return ""
-    places = [_place(change.new)]
+    places = [_candidate(change.new)]
     if change.candidates:
-        places.append("or " + ", ".join(_place(place) for place in change.candidates))
+        places.append("or " + ", ".join(_candidate(place) for place in change.candidates))
     return f'<span class="to">→ moved to {" ".join(places)}</span>'
 
 
-def _place(place: LinePlace) -> str:
-    text = f"<code>{e(place.ref)}</code>"
-    return f'<a href="{e(place.url)}" rel="noreferrer">{text}</a>' if place.url else text
+def _a(inner: str, url: str | None) -> str:
+    """``inner`` as a link to ``url``, when there is one."""
+    return f'<a href="{e(url)}" rel="noreferrer">{inner}</a>' if url else inner
 
 
 def _has_details(change: SymbolChange) -> bool:
@@ -283,9 +280,7 @@ def _title(change: SymbolChange, linked: bool = False) -> str:
 
 
 def _linked(inner: str, location: Location, linked: bool) -> str:
-    if linked and location.url:
-        return f'<a href="{e(location.url)}" rel="noreferrer">{inner}</a>'
-    return inner
+    return _a(inner, location.url) if linked else inner
 
 
 def _details(change: SymbolChange) -> str:
@@ -341,9 +336,8 @@ def _candidates(change: SymbolChange) -> str:
     return f'<div class="cands"><span class="label">{label}</span><ul>{items}</ul></div>'
 
 
-def _candidate(location: Location) -> str:
-    text = f"<code>{e(location.ref)}</code>"
-    return f'<a href="{e(location.url)}" rel="noreferrer">{text}</a>' if location.url else text
+def _candidate(place: Location | LinePlace) -> str:
+    return _a(f"<code>{e(place.ref)}</code>", place.url)
 
 
 def _citations(change: SymbolChange) -> str:
