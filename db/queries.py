@@ -163,12 +163,10 @@ def advice_for(database: Database, pin: str) -> str:
     return index_advice(pin, not_found_in(database, pin))
 
 
-def record_not_found(
-    database: Database, pin: str, sources: Sequence[str], wait: bool = True
-) -> None:
-    """Remember that none of ``sources`` had ``pin`` (`not_found_in` reads it back); without
-    ``wait``, raise `DatabaseBusy` at once when another process is writing."""
-    with database.write(wait) as conn:
+def record_not_found(database: Database, pin: str, sources: Sequence[str]) -> None:
+    """Remember that none of ``sources`` had ``pin`` (`not_found_in` reads it back); raise
+    `DatabaseBusy` at once when another process is writing: the note is not worth a wait."""
+    with database.write(wait=False) as conn:
         conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                      (f"{_NOT_FOUND}{pin}", ", ".join(sources) or "none configured"))
 

@@ -123,7 +123,7 @@ def _record_not_found(database: Database, pin: str, sources: Sequence[str]) -> N
     if database.read_only:
         return
     with contextlib.suppress(DatabaseBusy, sqlite3.OperationalError):
-        queries.record_not_found(database, pin, sources, wait=False)
+        queries.record_not_found(database, pin, sources)
 
 
 def _refuse_a_second_name(database: Database, info: SnapshotInfo) -> None:
