@@ -337,15 +337,20 @@ def test_a_dotted_name_follows_a_move_to_what_it_names_at_the_target_version(
     moved_to = "vllm@v0.3.0:vllm/sampling_params.py::SamplingParams.clone"
     with open_database(project / DB) as database:
         (row,) = all_links(database)
-        result = RefResult(
-            article=row["article"], claim=row["claim_id"], claim_text=row["text"],
-            file=row["source_file"], line=row["line"], ref=row["written"],
-            resolved=row["resolved"], target=None, status=Status.MOVED, message="",
-            new_ref=moved_to)
+        result = _moved(row, moved_to)
         found = links_moved_to(database, load_config(), symbol, [result])
         assert [(link["claim_id"], link["moved_to"]) for link in found] == [
             ("capture", moved_to)]
         assert links_moved_to(database, load_config(), "SamplingParams.copy", [result]) == []
+
+
+def _moved(row: dict, new_ref: str) -> RefResult:
+    """What check says of the stored link ``row`` when its symbol moved to ``new_ref``."""
+    return RefResult(
+        article=row["article"], claim=row["claim_id"], claim_text=row["text"],
+        file=row["source_file"], line=row["line"], ref=row["written"],
+        resolved=row["resolved"], target=None, status=Status.MOVED, message="",
+        new_ref=new_ref)
 
 
 @pytest.mark.usefixtures("graphs")
@@ -361,11 +366,7 @@ def test_links_moved_to_lists_no_link_and_reads_none_when_none_moved_to_the_symb
     """`links SYMBOL` of a big collection read every stored link to list none."""
     with open_database(project / DB) as database:
         (row,) = all_links(database)
-        result = RefResult(
-            article=row["article"], claim=row["claim_id"], claim_text=row["text"],
-            file=row["source_file"], line=row["line"], ref=row["written"],
-            resolved=row["resolved"], target=None, status=Status.MOVED, message="",
-            new_ref=new_ref)
+        result = _moved(row, new_ref)
         monkeypatch.setattr("db.claims.all_links", None)
         assert links_moved_to(database, load_config(), symbol, [result]) == []
 

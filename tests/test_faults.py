@@ -704,6 +704,19 @@ def test_a_report_keeps_the_mode_a_written_file_has(indexed_db: Path) -> None:
 
 
 
+def _refuse_new_files_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stand in for ``folder`` refusing a new file (root, the tests' user in CI, is never
+    refused): the temporary file a report is renamed from cannot be made there."""
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
+        if Path(dir) == folder:
+            raise PermissionError(13, "Permission denied", dir)
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+
+
 def test_a_report_file_in_a_folder_that_takes_no_new_file_is_written_in_place(
     indexed_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -714,14 +727,7 @@ def test_a_report_file_in_a_folder_that_takes_no_new_file_is_written_in_place(
     report = Path("locked/report.md").resolve()
     report.parent.mkdir()
     report.write_text("the previous report\n")
-    real_mkstemp = tempfile.mkstemp
-
-    def mkstemp(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
-        if Path(dir) == report.parent:
-            raise PermissionError(13, "Permission denied", dir)
-        return real_mkstemp(*args, dir=dir, **kwargs)
-
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    _refuse_new_files_in(report.parent, monkeypatch)
     result = run("check", "--exit-zero", "--format", "markdown", "--output", str(report))
     assert (result.exit_code, result.output) == (0, "")
     assert report.read_text().startswith("## annotate check")
@@ -746,14 +752,7 @@ def test_a_report_written_in_place_survives_a_render_that_stops(
     report.write_text("the previous report\n")
     report.parent.chmod(0o555)
     if os.geteuid() == 0:
-        real_mkstemp = tempfile.mkstemp
-
-        def mkstemp(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
-            if Path(dir) == report.parent:
-                raise PermissionError(13, "Permission denied", dir)
-            return real_mkstemp(*args, dir=dir, **kwargs)
-
-        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+        _refuse_new_files_in(report.parent, monkeypatch)
     real_chunks = json_report.chunks
 
     def stopping_halfway(*args: object) -> Iterator[str]:
