@@ -101,7 +101,8 @@ For a symbol ``old`` of A (``Matcher.match``):
 
    When its parent lives on, a member that left it moves first into the nearest class
    among the parent's bases (and theirs: each the class its subclass's file defines or
-   imports under that name, `Matcher._classes_named_in`) that newly defines its name, however
+   imports under that name, or a class nested in one, or in the class body around the
+   subclass, `Matcher._classes_named_by`) that newly defines its name, however
    the two score (`Matcher._pulled_up`: ``build_tok_params`` of six pooling requests,
    generalized in the mixins they now inherit). Otherwise it moves to a method only if
    no rival scores about as well against that method (`Matcher._contested`): a rival
@@ -233,6 +234,7 @@ one of that name in B: a rename is unlikely, a rewrite while moving is not."""
 
 _SIZE_SLACK = 1.25
 _WORD = re.compile(r"\w+")
+_DOTTED_NAME = re.compile(r"\w+(?:\s*\.\s*\w+)*")
 _TRIVIAL_PARAMETERS = frozenset({"", "()", "(self)", "(cls)", "(self)->None"})
 _LOCALS = ".<locals>"
 _Key = tuple[str, str, int]  # (path, qualname, occurrence)
@@ -903,11 +905,13 @@ def _tails(name: str) -> list[str]:
     return [bare[cut:] for cut in sorted(cuts) if bare[cut:].strip("_")]
 
 
-def _bases(symbol: SymbolSnapshot) -> tuple[str, ...]:
-    """The words of a class's bases (and keywords), in order: none for other kinds."""
+def _bases(symbol: SymbolSnapshot) -> tuple[tuple[str, ...], ...]:
+    """The dotted names in a class's bases (and keywords), in order, each as its words
+    (``Mixins.Tokenize`` is ``("Mixins", "Tokenize")``): none for other kinds."""
     if symbol.kind != "class":
         return ()
-    return tuple(dict.fromkeys(_WORD.findall(_params_text(symbol))))
+    return tuple(dict.fromkeys(tuple(_WORD.findall(name))
+                               for name in _DOTTED_NAME.findall(_params_text(symbol))))
 
 
 def _block_key(symbol: SymbolSnapshot) -> str | None:
@@ -1499,18 +1503,59 @@ class Matcher:
 
     def _ancestors(self, cls: SymbolSnapshot) -> list[tuple[str, str]]:
         """The (path, qualname) of ``cls``'s bases at B, then of their bases, and so on,
-        nearest first: top-level classes of B, each the one its subclass's file means by
-        the base's name (`_classes_named_in`)."""
+        nearest first: classes of B, each the one its subclass's file means by the base's
+        name (`_classes_named_by`)."""
         found: dict[tuple[str, str], None] = {}
         level = [cls]
         while level:
             places = [place for symbol in level for name in _bases(symbol)
-                      for place in self._classes_named_in(symbol.path, name)
+                      for place in self._classes_named_by(symbol, name)
                       if place not in found]
             found.update(dict.fromkeys(places))
             level = [symbol for path, qualname in dict.fromkeys(places)
                      if (symbol := self.b.lookup(path, qualname)) is not None]
         return list(found)
+
+    def _classes_named_by(
+        self, cls: SymbolSnapshot, name: tuple[str, ...]
+    ) -> list[tuple[str, str]]:
+        """The classes of B that the dotted ``name`` among ``cls``'s bases is: a class
+        that the class body around ``cls`` defines under its first word (Python looks
+        there first: ``Tokenize`` in ``class Requests: class Tokenize: ...; class
+        Embed(Tokenize)``), else a class the file binds it to (`_classes_named_in`), then
+        the class nested in it under each further word (``Mixins.Tokenize``). A first word
+        that is no such class (a module, ``layers.Linear``) leaves each word to
+        `_classes_named_in`, as a bare name is."""
+        outer = self._class_in_body_around(cls, name[0])
+        heads = [outer] if outer is not None else (
+            self._classes_named_in(cls.path, name[0]) if len(name) > 1 else [])
+        if not heads:
+            return [place for word in name for place in self._classes_named_in(cls.path, word)]
+        return [place for head in heads
+                if (place := self._nested_class(head, name[1:])) is not None]
+
+    def _class_in_body_around(self, cls: SymbolSnapshot, name: str) -> tuple[str, str] | None:
+        """The class of B that the body of the class holding ``cls`` defines as ``name``
+        before ``cls`` (a later one is not bound yet); None when ``cls`` is not a class's
+        member or no such class comes before it."""
+        if not cls.parent or cls.qualname != f"{cls.parent}.{cls.name}":
+            return None  # a top-level class, or one inside a function (``f.<locals>.C``)
+        place = self._nested_class((cls.path, cls.parent), (name,))
+        found = self.b.lookup(*place) if place is not None else None
+        return place if found is not None and found.start_byte < cls.start_byte else None
+
+    def _nested_class(
+        self, place: tuple[str, str], names: tuple[str, ...]
+    ) -> tuple[str, str] | None:
+        """The class of B nested in the class at ``place`` through ``names`` (``place``
+        itself for none); None when one of them is no class."""
+        path, qualname = place
+        for name in names:
+            qualname = f"{qualname}.{name}"
+            symbol = self.b.lookup(path, qualname)
+            if symbol is None or symbol.kind != "class":
+                return None
+        return path, qualname
 
     def _classes_named_in(self, path: str, name: str) -> list[tuple[str, str]]:
         """The top-level classes of B that ``name`` is in B's file ``path``: the one the

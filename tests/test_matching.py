@@ -1383,6 +1383,55 @@ MOVES = {
          "b.py": "class TokenizeMixin:\n" + BUILD_PARAMS_GENERAL},
         "EmbedRequest.build_tok_params", Verdict.MOVED, "b.py::TokenizeMixin.build_tok_params",
     ),
+    "a-method-pulled-up-into-a-nested-mixin-its-class-now-inherits-moves-there": MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "from b import Mixins\n\n\n"
+                 "class EmbedRequest(BaseRequest, Mixins.Tokenize):\n    pass\n",
+         "b.py": "class Mixins:\n    class Tokenize:\n"
+                 + textwrap.indent(BUILD_PARAMS_GENERAL, "    "),
+         "c.py": "class ChatRequest:\n" + BUILD_PARAMS_GENERAL},
+        "EmbedRequest.build_tok_params", Verdict.MOVED,
+        "b.py::Mixins.Tokenize.build_tok_params",
+    ),
+    "a-method-pulled-up-into-a-nested-mixin-its-file-defines-moves-there": MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "class Mixins:\n    class Tokenize:\n"
+                 + textwrap.indent(BUILD_PARAMS_GENERAL, "    ")
+                 + "\n\nclass EmbedRequest(BaseRequest, Mixins.Tokenize):\n    pass\n",
+         "c.py": "class ChatRequest:\n" + BUILD_PARAMS_GENERAL},
+        "EmbedRequest.build_tok_params", Verdict.MOVED,
+        "a.py::Mixins.Tokenize.build_tok_params",
+    ),
+    "a-method-pulled-up-into-a-mixin-of-its-class-body-moves-there": MoveCase(
+        {"a.py": "class Requests:\n    class Embed(BaseRequest):\n"
+                 + textwrap.indent(BUILD_PARAMS, "    ")},
+        {"a.py": "class Requests:\n    class Tokenize:\n"
+                 + textwrap.indent(BUILD_PARAMS_GENERAL, "    ")
+                 + "\n    class Embed(BaseRequest, Tokenize):\n        pass\n",
+         "c.py": "class ChatRequest:\n" + BUILD_PARAMS_GENERAL},
+        "Requests.Embed.build_tok_params", Verdict.MOVED,
+        "a.py::Requests.Tokenize.build_tok_params",
+    ),
+    "a-method-is-not-pulled-up-into-a-class-its-class-body-defines-after-it": MoveCase(
+        {"a.py": "class Requests:\n    class Embed(BaseRequest):\n"
+                 + textwrap.indent(BUILD_PARAMS, "    ")},
+        {"a.py": "class Requests:\n    class Embed(BaseRequest, Tokenize):\n        pass\n\n"
+                 "    class Tokenize:\n" + textwrap.indent(BUILD_PARAMS_GENERAL, "    "),
+         "c.py": "class ChatRequest:\n" + BUILD_PARAMS_GENERAL},
+        "Requests.Embed.build_tok_params", Verdict.REMOVED,
+        candidates=frozenset({"a.py::Requests.Tokenize.build_tok_params",
+                              "c.py::ChatRequest.build_tok_params"}),
+    ),
+    "a-method-is-not-pulled-up-into-a-nested-class-of-another-outer-class": MoveCase(
+        {"a.py": "class EmbedRequest(BaseRequest):\n" + BUILD_PARAMS},
+        {"a.py": "from mixins import Mixins\n\n\n"
+                 "class EmbedRequest(BaseRequest, Mixins.Tokenize):\n    pass\n",
+         "mixins.py": "class Mixins:\n    class Tokenize:\n        pass\n",
+         "b.py": "class Mixins:\n    class Tokenize:\n"
+                 + textwrap.indent(BUILD_PARAMS_GENERAL, "    ")},
+        "EmbedRequest.build_tok_params", Verdict.REMOVED,
+        candidates=frozenset({"b.py::Mixins.Tokenize.build_tok_params"}),
+    ),
     "class-fields-pulled-up-into-a-mixin-their-class-now-inherits-move-there": MoveCase(
         {"a.py": "class ChatRequestMixin(OpenAIBaseModel):\n"
                  "    add_generation_prompt: bool = Field(default=False)\n"},
