@@ -43,7 +43,11 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_]\w*")
 _PARAMETER = re.compile(rb"\s*\*{0,2}\s*[A-Za-z_]\w*\s*")
 _TARGET = re.compile(rb"\s*[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*(?:\s*\[.*\])?\s*", re.S)
 _ARROW_HEAD, _MINUS, _COLON, _NEWLINE = ord(">"), ord("-"), ord(":"), ord("\n")
-_OPEN_SQUARE, _OPEN_PARENTHESIS = ord("["), ord("(")
+_OPEN_SQUARE, _OPEN_PARENTHESIS, _CLOSE_SQUARE = ord("["), ord("("), ord("]")
+_EQUALS, _BAR = ord("="), ord("|")
+_BLOCK_SOFT_KEYWORDS = frozenset({b"match", b"case"})
+_GENERIC_DEFINITION = frozenset({b"def", b"class"})
+_TYPE_ALIAS = re.compile(rb"\s*type\s+[A-Za-z_]\w*\s*(?:\[.*\])?\s*", re.S)
 _SEGMENT_ENDS = frozenset(b",;")
 
 
@@ -107,13 +111,48 @@ def _makes_tuple(blanked: bytes, bracket: int) -> bool:
     word = blanked[start:end]
     if word in _NO_TUPLE_AFTER:
         return False  # ``from m import (a,)``, ``with (a as b,):``
-    operand = (word != b"" and word not in _KEYWORDS) or blanked[end - 1:end] in (
+    keyword = word in _KEYWORDS or _opens_a_block_statement(blanked, start, word)
+    operand = (word != b"" and not keyword) or blanked[end - 1:end] in (
         b")", b"]", b"}"
     )
     opening = blanked[bracket:bracket + 1]
-    if opening == b"[" and operand and _names_generic_type(blanked, start, word):
-        return False  # ``x: Optional[int,]``: a type's parameters, as the tree reads them
+    if opening == b"[" and operand and (_names_generic_type(blanked, start, word)
+                                        or _names_a_generic_definition(blanked, start)):
+        return False  # ``x: Optional[int,]``, ``def f[T,]``: as the tree reads them
     return (opening == b"(" and not operand) or (opening == b"[" and operand)
+
+
+def _opens_a_block_statement(blanked: bytes, start: int, word: bytes) -> bool:
+    """Whether the soft keyword ``match`` or ``case`` at ``start`` is one: it starts its
+    line, and its statement ends in a block's ``:`` (``match(a,)`` is a call)."""
+    if word not in _BLOCK_SOFT_KEYWORDS or not _starts_a_line(blanked, start):
+        return False
+    depth = 0
+    for at in range(start + len(word), len(blanked)):
+        char = blanked[at]
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+        elif depth == 0 and char == _COLON:
+            return blanked[at + 1:at + 2] != b"="  # not a walrus
+        elif depth == 0 and char == _NEWLINE and blanked[at - 1:at] != b"\\":
+            return False
+    return False
+
+
+def _starts_a_line(blanked: bytes, start: int) -> bool:
+    """Whether only spaces and tabs stand before ``start`` on its line."""
+    line_start = blanked.rfind(b"\n", 0, start) + 1
+    return not blanked[line_start:start].strip(b" \t")
+
+
+def _names_a_generic_definition(blanked: bytes, start: int) -> bool:
+    """Whether the name at ``start``, before a ``[``, is that of a function, class or type
+    alias whose type parameters follow (``def f[T,]``, ``type A[T,] = ...``)."""
+    word_start, word = _word_before(blanked, start)
+    return word in _GENERIC_DEFINITION or (
+        word == b"type" and _starts_a_line(blanked, word_start))
 
 
 def _word_before(blanked: bytes, index: int) -> tuple[int, bytes]:
@@ -146,8 +185,25 @@ def _names_generic_type(blanked: bytes, start: int, word: bytes) -> bool:
         return before > 0 and blanked[before - 1] == _MINUS
     if char == _COLON:
         return _annotates(blanked, before)
+    if char == _EQUALS:
+        return bool(_TYPE_ALIAS.fullmatch(_segment_before(blanked, before)))
+    if char == _BAR:
+        return _follows_a_generic_type(blanked, before)
     opener = before if char == _OPEN_SQUARE else (
         _opener(blanked, before) if char == _COMMA else None)
+    if opener is None or blanked[opener] != _OPEN_SQUARE:
+        return False
+    name_start, name = _word_before(blanked, opener)
+    return _names_generic_type(blanked, name_start, name)
+
+
+def _follows_a_generic_type(blanked: bytes, bar: int) -> bool:
+    """Whether the ``|`` at ``bar`` follows a generic type, ``list[int] | ...``, which makes
+    the union a type (after a bare name, ``int | ...``, the tree reads an expression)."""
+    end = _previous(blanked, bar)
+    if end < 0 or blanked[end] != _CLOSE_SQUARE:
+        return False
+    opener = _opener(blanked, end)
     if opener is None or blanked[opener] != _OPEN_SQUARE:
         return False
     name_start, name = _word_before(blanked, opener)
@@ -173,7 +229,8 @@ def _opener(blanked: bytes, index: int, after_comma: bool = True) -> int | None:
 
 def _annotates(blanked: bytes, colon: int) -> bool:
     """Whether the ``:`` at ``colon`` starts an annotation: of a parameter of a ``def``
-    (``a: T``, ``*a: T``), or of a statement's target (``self.a: T = v``)."""
+    (``a: T``, ``*a: T``, ``def f[T](a: T)``), or of a statement's target
+    (``self.a: T = v``)."""
     opener = _opener(blanked, colon)
     owner = _segment_before(blanked, colon)
     if opener is None:
@@ -181,6 +238,10 @@ def _annotates(blanked: bytes, colon: int) -> bool:
         return bool(_TARGET.fullmatch(owner)) and first not in _KEYWORDS
     if blanked[opener] != _OPEN_PARENTHESIS or not _PARAMETER.fullmatch(owner):
         return False
+    before = _previous(blanked, opener)
+    if before >= 0 and blanked[before] == _CLOSE_SQUARE:  # ``def f[T](a: T)``
+        type_parameters = _opener(blanked, before)
+        opener = opener if type_parameters is None else type_parameters
     name_start, _ = _word_before(blanked, opener)
     return _word_before(blanked, name_start)[1] == b"def"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import fakevllm as fv
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from db.database import open_database
-from indexer.fingerprints import denoise, normalize
+from indexer.fingerprints import denoise, digest, normalize
 from indexer.models import Symbol
 from indexer.symbols import parse_blob
 
@@ -410,12 +411,58 @@ NORMALIZE = [
     pytest.param(b"if a: t[\n    x,\n]\n", b"ifa:t[x,]", id="subscript-after-header-comma-kept"),
     pytest.param(b"def f(a=lambda: t[\n    x,\n]):\n", b"deff(a=lambda:t[x,]):",
                  id="lambda-default-subscript-comma-kept"),
+    # match and case are keywords where they start a statement that ends in a block's ':'
+    pytest.param(b"match p:\n    case [\n        a,\n    ]:\n        pass\n",
+                 b"matchp:case[a]:pass", id="one-element-list-pattern-comma-dropped"),
+    pytest.param(b"match p:\n    case (\n        a,\n    ) if a:\n        pass\n",
+                 b"matchp:case(a,)ifa:pass", id="one-element-tuple-pattern-comma-kept"),
+    pytest.param(b"match (\n    a,\n):\n    case _:\n        pass\n",
+                 b"match(a,):case_:pass", id="one-tuple-match-subject-comma-kept"),
+    pytest.param(b"match [\n    a,\n]:\n    case _:\n        pass\n",
+                 b"match[a]:case_:pass", id="one-element-list-match-subject-comma-dropped"),
+    pytest.param(b"match(\n    a,\n).group(1)\n", b"match(a).group(1)",
+                 id="call-of-a-function-named-match-comma-dropped"),
+    pytest.param(b"case[\n    a,\n] = 1\n", b"case[a,]=1",
+                 id="subscript-of-a-variable-named-case-comma-kept"),
+    # PEP 695 type parameters are no subscript; a type alias's value is a type
+    pytest.param(b"def f[\n    T,\n](a): pass\n", b"deff[T](a):pass",
+                 id="function-type-parameter-comma-dropped"),
+    pytest.param(b"async def f[\n    T,\n](a): pass\n", b"asyncdeff[T](a):pass",
+                 id="coroutine-type-parameter-comma-dropped"),
+    pytest.param(b"class C[\n    T,\n](Base):\n    pass\n", b"classC[T](Base):pass",
+                 id="class-type-parameter-comma-dropped"),
+    pytest.param(b"def f[T](a: t[\n    T,\n]): pass\n", b"deff[T](a:t[T]):pass",
+                 id="parameter-type-after-type-parameters-comma-dropped"),
+    pytest.param(b"type A[\n    T,\n] = list[T]\n", b"typeA[T]=list[T]",
+                 id="type-alias-parameter-comma-dropped"),
+    pytest.param(b"type A[T] = dict[str, t[\n    T,\n]]\n", b"typeA[T]=dict[str,t[T]]",
+                 id="type-alias-value-type-comma-dropped"),
+    pytest.param(b"type A = typing.T[\n    x,\n]\n", b"typeA=typing.T[x,]",
+                 id="type-alias-value-dotted-subscript-comma-kept"),
+    pytest.param(b"type[\n    x,\n]\n", b"type[x,]", id="subscript-of-type-comma-kept"),
+    # a union is a type when its first member is a generic type, else an expression
+    pytest.param(b"x: list[int] | Optional[\n    int,\n]\n", b"x:list[int]|Optional[int]",
+                 id="union-of-generic-types-comma-dropped"),
+    pytest.param(b"x: int | Optional[\n    int,\n]\n", b"x:int|Optional[int,]",
+                 id="union-after-a-name-subscript-comma-kept"),
 ]
 
 
 @pytest.mark.parametrize(("code", "expected"), NORMALIZE)
 def test_normalize(code: bytes, expected: bytes) -> None:
     assert normalize(code) == expected
+
+
+@pytest.mark.parametrize("code", [param.values[0] for param in NORMALIZE],
+                         ids=[param.id for param in NORMALIZE])
+def test_normalize_drops_the_split_commas_the_tree_drops(code: bytes) -> None:
+    """The text comparison keys (`normalize`) read a split comma as the indexer's tree does:
+    the code as a function's body has the function's normalized fingerprint."""
+    body = code.decode() or "pass\n"
+    if body.rstrip().endswith(":"):
+        body += "    pass\n"  # a header's block
+    source = "def f():\n" + textwrap.indent(body, "    ")
+    assert _symbol(source, "f").normalized == digest(normalize(source.encode()))
 
 
 # ------------------------------------------------------------------------------ fixture cases

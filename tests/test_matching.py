@@ -265,6 +265,35 @@ SAME_PLACE = {
         "class C:\n    def a(self, b: Optional[int]):\n        return 1\n"
         "\n    def c(self):\n        return 2\n", "C", Verdict.CHANGED, (BODY,),
     ),
+    "one-element-list-pattern-split-joined-beside-a-signature-change": Case(
+        "def f(p):\n    match p:\n        case [\n            a,\n        ]:\n"
+        "            return a\n",
+        "def f(p, q=1):\n    match p:\n        case [a]:\n            return a\n", "f",
+        Verdict.CHANGED, (SIG,),
+    ),
+    "one-element-tuple-pattern-unwrapped-beside-a-signature-change": Case(
+        "def f(p):\n    match p:\n        case (\n            a,\n        ):\n"
+        "            return a\n",
+        "def f(p, q=1):\n    match p:\n        case (a):\n            return a\n", "f",
+        Verdict.CHANGED, (SIG, BODY),
+    ),
+    "one-tuple-match-subject-unwrapped-beside-a-signature-change": Case(
+        "def f(p):\n    match (\n        p,\n    ):\n        case _:\n            return p\n",
+        "def f(p, q=1):\n    match (p):\n        case _:\n            return p\n", "f",
+        Verdict.CHANGED, (SIG, BODY),
+    ),
+    "type-parameter-split-joined-beside-a-body-change": Case(
+        "def f[\n    T,\n](a: T):\n    return a\n", "def f[T](a: T):\n    return -a\n", "f",
+        Verdict.CHANGED, (BODY,),
+    ),
+    "class-type-parameter-split-joined-beside-a-member-change": Case(
+        "class C[\n    T,\n](Base):\n    x = 1\n", "class C[T](Base):\n    x = 2\n", "C",
+        Verdict.CHANGED, (MEMBERS,),
+    ),
+    "union-type-comma-dropped-beside-a-body-change": Case(
+        "def f(a: list[int] | Optional[\n    int,\n]):\n    return a\n",
+        "def f(a: list[int] | Optional[int]):\n    return -a\n", "f", Verdict.CHANGED, (BODY,),
+    ),
     "one-tuple-returned-unwrapped-with-a-signature-change": Case(
         "def f(a):\n    return (\n        a,\n    )\n", "def f(a, b=1):\n    return (a)\n", "f",
         Verdict.CHANGED, (SIG, BODY),
