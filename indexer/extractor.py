@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import metadata
 
-EXTRACTION_VERSION = 9
+EXTRACTION_VERSION = 10
 """Bumped whenever `indexer.symbols.parse_blob` returns something else for some input."""
 
 

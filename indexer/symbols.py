@@ -68,6 +68,16 @@ _KEYWORD = re.compile(rb"(?:def|class|import|from)[ \t\\(.]")
 _BEFORE_KEYWORD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?")
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _IMPORTS = frozenset({"import_statement", "import_from_statement"})
+# A star that starts a starred item (after ``,``, ``=``, an opening bracket, ``return``,
+# ``yield`` or ``in``) of something other than a name, attribute, subscript or call, which
+# tree-sitter-python rejects in a bare expression list or a subscript (``return a, *(b)``,
+# ``x = *-b, c``, ``t[a, *f'{b}']``); ``*,``, ``*)`` and ``*:`` (``def f(a, *, b)``) and
+# ``**`` are not such stars.
+_REJECTED_STAR = re.compile(
+    rb"(?:(?<=[,=(\[{])|(?<=\breturn)|(?<=\byield)|(?<=\bin))(\s*)\*"
+    rb"(?=\s*(?:[^\s\w*,):\x80-\xff]|\d|[A-Za-z]{1,2}['\"]"
+    rb"|(?:True|False|None|await|not|lambda)\b))"
+)
 
 
 def _outline(
@@ -128,7 +138,7 @@ def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBl
     except UnicodeDecodeError:
         decode_errors = True
     text = universal_newlines(source)
-    root = _parser().parse(text).root_node
+    root, has_errors = _tree(text)
     definition_nodes, import_nodes = _outline(text, root)
     finder = _Finder(text)
     definitions = finder.find(root, definition_nodes)
@@ -138,11 +148,26 @@ def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBl
     return ParsedBlob(
         blob_id,
         _fingerprint(source, definitions, normalized),
-        has_errors=root.has_error,
+        has_errors=has_errors,
         decode_errors=decode_errors,
         names=names_in(normalized.code_parts) if references else "",
         imports=imports_in(text, import_nodes) if references else (),
     )
+
+
+def _tree(text: bytes) -> tuple[tree_sitter.Node, bool]:
+    """The root of ``text``'s tree, and whether tree-sitter found an error in it. A file
+    with errors is parsed again with each `_REJECTED_STAR` read as a space: valid Python
+    that the grammar rejects then keeps its statements (a starred item becomes a plain
+    one), so that its definitions and their extents are Python's. Only the tree is read
+    from that copy; every byte stored or fingerprinted is ``text``'s, at the same offsets."""
+    root = _parser().parse(text).root_node
+    if not root.has_error:
+        return root, False
+    unstarred = _REJECTED_STAR.sub(lambda found: found[1] + b" ", text)
+    if unstarred == text:
+        return root, True
+    return _parser().parse(unstarred).root_node, True
 
 
 class _Finder:

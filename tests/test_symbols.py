@@ -335,6 +335,39 @@ def test_snippet_matches_the_ast_reference(source: str) -> None:
     assert _symbols(source) == sorted(reference_symbols(source.removeprefix("\ufeff")))
 
 
+# Valid Python that tree-sitter-python rejects: a starred item that is no name, attribute,
+# subscript or call in a bare expression list or a subscript (``return a, *(b)``).
+REJECTED_BY_THE_PARSER = [
+    pytest.param("X = 1\nx = a, *(b)\nY = 2\n\ndef g():\n    pass\n",
+                 id="module-assignment"),
+    pytest.param("x = a, *-b\nY = 2\n", id="module-assignment-first"),
+    pytest.param("class C:\n    x = a, *(b)\n    y = 2\n\n    def m(self):\n        pass\n",
+                 id="class-attribute"),
+    pytest.param("class C:\n    y = 2\n    x = a, *[1, 2]\n\nclass D:\n    pass\n",
+                 id="last-class-attribute"),
+    pytest.param("if a:\n    x = a, *(b) + c\n    Q = 1\nelse:\n    Q = 2\n",
+                 id="module-assignment-in-if"),
+    pytest.param("for x in *(a), b:\n    y = 1\nZ = 2\n", id="module-for"),
+    pytest.param("class C:\n    try:\n        x = a, *(yield)\n    except E:\n        z = 1\n"
+                 "    def m(self):\n        pass\n", id="class-attribute-in-try"),
+    pytest.param("def f(): return a, *(b)\ndef g(): pass\n", id="one-line-function"),
+    pytest.param("def f(a):\n    return dq, *((None,) * 20)\n\nT = x[a, *'bc']\n",
+                 id="function-then-subscript"),
+    pytest.param("class C:\n    def f(self):\n        yield a, *{1}\n\n    def g(self):\n"
+                 "        return 3\n", id="method-middle"),
+    pytest.param("def f(a, *, b, **c):\n    return a * (b)\n\nfrom m import *\nX = a, *(b)\n"
+                 "Y = g(*(a), **(c)) ** (3)\nZ = lambda *, k: k\n",
+                 id="other-stars-kept"),
+]
+
+
+@pytest.mark.parametrize("source", REJECTED_BY_THE_PARSER)
+def test_valid_source_the_parser_rejects_keeps_the_ast_symbols(source: str) -> None:
+    """Such a file is marked (tree-sitter read an error), yet its definitions are Python's."""
+    assert parse_blob("x", source.encode()).has_errors
+    assert _symbols(source) == sorted(reference_symbols(source))
+
+
 @pytest.mark.parametrize("ending", ["\r", "\r\n"], ids=["cr", "crlf"])
 @pytest.mark.parametrize("source", SNIPPETS)
 def test_snippet_with_other_line_ends_matches_the_ast_reference(source: str, ending: str) -> None:
