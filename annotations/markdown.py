@@ -28,9 +28,11 @@ URL_TRAILING = ".,;:!?*_~"
 _BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
 _BACKTICKS_RE = re.compile(r"`+")
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
-# A fence, also inside block quotes and list items (their markers and indentation first).
-_FENCE_RE = re.compile(r"(?:[ \t]*>)*[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?"
-                       r"(?P<fence>`{3,}|~{3,})(?P<info>.*)")
+# The marker of a block quote or a list item that a line opens with (its indentation first).
+_CONTAINER_MARKER_RE = re.compile(r"[ \t]*(?:(?P<quote>>)[ \t]?|(?:[-*+]|\d{1,9}[.)])[ \t]+)")
+_FENCE_RE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
+_CLOSING_FENCE_RE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})[ \t]*")
+_QUOTE_MARKER_RE = re.compile(r"[ \t]*>[ \t]?")
 _SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
 _REFERENCE_DEFINITION_RE = re.compile(
     r" {0,3}\[(?P<label>[^\[\]]{1,999})\]:[ \t]*<?(?P<url>[^\s>]+)")
@@ -81,14 +83,13 @@ def visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, list
     comments hide (a comment's end at its start included): code blocks, raw-text
     HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
     link. A comment hides what it holds, code and ``<pre>`` included."""
-    blocks = _html_and_fenced_blocks(lines, first)
-    code = _indented_code_lines(lines, first, blocks)
+    blocks = _blocks_of(lines, first)
     comment = False  # a comment opened in a paragraph is open
     for index in range(first, len(lines)):
         line = lines[index]
         shown = blocks.shown.get(index, 0)
         in_block = index in blocks.lines and (not shown or not line[shown:].strip())
-        if index in code or in_block:  # a comment's last line shows what follows its -->
+        if index in blocks.code or in_block:  # a comment's last line shows what follows its -->
             comment = False  # a block ends a paragraph, and its comment was text
             continue
         if shown or not line.strip():
@@ -155,36 +156,6 @@ def _without(line: str, spans: list[Span]) -> str:
     return "".join(pieces) + line[last:]
 
 
-def _indented_code_lines(lines: list[str], first: int, blocks: _Blocks) -> set[int]:
-    """Indexes of the lines of indented code blocks, as CommonMark reads them: indented
-    four columns past the content of the list item they are in (if any), and not the
-    continuation of a paragraph (``blocks``, the fences and HTML blocks, end one). Block
-    quotes are not looked into."""
-    inside: set[int] = set()
-    content_column = 0  # where the content of the list item around starts; 0 outside lists
-    paragraph_open = in_code = False
-    for index in range(first, len(lines)):
-        line = lines[index].expandtabs(4)
-        if index in blocks.lines and index not in blocks.starts or not line.strip():
-            paragraph_open = False  # a fence or HTML block, like a blank line, ends a paragraph
-            continue
-        indent = len(line) - len(line.lstrip())
-        if index in blocks.starts:
-            content_column = _content_column(line, indent, content_column, lazy=False)
-            paragraph_open = False
-            continue
-        if indent >= content_column + 4 and (in_code or not paragraph_open):
-            inside.add(index)
-            in_code = True
-            continue
-        # a heading (fences were passed over above) is a block of one line, no paragraph
-        heading = _SINGLE_LINE_BLOCK_RE.match(line) is not None
-        content_column = _content_column(line, indent, content_column,
-                                         lazy=paragraph_open and not heading)
-        paragraph_open, in_code = not heading, False
-    return inside
-
-
 def _content_column(line: str, indent: int, content_column: int, lazy: bool) -> int:
     """Where the content of the list item around ``line`` starts once it is read (0:
     outside lists): a list item's own; a line left of the item's content ends the item,
@@ -196,69 +167,172 @@ def _content_column(line: str, indent: int, content_column: int, lazy: bool) -> 
     return 0 if indent < content_column and not lazy else content_column
 
 
+@dataclass(frozen=True)
+class _Fence:
+    """An open fenced code block: its fence, and the containers it is in, that each of
+    its lines must go on: how many block quotes, and the column of its list item's content
+    past them (0: none)."""
+
+    fence: str
+    quotes: int
+    column: int
+
+    def content(self, line: str) -> str | None:
+        """``line`` past the markers and indentation of the fence's containers; None
+        when the line is not in them (a block quote or list item ended, and the fence
+        with it). A blank line goes on a list item."""
+        line = line.expandtabs(4)
+        for _ in range(self.quotes):
+            quote = _QUOTE_MARKER_RE.match(line)
+            if quote is None:
+                return None
+            line = line[quote.end():]
+        if not line.strip():
+            return ""
+        indent = len(line) - len(line.lstrip())
+        return line[self.column:] if indent >= self.column else None
+
+    def closes(self, content: str) -> bool:
+        """Whether a line whose content is ``content`` closes the fence: a fence of its
+        character at least as long, at most three columns in, with no info."""
+        closing = _CLOSING_FENCE_RE.fullmatch(content)
+        return closing is not None and closing["fence"].startswith(self.fence)
+
+
+def _fence_opened(line: str, content_column: int) -> _Fence | None:
+    """The fence ``line`` opens, past the markers of the block quotes and list items it
+    opens with; None for none. ``content_column``: where the content of the list item
+    around starts, the fence's container when the line opens none of its own."""
+    line = line.expandtabs(4)
+    quotes, column, quote_end, at = 0, content_column, 0, 0
+    while marker := _CONTAINER_MARKER_RE.match(line, at):
+        at = marker.end()
+        if marker["quote"]:
+            quotes, column, quote_end = quotes + 1, 0, at
+        else:
+            column = at - quote_end
+    fence = _FENCE_RE.match(line, at)
+    if fence is None or fence["fence"][0] == "`" and "`" in fence["info"]:
+        return None
+    return _Fence(fence["fence"], quotes, column)
+
+
 @dataclass
 class _Blocks:
     """The lines of a body's fenced code blocks and HTML blocks (fences and tags included),
     and for a comment's last line, the column past its ``-->``: a reader sees what
-    follows."""
+    follows; and the lines of its indented code blocks."""
 
     lines: set[int] = field(default_factory=set)
     shown: dict[int, int] = field(default_factory=dict)
     starts: set[int] = field(default_factory=set)  # the line each block opened on
+    code: set[int] = field(default_factory=set)
 
 
 _RAW_HTML, _COMMENT = "<pre>", "<!--"
+_Block = _Fence | str
+"""An open block: a fence, _RAW_HTML or _COMMENT."""
 
 
-def _html_and_fenced_blocks(lines: list[str], first: int) -> _Blocks:
-    """The fenced code blocks and HTML blocks (raw text, ``<pre>``, and comments) of a
-    body, found in one pass as CommonMark finds them: a block that starts a line runs to
-    its end (an unclosed one to the body's), and what it holds is text: a fence in a
-    comment or ``<pre>`` opens nothing, nor does a ``<!--`` or ``<pre>`` in a fence. A
-    URL in a fence is code shown, not a link (a header pasted from vLLM's sources,
-    ``# Adapted from https://github.com/...``)."""
-    blocks = _Blocks()
-    block = ""  # the open block: its fence, _RAW_HTML or _COMMENT
+@dataclass
+class _Reading:
+    """Where a pass over a body stands: the block open (None: none), where the content
+    of the list item around starts (0: outside lists), and whether a paragraph or an
+    indented code block is open."""
+
+    block: _Block | None = None
+    content_column: int = 0
+    paragraph_open: bool = False
+    in_code: bool = False
+
+
+def _blocks_of(lines: list[str], first: int) -> _Blocks:
+    """The fenced code blocks, HTML blocks (raw text, ``<pre>``, and comments) and indented
+    code blocks of a body, found in one pass as CommonMark finds them: a block that starts
+    a line runs to its end (an unclosed one to the body's; a fence to its block quote's or
+    list item's), and what it holds is text: a fence in a comment or ``<pre>`` opens
+    nothing, nor does a ``<!--`` or ``<pre>`` in a fence. A URL in a fence is code shown,
+    not a link (a header pasted from vLLM's sources, ``# Adapted from
+    https://github.com/...``). Indented code is indented four columns past the content of
+    the list item it is in (if any), and not the continuation of a paragraph (a block
+    ends one). Block quotes are not looked into for indented code."""
+    blocks, reading = _Blocks(), _Reading()
     for index in range(first, len(lines)):
-        opening = not block
-        block = block or _block_opened(lines[index])
-        if not block:
-            continue
-        if opening:
-            blocks.starts.add(index)
-        blocks.lines.add(index)
-        end = _block_end(block, lines[index], opening)
-        if end is not None:
-            if block == _COMMENT:
-                blocks.shown[index] = end
-            block = ""
+        line = lines[index]
+        if isinstance(reading.block, _Fence) and reading.block.content(line) is None:
+            reading.block = None  # the fence's block quote or list item ended before the line
+        if reading.block is not None:
+            _read_in_block(blocks, reading, reading.block, index, line)
+        else:
+            _read_outside_blocks(blocks, reading, index, line)
     return blocks
 
 
-def _block_opened(line: str) -> str:
-    """The block ``line`` opens: its fence, _RAW_HTML or _COMMENT; "" for none. An HTML
+def _read_in_block(blocks: _Blocks, reading: _Reading, block: _Block, index: int, line: str,
+                   opening: bool = False) -> None:
+    """Read a line of ``block``, open (``opening``: opened on the line): it ends a
+    paragraph, and may end the block (a comment or ``<pre>`` its opening line)."""
+    blocks.lines.add(index)
+    reading.paragraph_open = False
+    end = _block_end(block, line, opening)
+    if end is not None:
+        if block == _COMMENT:
+            blocks.shown[index] = end
+        reading.block = None
+
+
+def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: str) -> None:
+    """Read a line that no block holds: a blank one, indented code, a block's opening,
+    or text (of a paragraph, a heading, a list item)."""
+    expanded = line.expandtabs(4)
+    if not expanded.strip():
+        reading.paragraph_open = False
+        return
+    indent = len(expanded) - len(expanded.lstrip())
+    if indent >= reading.content_column + 4:
+        if reading.in_code or not reading.paragraph_open:
+            blocks.code.add(index)
+            reading.in_code = True
+            return
+    else:
+        column = _content_column(expanded, indent, reading.content_column, lazy=False)
+        block = _block_opened(line, column)
+        if block is not None:
+            blocks.starts.add(index)
+            reading.block, reading.content_column = block, column
+            _read_in_block(blocks, reading, block, index, line, opening=True)
+            return
+    # a heading (fences were passed over above) is a block of one line, no paragraph
+    heading = _SINGLE_LINE_BLOCK_RE.match(expanded) is not None
+    reading.content_column = _content_column(
+        expanded, indent, reading.content_column, lazy=reading.paragraph_open and not heading)
+    reading.paragraph_open, reading.in_code = not heading, False
+
+
+def _block_opened(line: str, content_column: int) -> _Block | None:
+    """The block ``line`` opens: a fence, _RAW_HTML or _COMMENT; None for none. An HTML
     block starts at most three columns in (a tab is four: indented code, or a paragraph's
     text)."""
-    fence = _FENCE_RE.match(line)
-    if fence and not (fence["fence"][0] == "`" and "`" in fence["info"]):
-        return fence["fence"]
+    fence = _fence_opened(line, content_column)
+    if fence is not None:
+        return fence
     if _RAW_HTML_OPEN_RE.match(line):
         return _RAW_HTML
-    return _COMMENT if _COMMENT_OPEN_RE.match(line) else ""
+    return _COMMENT if _COMMENT_OPEN_RE.match(line) else None
 
 
-def _block_end(block: str, line: str, opening: bool) -> int | None:
+def _block_end(block: _Block, line: str, opening: bool) -> int | None:
     """The column past the end of ``block`` on ``line``, None when the block goes on;
     ``opening``: the block opened on the line. A fence closes at one at least as long, with
-    no info; ``<pre>`` at any raw-text end tag; a comment at its ``-->``."""
+    no info (never on its own line); ``<pre>`` at any raw-text end tag; a comment at its
+    ``-->``."""
+    if isinstance(block, _Fence):
+        content = None if opening else block.content(line)
+        return len(line) if content is not None and block.closes(content) else None
     if block == _COMMENT:
         end = line.find("-->", line.find("<!--") if opening else 0)
         return None if end < 0 else end + 3
-    if block == _RAW_HTML:
-        return len(line) if _closes_raw_html(line) else None
-    fence = None if opening else _FENCE_RE.match(line)
-    closes = fence and fence["fence"].startswith(block) and not fence["info"].strip()
-    return len(line) if closes else None
+    return len(line) if _closes_raw_html(line) else None
 
 
 def code_span_ranges(line: str) -> list[tuple[int, int]]:

@@ -782,6 +782,40 @@ def test_html_blocks_and_fences_are_found_in_one_pass(body: str, lines: list[int
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+@pytest.mark.parametrize(("body", "lines"), [
+    pytest.param("    ```\n    x\n\n{B}\n", [6], id="fence-indented-four-is-indented-code"),
+    pytest.param("\t```\n\n{B}\n", [5], id="fence-after-a-tab-is-indented-code"),
+    pytest.param("Text\n    ```\n{B}\n", [5], id="fence-indented-four-continues-a-paragraph"),
+    pytest.param("- item\n\n      ```\n\n{B}\n", [7],
+                 id="fence-indented-four-in-a-list-item-is-indented-code"),
+    pytest.param("```\n    ```\n{A}\n```\n{B}\n", [7], id="closer-indented-four-does-not-close"),
+    pytest.param("   ```\n{A}\n      ```\n{B}\n", [], id="closer-indented-past-three-is-code"),
+    pytest.param("~~~\n  ~~~~ \n{B}\n", [5], id="longer-closer-indented-two-closes"),
+    pytest.param("~~~ `x`\n{A}\n~~~\n{B}\n", [6], id="tilde-fence-info-may-hold-backticks"),
+    pytest.param("```\n- ```\n{A}\n```\n{B}\n", [7], id="list-marker-in-a-fence-is-code"),
+    pytest.param("```\n> ```\n{A}\n```\n{B}\n", [7], id="quote-marker-in-a-fence-is-code"),
+    pytest.param("> ```\n> {A}\n\n{B}\n", [6], id="unclosed-fence-ends-with-its-block-quote"),
+    pytest.param("> ```\n> {A}\n{B}\n", [5], id="a-line-out-of-the-quote-ends-its-fence"),
+    pytest.param("- ```\n  {A}\n\n{B}\n", [6], id="unclosed-fence-ends-with-its-list-item"),
+    pytest.param("- ```\n  {A}\n{B}\n", [5], id="a-line-left-of-the-item-ends-its-fence"),
+    pytest.param("- ```\n{A}\n```\n{B}\n", [4], id="a-fence-left-of-the-item-opens-anew"),
+    pytest.param("- ```\n  {A}\n- ```\n  {A}\n  ```\n{B}\n", [8],
+                 id="the-next-list-item-ends-a-fence"),
+    pytest.param("- a\n  - ```\n    {A}\n    ```\n{B}\n", [7], id="fence-in-a-nested-item"),
+    pytest.param("- a\n\n  ```\n  {A}\n\n  ```\n{B}\n", [9],
+                 id="blank-line-in-a-fence-of-a-list-item"),
+    pytest.param("> - ```\n>   {A}\n>   ```\n{B}\n", [6], id="fence-in-a-list-in-a-quote"),
+    pytest.param("- > ```\n  > {A}\n  > ```\n{B}\n", [6], id="fence-in-a-quote-in-a-list"),
+])
+def test_fences_open_and_end_where_commonmark_has_them(body: str, lines: list[int]) -> None:
+    """A fence opens at most three columns past the content of the list item it is in (four
+    is indented code, or a paragraph's text), closes at most three columns in, and ends
+    with the block quote or list item it is in; inside it, a list or quote marker is code.
+    Each expectation was checked against a CommonMark reader (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 @pytest.mark.parametrize(("text", "visible"), [
     pytest.param("Text <!-- a -->b\n", {0: "Text           b", 1: ""}, id="comment-in-a-line"),
     pytest.param("Text <!-- a\nb -->c\n", {0: "Text       ", 1: "     c", 2: ""},
