@@ -4,7 +4,7 @@ YAML is composed with `yaml.SafeLoader` into nodes and converted here (never con
 Python objects), so every value keeps its line and only plain YAML tags are accepted. Scalars
 given where text is expected are taken exactly as written (``text: yes`` is the text ``yes``).
 
-A file with any error yields no Article; `load_all` reports every error of every file.
+A file with any error yields no Article; `load_file` reports every error of it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import datetime
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,31 +113,13 @@ def load_markdown_text(
     return _raise_first(_collect_markdown(text, display, repos, composed))
 
 
-def load_all(
-    yaml_files: Iterable[Path], markdown_files: Iterable[Path], root: Path,
-    repos: RepoFilter | None = None,
-) -> LoadResult:
-    """Load every file, collecting every file's errors instead of stopping at the first.
-
-    Display paths (and Markdown articles' default paths) are POSIX paths relative to `root`.
-    """
-    result = LoadResult()
-    jobs = [(path, False) for path in yaml_files] + [(path, True) for path in markdown_files]
-    for path, markdown in jobs:
-        article, errors = _load_file(path, root, markdown, repos)
-        result.errors.extend(errors)
-        if article is not None:
-            result.articles.append(article)
-    if repos is not None:
-        result.untracked = dict(repos.skipped)
-    return result
-
-
 def load_file(
     path: Path, root: Path, *, markdown: bool, repos: RepoFilter | None = None,
     data: bytes | None = None,
 ) -> LoadResult:
-    """One file as `load_all` loads it, from ``data`` when its bytes were read already."""
+    """One file, with every error it has (`link` loads each file so, and goes on to the
+    next), from ``data`` when its bytes were read already. Its display path (and a Markdown
+    article's default path) is its POSIX path relative to ``root``."""
     article, errors = _load_file(path, root, markdown, repos, data)
     return LoadResult([article] if article is not None else [], errors,
                       dict(repos.skipped) if repos is not None else {})

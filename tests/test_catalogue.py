@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from annotations.links import annotation_files
-from annotations.loader import load_all
+from annotations.loader import load_file
 from annotations.model import Article
 from annotations.refs import RefForm, parse_ref
 from indexer.config import load_config
@@ -17,32 +17,35 @@ from indexer.config import load_config
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = load_config(config_file=ROOT / "annotate.toml")
 YAML_FILES, MARKDOWN_FILES = annotation_files(CONFIG)
-LOADED = load_all(YAML_FILES, MARKDOWN_FILES, CONFIG.root)
-ARTICLES = {article.source_file: article for article in LOADED.articles}
+LOADED = [load_file(path, CONFIG.root, markdown=path in MARKDOWN_FILES)
+          for path in YAML_FILES + MARKDOWN_FILES]  # each file as `link` loads it
+ERRORS = [error for result in LOADED for error in result.errors]
+LOADED_ARTICLES = [article for result in LOADED for article in result.articles]
+ARTICLES = {article.source_file: article for article in LOADED_ARTICLES}
 SECTIONS = ("module_analysis", "routing")
 
 
 def test_every_file_loads_without_error() -> None:
-    assert [str(error) for error in LOADED.errors] == []
+    assert [str(error) for error in ERRORS] == []
     assert MARKDOWN_FILES == []  # articles/README.md describes the catalogue; it is no article
-    assert len(YAML_FILES) == len(LOADED.articles) == 16
+    assert len(YAML_FILES) == len(LOADED_ARTICLES) == 16
 
 
 def test_files_sit_under_the_catalogue_sections() -> None:
-    for article in LOADED.articles:
+    for article in LOADED_ARTICLES:
         section = Path(article.source_file).parts[1]
         assert section in SECTIONS, article.source_file
         assert article.path.startswith(section + "/"), article.path
 
 
-@pytest.mark.parametrize("article", LOADED.articles, ids=lambda article: article.source_file)
+@pytest.mark.parametrize("article", LOADED_ARTICLES, ids=lambda article: article.source_file)
 def test_article_has_a_title_and_unique_claim_ids(article: Article) -> None:
     assert article.title
     ids = [claim.claim_id for claim in article.claims]
     assert ids and len(ids) == len(set(ids))
 
 
-@pytest.mark.parametrize("article", LOADED.articles, ids=lambda article: article.source_file)
+@pytest.mark.parametrize("article", LOADED_ARTICLES, ids=lambda article: article.source_file)
 def test_every_ref_names_a_configured_repo_and_version(article: Article) -> None:
     for claim in article.claims:
         for entry in claim.refs:
@@ -58,19 +61,19 @@ def test_every_ref_names_a_configured_repo_and_version(article: Article) -> None
 def test_pins_follow_the_catalogue() -> None:
     pins = {
         article.path: {entry.ref.version for claim in article.claims for entry in claim.refs}
-        for article in LOADED.articles
+        for article in LOADED_ARTICLES
     }
     assert pins["module_analysis/pagedattention-retirement.md"] == {"v0.23.1rc0", "v0.25.0"}
     mla_repos = {
         entry.ref.repo
-        for article in LOADED.articles if article.path == "module_analysis/mla-tp-sharding.md"
+        for article in LOADED_ARTICLES if article.path == "module_analysis/mla-tp-sharding.md"
         for claim in article.claims for entry in claim.refs
     }
     assert mla_repos == {"vllm", "lmcache"}
 
 
 def test_value_claims_carry_a_quote() -> None:
-    quoted = [entry for article in LOADED.articles for claim in article.claims
+    quoted = [entry for article in LOADED_ARTICLES for claim in article.claims
               for entry in claim.refs if entry.quote]
     assert len(quoted) > 100
     defaults = [entry for entry in quoted if "gpu_memory_utilization" in entry.text]

@@ -17,7 +17,7 @@ from fakeproject import write_file as write
 from annotate_cli import cli
 from annotations import links
 from annotations.links import annotation_files, repo_filter
-from annotations.loader import link_claim_id, load_all
+from annotations.loader import link_claim_id, load_file
 from db import claims as claim_store
 from db.database import open_database
 from indexer.config import load_config
@@ -198,11 +198,13 @@ def test_stored_claims_are_exactly_what_the_files_say(project: Path) -> None:
     write_corpus()
     assert link().exit_code == 0
     config = load_config()
-    loaded = load_all(*annotation_files(config), config.root, repo_filter(config))
-    assert loaded.errors == []
+    yaml_files, markdown_files = annotation_files(config)
+    loaded = [load_file(path, config.root, markdown=path in markdown_files,
+                        repos=repo_filter(config)) for path in yaml_files + markdown_files]
+    assert [error for result in loaded for error in result.errors] == []
     expected = sorted(
         (c.article, c.claim_id, c.text, c.at, c.source_file, c.line)
-        for article in loaded.articles for c in article.claims
+        for result in loaded for article in result.articles for c in article.claims
     )
     assert stored()["claims"] == expected
     texts = {claim_id: text for _, claim_id, text, *_ in expected}
@@ -959,6 +961,25 @@ def test_link_errors(
         " (see above)"
     ]
     assert result.stdout == summary + "\n"
+
+
+def test_link_reports_the_errors_of_every_file_and_links_the_others(project: Path) -> None:
+    """A file that does not load does not stop the others: each file's errors are
+    reported, in the order of the files, and the files that load are linked."""
+    write("annotations/a-bad.yml", "article: notes\nclaims: [\n")
+    write("annotations/b-good.yml", claim("vllm/utils.py::cdiv"))
+    write("annotations/c-bad.yml", f"{HEAD}  - id: one\n    txt: 一\n    refs: [cdiv]\n")
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "Error: annotations/a-bad.yml:3: invalid YAML: while parsing a flow node, expected "
+        "the node content, but found '<stream end>'",
+        "Error: annotations/c-bad.yml:4: claim 'one' is missing 'text'",
+        "Error: annotations/c-bad.yml:5: unknown key 'txt' in claim 'one' (allowed: id, text, "
+        "at, refs, waive)",
+        "Error: 3 problems in the annotations (see above)",
+    ]
+    assert result.stdout == "1 article, 1 claim, 1 ref: 1 linked, 0 unindexed, 0 broken\n"
 
 
 def test_body_permalinks_into_repos_not_configured_are_not_claims(project: Path) -> None:

@@ -19,9 +19,9 @@ from annotations.loader import (
     MAX_CLAIMS,
     MAX_FILE_BYTES,
     link_claim_id,
-    load_all,
     load_annotation_file,
     load_annotation_text,
+    load_file,
     load_markdown_article,
     load_markdown_text,
 )
@@ -67,9 +67,10 @@ def test_an_annotation_file_name_that_is_not_utf8_is_an_error(tmp_path: Path) ->
     good = _write(tmp_path, "good.yaml", EXAMPLE)
     odd = tmp_path / os.fsdecode(b"odd\xff.yaml")
     odd.write_text(EXAMPLE, encoding="utf-8")
-    result = load_all([good, odd], [], tmp_path)
-    assert [article.source_file for article in result.articles] == ["good.yaml"]
-    assert [str(error) for error in result.errors] == [
+    results = [load_file(path, tmp_path, markdown=False) for path in (good, odd)]
+    assert [article.source_file for result in results for article in result.articles] == [
+        "good.yaml"]
+    assert [str(error) for result in results for error in result.errors] == [
         "odd\\xff.yaml: the file name is not valid UTF-8 (hint: rename the file)"]
 
 
@@ -81,13 +82,13 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def _yaml_errors(tmp_path: Path, text: str) -> list[str]:
-    result = load_all([_write(tmp_path, "a.yaml", text)], [], tmp_path)
+    result = load_file(_write(tmp_path, "a.yaml", text), tmp_path, markdown=False)
     assert result.articles == [] or not result.errors
     return [str(error) for error in result.errors]
 
 
 def _md_errors(tmp_path: Path, text: str) -> list[str]:
-    result = load_all([], [_write(tmp_path, "a.md", text)], tmp_path)
+    result = load_file(_write(tmp_path, "a.md", text), tmp_path, markdown=True)
     return [str(error) for error in result.errors]
 
 
@@ -561,7 +562,7 @@ def test_too_many_claims(tmp_path: Path) -> None:
 def test_file_too_large(tmp_path: Path) -> None:
     path = tmp_path / "a.yaml"
     path.write_bytes(b"#" * (MAX_FILE_BYTES + 1))
-    result = load_all([path], [], tmp_path)
+    result = load_file(path, tmp_path, markdown=False)
     assert [str(e) for e in result.errors] == [
         "a.yaml: file is larger than 2097152 bytes (hint: split it into several files)"]
 
@@ -575,20 +576,22 @@ def test_invalid_utf8_names_the_byte_offset(tmp_path: Path) -> None:
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
-    result = load_all([tmp_path / "missing.yaml"], [], tmp_path)
+    result = load_file(tmp_path / "missing.yaml", tmp_path, markdown=False)
     assert [str(e) for e in result.errors] == [
         "missing.yaml: cannot read file: No such file or directory"
     ]
 
 
-def test_load_all_keeps_going_and_uses_relative_posix_paths(tmp_path: Path) -> None:
+def test_load_file_names_files_by_their_relative_posix_paths(tmp_path: Path) -> None:
     good = _write(tmp_path, "notes/good.yaml", EXAMPLE)
     bad1 = _write(tmp_path, "notes/bad1.yaml", "article: a\n")
     bad2 = _write(tmp_path, "notes/bad2.yaml", "[")
     md = _write(tmp_path, "articles/x.md", f"see {GH}/v1/a.py#L2\n")
-    result = load_all([bad1, good, bad2, tmp_path / "gone.yaml"], [md], tmp_path)
-    assert [a.source_file for a in result.articles] == ["notes/good.yaml", "articles/x.md"]
-    assert [str(e) for e in result.errors] == [
+    results = [load_file(path, tmp_path, markdown=path == md)
+               for path in (bad1, good, bad2, tmp_path / "gone.yaml", md)]
+    assert [a.source_file for result in results for a in result.articles] == [
+        "notes/good.yaml", "articles/x.md"]
+    assert [str(e) for result in results for e in result.errors] == [
         "notes/bad1.yaml:1: missing required key 'claims' at top level",
         "notes/bad2.yaml:1: invalid YAML: while parsing a flow node, "
         "expected the node content, but found '<stream end>'",
@@ -1117,8 +1120,9 @@ def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_fuzz_arbitrary_bytes(fuzz_dir: Path, data: bytes) -> None:
     path = fuzz_dir / "f.yaml"
     path.write_bytes(data)
-    result = load_all([path], [path], fuzz_dir)
-    assert all(isinstance(error, AnnotationError) for error in result.errors)
+    for as_markdown in (False, True):
+        result = load_file(path, fuzz_dir, markdown=as_markdown)
+        assert all(isinstance(error, AnnotationError) for error in result.errors)
 
 
 @pytest.mark.parametrize(("line", "spans"), [
@@ -1201,7 +1205,7 @@ def test_limits_are_inclusive(tmp_path: Path) -> None:
     text = "article: a\nclaims:\n" + _flow_claims(MAX_CLAIMS)
     text += "#" * (MAX_FILE_BYTES - len(text.encode()) - 1) + "\n"
     assert len(text.encode()) == MAX_FILE_BYTES
-    result = load_all([_write(tmp_path, "a.yaml", text)], [], tmp_path)
+    result = load_file(_write(tmp_path, "a.yaml", text), tmp_path, markdown=False)
     assert result.errors == []
     assert len(result.articles[0].claims) == MAX_CLAIMS
 
@@ -1215,7 +1219,7 @@ def test_the_node_limit_is_inclusive(tmp_path: Path, uses: int, error: str | Non
     """17 nodes besides the uses: targets (every mapping, sequence, key and value)."""
     text = ("article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - ref: a.py::f\n"
             "        uses: [" + "a.py::f, " * uses + "]\n")
-    result = load_all([_write(tmp_path, "a.yaml", text)], [], tmp_path)
+    result = load_file(_write(tmp_path, "a.yaml", text), tmp_path, markdown=False)
     assert [str(e).split(" (hint")[0] for e in result.errors] == ([error] if error else [])
 
 
