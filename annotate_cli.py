@@ -28,6 +28,7 @@ from annotations.wording import counted
 from db.errors import DatabaseError
 from indexer.config import ProjectConfig, check_version_name, load_config, run_from
 from indexer.errors import ConfigError, IndexerError
+from indexer.stopping import STOPPING_SIGNALS
 
 if TYPE_CHECKING:
     from annotations.errors import AnnotationError
@@ -1534,9 +1535,8 @@ def _interrupt_on_termination() -> None:
             os._exit(128 + signum)
         raise Terminated(signum)
 
-    for name in ("SIGTERM", "SIGHUP"):
-        signum = getattr(signal, name, None)
-        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:
+    for signum in STOPPING_SIGNALS:
+        if signum != signal.SIGINT and signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, stop)  # nohup's ignored SIGHUP stays ignored
 
 

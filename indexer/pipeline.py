@@ -32,6 +32,7 @@ from indexer.errors import SameWheel, VersionNotFound
 from indexer.extractor import extractor_id
 from indexer.models import FileEntry, ParsedBlob, SnapshotInfo
 from indexer.sources import Snapshot, open_local, open_snapshot
+from indexer.stopping import STOPPING_SIGNALS
 from indexer.symbols import parse_blob
 
 MAX_STORED_BYTES = 1024 * 1024
@@ -275,12 +276,6 @@ def _parsed(
         shut_down(pool)
 
 
-STOPPING_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-"""What stops a run (the CLI raises SIGTERM and SIGHUP as Ctrl-C)."""
-
-
 def shut_down(pool: ProcessPoolExecutor) -> None:
     """Cancel the tasks not started and wait for the workers to finish theirs (a moment:
     one batch each). A Ctrl-C, SIGTERM or SIGHUP meanwhile (``timeout`` signals the
@@ -318,9 +313,8 @@ def start_worker() -> None:
     * A worker exits once the main process is gone. A SIGKILL leaves no one to shut the
       pool down, and a worker waiting for tasks would otherwise wait forever (holding its
       memory and the parent's stdout/stderr pipes)."""
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # the CLI stops on SIGTERM as on Ctrl-C
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    for signum in STOPPING_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     parent = os.getppid()
 
     def watch() -> None:
