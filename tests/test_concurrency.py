@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import fakevllm as fv
@@ -28,6 +27,7 @@ from indexer.symbols import parse_blob
 FILES = 2000
 CHANGED = 20
 WAITING = "waiting for another annotate process to finish writing {db}\n"
+ANNOUNCED_WRITE = Path(__file__).with_name("announced_write.py")
 
 
 def _annotate() -> list[str]:
@@ -168,7 +168,9 @@ def test_check_reads_and_link_waits_while_an_index_runs(
 
 
 def _v1_database(path: Path) -> None:
+    """A database of schema 1 as annotate left it: in WAL mode."""
     with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("PRAGMA journal_mode = WAL")
         conn.executescript(MIGRATIONS[0])
         conn.execute("PRAGMA user_version = 1")
         conn.execute("INSERT INTO repos (name) VALUES ('vllm')")
@@ -177,17 +179,46 @@ def _v1_database(path: Path) -> None:
                      " '2024-01-01T00:00:00', 0, 0, 0, 0.1)")
 
 
+def start_announcing_writes(ready: int, *args: str) -> subprocess.Popen:
+    """``annotate ARGS`` that writes a byte to ``ready`` as it goes for the write lock
+    (see announced_write.py)."""
+    return subprocess.Popen([sys.executable, str(ANNOUNCED_WRITE), str(ready), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ), pass_fds=(ready,), start_new_session=True)
+
+
+def wait_for_bytes(ready: int, count: int, timeout: float = 120) -> None:
+    """Return once ``count`` bytes came on ``ready``; fail if its writers are all gone
+    first, or the bytes do not come within ``timeout`` seconds."""
+    got = b""
+    while len(got) < count:
+        readable, _, _ = select.select([ready], [], [], timeout)
+        assert readable, f"{len(got)} of {count} runs went for the write lock in time"
+        chunk = os.read(ready, count - len(got))
+        assert chunk, f"the runs ended after {len(got)} of {count} went for the write lock"
+        got += chunk
+
+
 def test_two_processes_opening_an_old_database_migrate_it_once() -> None:
+    """Three runs read schema 1, then go for the write lock that the test holds: once all
+    three wait for it, it is let go, and the first to take it migrates; the others find
+    the database migrated."""
     db = Path("old.db").resolve()
     _v1_database(db)
     holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # all three read schema 1, then queue for the lock
+    holder.execute("BEGIN IMMEDIATE")
+    ready_read, ready_write = os.pipe()
     try:
-        runs = [start("--db", str(db), "versions", "--format", "json") for _ in range(3)]
-        time.sleep(2.5)
+        try:
+            runs = [start_announcing_writes(ready_write, "--db", str(db), "versions",
+                                            "--format", "json") for _ in range(3)]
+        finally:
+            os.close(ready_write)  # the runs' own: the pipe ends once they all have
+        wait_for_bytes(ready_read, len(runs))
     finally:
         holder.rollback()
         holder.close()
+        os.close(ready_read)
     results = [finish(run) for run in runs]
     assert [code for code, _, _ in results] == [0, 0, 0]
     assert len({out for _, out, _ in results}) == 1 and '"v0.1.0"' in results[0][1]
