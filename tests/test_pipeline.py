@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import time
 import zlib
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from importlib import metadata
 from pathlib import Path
@@ -581,6 +582,16 @@ def test_extractor_names_the_extraction_and_parser_versions() -> None:
     assert f"tree-sitter-python {metadata.version('tree-sitter-python')}" in name
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt, as in a terminal, whatever pytest was started with:
+    run in the background of a script (``pytest &``) it has SIGINT ignored, and the run's
+    shutdown leaves an ignored signal ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _interrupt_the_parent(go: int) -> None:
     """Worker task: once told the parent is shutting the pool down, Ctrl-C it, then work
     on a moment (the shutdown waits for this task)."""
@@ -589,6 +600,7 @@ def _interrupt_the_parent(go: int) -> None:
     time.sleep(0.3)
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_while_the_pool_shuts_down_waits_for_it_then_stops_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -620,6 +632,7 @@ def test_ctrl_c_while_the_pool_shuts_down_waits_for_it_then_stops_the_run(
         os.close(go_write)
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_while_the_pool_shuts_down_after_a_failed_write_stops_the_run(
     tmp_path: Path, database: Database, config: ProjectConfig,
     monkeypatch: pytest.MonkeyPatch,
@@ -658,6 +671,7 @@ class _Stop(Exception):
     pytest.param(signal.SIGTERM, id="SIGTERM"),
     pytest.param(signal.SIGHUP, id="SIGHUP"),
 ])
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_a_signal_that_stops_the_run_is_handled_once_the_pool_is_down(
     signum: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
