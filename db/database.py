@@ -20,6 +20,9 @@ from db.errors import DatabaseBusy, DatabaseError, MissingIndex, NotADatabase, S
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 
 WAIT_SECONDS = 600.0
+QUIET_WAIT_SECONDS = 2.0
+"""How long a lock another process holds is waited for without a word: a writer then
+says it waits (up to WAIT_SECONDS), and opening a database held exclusively gives up."""
 
 Notify = Callable[[str], None]
 
@@ -168,7 +171,7 @@ class Database:
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self._target, timeout=WAIT_SECONDS,
                                      uri=self._target.startswith("file:"))
-        connection.execute("PRAGMA busy_timeout = 2000")
+        _wait_quietly(connection)
         return connection
 
     def close(self) -> None:
@@ -213,7 +216,7 @@ class Database:
                 "wait for the other annotate run to finish, then try again",
             ) from None
         finally:
-            self.conn.execute("PRAGMA busy_timeout = 2000")
+            _wait_quietly(self.conn)
 
     def _migrate(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -286,6 +289,10 @@ class Database:
         except BaseException:
             _remove_with_journals(partial, quiet=True)
             raise
+
+
+def _wait_quietly(connection: sqlite3.Connection) -> None:
+    connection.execute(f"PRAGMA busy_timeout = {int(QUIET_WAIT_SECONDS * 1000)}")
 
 
 def _remove_with_journals(path: Path, quiet: bool = False) -> None:

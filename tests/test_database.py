@@ -435,6 +435,7 @@ def test_writer_waits_for_another_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(database_module, "WAIT_SECONDS", 30.0)  # not 600 s if it never says so
+    monkeypatch.setattr(database_module, "QUIET_WAIT_SECONDS", 0.05)  # not 2 s before it does
     path = _fresh(tmp_path / "index.db")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
@@ -459,6 +460,7 @@ def test_a_database_another_program_holds_locked_is_named_so(
 ) -> None:
     """An sqlite3 shell with an exclusive transaction open: not a full disk."""
     monkeypatch.setattr(database_module, "WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(database_module, "QUIET_WAIT_SECONDS", 0.05)
     path = _fresh(tmp_path / "index.db")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("PRAGMA locking_mode = EXCLUSIVE")
@@ -479,6 +481,7 @@ def test_writer_gives_up_with_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(database_module, "WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(database_module, "QUIET_WAIT_SECONDS", 0.05)
     path = _fresh(tmp_path / "index.db")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
