@@ -283,7 +283,7 @@ def test_unreachable_git_remote(indexed_db: Path) -> None:
 def test_git_remote_that_never_answers(
     indexed_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(git_source, "GIT_STALL_SECONDS", 2)
+    monkeypatch.setattr(git_source, "GIT_STALL_SECONDS", 1)  # git counts whole seconds
     monkeypatch.delenv("GIT_HTTP_LOW_SPEED_TIME", raising=False)
     monkeypatch.delenv("GIT_HTTP_LOW_SPEED_LIMIT", raising=False)
     before = dump(indexed_db)
@@ -325,6 +325,7 @@ def test_pip_index_that_never_answers(indexed_db: Path, monkeypatch: pytest.Monk
     before = dump(indexed_db)
     with silent_server() as url:
         _pypi_only(monkeypatch, url)
+        monkeypatch.setenv("PIP_TIMEOUT", "0.5")  # nothing comes: no answer is cut short
         started = time.monotonic()
         result = run("index", "vllm@v0.2.0")
         elapsed = time.monotonic() - started
