@@ -25,7 +25,8 @@ PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
 URL_TRAILING = ".,;:!?*_~"
 """What ends a URL in prose rather than belonging to it, as GitHub's autolinks read it
 (``~~URL~~`` and ``_URL_`` are struck out and emphasised, not part of the path)."""
-_BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|```|~~~|\|)")
+# A fence that opens is a block of its own (see `_blocks_of`): one in a paragraph is its text.
+_BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|\|)")
 _BACKTICKS_RE = re.compile(r"`+")
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
 # The marker of a block quote or a list item that a line opens with (its indentation first).
@@ -33,7 +34,7 @@ _CONTAINER_MARKER_RE = re.compile(r"[ \t]*(?:(?P<quote>>)[ \t]?|(?:[-*+]|\d{1,9}
 _FENCE_RE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _CLOSING_FENCE_RE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})[ \t]*")
 _QUOTE_MARKER_RE = re.compile(r"[ \t]*>[ \t]?")
-_SINGLE_LINE_BLOCK_RE = re.compile(r"\s*(#{1,6}(\s|$)|```|~~~)")
+_HEADING_RE = re.compile(r"\s*#{1,6}(\s|$)")
 _REFERENCE_DEFINITION_RE = re.compile(
     r" {0,3}\[(?P<label>[^\[\]]{1,999})\]:[ \t]*<?(?P<url>[^\s>]+)")
 # A full ([text][label]), collapsed ([label][]) or shortcut ([label]) reference link; a
@@ -84,6 +85,7 @@ def visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, list
     HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
     link. A comment hides what it holds, code and ``<pre>`` included."""
     blocks = _blocks_of(lines, first)
+    paragraph_code = _paragraph_code_blanked(lines, first, blocks)
     comment = False  # a comment opened in a paragraph is open
     for index in range(first, len(lines)):
         line = lines[index]
@@ -99,9 +101,38 @@ def visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, list
             if end < 0:
                 continue
             shown, comment = end + 3, False
-        code_blanked = _blank_code_spans(" " * shown + line[shown:])
+        code_blanked = (paragraph_code[index] if not shown and index in paragraph_code
+                        else _blank_code_spans(" " * shown + line[shown:]))
         spans, comment = _comment_spans(code_blanked)
         yield index, _blanked(code_blanked, spans), ([(0, shown)] if shown else []) + spans
+
+
+def _paragraph_code_blanked(lines: list[str], first: int, blocks: _Blocks) -> dict[int, str]:
+    """The lines of the body's paragraphs (no block holds them), each with its inline code
+    blanked as CommonMark pairs backtick runs: across the lines of its paragraph (a code
+    span may hold a line break, and a fence indented four past a paragraph is its text)."""
+    blanked: dict[int, str] = {}
+    paragraph: list[int] = []
+    for index in range(first, len(lines) + 1):
+        text = (index < len(lines) and index not in blocks.lines and index not in blocks.code
+                and bool(lines[index].strip()))
+        if paragraph and (not text or _starts_block(lines, index)):
+            blanked.update(_code_blanked(lines, paragraph))
+            paragraph = []
+        if text:
+            paragraph.append(index)
+    return blanked
+
+
+def _code_blanked(lines: list[str], paragraph: list[int]) -> dict[int, str]:
+    """The lines of ``paragraph`` with its code spans blanked, by index."""
+    joined = "\n".join(lines[index] for index in paragraph)
+    blanked, at = _blank_code_spans(joined), 0
+    by_index = {}
+    for index in paragraph:
+        by_index[index] = blanked[at:at + len(lines[index])]
+        at += len(lines[index]) + 1
+    return by_index
 
 
 def markdown_visible_lines(text: str) -> dict[int, str]:
@@ -302,8 +333,8 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
             reading.block, reading.content_column = block, column
             _read_in_block(blocks, reading, block, index, line, opening=True)
             return
-    # a heading (fences were passed over above) is a block of one line, no paragraph
-    heading = _SINGLE_LINE_BLOCK_RE.match(expanded) is not None
+    # a heading is a block of one line, no paragraph; indented four, it is the paragraph's
+    heading = indent < reading.content_column + 4 and _HEADING_RE.match(expanded) is not None
     reading.content_column = _content_column(
         expanded, indent, reading.content_column, lazy=reading.paragraph_open and not heading)
     reading.paragraph_open, reading.in_code = not heading, False
@@ -627,7 +658,7 @@ def _starts_block(lines: list[str], index: int) -> bool:
         not line.strip()
         or not previous.strip()
         or _BLOCK_START_RE.match(line) is not None
-        or _SINGLE_LINE_BLOCK_RE.match(previous) is not None
+        or _HEADING_RE.match(previous) is not None
     )
 
 
