@@ -145,6 +145,10 @@ For a symbol ``old`` of A (``Matcher.match``):
    ``CANDIDATE_FLOOR`` in ``candidates``, among the unmatched symbols and those beside it
    that B kept (a method merged into one that stayed), of its name or whose bodies share
    at least ``CANDIDATE_MIN_BODY`` (a wrapper does not succeed one whose bases it shares).
+   A removed class is offered the classes its moved methods went to, and each of its
+   removed methods their method of its name, which blocking may not compare (a class
+   merged into one that took another's place: ``DeepseekV4MultiHeadLatentAttentionWrapper``
+   and its ``__init__``, one of hundreds of new ones, are ``DeepseekV4Attention``'s now).
 """
 
 from __future__ import annotations
@@ -1122,7 +1126,7 @@ class Matcher:
                 self._contested(old, moved_to, home) or self._left_for_a_copy(old, moved_to, home)):
             return self._removed(old, ranked)
         if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
-            return self._where_methods_went(old, found)
+            return self._where_methods_went(old, found, ranked)
         if old.kind == "attribute" and (found.verdict is Verdict.REMOVED or found.ambiguous
                                         or self._shared_by_a_leaver(old, found.moved_to)):
             return self._with_its_file(old, found, ranked)
@@ -1185,14 +1189,17 @@ class Matcher:
         return place, sorted(path for path, count in held.items()
                              if path != place and count >= held[place])
 
-    def _where_methods_went(self, cls: SymbolSnapshot, removed: Match) -> Match:
+    def _where_methods_went(
+        self, cls: SymbolSnapshot, removed: Match, ranked: list[_Scored]
+    ) -> Match:
         """``removed``, unless most of ``cls``'s methods moved to one new class of a new
         name that scores as a move target (`_eligible`), which is then its match: a class
         renamed as it moved (``KimiDeltaAttention`` -> ``KimiGatedDeltaNetAttention``)
         keeps neither the name nor the place that blocking looks for, and its methods,
         matched one by one as orphans, still find their bodies. A class whose name A
         defines is that symbol's successor (dots1's model methods went to MiMo V2's, which
-        only moved)."""
+        only moved): ``cls`` is removed, the classes its methods went to among its
+        candidates (`_merged_into`)."""
         self._matches[_match_key(cls)] = removed  # while its methods are matched
         matches = [self.match(method) for method in self._methods(cls)]
         moved = [new for match in matches
@@ -1202,9 +1209,47 @@ class Matcher:
                   or self._followed_with_seconds(cls, matches, places, len(moved)))
         if target is None:
             self._drop_look_alikes(matches, places)
-            return removed
+            return self._merged_into(cls, ranked)
         self._forget_methods(cls)  # matched again as members of a class that moved
         return self._moved(cls, target.symbol, (), target.score, "methods")
+
+    def _merged_into(self, cls: SymbolSnapshot, ranked: list[_Scored]) -> Match:
+        """``cls`` removed, with the classes that its methods which moved went to among
+        its candidates, and each of its methods left removed with those classes' method of
+        its name among its own: a class merged into one that took another's place keeps
+        its code there, under a name that blocking does not look for
+        (``DeepseekV4MultiHeadLatentAttentionWrapper``, whose ``attention_impl`` went to
+        ``DeepseekV4Attention``, and its ``__init__``, one of hundreds of new ones)."""
+        homes = list(dict.fromkeys(home for method in self._methods(cls)
+                                   if (home := self._home_of(self.match(method))) is not None))
+        for method in self._methods(cls):
+            namesakes = self._methods_named(homes, method.name)
+            if namesakes and self.match(method).verdict is Verdict.REMOVED:
+                found, _ = self._ranked(method, None)
+                self._matches[_match_key(method)] = self._removed(
+                    method, self._with_others(method, found, namesakes))
+        return self._removed(cls, self._with_others(cls, ranked, homes))
+
+    def _home_of(self, match: Match) -> SymbolSnapshot | None:
+        """The class of B that the method of ``match`` moved into, if it did."""
+        new = match.moved_to
+        if new is None or new.kind != "method":
+            return None
+        return self.b.lookup(new.path, new.parent)
+
+    def _methods_named(self, classes: list[SymbolSnapshot], name: str) -> list[SymbolSnapshot]:
+        """The method ``name`` of each of ``classes`` (of B) that has one."""
+        found = [self.b.lookup(cls.path, f"{cls.qualname}.{name}") for cls in classes]
+        return [method for method in found
+                if method is not None and kind_group(method.kind) is KindGroup.FUNCTION]
+
+    def _with_others(
+        self, old: SymbolSnapshot, ranked: list[_Scored], others: list[SymbolSnapshot]
+    ) -> list[_Scored]:
+        """``ranked`` and, scored, those of ``others`` it does not hold."""
+        known = {scored.symbol for scored in ranked}
+        return [*ranked, *self._scorer.ranked(
+            old, [other for other in others if other not in known], None)]
 
     def _followed_class(
         self, cls: SymbolSnapshot, places: Counter[tuple[str, str]], moved: int

@@ -946,6 +946,61 @@ BACKEND_EXTRAS = """\
 """
 
 
+LATENT_WRAPPER_INIT = """
+    def __init__(self, hidden_size, num_heads, compress_ratio, cache_config, prefix):
+        super().__init__()
+        self.n_local_heads = num_heads
+        self.compress_ratio = compress_ratio if compress_ratio is not None else 1
+        self.swa_cache_layer = SWACache(window_size=128, cache_config=cache_config)
+        self.compressor = None
+        if self.compress_ratio > 1:
+            self.compressor = DeepseekCompressor(
+                compress_ratio=self.compress_ratio,
+                hidden_size=hidden_size,
+                prefix=f"{prefix}.compressor",
+            )
+"""
+ATTENTION_IMPL = """
+    def attention_impl(self, q, kv, positions, output):
+        swa_metadata = get_forward_context().attn_metadata[self.swa_cache_layer.prefix]
+        fused_qnorm_rope_kv_insert(q, kv, self.swa_cache_layer.kv_cache, positions)
+        if self.compressor is not None:
+            self.compressor(kv, positions, swa_metadata.slot_mapping)
+        output.copy_(flash_mla_sparse(q, self.swa_cache_layer.kv_cache, swa_metadata))
+"""
+LATENT_WRAPPER = {"a.py": "class LatentAttentionWrapper(PluggableLayer):"
+                  + LATENT_WRAPPER_INIT + ATTENTION_IMPL + """
+    def forward(self, q, kv, positions):
+        output = torch.empty_like(q)
+        torch.ops.vllm.deepseek_v4_attention(q, kv, positions, output, self.layer_name)
+        return output
+""", "model.py": """\
+class DeepseekV4Attention(nn.Module):
+    def __init__(self, config, cache_config, prefix):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.fused_wqa_wkv = MergedReplicatedLinear(config.hidden_size, [config.q_lora_rank,
+                                                                       self.head_dim])
+        self.mla_attn = LatentAttentionWrapper(config.hidden_size, config.num_heads,
+                                               config.compress_ratio, cache_config, prefix)
+"""}
+"""v0.20.0's attention: the model's layer and the wrapper it builds, two classes."""
+MERGED_ATTENTION = {"attention.py": """\
+class DeepseekV4Attention(nn.Module, AttentionLayerBase):
+    def __init__(self, config, cache_config, prefix):
+        super().__init__()
+        self.head_dim = config.head_dim
+        self.fused_wqa_wkv = MergedReplicatedLinear(config.hidden_size, [config.q_lora_rank,
+                                                                       self.head_dim])
+""" + LATENT_WRAPPER_INIT.split("super().__init__()\n", 1)[1].replace(
+    "hidden_size=hidden_size", "hidden_size=config.hidden_size") + ATTENTION_IMPL,
+    "layers.py": "".join(f"class Layer{n}:\n    def __init__(self, size):\n"
+                         f"        self.size = size * {n}\n\n\n"
+                         for n in range(matching.BLOCK_CAP + 1))}
+"""v0.25.0's: the wrapper merged into the model's layer, among more new ``__init__`` than
+blocking compares."""
+
+
 @dataclass(frozen=True)
 class MoveCase:
     """What became of ``old`` (``a.py::qualname`` at v1) at v2: the ref it moved to,
@@ -1033,6 +1088,7 @@ MOVES = {
         {"a.py": KERNEL.format(name="serve_tokens"),
          "b.py": LIVENESS_TRANSFER_MODULE, "c.py": "class WeightRunner:\n" + FINALIZE},
         "GPUTransferModule", Verdict.REMOVED,
+        candidates=frozenset({"b.py::LMCacheDrivenTransferModule"}),  # where most went
     ),
     "function-copied-twice-goes-where-its-file-imports-it-from": MoveCase(
         {"a.py": KERNEL.format(name="normalize_url") + "\n\ndef main(url):\n"
@@ -1086,6 +1142,7 @@ MOVES = {
         {"gdn/kimi.py": KDA_ONE_METHOD.format(name="KimiGatedDeltaNetAttention",
                                               bases="GatedDeltaNetAttention")},
         "KimiDeltaAttention", Verdict.REMOVED,
+        candidates=frozenset({"gdn/kimi.py::KimiGatedDeltaNetAttention"}),  # where it went
     ),
     "class-renamed-and-rewritten-elsewhere-follows-its-method-seconded-by-a-short-one": MoveCase(
         V4_SPARSE_BACKEND,
@@ -1106,6 +1163,7 @@ MOVES = {
         {"v4/sparse_mla.py": SPARSE_BACKEND.format(
             name="TokenspeedBackend", bases="AttentionBackend", extra=BACKEND_EXTRAS)},
         "DeepseekV4FlashMLASparseBackend", Verdict.REMOVED,
+        candidates=frozenset({"v4/sparse_mla.py::TokenspeedBackend"}),  # where its method went
     ),
     "class-does-not-follow-stock-code-a-kept-class-has-too-seconded-by-a-short-method": MoveCase(
         {"a.py": SPARSE_BACKEND.format(name="RocmAttentionBackend", bases="AttentionBackend",
@@ -1637,6 +1695,14 @@ MOVES = {
         {"pkg/a.py": CONNECTOR.format(name="Config"),
          "other/b.py": "class Config:\n    def __init__(self, path):\n        self.path = path\n"},
         "Config", Verdict.MOVED, "pkg/a.py::Config",
+    ),
+    "class-merged-into-another-offers-it": MoveCase(
+        LATENT_WRAPPER, MERGED_ATTENTION, "LatentAttentionWrapper", Verdict.REMOVED,
+        candidates=frozenset({"attention.py::DeepseekV4Attention"}),
+    ),
+    "method-of-a-class-merged-into-another-offers-its-namesake-there": MoveCase(
+        LATENT_WRAPPER, MERGED_ATTENTION, "LatentAttentionWrapper.__init__", Verdict.REMOVED,
+        candidates=frozenset({"attention.py::DeepseekV4Attention.__init__"}),
     ),
     "function-is-no-method-of-another-class-by-name-alone": MoveCase(
         {"a.py": KERNEL.format(name="mhc_pre")},
