@@ -249,6 +249,8 @@ def _finish(
             message += "; the linked lines no longer stand"
     if status is Status.MOVED and comparison.changes:
         message += _evidence_at_new_place(resolver, row, pinned, new)
+    if status is Status.REMOVED and row["quote"]:
+        message += _quote_among(resolver, row["quote"], comparison.candidates)
     repo = config.repo(pinned.repo)
     return replace(
         result,
@@ -268,12 +270,30 @@ def _finish(
 
 def _permalink_of(resolver: Resolver, config: ProjectConfig, ref: str) -> str | None:
     """The GitHub permalink of a candidate (a canonical ref at the target), if it resolves."""
-    try:
-        place = resolver.resolve(parse_ref(ref))
-    except AnnotationError:
+    place = _candidate_place(resolver, ref)
+    if place is None:
         return None
     return config.repo(place.repo).permalink(place.version, place.path, place.start_line,
                                              place.end_line)
+
+
+def _candidate_place(resolver: Resolver, ref: str) -> Resolved | None:
+    """Where a candidate (a canonical ref at the target) is, if it resolves."""
+    try:
+        return resolver.resolve(parse_ref(ref))
+    except AnnotationError:
+        return None
+
+
+def _quote_among(resolver: Resolver, quote: str, candidates: Iterable[str]) -> str:
+    """Which candidate of a removed ref its quote stands in, if one: the code it quotes
+    lives on there (a class merged into another, ``DeepseekV4Attention.__init__`` that
+    holds the wrapper's ``if self.compress_ratio > 1:``)."""
+    for candidate in candidates:
+        place = _candidate_place(resolver, candidate)
+        if place is not None and quote_stands(quote, resolver.text_of(place)):
+            return f"; the quote stands in {candidate}"
+    return ""
 
 
 def _linked_lines(resolver: Resolver, row: dict, pinned: Resolved) -> str | None:

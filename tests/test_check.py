@@ -253,6 +253,12 @@ CASES: dict[str, Case] = {
         LOAD, {"fetch.py": FETCH}, "loader.py::load_weights", "removed", candidates=1,
         path="loader.py", message="closest: vllm@v2:c/removed-with-candidates/fetch.py",
     ),
+    "removed-quote-stands-in-a-candidate": Case(
+        LOAD, {"fetch.py": FETCH}, "loader.py::load_weights", "removed", candidates=1,
+        path="loader.py", quote="def load_weights(model,",
+        message="; the quote stands in vllm@v2:c/removed-quote-stands-in-a-candidate/fetch.py"
+                "::load_weights",
+    ),
     "quote-missing": Case(
         CDIV, CDIV_NEW, "m.py::cdiv", "quote-missing", ("body",), quote="-(a // -b)",
         message="the quote '-(a // -b)' no longer stands in vllm@v2:c/quote-missing/m.py::cdiv",
