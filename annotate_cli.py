@@ -893,12 +893,16 @@ def search(context: Context, text: str, output_format: str, limit: int) -> None:
     """
     from db import claims as claim_store
 
-    if not text.strip():
+    phrases = re.findall(r'"([^"]*)"', text)
+    if not text.replace('""', "").strip():  # '""': a phrase of nothing is no search
         raise click.BadParameter("the search text is empty", param_hint="TEXT")
     if text.count('"') % 2:
         raise click.BadParameter('a " opens a phrase that is not closed: close it '
                                  '(\'"prefix caching"\') or drop it', param_hint="TEXT")
-    if any(phrase.isspace() for phrase in re.findall(r'"([^"]*)"', text)):
+    if "" in phrases:
+        raise click.BadParameter('a "quoted phrase" is empty: put words in it or drop it',
+                                 param_hint="TEXT")
+    if any(phrase.isspace() for phrase in phrases):
         raise click.BadParameter('a "quoted phrase" holds only white space, which every '
                                  'claim has: put words in it or drop it', param_hint="TEXT")
     with context.database() as database:

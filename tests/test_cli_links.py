@@ -669,7 +669,7 @@ def test_search_output_round_trips_the_text() -> None:
 
 
 HOSTILE = ["*", "NEAR(", "OR", "AND", "NOT", "a OR b", "NEAR(a b, 2)", "(((",
-           ")", "^start", "text:显存", "-x", "'", "_", "\\", '""', "***", "a*", "{x}", ":",
+           ")", "^start", "text:显存", "-x", "'", "_", "\\", "***", "a*", "{x}", ":",
            "显存 OR", "NEAR(显存"]
 
 
@@ -715,7 +715,18 @@ def test_search_refuses_a_phrase_of_only_white_space(query: str) -> None:
         "claim has: put words in it or drop it (see 'annotate search --help')\n")
 
 
-@pytest.mark.parametrize("query", [" ", ""], ids=["blank", "empty"])
+@pytest.mark.parametrize("query", ['swap ""', '"" "swap"'],
+                         ids=["after-a-word", "before-a-phrase"])
+def test_search_refuses_an_empty_phrase(query: str) -> None:
+    """Not a search for two quotes, which matched nothing, silently."""
+    assert fails("search", "--", query) == (
+        'Error: Invalid value for TEXT: a "quoted phrase" is empty: put words in it or drop '
+        "it (see 'annotate search --help')\n")
+
+
+@pytest.mark.parametrize("query", [" ", "", '""', '"" ""', ' "" '],
+                         ids=["blank", "empty", "an-empty-phrase", "two-empty-phrases",
+                              "an-empty-phrase-in-blanks"])
 def test_search_refuses_empty_text(query: str) -> None:
     result = run("search", "--", query)
     assert result.exit_code == 2
