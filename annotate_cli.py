@@ -333,6 +333,23 @@ def split_version(text: str, param_hint: str) -> tuple[str, str]:
         raise click.BadParameter(str(error), param_hint=param_hint) from None
 
 
+def require_indexed(
+    database: Database, config: ProjectConfig, pin: tuple[str, str], param_hint: str
+) -> int:
+    """The key of the indexed version ``pin`` (repo, version), given as the argument or
+    option ``param_hint``, which the usage error of one not indexed names: of a command's
+    two versions, it says which one is wrong."""
+    from db import queries
+    from db.errors import MissingIndex
+
+    repo, version = pin
+    try:
+        return queries.require_version(database, repo, version,
+                                       config.configured_versions(repo))
+    except MissingIndex as error:
+        raise click.BadParameter(str(error), param_hint=param_hint) from None
+
+
 def db_option(command: F) -> F:
     """Accept ``--db PATH`` after the command name too: ``annotate versions --db x.db``."""
 
@@ -1048,7 +1065,6 @@ def _checked(
 
     from annotations.check import CheckOptions, check_all
     from annotations.links import link_if_changed, require_annotation_files
-    from db import queries
 
     pairs = [split_version(text, "--against") for text in against]
     pins = dict(pairs)
@@ -1061,9 +1077,8 @@ def _checked(
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on,
                            source_files)
     with context.database() as stored, _linkable(stored, context.config, relink) as database:
-        for repo, version in pins.items():
-            queries.require_version(database, repo, version,
-                                    context.config.configured_versions(repo))
+        for pin in pins.items():
+            require_indexed(database, context.config, pin, "--against")
         outcome = link_if_changed(database, context.config, files=files) if relink else None
         report = check_all(database, context.config, options)
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
@@ -1304,7 +1319,7 @@ def _symbol_of_lines(context: Context, given: str, version_ref: str | None) -> s
     if ref.form not in (RefForm.LINES, RefForm.PERMALINK):
         return given
     if version_ref is not None and not ref.pinned:
-        ref = ref.with_pin(*split_version(version_ref, "'REPO@VERSION'"))
+        ref = ref.with_pin(*_xref_version(context, version_ref))
     ref = at_target_version(context.config, ref)
     with context.database() as database, _unindexed_worded_as_elsewhere():
         resolved = Resolver(database, context.config).resolve_symbol(ref)
@@ -1358,13 +1373,20 @@ def _xref_target(
             return ref.repo, ref.version, symbol or name, path
         name = symbol or name
     if version_ref is not None:
-        repo, version = split_version(version_ref, "'REPO@VERSION'")
-        context.config.repo(repo)
-        return repo, version, name, path
+        return (*_xref_version(context, version_ref), name, path)
     default = context.config.repos.get("vllm")
     if default is None or default.target_version is None:
         raise click.UsageError("name the version: annotate xref NAME REPO@VERSION")
     return default.name, default.target_version, name, path
+
+
+def _xref_version(context: Context, version_ref: str) -> tuple[str, str]:
+    """The indexed version xref's ``REPO@VERSION`` argument names, as (repo, version)."""
+    pin = split_version(version_ref, "'REPO@VERSION'")
+    context.config.repo(pin[0])
+    with context.database() as database:
+        require_indexed(database, context.config, pin, "'REPO@VERSION'")
+    return pin
 
 
 def _print_xref(result: Any) -> None:
@@ -1433,6 +1455,10 @@ def diff(
     files = annotation_files(context.config) if output is not None else None
     _refuse_to_overwrite_inputs(context, output, files)
     with context.database() as database:
+        if pins[0][0] == pins[1][0]:  # else diff_report says they are of different repos
+            context.config.repo(pins[0][0])
+            for pin, hint in zip(pins, ("'REPO@A'", "'REPO@B'"), strict=True):
+                require_indexed(database, context.config, pin, hint)
         _note_outdated_links(context, database, files)
         report = diff_report(database, context.config, *pins, annotated=annotated,
                              diff_limit=max_diffs if output_format == "html" else 0,

@@ -989,8 +989,9 @@ def test_nothing_stale_exits_zero(table_index: Path) -> None:
     pytest.param("vllm", "Error: Invalid value for --against: 'vllm' is not REPO@VERSION",
                  id="not-repo-at"),
     pytest.param("nope@v1", "Error: unknown repo 'nope'", id="unknown-repo"),
-    pytest.param("vllm@v9", "Error: vllm@v9 is neither indexed nor configured (vllm has v0, v1, "
-                 "v2); fix the version, or run 'annotate index vllm@v9' to index it",
+    pytest.param("vllm@v9", "Error: Invalid value for --against: vllm@v9 is neither indexed "
+                 "nor configured (vllm has v0, v1, v2); fix the version, or run 'annotate "
+                 "index vllm@v9' to index it (see 'annotate check --help')",
                  id="neither-indexed-nor-configured"),
     pytest.param("vllm@v3:vllm/utils.py::cdiv",
                  "Error: Invalid value for --against: invalid version 'v3:vllm/utils.py::cdiv'",

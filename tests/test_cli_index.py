@@ -221,16 +221,18 @@ def test_a_version_typo_lists_the_configured_then_the_other_indexed_versions(
     checkout = tmp_path / "checkout"
     fv.write_snapshot(checkout, fv.VERSIONS["v0.3.0"])
     assert run("index", "vllm@v0.3.0-local", "--from", str(checkout)).exit_code == 0
-    for args in (("symbols", "vllm@v0.3.O"), ("--db", str(DB), "symbols", "vllm@v0.3.O"),
-                 ("diff", "vllm@v0.3.0-local", "vllm@v0.3.O"),
-                 ("history", "vllm@v0.3.O:vllm/utils.py::cdiv"),
-                 ("show", "vllm@v0.3.O:vllm/utils.py::cdiv")):
+    typo = ("vllm@v0.3.O is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0, "
+            "v0.3.0-local); fix the version, or run 'annotate index vllm@v0.3.O' to index it")
+    for args, error in (
+            (("symbols", "vllm@v0.3.O"), typo),
+            (("--db", str(DB), "symbols", "vllm@v0.3.O"), typo),
+            (("diff", "vllm@v0.3.0-local", "vllm@v0.3.O"),
+             f"Invalid value for 'REPO@B': {typo} (see 'annotate diff --help')"),
+            (("history", "vllm@v0.3.O:vllm/utils.py::cdiv"), typo),
+            (("show", "vllm@v0.3.O:vllm/utils.py::cdiv"), typo)):
         result = run(*args)
         assert (result.exit_code, result.stdout) == (2, ""), args
-        assert result.stderr.splitlines()[-1] == (
-            "Error: vllm@v0.3.O is neither indexed nor configured (vllm has v0.1.0, v0.2.0, "
-            "v0.3.0, v0.3.0-local); fix the version, or run 'annotate index vllm@v0.3.O' to "
-            "index it"), args
+        assert result.stderr.splitlines()[-1] == f"Error: {error}", args
     for args in (("symbols", "vllm@v0.3.0"), ("show", "vllm@v0.3.0:vllm/utils.py::cdiv")):
         result = run(*args)
         assert (result.exit_code, result.stderr) == (

@@ -143,7 +143,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(project: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["--config", str(project / "annotate.toml"), *args])
+    return CliRunner().invoke(cli, ["--config", str(project / "annotate.toml"), *args],
+                              prog_name="annotate")
 
 
 def ok(project: Path, *args: str) -> str:
@@ -603,12 +604,19 @@ def test_html_in_a_headless_browser(project: Path, tmp_path: Path) -> None:
 # --- errors ---------------------------------------------------------------------------
 
 
-def test_unindexed_version(project: Path) -> None:
-    assert fails(project, "diff", "vllm@v9", "vllm@v0.1.0") == (
-        "Error: vllm@v9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0); "
-        "fix the version, or run 'annotate index vllm@v9' to index it\n"
+@pytest.mark.parametrize(("versions", "wrong"), [
+    pytest.param(("vllm@v9", "vllm@v0.1.0"), "'REPO@A': vllm@v9", id="first"),
+    pytest.param(("vllm@v0.1.0", "vllm@v9"), "'REPO@B': vllm@v9", id="second"),
+    pytest.param(("vllm@v9", "vllm@v8"), "'REPO@A': vllm@v9", id="both-the-first-named"),
+])
+def test_unindexed_version_names_the_argument(
+    project: Path, versions: tuple[str, str], wrong: str
+) -> None:
+    assert fails(project, "diff", *versions) == (
+        f"Error: Invalid value for {wrong} is neither indexed nor configured (vllm has v0.1.0, "
+        "v0.2.0, v0.3.0); fix the version, or run 'annotate index vllm@v9' to index it (see "
+        "'annotate diff --help')\n"
     )
-    assert "vllm@v8 is neither indexed" in fails(project, "diff", "vllm@v0.1.0", "vllm@v8")
 
 
 def test_versions_of_different_repos(project: Path) -> None:

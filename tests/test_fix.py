@@ -1319,6 +1319,10 @@ def test_bump_of_a_front_matter_claim() -> None:
                  "Error: Invalid value for --against: 'vllm' is not REPO@VERSION (for example "
                  "vllm@v0.20.0) (see 'annotate fix --help')",
                  id="bad-against"),
+    pytest.param(("--against", "vllm@v9"),
+                 "Error: Invalid value for --against: vllm@v9 is neither indexed nor configured "
+                 "(vllm has v0, v1, v2); fix the version, or run 'annotate index vllm@v9' to "
+                 "index it (see 'annotate fix --help')", id="against-not-indexed"),
 ])
 def test_fix_errors_are_one_line_and_change_nothing(args: tuple[str, ...], error: str) -> None:
     shared = "  - id: shared\n    text: s\n    refs: [vllm/utils.py::cdiv]\n"

@@ -482,12 +482,15 @@ def test_cli_xref_refuses_lines_that_are_no_symbol(indexed: Path, ref: str, erro
         "or REPO@VERSION:PATH#Lx-Ly to lines within one)\n")
 
 
-def test_cli_xref_unindexed_version_is_one_line(indexed: Path) -> None:
-    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", "X", "vllm@v9"])
+@pytest.mark.parametrize("name", ["X", "vllm/layers/linear.py#L1-L6"], ids=["name", "lines"])
+def test_cli_xref_unindexed_version_is_one_line(indexed: Path, name: str) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", name, "vllm@v9"],
+                                prog_name="annotate")
     assert result.exit_code == 2
     assert result.output == (
-        "Error: vllm@v9 is neither indexed nor configured (vllm has v0.20.0, v0.23.1rc0, "
-        "v0.25.0, v1); fix the version, or run 'annotate index vllm@v9' to index it\n")
+        "Error: Invalid value for 'REPO@VERSION': vllm@v9 is neither indexed nor configured "
+        "(vllm has v0.20.0, v0.23.1rc0, v0.25.0, v1); fix the version, or run 'annotate index "
+        "vllm@v9' to index it (see 'annotate xref --help')\n")
 
 
 RELATION_ANNOTATION = """\
