@@ -1139,15 +1139,23 @@ def _folder_in_repository(root: Path) -> str:
 
 
 def _refuse_to_overwrite_inputs(
-    context: Context, output: Path | None, files: Any = None
+    context: Context, output: Path | None, files: Any = None, unreadable: Iterable[Path] = ()
 ) -> None:
     """A report written over the index, the config or an annotation file (``files``,
-    default those the config's globs find) would lose it (``-o .annotate/index.db`` for
-    ``-o report.sarif``)."""
+    default those the config's globs find, but in the folders ``unreadable``, of which
+    none can be told apart) would lose it (``-o .annotate/index.db`` for ``-o
+    report.sarif``)."""
     from annotations.links import annotation_files
+    from annotations.loader import display_path
 
     if output is None:
         return
+    for folder in unreadable:
+        if Path(os.path.realpath(output)).is_relative_to(os.path.realpath(folder)):
+            raise click.BadParameter(
+                f"{output} is in the folder {display_path(folder, context.config.root)}, "
+                "which cannot be read: it may be an annotation file, which the report would "
+                "replace; write the report to another file", param_hint="--output")
     inputs = [database.with_name(database.name + suffix)
               for database in {context.db_path, context.config.db}
               for suffix in ("", "-wal", "-shm")]
@@ -1449,17 +1457,18 @@ def diff(
 ) -> None:
     """Every symbol change between two indexed versions of one repo."""
     from annotations.diff_report import diff_report, render_diff
-    from annotations.links import annotation_files
+    from annotations.links import readable_annotation_files
 
     pins = split_version(version_a, "'REPO@A'"), split_version(version_b, "'REPO@B'")
-    files = annotation_files(context.config) if output is not None else None
-    _refuse_to_overwrite_inputs(context, output, files)
+    # the stored links are the diff's; a folder that cannot be read is said in a note
+    files, unreadable = readable_annotation_files(context.config) if output else (None, [])
+    _refuse_to_overwrite_inputs(context, output, files, unreadable)
     with context.database() as database:
         if pins[0][0] == pins[1][0]:  # else diff_report says they are of different repos
             context.config.repo(pins[0][0])
             for pin, hint in zip(pins, ("'REPO@A'", "'REPO@B'"), strict=True):
                 require_indexed(database, context.config, pin, hint)
-        _note_outdated_links(context, database, files)
+        _note_outdated_links(context, database, None if unreadable else files)
         report = diff_report(database, context.config, *pins, annotated=annotated,
                              diff_limit=max_diffs if output_format == "html" else 0,
                              workers=workers or min(os.cpu_count() or 1, 4))

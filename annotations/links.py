@@ -114,16 +114,33 @@ def annotation_files(config: ProjectConfig) -> AnnotationFiles:
     return _glob(config.root, config.annotations), _glob(config.root, config.articles)
 
 
+def readable_annotation_files(config: ProjectConfig) -> tuple[AnnotationFiles, list[Path]]:
+    """`annotation_files` but those in the folders the globs reach that cannot be looked
+    into, passed over as Python's glob passes over them, with those folders: for a command
+    that reads the stored links and never the files (``diff``)."""
+    unreadable: list[Path] = []
+    files = (_glob(config.root, config.annotations, unreadable),
+             _glob(config.root, config.articles, unreadable))
+    return files, unreadable
+
+
 class UnreadableFolder(AnnotationError):
     """A folder that an annotation glob reaches cannot be listed: Python's glob passes over
     it, and the claims of the files in it would drop out of the links unsaid."""
 
 
-def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
+def _glob(root: Path, patterns: tuple[str, ...], unreadable: list[Path] | None = None
+          ) -> list[Path]:
+    """The files ``patterns`` select; a folder they reach that cannot be looked into is
+    `UnreadableFolder`, or, given the list ``unreadable``, added to it."""
     found: dict[Path, Path] = {}  # the file -> the first name it was found under
     walked: set[tuple[Path, tuple[str, ...]]] = set()
     for pattern in patterns:
-        _refuse_unreadable_folders(root, pattern, walked)
+        errors = _unreadable_folders(root, pattern, walked)
+        if unreadable is not None:
+            unreadable.extend(Path(error.filename) for error in errors)
+        elif errors:
+            raise _unreadable_folder(root, pattern, errors[0])
         for path in sorted(root.glob(pattern)):
             if path.is_file():  # a symlink to a file too, as a symlinked folder is
                 found.setdefault(path.resolve(), path)  # one file under two names: once
@@ -133,24 +150,25 @@ def _glob(root: Path, patterns: tuple[str, ...]) -> list[Path]:
 _WILDCARD = re.compile(r"[*?[]")
 
 
-def _refuse_unreadable_folders(root: Path, pattern: str, walked: set[tuple]) -> None:
-    """Walk the folders ``pattern`` could match files in, as its glob does, and raise
-    `UnreadableFolder` for the first that it cannot look into. ``walked`` holds the walks
-    done (patterns that differ in their file names only, ``*.yml`` and ``*.yaml``, walk
-    the same folders): each is done once."""
+def _unreadable_folders(root: Path, pattern: str, walked: set[tuple]) -> list[OSError]:
+    """Walk the folders ``pattern`` could match files in, as its glob does: the errors of
+    those it cannot look into. ``walked`` holds the walks done (patterns that differ in
+    their file names only, ``*.yml`` and ``*.yaml``, walk the same folders): each is done
+    once."""
     parts = PurePosixPath(pattern).parts
     fixed = next((i for i, part in enumerate(parts) if _WILDCARD.search(part)), len(parts) - 1)
     top, folders, name = root.joinpath(*parts[:fixed]), parts[fixed:-1], parts[-1]
     walk = (top, folders, "*" if _WILDCARD.search(name) else name)
     if walk in walked:
-        return
+        return []
     walked.add(walk)
-    error = _first_unreadable(*walk)
-    if error is None:  # nothing there to match is no error
-        return
+    return _unreadable(*walk)
+
+
+def _unreadable_folder(root: Path, pattern: str, error: OSError) -> UnreadableFolder:
     unreadable = Path(error.filename)
     shown = unreadable.relative_to(root) if unreadable.is_relative_to(root) else unreadable
-    raise UnreadableFolder(
+    return UnreadableFolder(
         f"cannot read the folder {shown} ({error.strerror}), which '{pattern}' reaches: "
         "its annotation files would be left out",
         hint="make it readable, or change 'annotations' or 'articles' in annotate.toml so "
@@ -158,26 +176,27 @@ def _refuse_unreadable_folders(root: Path, pattern: str, walked: set[tuple]) -> 
     )
 
 
-def _first_unreadable(top: Path, folders: tuple[str, ...], name: str) -> OSError | None:
-    """The error of the first folder below ``top`` (itself included) that the glob parts
+def _unreadable(top: Path, folders: tuple[str, ...], name: str) -> list[OSError]:
+    """The errors of the folders below ``top`` (itself included) that the glob parts
     ``folders`` match a prefix of, and that the glob cannot look into: list it where a
     part there has a wildcard, else find the part's name (``name``, of a file, last) in
-    it. As Python's glob does, a symlinked folder is followed but by ``**``. None when
+    it. As Python's glob does, a symlinked folder is followed but by ``**``. none when
     every folder can be looked into, or is not there."""
+    errors: list[OSError] = []
     pending = [(str(top), _past_stars(folders, {0}))]
     while pending:
         folder, states = pending.pop()
         try:
             children = _subfolders(folder, states, folders, name)
         except OSError as error:
-            if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                continue
-            return error
+            if error.errno not in (errno.ENOENT, errno.ENOTDIR):
+                errors.append(error)
+            continue
         for child, symlink in children:
             below = _states_below(folders, states, child, symlink)
             if below:
                 pending.append((os.path.join(folder, child), below))
-    return None
+    return errors
 
 
 def _subfolders(

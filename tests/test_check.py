@@ -801,6 +801,46 @@ def test_a_query_beside_an_unreadable_folder_says_to_link(stored_links: list[tup
         "'annotate link' (or 'annotate check') to bring the claims shown here up to date\n"))
 
 
+@pytest.mark.parametrize("annotated", [[], ["--annotated"]], ids=["every-symbol", "annotated"])
+@pytest.mark.parametrize("output", [[], ["--output", "diff.md"]], ids=["stdout", "output-file"])
+def test_a_diff_beside_an_unreadable_folder_says_to_link(
+    stored_links: list[tuple], output: list[str], annotated: list[str]
+) -> None:
+    """A diff reads the stored links, as ``search`` does: with or without ``--output``, it
+    is made, with the note that sends the user to ``link``, which names the folder."""
+    expected = run("diff", "vllm@v1", "vllm@v2", *annotated).stdout
+    Path("annotations/private").mkdir()
+    Path("annotations/private").chmod(0)
+    try:
+        code, printed, error = _run_as_a_user("diff", "vllm@v1", "vllm@v2", *annotated, *output)
+    finally:
+        Path("annotations/private").chmod(0o755)
+    assert (code, error) == (0, (
+        "Note: the annotation files, the index or annotate changed since the last link; run "
+        "'annotate link' (or 'annotate check') to bring the claims shown here up to date\n"))
+    assert (Path("diff.md").read_text() if output else printed) == expected
+
+
+def test_a_diff_is_not_written_over_a_file_in_a_folder_that_cannot_be_listed(
+    stored_links: list[tuple]
+) -> None:
+    """Whether it is an annotation file cannot be told: it is kept."""
+    claim = Path("annotations/private/b.yml")
+    write(claim, _B_CLAIM)
+    claim.parent.chmod(0o333)  # written and entered, not listed
+    try:
+        code, printed, error = _run_as_a_user("diff", "vllm@v1", "vllm@v2", "-o", str(claim))
+    finally:
+        claim.parent.chmod(0o755)
+    assert (code, printed) == (2, "")
+    assert error == (
+        "Error: Invalid value for --output: annotations/private/b.yml is in the folder "
+        "annotations/private, which cannot be read: it may be an annotation file, "
+        "which the report would replace; write the report to another file (see 'annotate "
+        "diff --help')\n")
+    assert claim.read_text() == _B_CLAIM
+
+
 @pytest.mark.parametrize("folder", [
     pytest.param("notes", id="outside-every-glob"),
     pytest.param("annotations/old", id="below-a-glob-of-one-level"),
