@@ -855,7 +855,8 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
     for target in targets:
         click.echo(target)
         lines = dict.fromkeys(  # a claim citing the target twice is listed once
-            f"  {row['article']}#{row['claim_id']} @{row['version']}{_moved_from(row)}: "
+            f"  {row['article']}#{row['claim_id']} @{row['version']}{_moved_from(row)}"
+            f"{' (not indexed: as written)' if row['state'] == 'unindexed' else ''}: "
             f"{_flat(row['text'])}"
             for row in rows if _link_target(row) == target)
         for line in lines:

@@ -26,7 +26,13 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     permalink), a qualname or short name, or a dotted name, which also finds the claims
     citing what it names through its module's imports (``vllm.config.CacheConfig`` is
     ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at, or a
-    file's path: every ref into that file (its symbols and lines), at each ref's pin."""
+    file's path: every ref into that file (its symbols and lines), at each ref's pin.
+    Then the refs pinned at a version not indexed that name it as written
+    (`_unindexed_citing`)."""
+    return [*_linked_citing(database, config, symbol), *_unindexed_citing(database, symbol)]
+
+
+def _linked_citing(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:
     if is_file_path(database, symbol):
         return claim_store.links_in_lines(database, file_path(symbol), None, None)
     if _is_ref(symbol):
@@ -44,6 +50,43 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     if "." in symbol:
         parse_ref(symbol)  # a malformed dotted name names nothing: 'vllm.sampling_params.'
     return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
+
+
+def _unindexed_citing(database: Database, symbol: str) -> list[dict]:
+    """The stored refs pinned at a version not indexed, never resolved, whose text names
+    ``symbol`` (a file's path; a symbol, as ``PATH::QUALNAME``, a qualname or its dotted
+    name), each row with the path, qualname and lines written: all such a version tells.
+    A ref written as a dotted name names no file to tell: none of them."""
+    wanted = _written_as(database, symbol)
+    if wanted is None:
+        return []
+    found = []
+    for row in claim_store.unindexed_links(database):
+        try:
+            ref = parse_ref(row["written"])
+        except RefSyntaxError:  # stored as written; not expected
+            continue
+        if ref.path is not None and wanted(ref):
+            found.append({**row, "path": ref.path, "qualname": ref.qualname,
+                          "start_line": ref.start_line,
+                          "end_line": ref.end_line or ref.start_line})
+    return found
+
+
+def _written_as(database: Database, symbol: str) -> Callable[[Ref], bool] | None:
+    """Whether a written ref names ``symbol``, as `links_citing` reads it; None for lines,
+    which a version not indexed cannot hold."""
+    if is_file_path(database, symbol):
+        path = file_path(symbol)
+        return lambda written: written.path == path
+    if _is_ref(symbol):
+        ref = parse_ref(symbol)
+        if ref.form is not RefForm.SYMBOL:
+            return None
+        return lambda written: written.qualname is not None and claim_store.names(
+            written.path or "", written.qualname, ref.qualname or "", ref.path)
+    return lambda written: written.qualname is not None and claim_store.names(
+        written.path or "", written.qualname, symbol)
 
 
 def _is_ref(symbol: str) -> bool:

@@ -278,6 +278,13 @@ def names(path: str, qualname: str, wanted: str, wanted_path: str | None = None)
         wanted_path is None or path == wanted_path)
 
 
+def unindexed_links(database: Database) -> list[dict]:
+    """The stored refs pinned at a version not indexed: never resolved, they hold only the
+    ref as written."""
+    return list(database.query("SELECT * FROM claim_links WHERE state = 'unindexed'"
+                               " ORDER BY article, claim_id, line"))
+
+
 def all_links(database: Database) -> list[dict]:
     """Every stored ref, in the order of ``claim_links``."""
     return list(database.query("SELECT * FROM claim_links"))

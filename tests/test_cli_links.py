@@ -225,6 +225,54 @@ def test_links_of_a_file_list_its_lines_refs_under_their_lines() -> None:
         "vllm/config/cache.py#L1-L2\n  blog/lines.md#head @v0.1.0: 文件开头\n")
 
 
+LATER = """\
+article: blog/later.md
+at: vllm@v0.4.0
+claims:
+  - id: later-util
+    text: 以后的利用率
+    refs: [vllm/config/cache.py::CacheConfig.gpu_memory_utilization]
+  - id: later-head
+    text: 以后的文件开头
+    refs: ['vllm/config/cache.py#L1-L2']
+"""
+LATER_UTIL = "  blog/later.md#later-util @v0.4.0 (not indexed: as written): 以后的利用率\n"
+LATER_HEAD = ("vllm/config/cache.py#L1-L2\n"
+              "  blog/later.md#later-head @v0.4.0 (not indexed: as written): 以后的文件开头\n")
+
+
+@pytest.fixture
+def pinned_later() -> None:
+    """LATER the only annotation file, its claims pinned at v0.4.0, configured and not
+    indexed (v0.23.1rc0 of the catalogue, a tag not on PyPI)."""
+    config = Path("annotate.toml")
+    config.write_text(config.read_text().replace('"v0.3.0"]', '"v0.3.0", "v0.4.0"]'))
+    for folder in CORPUS:
+        shutil.rmtree(folder)
+    Path("annotations").mkdir()
+    Path("annotations", "later.yml").write_text(LATER, encoding="utf-8")
+    assert run("link").exit_code == 0
+
+
+@pytest.mark.parametrize(("symbol", "expected"), [
+    pytest.param("vllm/config/cache.py", LATER_HEAD + UTIL + "\n" + LATER_UTIL, id="file"),
+    pytest.param(UTIL, f"{UTIL}\n{LATER_UTIL}", id="path-and-qualname"),
+    pytest.param("CacheConfig.gpu_memory_utilization", f"{UTIL}\n{LATER_UTIL}", id="qualname"),
+    pytest.param("vllm.config.cache.CacheConfig.gpu_memory_utilization", f"{UTIL}\n{LATER_UTIL}",
+                 id="dotted-name"),
+])
+def test_links_list_the_claims_pinned_at_a_version_not_indexed_as_written(
+    pinned_later: None, symbol: str, expected: str
+) -> None:
+    """Not left out: their refs name the file and the symbol as written, which is all a
+    version not indexed can tell."""
+    result = run("links", symbol)
+    assert (result.exit_code, result.stdout) == (0, expected)
+    found = json.loads(ok("links", "--format", "json", "vllm/config/cache.py"))
+    assert {(link["claim"], link["state"], link["resolved"]) for link in found} == {
+        ("later-util", "unindexed", None), ("later-head", "unindexed", None)}
+
+
 def test_links_of_a_lines_ref_name_its_lines() -> None:
     link_alone("lines.yml", "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
                             "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n")
