@@ -735,6 +735,62 @@ def test_a_report_file_in_a_folder_that_takes_no_new_file_is_written_in_place(
     assert sorted(path.name for path in report.parent.iterdir()) == ["report.md"]
 
 
+@pytest.mark.parametrize("reserves", [True, False], ids=["room-reserved", "no-fallocate"])
+def test_a_report_written_in_place_that_does_not_fit_leaves_the_previous_one_whole(
+    indexed_db: Path, mounted: list[Path], monkeypatch: pytest.MonkeyPatch, reserves: bool
+) -> None:
+    """In a folder that takes no new file, on a full disk: the previous report is not
+    emptied for a new one that cannot be written whole (it was: its first 4 KiB were left).
+    Its room is reserved first; where the system cannot (macOS), the previous report is
+    put back."""
+    if not reserves:
+        monkeypatch.delattr(os, "posix_fallocate", raising=False)
+    point = Path("reports").resolve()
+    _mount_tmpfs(point, "size=1m")
+    mounted.append(point)
+    fv.write_snapshot(Path("v2"), fv.VERSIONS["v0.2.0"])
+    assert run("index", "vllm@v0.2.0", "--from", "v2").exit_code == 0
+    report = point / "diff.html"
+    report.write_text("the previous report\n")
+    _refuse_new_files_in(point, monkeypatch)
+    fill(point)
+    result = run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
+                 str(report))
+    one_error_line(result, f"cannot write {report}: No space left on device",
+                   "pass another --output")
+    assert report.read_text() == "the previous report\n"
+    (point / "filler").unlink()
+    assert run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
+               str(report)).exit_code == 0
+    assert report.read_text().startswith("<!DOCTYPE html>")
+    assert sorted(path.name for path in point.iterdir()) == ["diff.html"]
+
+
+def test_a_report_one_may_write_but_not_read_is_written_in_place(
+    indexed_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mode 0200 in a folder that takes no new file: the previous report cannot be copied
+    aside, and is written over all the same (root reads any file: the refusal is stood in
+    for)."""
+    _an_annotation_file("vllm/utils.py::cdiv")
+    report = Path("locked/report.md").resolve()
+    report.parent.mkdir()
+    report.write_text("the previous report\n")
+    _refuse_new_files_in(report.parent, monkeypatch)
+    real_open = Path.open
+
+    def write_only(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if self == report and "r" in mode:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", write_only)
+    result = run("check", "--exit-zero", "--format", "markdown", "--output", str(report))
+    monkeypatch.setattr(Path, "open", real_open)
+    assert (result.exit_code, result.output) == (0, "")
+    assert report.read_text().startswith("## annotate check")
+
+
 @pytest.mark.parametrize(("failure", "exit_code"), [
     pytest.param(KeyboardInterrupt(), 130, id="ctrl-c"),
     pytest.param(OSError(28, "No space left on device"), 2, id="disk-full"),
