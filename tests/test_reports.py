@@ -518,6 +518,37 @@ def test_github_starts_with_summary_notice() -> None:
     )
 
 
+BEYOND = ("GitHub shows the first 10 annotations of each level a step prints: of {levels}, "
+          "{hidden} are in this log only; 'annotate check --format markdown' (the job summary) "
+          "or '--format sarif' lists every one")
+
+
+@pytest.mark.parametrize(("results", "levels", "hidden"), [
+    pytest.param([make(Status.REMOVED, failing=True)] * 10, None, 0, id="ten-errors"),
+    pytest.param([make(Status.REMOVED, failing=True)] * 11, "11 errors", 1, id="eleven-errors"),
+    pytest.param([make(Status.CHANGED)] * 12, "12 warnings", 2, id="twelve-warnings"),
+    pytest.param([make(Status.REMOVED, failing=True)] * 120 + [make(Status.UNINDEXED)] * 11,
+                 "120 errors and 13 notices", 113, id="the-catalogue"),
+])
+def test_github_says_how_many_annotations_it_does_not_show(
+    results: list[RefResult], levels: str | None, hidden: int
+) -> None:
+    """Each annotation is printed, and when a level has more than GitHub shows, a notice
+    after the summary, among the 10 it shows, says how many and where to see them all."""
+    lines = render(report_of(*results), "github").splitlines()
+    commands = [parse_command(line) for line in lines]
+    levels_printed = {Status.REMOVED: "error", Status.CHANGED: "warning",
+                      Status.UNINDEXED: "notice"}
+    assert [name for name, _, _ in commands[-len(results):]] == [
+        levels_printed[result.status] for result in results]
+    if levels is None:
+        assert len(lines) == 1 + len(results)
+        return
+    assert len(lines) == 2 + len(results)
+    assert commands[1] == ("notice", {"title": "annotate: annotations GitHub does not show"},
+                           BEYOND.format(levels=levels, hidden=hidden))
+
+
 @pytest.mark.parametrize(
     ("raw", "data", "prop"),
     [

@@ -2,7 +2,8 @@
 
 GitHub shows the first 10 annotations of each level a step prints (and 50 a job), in the
 order printed: what concerns the whole run (files not read, a target not indexed, the
-summary) comes first, so it is shown however many refs are stale.
+summary) comes first, so it is shown however many refs are stale; then, when a level has
+more, a notice of how many are in the log only and where to see them all.
 
 Each command is exactly one line: values are escaped per GitHub's rules (``%``, CR, LF in
 the message; additionally ``:`` and ``,`` in properties) and any other character that some
@@ -23,9 +24,13 @@ from annotations.reports._common import (
     waiver_note,
 )
 from annotations.results import CheckReport, InputError, RefResult
+from annotations.wording import counted
 
 MAX_CLAIM_TEXT = 200
 """Characters of claim text quoted in an annotation's message."""
+SHOWN_PER_LEVEL = 10
+"""Annotations of each level GitHub shows of a step (actions/toolkit docs/problem-matchers.md,
+"Limitations": 10 warning and 10 error annotations per step, 50 per job)."""
 
 # Line breaks other than CR/LF (VT, FF, FS, GS, RS, NEL, LS, PS) and the other C0/C1 controls.
 _OTHER_BREAKS = re.compile("[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
@@ -56,15 +61,36 @@ def command(name: str, message: str, properties: dict[str, str] | None = None) -
 
 
 def render(report: CheckReport) -> str:
-    """Each annotation file not read, the target not indexed, a summary notice, then one
-    annotation per failing, stale, waived or unindexed result."""
+    """Each annotation file not read, the target not indexed, a summary notice, the notice
+    of those GitHub does not show (when there are), then one annotation per failing,
+    stale, waived or unindexed result."""
     lines = [_input_error(error) for error in report.input_errors]
     if report.unindexed_targets:
         lines.append(command("warning", unindexed_target_note(report),
                              {"title": "annotate: target not indexed"}))
     lines.append(command("notice", summary_line(report)))
-    lines += [_annotation(result, name) for result in report.results if (name := level(result))]
-    return "\n".join(lines)
+    results = [_annotation(result, name) for result in report.results if (name := level(result))]
+    beyond = _not_shown([*lines, *results])
+    if beyond is not None:
+        lines.append(command("notice", beyond,
+                             {"title": "annotate: annotations GitHub does not show"}))
+    return "\n".join([*lines, *results])
+
+
+def _not_shown(lines: list[str]) -> str | None:
+    """What says how many of the annotations ``lines`` (and itself, a notice) GitHub does
+    not show, and where to see them all; None when it shows every one."""
+    printed = {name: sum(line.startswith(f"::{name}") for line in lines)
+               for name in ("error", "warning", "notice")}
+    if max(printed.values()) <= SHOWN_PER_LEVEL:
+        return None
+    printed["notice"] += 1
+    over = {name: count for name, count in printed.items() if count > SHOWN_PER_LEVEL}
+    hidden = sum(count - SHOWN_PER_LEVEL for count in over.values())
+    levels = " and ".join(counted(count, name) for name, count in over.items())
+    return (f"GitHub shows the first {SHOWN_PER_LEVEL} annotations of each level a step "
+            f"prints: of {levels}, {hidden} are in this log only; 'annotate check --format "
+            "markdown' (the job summary) or '--format sarif' lists every one")
 
 
 def _annotation(result: RefResult, name: str) -> str:
