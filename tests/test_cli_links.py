@@ -273,6 +273,22 @@ def test_links_list_the_claims_pinned_at_a_version_not_indexed_as_written(
         ("later-util", "unindexed", None), ("later-head", "unindexed", None)}
 
 
+@pytest.mark.parametrize("command", [
+    pytest.param(("show", "vllm/utils.py::cdiv"), id="show"),
+    pytest.param(("show", "cdiv"), id="show-a-name"),
+    pytest.param(("history", "vllm/utils.py::cdiv"), id="history"),
+    pytest.param(("xref", "cdiv"), id="xref"),
+    pytest.param(("xref", "vllm/utils.py#L1"), id="xref-of-lines"),
+])
+def test_a_target_version_not_indexed_is_named_as_the_target(
+    pinned_later: None, command: tuple[str, str]
+) -> None:
+    """Not 'vllm@v0.4.0 is not indexed' alone, a version the user never typed."""
+    assert fails(*command) == (
+        "Error: vllm@v0.4.0 is not indexed (vllm's target version, used where no version is "
+        "named); run 'annotate index vllm@v0.4.0', or name an indexed version\n")
+
+
 def test_links_of_a_lines_ref_name_its_lines() -> None:
     link_alone("lines.yml", "article: blog/lines.md\nat: vllm@v0.1.0\nclaims:\n  - id: head\n"
                             "    text: 文件开头\n    refs: ['vllm/config/cache.py#L1-L2']\n")
