@@ -922,21 +922,23 @@ def _link_json(row: dict) -> dict:
 
 
 @cli.command()
-@click.argument("text")
+@click.argument("words", nargs=-1, required=True, metavar="TEXT...")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
 @click.option("--limit", type=click.IntRange(min=1, max=1_000_000), default=50, show_default=True,
               help="Show at most this many claims.")
 @pass_context
 @reports_errors
-def search(context: Context, text: str, output_format: str, limit: int) -> None:
+def search(context: Context, words: tuple[str, ...], output_format: str, limit: int) -> None:
     """Full-text search over claim texts, article titles and cited symbols.
 
     Every word and every "quoted phrase" of TEXT must occur, in any order and case,
     anywhere in the text (kv finds KVCache); OR, AND and NOT are words like any other.
+    TEXT may be one argument or several (search kv cache): they are its words.
     """
     from db import claims as claim_store
 
+    text = " ".join(words)
     phrases = re.findall(r'"([^"]*)"', text)
     if not text.replace('""', "").strip():  # '""': a phrase of nothing is no search
         raise click.BadParameter("the search text is empty", param_hint="TEXT")

@@ -709,6 +709,18 @@ def test_search(query: str, claims: list[str]) -> None:
     assert sorted(obj["claim_id"] for obj in objects) == claims
 
 
+@pytest.mark.parametrize(("words", "claims"), [
+    pytest.param(("forward", "残差"), ["forward-rms"], id="two-words"),
+    pytest.param(("默认", "0.92"), ["util-raised"], id="every-word-must-match"),
+    pytest.param(("RMSNorm", '"forward 融合"'), ["forward-rms"], id="a-word-and-a-phrase"),
+])
+def test_search_takes_its_words_as_several_arguments(words: tuple[str, ...],
+                                                     claims: list[str]) -> None:
+    """``annotate search kv cache``, unquoted, as one types it: the words of one TEXT."""
+    objects = json.loads(ok("search", "--format", "json", *words))
+    assert sorted(obj["claim_id"] for obj in objects) == claims
+
+
 def test_search_says_when_it_shows_only_the_first_claims() -> None:
     every = json.loads(ok("search", "--format", "json", "显存"))
     assert len(every) == 3
