@@ -50,12 +50,13 @@ def diff_report(
     from annotations.diffs.build import build_report
 
     (repo, old), (other, new) = version_a, version_b
+    config.repo(repo)
+    config.repo(other)
     if repo != other:
         raise DiffError(
             f"{repo}@{old} and {other}@{new} are versions of different repos",
             hint=f"compare two versions of one repo, e.g. {repo}@{old} {repo}@VERSION",
         )
-    config.repo(repo)
     with _few_collections():
         return build_report(database, config, repo, old, new, annotated=annotated,
                             diff_limit=diff_limit, workers=workers)

@@ -100,10 +100,19 @@ class ProjectConfig:
             return self.repos[name]
         except KeyError:
             known = ", ".join(sorted(self.repos))
+            close = self._close_repo(name)
             raise ConfigError(
                 f"unknown repo '{name}'",
+                f"did you mean '{close}'? configured repos are: {known}" if close else
                 f"configured repos are: {known} (add [repos.{name}] to {CONFIG_FILE})",
             ) from None
+
+    def _close_repo(self, name: str) -> str | None:
+        """The configured repo ``name`` is most likely a misspelling of (``vLLM``, ``lmcach``)."""
+        same_but_case = [repo for repo in sorted(self.repos) if repo.lower() == name.lower()]
+        close = same_but_case or difflib.get_close_matches(name, sorted(self.repos), n=1,
+                                                           cutoff=0.6)
+        return close[0] if close else None
 
     def config_above(self) -> Path | None:
         """The config file of a project above the root (`config_above`), when this config

@@ -628,6 +628,17 @@ def test_unknown_repo(project: Path) -> None:
     assert fails(project, "diff", "nope@v1", "nope@v2").startswith("Error: unknown repo 'nope'")
 
 
+@pytest.mark.parametrize("versions", [("vLLM@v0.1.0", "vllm@v0.2.0"),
+                                      ("vllm@v0.1.0", "vLLM@v0.2.0")],
+                         ids=["older", "newer"])
+def test_a_misspelt_repo_is_named_not_called_another_repo(
+    project: Path, versions: tuple[str, str]
+) -> None:
+    """Not 'versions of different repos', with a diff of two vLLM@ versions to try."""
+    assert fails(project, "diff", *versions).startswith(
+        "Error: unknown repo 'vLLM'; did you mean 'vllm'? configured repos are: ")
+
+
 @pytest.mark.parametrize("args", [
     ("diff", "vllm@v0.1.0"),
     ("diff", "vllm", "vllm@v0.2.0"),

@@ -271,6 +271,17 @@ ERRORS = [
         id="unknown-repo",
     ),
     pytest.param(
+        "vLLM@v0.1.0:vllm/utils.py::cdiv", ResolveError,
+        "unknown repo 'vLLM' (hint: did you mean 'vllm'? configured repos are: lmcache, vllm)",
+        id="unknown-repo-in-another-case",
+    ),
+    pytest.param(
+        "lmcach@v0.1.0:lmcache/a.py::b", ResolveError,
+        "unknown repo 'lmcach' (hint: did you mean 'lmcache'? configured repos are: lmcache, "
+        "vllm)",
+        id="unknown-repo-misspelt",
+    ),
+    pytest.param(
         "https://github.com/acme/widgets/blob/v1/a.py#L1", ResolveError,
         "github.com/acme/widgets is not a configured repo "
         "(hint: add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml)",
