@@ -52,6 +52,13 @@ class VersionModules:
         return [row for row in self.imports(path)
                 if not any(start < row[0] <= end for start, end in bodies)]
 
+    def imported_names(self, path: str) -> list[str]:
+        """The names the module ``path`` binds by importing them by name (``from a import b
+        as c`` binds ``c``; not ``import a``, nor ``*``), in source order."""
+        names = (alias or imported for _line, _module, imported, alias, _level
+                 in self.module_imports(path) if imported and imported != "*")
+        return list(dict.fromkeys(names))
+
     def imports(self, path: str) -> list[tuple]:
         if path not in self._imports:
             self._imports[path] = store.imports_of(self.database, [self.paths[path]]).get(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any
 
@@ -287,22 +288,49 @@ class Resolver:
                 if path in paths:
                     try:
                         return self._symbol(repo, version, key, path, ".".join(parts[cut:]))
-                    except ResolveError:
+                    except ResolveError as error:
                         imported = self._imported(key, path, parts[cut:])
                         if imported is not None:
                             return self._symbol(repo, version, key, *imported)
-                        if path.endswith("/__init__.py"):
-                            _refuse_a_misspelt_module(f"{repo}@{version}", parts, cut, paths)
-                        raise
+                        misspelt = self._misspelt(f"{repo}@{version}", key, path, parts, cut)
+                        raise (misspelt or error) from None
         return self._short(repo, version, key, dotted)
+
+    def _misspelt(
+        self, pin: str, key: int, path: str, parts: list[str], cut: int
+    ) -> ResolveError | None:
+        """What ``parts[cut:]``, which module ``path`` neither defines nor imports, most
+        likely misspells: names it defines or imports (``vllm.config.CacheConfg``), or, of
+        a package, a submodule (``vllm.platforms.interfaces``), whichever is closer; None
+        when nothing is close."""
+        wanted = ".".join(parts[cut:])
+        followed = [name for name in self._version_modules(key).imported_names(path)
+                    if self._imported(key, path, [name]) is not None]
+        defined = [row["qualname"] for row in self.file_symbols(key, path)]
+        close = close_matches(wanted, list(dict.fromkeys(defined + followed)), n=3, cutoff=0.5)
+        modules = _close_submodules(parts, cut, self.paths(key)) if path.endswith(
+            "/__init__.py") else []
+        if modules and (not close or _likeness(parts[cut], modules[0])
+                        >= _likeness(wanted, close[0])):
+            package = ".".join(parts[:cut])
+            return ResolveError(f"no module '{package}.{parts[cut]}' at {pin}",
+                                hint="did you mean " + _either([f"{package}.{module}"
+                                                                for module in modules]))
+        if close:
+            return ResolveError(f"no symbol '{wanted}' in {path} at {pin}",
+                                hint=f"closest: {_either(close)}")
+        return None
+
+    def _version_modules(self, key: int) -> VersionModules:
+        if key not in self._modules:
+            self._modules[key] = VersionModules(self.database, key)
+        return self._modules[key]
 
     def _imported(self, key: int, path: str, names: list[str]) -> tuple[str, str] | None:
         """The (path, qualname) that ``names`` stand for in module ``path`` when their first
         is imported there (``vllm.config.CacheConfig`` is ``vllm/config/cache.py::
         CacheConfig``, re-exported by ``vllm/config/__init__.py``); None otherwise."""
-        if key not in self._modules:
-            self._modules[key] = VersionModules(self.database, key)
-        found = self._modules[key].follow(path, names[0])
+        found = self._version_modules(key).follow(path, names[0])
         if found is None:
             return None
         defined_in, name = found.split("::")
@@ -528,19 +556,17 @@ def module_files(dotted: str) -> tuple[str, str]:
     return f"{module}.py", f"{module}/__init__.py"
 
 
-def _refuse_a_misspelt_module(
-    pin: str, parts: list[str], cut: int, paths: Iterable[str]
-) -> None:
-    """In ``a.b.cudagraph.X``, with ``a/b`` a package that defines no ``cudagraph``: the
-    module is what was misspelt when a submodule of ``a/b`` has a close name."""
+def _close_submodules(parts: list[str], cut: int, paths: Iterable[str]) -> list[str]:
+    """In ``a.b.cudagraph.X``, with ``a/b`` a package: its submodules named like
+    ``cudagraph``, closest first."""
     prefix = "/".join(parts[:cut]) + "/"
     children = {path[len(prefix):].split("/")[0].removesuffix(".py")
                 for path in paths if path.startswith(prefix)} - {"__init__"}
-    close = close_matches(parts[cut], sorted(children), n=3, cutoff=0.6)
-    if close:
-        package = ".".join(parts[:cut])
-        raise ResolveError(f"no module '{package}.{parts[cut]}' at {pin}",
-                           hint="did you mean " + _either([f"{package}.{c}" for c in close]))
+    return close_matches(parts[cut], sorted(children), n=3, cutoff=0.6)
+
+
+def _likeness(word: str, other: str) -> float:
+    return SequenceMatcher(None, word, other).ratio()
 
 
 def _either(options: list[str]) -> str:

@@ -348,6 +348,12 @@ ERRORS = [
         id="dotted-name-imported-by-a-package-init-lacks-the-member",
     ),
     pytest.param(
+        "vllm@v0.1.0:vllm.CacheConfg", ResolveError,
+        "no symbol 'CacheConfg' in vllm/__init__.py at vllm@v0.1.0 (hint: closest: "
+        "'CacheConfig')",
+        id="dotted-name-a-package-init-imports-misspelt",
+    ),
+    pytest.param(
         "vllm@v0.1.0:no_such_name", ResolveError,
         "no module or symbol 'no_such_name' at vllm@v0.1.0 "
         "(hint: write PATH::QUALNAME, or a dotted name starting with the module)",
