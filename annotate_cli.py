@@ -805,11 +805,16 @@ def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
     """Why ``article`` has no stored links: the file holds no claims, or is no annotation
     file or article of the config, or no file or article has that name."""
     from annotations.links import LinkState, annotation_files, link_state
+    from db.claims import claim_order
+    from db.close_matches import close_matches
 
     path = Path(article)
     if not os.path.isfile(path):  # False, not an error, for a name too long or a loop
-        return UserError(f"no claims of article '{article}' are linked; check the path, or "
-                         "run 'annotate link'")
+        stored = sorted({name for row in claim_order(database) for name in (row[0], row[2])})
+        close = [name for name in stored if name.endswith(f"/{article}")] or close_matches(
+            article, stored, n=1, cutoff=0.8)
+        return UserError(f"no claims of article '{article}' are linked; " + (
+            f"did you mean '{close[0]}'?" if close else "check the path, or run 'annotate link'"))
     shown = _as_displayed(context, article)
     files = annotation_files(context.config)
     if path.resolve() not in {selected.resolve() for selected in (*files[0], *files[1])}:

@@ -568,6 +568,15 @@ def test_links_of_an_unknown_article() -> None:
     )
 
 
+@pytest.mark.parametrize(("article", "meant"), [
+    pytest.param("post.md", "articles/post.md", id="without-its-folder"),
+    pytest.param("blog/mla_tp.md", "blog/mla-tp.md", id="misspelt"),
+])
+def test_links_of_an_article_misnamed_names_the_article_meant(article: str, meant: str) -> None:
+    assert fails("links", "--article", article) == (
+        f"Error: no claims of article '{article}' are linked; did you mean '{meant}'?\n")
+
+
 def test_links_of_an_article_file_without_claims_says_it_holds_none() -> None:
     Path("articles", "empty.md").write_text("# 空\n\n没有链接。\n", encoding="utf-8")
     before_link = run("links", "--article", "articles/empty.md")
