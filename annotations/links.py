@@ -7,6 +7,7 @@ or its ``quote`` or ``uses:`` does not hold in the symbol at its own pin).
 
 from __future__ import annotations
 
+import copy
 import datetime
 import errno
 import fnmatch
@@ -752,12 +753,19 @@ def _use_row(resolver: Resolver, text: str) -> dict:
         used = resolver.resolve(parse_ref(text))
     except UnindexedVersion as error:
         if _unknown_version(resolver, error):
-            return {"written": text, "error": _unknown_pin(error, text)}
+            return {"written": text, "error": _of_a_use(_unknown_pin(error, text))}
         return {"written": text}
     except AnnotationError as error:
-        return {"written": text, "error": error}
+        return {"written": text, "error": _of_a_use(error)}
     return {"written": text, "resolved": used.canonical, "repo": used.repo,
             "version": used.version, "path": used.path, "qualname": used.qualname}
+
+
+def _of_a_use(error: AnnotationError) -> AnnotationError:
+    """``error`` of a ``uses:`` target, saying so: the ref's own symbol may well resolve."""
+    of_a_use = copy.copy(error)
+    of_a_use.message = f"uses: {error.message}"
+    return of_a_use
 
 
 def _resolved_columns(resolved: Resolved) -> dict:

@@ -304,7 +304,7 @@ CASES: dict[str, Case] = {
                    message="no symbol 'no_such_function'"),
     "relation-target-missing": Case(
         MLA, MLA, "m.py::MLA.__init__", "broken", both={"helper.py": HELPER},
-        uses=("helper.py::Nope",), message="no symbol 'Nope'",
+        uses=("helper.py::Nope",), message="uses: no symbol 'Nope' in c/relation-target-",
     ),
     "relation-false-at-pin": Case(
         MLA.replace("Helper()", "None"), MLA.replace("Helper()", "None"), "m.py::MLA.__init__",
@@ -339,7 +339,7 @@ CASES: dict[str, Case] = {
     "relation-target-at-an-unknown-version": Case(
         MLA, MLA, "m.py::MLA.__init__", "broken", both={"helper.py": HELPER},
         uses=("vllm@v0.1:helper.py::Helper",),
-        message="vllm@v0.1 is neither indexed nor configured",
+        message="uses: vllm@v0.1 is neither indexed nor configured",
     ),
     "unindexed-pin": Case(TOTAL, TOTAL, "vllm@v0:m.py::total", "unindexed",
                           message="vllm@v0 is not indexed (run 'annotate index vllm@v0')"),
