@@ -630,9 +630,17 @@ def _claim_id(node: _Map, index: int, scope: _ClaimScope) -> str | None:
         return None
     if not _ID_RE.fullmatch(claim_id):
         message = f"invalid claim id '{claim_id}': must match {CLAIM_ID_PATTERN}"
-        scope.ctx.error(id_node.line, message)
+        scope.ctx.error(id_node.line, message, _id_like(claim_id))
         return None
     return _register_id(claim_id, node.line, scope)
+
+
+def _id_like(claim_id: str) -> str:
+    """What to write instead of ``claim_id``: its words in lowercase, joined by ``-``."""
+    words = "-".join(re.findall(r"[a-z0-9]+", claim_id.lower()))
+    if words:
+        return f"lowercase letters, digits and '-': '{words}'"
+    return "lowercase letters, digits and '-', e.g. 'kv-cache-size'"
 
 
 def _register_id(claim_id: str, line: int, scope: _ClaimScope) -> str | None:

@@ -845,7 +845,8 @@ LINK_ERRORS = [
     ),
     pytest.param(
         BAD, f"{HEAD}  - id: One_Claim\n    text: 一\n    refs: [cdiv]\n",
-        [f"{BAD}:4: invalid claim id 'One_Claim': must match ^[a-z0-9][a-z0-9-]*$"],
+        [f"{BAD}:4: invalid claim id 'One_Claim': must match ^[a-z0-9][a-z0-9-]*$ (hint: "
+         "lowercase letters, digits and '-': 'one-claim')"],
         NO_ARTICLES, id="wrong-id-shape",
     ),
     pytest.param(

@@ -410,8 +410,15 @@ YAML_ERRORS = [
     ),
     pytest.param(
         "article: a\nclaims:\n  - id: Bad_Id\n    text: t\n    refs: [a.py::f]\n",
-        ["a.yaml:3: invalid claim id 'Bad_Id': must match ^[a-z0-9][a-z0-9-]*$"],
+        ["a.yaml:3: invalid claim id 'Bad_Id': must match ^[a-z0-9][a-z0-9-]*$ (hint: "
+         "lowercase letters, digits and '-': 'bad-id')"],
         id="id-shape",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: 显存\n    text: t\n    refs: [a.py::f]\n",
+        ["a.yaml:3: invalid claim id '显存': must match ^[a-z0-9][a-z0-9-]*$ (hint: "
+         "lowercase letters, digits and '-', e.g. 'kv-cache-size')"],
+        id="id-shape-nothing-to-keep",
     ),
     pytest.param(
         "article: a\nat: vllm\nclaims: []\n",
