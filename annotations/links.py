@@ -103,7 +103,8 @@ class LinkOutcome:
     not configured (and whose name is not close to one that is): those are not claims."""
     split: list[AnnotationError] = field(default_factory=list)
     """Annotation files whose ``article:`` names a Markdown article by a shorter path than
-    its own: two articles where the author meant one."""
+    its own (two articles where the author meant one), or a Markdown file that is no
+    article of the config (its claims left unread)."""
 
 
 AnnotationFiles = tuple[list[Path], list[Path]]
@@ -290,15 +291,17 @@ def _store(
     database: Database, file_links: list[FileLink], load_errors: list[AnnotationError],
     untracked: dict[str, int], signature: str | None,
     cache: claim_store.FileLinkCache | None = None,
-    as_stored: dict[tuple[str, bool], str] | None = None,
+    as_stored: dict[tuple[str, bool], str] | None = None, root: Path | None = None,
 ) -> LinkOutcome:
     """Store the claims of ``file_links`` (and ``cache``, see `claim_store.replace_articles`),
     saying in the outcome what they hold; ``as_stored``: the stored digests read when each
-    file's links were found to be those stored for it, and no file that had some gone."""
+    file's links were found to be those stored for it, and no file that had some gone;
+    ``root``: the config's folder, which articles are named from."""
     outcome = LinkOutcome(errors=list(load_errors), untracked=untracked)
     failed_files = {error.file for error in load_errors if error.file}
     rows = _article_rows(file_links, outcome, failed_files)
-    outcome.split = _split_articles(file_links)
+    outcome.split = _split_articles(file_links) + (
+        _unselected_articles(file_links, root) if root is not None else [])
     clean = not load_errors and not failed_files
     if signature is not None and not clean:
         signature = _UNREADABLE + signature
@@ -378,7 +381,7 @@ def link_if_changed(
                        hint="check 'annotations' and 'articles' in annotate.toml; the stored "
                             "links are kept")
     return _store(database, gathered.file_links, gathered.load_errors, gathered.untracked,
-                  signature, gathered.cache, gathered.as_stored())
+                  signature, gathered.cache, gathered.as_stored(), config.root)
 
 
 class _FileLinks:
@@ -551,6 +554,24 @@ def _split_articles(file_links: list[FileLink]) -> list[AnnotationError]:
                 f"article '{link.path}' is not the Markdown article '{longer[0]}': their "
                 "claims are two articles", file=link.source_file,
                 hint=f"write 'article: {longer[0]}' to make them one"))
+    return found
+
+
+def _unselected_articles(file_links: list[FileLink], root: Path) -> list[AnnotationError]:
+    """An annotation file's ``article: docs/notes.md``, a Markdown file under ``root`` that
+    the config's ``articles`` globs do not select: its front matter and permalinks are not
+    read, which its author, naming it, surely meant them to be."""
+    markdown = {link.path for link in file_links if _is_markdown(link.source_file)}
+    found: list[AnnotationError] = []
+    for link in file_links:
+        if (_is_markdown(link.source_file) or link.path in markdown
+                or not _is_markdown(link.path)
+                or not os.path.isfile(root / link.path)):  # False for a name too long
+            continue
+        found.append(AnnotationFileError(
+            f"article '{link.path}' is a Markdown file that the 'articles' globs of the config "
+            "do not select: its front matter and permalinks are not read",
+            file=link.source_file, hint=f"add '{link.path}' to 'articles' in annotate.toml"))
     return found
 
 

@@ -742,6 +742,29 @@ def test_an_annotation_file_naming_a_markdown_article_by_a_shorter_path(
         assert result.stderr == (expected if warned else "")
 
 
+@pytest.mark.parametrize(("article", "warned"), [
+    pytest.param("docs/notes.md", True, id="a-markdown-file-the-globs-do-not-select"),
+    pytest.param("articles/post.md", False, id="a-markdown-article"),
+    pytest.param("docs/gone.md", False, id="no-such-file"),
+    pytest.param("docs", False, id="a-folder"),
+])
+def test_an_annotation_file_naming_a_markdown_file_that_is_no_article(
+    project: Path, article: str, warned: bool
+) -> None:
+    """The catalogue's config reads no Markdown (articles = []): an author's article named
+    in a YAML file would lose its front matter's claims and its permalinks unsaid."""
+    write_corpus()
+    write("docs/notes.md", POST)
+    write("annotations/post-more.yml", f"article: {article}\nat: vllm@v0.1.0\nclaims:\n"
+          "  - id: swap\n    text: t\n    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]\n")
+    result = link()
+    assert result.exit_code == 0
+    assert result.stderr == (
+        f"Warning: annotations/post-more.yml: article '{article}' is a Markdown file that the "
+        "'articles' globs of the config do not select: its front matter and permalinks are "
+        f"not read (hint: add '{article}' to 'articles' in annotate.toml)\n" if warned else "")
+
+
 @pytest.mark.skipif(sys.platform == "darwin", reason="macOS file names must be UTF-8")
 def test_an_annotation_file_name_that_is_not_utf8_is_one_error(project: Path) -> None:
     write_corpus()
