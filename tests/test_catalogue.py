@@ -78,3 +78,17 @@ def test_value_claims_carry_a_quote() -> None:
     assert len(quoted) > 100
     defaults = [entry for entry in quoted if "gpu_memory_utilization" in entry.text]
     assert any("0.92" in (entry.quote or "") for entry in defaults)
+
+
+@pytest.mark.parametrize("name", ["new-article.yml", "new-article.yaml"])
+def test_an_authors_annotation_file_of_either_yaml_extension_is_read(
+    tmp_path: Path, name: str
+) -> None:
+    """As the README's default globs read both: a .yaml file left out would be no error, no
+    warning, its claims never checked."""
+    (tmp_path / "annotate.toml").write_bytes((ROOT / "annotate.toml").read_bytes())
+    written = tmp_path / "articles" / "module_analysis" / name
+    written.parent.mkdir(parents=True)
+    written.write_text("article: module_analysis/new-article.md\nclaims: []\n")
+    yaml_files, _ = annotation_files(load_config(config_file=tmp_path / "annotate.toml"))
+    assert yaml_files == [written]
