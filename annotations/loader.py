@@ -342,7 +342,9 @@ def _compose(text: str, ctx: _Context) -> yaml.Node | None:
             raise ctx.fatal(error.line, _too_deep_message()) from None
         raise ctx.fatal(error.line, _too_many_message(), hint=_TOO_MANY_HINT) from None
     except yaml.MarkedYAMLError as error:
-        raise ctx.fatal(_mark_line(error), _yaml_message(error)) from None
+        tab = "'\\t'" in (error.problem or "")
+        raise ctx.fatal(_mark_line(error), _yaml_message(error),
+                        hint=_TAB_HINT if tab else None) from None
     except yaml.reader.ReaderError as error:
         line = text.count("\n", 0, error.position) + 1
         message = f"invalid YAML: unacceptable character U+{error.character:04X}"
@@ -376,6 +378,9 @@ def _composed(loader_class: Callable[[str], _Limited], text: str) -> yaml.Node |
         return loader.get_single_node()
     finally:
         loader.dispose()
+
+
+_TAB_HINT = "write spaces in place of the tab: YAML takes none there"
 
 
 def _too_deep_message() -> str:

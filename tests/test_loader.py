@@ -195,6 +195,13 @@ YAML_ERRORS = [
         id="problem-line-names-the-line-of-its-context",
     ),
     pytest.param(
+        "article: a\nclaims:\n  - id: x\n\ttext: y\n",
+        ["a.yaml:4: invalid YAML: while scanning for the next token, found character '\\t' "
+         "that cannot start any token (hint: write spaces in place of the tab: YAML takes "
+         "none there)"],
+        id="a-tab-that-indents",
+    ),
+    pytest.param(
         "article: a\nclaims: []\n---\nx: 1\n",
         [
             "a.yaml:3: invalid YAML: expected a single document in the stream, "
