@@ -348,9 +348,12 @@ class Resolver:
         if len(rows) == 1:
             return _from_row(repo, version, key, rows[0])
         if not rows:
+            elsewhere = [f"{r}@{v}" for r, v in queries.versions_defining(self.database, name)]
             raise ResolveError(
                 f"no module or symbol '{name}' at {repo}@{version}",
-                hint="write PATH::QUALNAME, or a dotted name starting with the module",
+                hint=f"it is defined at {', '.join(elsewhere)}: write {elsewhere[-1]}:{name}"
+                if elsewhere else "write PATH::QUALNAME, or a dotted name starting with the "
+                                  "module",
             )
         listed = ", ".join(f"{row['path']}::{row['qualname']}" for row in rows[:8])
         more = f" and {len(rows) - 8} more" if len(rows) > 8 else ""

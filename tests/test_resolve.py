@@ -360,6 +360,12 @@ ERRORS = [
         id="short-name-missing",
     ),
     pytest.param(
+        "vllm@v0.1.0:mla_enabled", ResolveError,
+        "no module or symbol 'mla_enabled' at vllm@v0.1.0 (hint: it is defined at "
+        "lmcache@v0.5.1: write lmcache@v0.5.1:mla_enabled)",
+        id="short-name-of-another-repo",
+    ),
+    pytest.param(
         "vllm@v0.1.0:forward", AmbiguousRef,
         f"'forward' matches 4 symbols at vllm@v0.1.0: {FORWARDS} {PICK}",
         id="short-name-ambiguous",
