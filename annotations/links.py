@@ -609,7 +609,7 @@ def _article_rows(
 
 
 def _article_row(article: FileLink, outcome: LinkOutcome) -> claim_store.ArticleRow:
-    outcome.articles += 1
+    outcome.articles += bool(article.claims)  # as check counts them: a README is none
     claims = [_claim_row(claim, outcome) for claim in article.claims]
     return claim_store.ArticleRow(article.path, article.title, article.source_file, claims)
 

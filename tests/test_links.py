@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import sys
@@ -115,6 +116,17 @@ def write_corpus() -> None:
 
 
 # -- what link stores ----------------------------------------------------------------------------
+
+
+def test_a_markdown_file_without_claims_is_not_counted_as_an_article(project: Path) -> None:
+    """As check counts them (articles/README.md, selected by articles/**/*.md, said 18
+    articles to link and 17 to check)."""
+    write_corpus()
+    write("articles/README.md", "# 文章\n\n说明，没有链接。\n")
+    result = link()
+    assert (result.exit_code, result.stdout) == (0, SUMMARY)
+    checked = json.loads(CliRunner().invoke(cli, ["check", "--format", "json"]).stdout)
+    assert checked["summary"]["articles"] == int(SUMMARY.split()[0])
 
 
 def test_link_stores_articles_claims_and_links(project: Path) -> None:
