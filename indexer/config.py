@@ -501,6 +501,7 @@ def _glob_problem(pattern: str) -> str | None:
 def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
-        raise ConfigError(
-            f"{where}: unknown key '{unknown[0]}'", f"allowed keys: {', '.join(sorted(allowed))}"
-        )
+        close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1, cutoff=0.8)
+        meant = f"did you mean '{close[0]}'? " if close else ""
+        raise ConfigError(f"{where}: unknown key '{unknown[0]}'",
+                          f"{meant}allowed keys: {', '.join(sorted(allowed))}")

@@ -739,6 +739,18 @@ CONFIGS = [
         id="unknown-repo-key",
     ),
     pytest.param(
+        "annotation = ['notes/*.yml']\n",
+        "{path}: unknown key 'annotation'; did you mean 'annotations'? allowed keys: "
+        "annotations, articles, cache_dir, db, fail_on, repos, sources",
+        id="misspelt-top-level-key",
+    ),
+    pytest.param(
+        "[repos.vllm]\nversion = ['v1']\n",
+        "{path} [repos.vllm]: unknown key 'version'; did you mean 'versions'? allowed keys: git, "
+        "github, pypi, sources, target, versions",
+        id="misspelt-repo-key",
+    ),
+    pytest.param(
         "sources = ['pypy']\n", "{path}: unknown source 'pypy'; choose from git, pypi",
         id="unknown-top-level-source",
     ),
