@@ -218,7 +218,9 @@ class Resolver:
             raise ResolveError(
                 f"path '{path}' is not in {repo}@{version}, which was indexed from its PyPI "
                 "wheel: only its package's Python files are read",
-                hint=f"index {repo}@{version} from git to cite other files",
+                hint=f"an indexed version never changes: to cite other files, index "
+                     f"{repo}@{version} from git, or from a checkout with --from PATH, into a "
+                     "new index, --db NEW.db",
             )
         if blob_id is None:
             close = close_matches(path, self.paths(key), n=3, cutoff=0.6)

@@ -309,8 +309,11 @@ def test_a_file_other_than_python_of_a_wheel_says_where_to_find_it(
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
         "Error: path 'csrc/attention/paged_attention_v1.cu' is not in vllm@v0.1.0, which was "
-        "indexed from its PyPI wheel: only its package's Python files are read (hint: index "
-        "vllm@v0.1.0 from git to cite other files)\n")
+        "indexed from its PyPI wheel: only its package's Python files are read (hint: an "
+        "indexed version never changes: to cite other files, index vllm@v0.1.0 from git, or "
+        "from a checkout with --from PATH, into a new index, --db NEW.db)\n")
+    again = run("index", "vllm@v0.1.0")  # what the hint said before: nothing to do
+    assert again.stdout == "vllm@v0.1.0: already indexed, nothing to do\n"
     outside = run("show", "vllm@v0.1.0:benchmarks/serve.py::main")
     assert outside.stderr.startswith(
         "Error: path 'benchmarks/serve.py' is not in vllm@v0.1.0, which was indexed from its "
