@@ -391,7 +391,8 @@ class SymbolComparer:
         self.resolver = resolver
         self._store: SourceStore | None = None
         self._matchers: dict[tuple[int, int], Matcher] = {}
-        self._cache: dict[tuple[int, int], dict[tuple, str]] = {}
+        # Per version pair: a comparison, or its JSON text as stored until it is asked for
+        self._cache: dict[tuple[int, int], dict[tuple, Comparison | str]] = {}
         self._new_rows: list[tuple] = []
         self._renames: dict[tuple[int, str, int], str | None] = {}
 
@@ -406,14 +407,16 @@ class SymbolComparer:
     def compare(self, pinned: Resolved, target_key: int) -> Comparison:
         pair = (pinned.version_key, target_key)
         if pair not in self._cache:
-            self._cache[pair] = queries.cached_matches(self.resolver.database, *pair, ENGINE)
+            self._cache[pair] = {**queries.cached_matches(self.resolver.database, *pair, ENGINE)}
         key = (pinned.path, pinned.qualname, pinned.exact, pinned.start_line)
-        if key in self._cache[pair]:
-            return Comparison.decode(self._cache[pair][key])
+        known = self._cache[pair].get(key)
+        if isinstance(known, str):  # a symbol cited twice is decoded once
+            known = self._cache[pair][key] = Comparison.decode(known)
+        if known is not None:
+            return known
         comparison = self._compare(pinned, target_key)
-        encoded = comparison.encode()
-        self._cache[pair][key] = encoded  # a symbol cited twice is compared once
-        self._new_rows.append((*pair, *key, encoded))
+        self._cache[pair][key] = comparison  # and compared once
+        self._new_rows.append((*pair, *key, comparison.encode()))
         return comparison
 
     def save(self) -> None:

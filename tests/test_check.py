@@ -1676,6 +1676,24 @@ def test_second_check_is_identical_and_cached(formats_project: Path) -> None:
     assert cache_rows() == rows
 
 
+def test_a_stored_comparison_is_decoded_once_however_many_refs_cite_it(
+    formats_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A no-op check of a collection that cites each symbol many times decoded the stored
+    comparison again for each citing ref: it decodes it once, and reports the same."""
+    write(Path("annotations/again.yml"), FORMATS_ANNOTATION.replace("blog/formats.md",
+                                                                    "blog/again.md"))
+    first = run("check", "--format", "json")
+    decoded = []
+    decode = comparison.Comparison.decode
+    monkeypatch.setattr(comparison.Comparison, "decode",
+                        lambda text: decoded.append(text) or decode(text))
+    second = run("check", "--format", "json")
+    assert (second.stdout, second.exit_code) == (first.stdout, first.exit_code)
+    assert len(json.loads(second.stdout)["results"]) == 2 * len(FORMAT_LINES)
+    assert sorted(decoded) == sorted(result for *_, result in cache_rows())
+
+
 def test_removing_and_readding_a_claim_after_the_cache_is_filled(formats_project: Path) -> None:
     first = run("check", "--format", "json").stdout
     path = Path("annotations/formats.yml")
