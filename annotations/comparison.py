@@ -295,11 +295,10 @@ def _successor_paths(
 ) -> list[str]:
     """The target files where the definitions around the pinned lines went: those that
     hold them, and the nearest top-level ones above and below."""
-    definitions = comparer.resolver.definitions(pinned)
-    around = _holding(definitions, pinned)
-    top_level = [d for d in definitions if d.qualname and "." not in d.qualname]
-    above = [d for d in top_level if d.end_line < pinned.start_line][-1:]
-    below = [d for d in top_level if d.start_line > pinned.end_line][:1]
+    definitions = comparer.file_definitions(pinned)
+    around = _holding(definitions.all, pinned)
+    above = [d for d in definitions.top_level if d.end_line < pinned.start_line][-1:]
+    below = [d for d in definitions.top_level if d.start_line > pinned.end_line][:1]
     paths = (comparer.compare(d, target_key).new for d in around + above + below)
     return list(dict.fromkeys(new.path for new in paths if new is not None))
 
@@ -379,6 +378,14 @@ def _target_pin(resolver: Resolver, target_key: int) -> str:
     return f"{repo}@{version}"
 
 
+@dataclass(frozen=True)
+class FileDefinitions:
+    """Every definition of a file at a version, in source order, and its top-level ones."""
+
+    all: list[Resolved]
+    top_level: list[Resolved]
+
+
 class SymbolComparer:
     """Compares pinned symbols with target versions; one `Matcher` per version pair, so
     the unmatched pool of a pair is built at most once per run.
@@ -395,6 +402,18 @@ class SymbolComparer:
         self._cache: dict[tuple[int, int], dict[tuple, Comparison | str]] = {}
         self._new_rows: list[tuple] = []
         self._renames: dict[tuple[int, str, int], str | None] = {}
+        self._file_definitions: dict[tuple[int, str], FileDefinitions] = {}
+
+    def file_definitions(self, pinned: Resolved) -> FileDefinitions:
+        """The definitions of ``pinned``'s file, read once per file and version: a check or
+        diff asks where those around each line ref into a gone file went, up to three times
+        for each ref (`_successor_paths`), and where each went is compared once per pair."""
+        key = (pinned.version_key, pinned.path)
+        if key not in self._file_definitions:
+            found = self.resolver.definitions(pinned)
+            self._file_definitions[key] = FileDefinitions(
+                found, [d for d in found if d.qualname and "." not in d.qualname])
+        return self._file_definitions[key]
 
     def renamed_to(self, pinned: Resolved, target_key: int) -> str | None:
         """`_renamed_to`, once per gone file and version pair: a diff asks it twice for each

@@ -906,6 +906,26 @@ def test_a_gone_file_is_compared_with_the_files_added_near_it_once(
     assert len(compared) == once > 0
 
 
+def test_the_definitions_of_a_gone_file_are_read_once_for_its_line_refs(
+    toy_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each line ref into a gone module asks where the definitions around its lines went,
+    up to three times in a diff: the module's definitions are read once for them all."""
+    config = load_config(toy_project)
+    with open_database(config.db) as database:
+        resolver = Resolver(database, config)
+        read = []
+        definitions = resolver.definitions
+        monkeypatch.setattr(resolver, "definitions",
+                            lambda pinned: read.append(pinned.canonical) or definitions(pinned))
+        comparer = comparison.SymbolComparer(resolver)
+        target = resolver.version_key("toy", "k2")
+        pinned = [resolver.resolve(parse_ref(f"toy@k1:toy/old_mod.py#{lines}"))
+                  for lines in ("L1", "L1-L2", "L2-L3")]
+        went = [comparison.code_went_to(comparer, lines, target) for lines in pinned * 2]
+    assert (went, read) == (["toy/new_mod.py"] * 6, ["toy@k1:toy/old_mod.py#L1"])
+
+
 def test_changed_lines_in_every_format(toy_project: Path) -> None:
     entries = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--format", "json"))["lines"]
     assert entries[0] == {
