@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from db.database import Database
@@ -315,14 +315,13 @@ def links_of_article(database: Database, article: str) -> list[dict]:
     )
 
 
-def all_refs(database: Database) -> list[dict]:
-    """Every stored ref with its claim, for check."""
-    return list(
-        database.query(
-            "SELECT r.*, c.claim_id, c.text AS claim_text, c.article, c.source_file, c.id AS"
-            " claim_key FROM claim_refs r JOIN claims c ON c.id = r.claim"
-            " ORDER BY c.article, c.line, r.seq"
-        )
+def all_refs(database: Database) -> Iterator[dict]:
+    """Every stored ref with its claim, for check, read as it is asked for: a check keeps
+    only the result of each, not its 25 columns (66 MB of a 34,979-ref collection)."""
+    return database.query(
+        "SELECT r.*, c.claim_id, c.text AS claim_text, c.article, c.source_file, c.id AS"
+        " claim_key FROM claim_refs r JOIN claims c ON c.id = r.claim"
+        " ORDER BY c.article, c.line, r.seq"
     )
 
 
