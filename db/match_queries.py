@@ -66,9 +66,9 @@ def file_blobs(database: Database, version_key: int) -> dict[str, str]:
 
 def all_symbol_rows(database: Database, version_key: int) -> list[tuple]:
     """Every symbol row of a version, in one query, by path then position."""
-    return database.conn.execute(
+    return _sharing_strings(database.conn.execute(
         _SELECT + " WHERE f.version_id = ? ORDER BY f.path, s.seq", (version_key,)
-    ).fetchall()
+    ))
 
 
 def file_symbol_rows(database: Database, version_key: int, path: str) -> list[tuple]:
@@ -76,6 +76,15 @@ def file_symbol_rows(database: Database, version_key: int, path: str) -> list[tu
     return database.conn.execute(
         _SELECT + " WHERE f.version_id = ? AND f.path = ? ORDER BY s.seq", (version_key, path)
     ).fetchall()
+
+
+def _sharing_strings(rows: Iterable[tuple]) -> list[tuple]:
+    """``rows`` with one string of each path, blob id and kind for them all: sqlite3 makes
+    one for each row (~250 bytes a row of a whole version, which the matcher holds)."""
+    shared: dict[str, str] = {}
+    return [(shared.setdefault(path, path), shared.setdefault(blob, blob), qualname, name,
+             shared.setdefault(kind, kind), *rest)
+            for path, blob, qualname, name, kind, *rest in rows]
 
 
 def blob_symbol_rows(database: Database, blob_id: str) -> list[tuple]:
