@@ -452,20 +452,25 @@ class SymbolComparer:
         return self._store
 
     def _compare(self, pinned: Resolved, target_key: int) -> Comparison:
-        old = self._pinned_symbol(pinned)
+        matcher = self._matcher(pinned.version_key, target_key)
+        old = self._pinned_symbol(pinned, matcher)
         if old is None:
             return Comparison(Status.BROKEN, f"{pinned.canonical} is no longer in the index")
-        match = self._matcher(pinned.version_key, target_key).match(old)
+        match = matcher.match(old)
         comparison = _comparison(match, _target_pin(self.resolver, target_key), target_key)
         if comparison.status is Status.CHANGED and comparison.new is not None:
             return replace(comparison, diff=symbol_diff(self.resolver, pinned, comparison.new))
         return comparison
 
-    def _pinned_symbol(self, pinned: Resolved) -> SymbolSnapshot | None:
+    def _pinned_symbol(self, pinned: Resolved, matcher: Matcher) -> SymbolSnapshot | None:
         """The pinned definition: of a qualname defined twice in a file (a property's getter
-        and setter), the one starting on the pinned line (a permalink may cite either)."""
+        and setter), the one starting on the pinned line (a permalink may cite either).
+        Read from the matcher's rows of its file, which it reads once, unless the target
+        is the pin's own version: that matcher reads no rows, and would keep them."""
         from annotations.matching import find_definition
 
+        if pinned.version_key != matcher.b.key:
+            return matcher.definition(pinned.path, pinned.qualname or "", pinned.start_line)
         return find_definition(self.resolver.database, pinned.version_key, pinned.path,
                                pinned.qualname or "", pinned.start_line, self.store)
 

@@ -952,6 +952,11 @@ class Matcher:
         self._modules: VersionModules | None = None  # _imported_from
         self._named_classes: dict[tuple[str, str], list[tuple[str, str]]] = {}  # _ancestors
 
+    def definition(self, path: str, qualname: str, start_line: int) -> SymbolSnapshot | None:
+        """`find_definition` at A, from the rows of ``path`` that A's view holds: read once
+        for all the symbols of the file (the rows a search loads for the file are those)."""
+        return _definition_in(self.a, path, qualname, start_line)
+
     def match(self, old: SymbolSnapshot) -> Match:
         """What became of ``old`` (a symbol of A) at B."""
         key = _match_key(old)
@@ -1936,10 +1941,17 @@ def find_definition(
     """The definition of ``path::qualname`` that starts on ``start_line``: of a qualname
     defined twice in a file (a property's getter and setter), a permalink may cite either;
     the first definition when none starts there."""
-    store = store or SourceStore(database)
+    view = _VersionView(database, version_key, store or SourceStore(database))
+    return _definition_in(view, path, qualname, start_line)
+
+
+def _definition_in(
+    view: _VersionView, path: str, qualname: str, start_line: int
+) -> SymbolSnapshot | None:
+    """`find_definition` in ``view``, from the rows it holds of ``path`` (read once)."""
     first, occurrence = None, 0
     while True:
-        found = find_symbol(database, version_key, path, qualname, occurrence, store)
+        found = view.lookup(path, qualname, occurrence)
         if found is None or found.start_line == start_line:
             return found or first
         first, occurrence = first or found, occurrence + 1
