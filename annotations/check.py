@@ -265,6 +265,7 @@ def _finish(
         if new else None,
         candidate_urls=tuple(_permalink_of(resolver, config, candidate)
                              for candidate in comparison.candidates),
+        code_went_to=comparison.code_went_to,
     )
 
 

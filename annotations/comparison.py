@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-59"  # bump when matching or the stored diffs change: old cache rows are ignored
+ENGINE = "matcher-60"  # bump when matching or the stored diffs change: old cache rows are ignored
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,14 @@ class Comparison:
     changes: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
     diff: str | None = None
+    code_went_to: tuple[str, ...] = ()  # of a removed symbol: where its code stands now
 
     def encode(self) -> str:
         return json.dumps({
             "status": self.status.value, "message": self.message,
             "new": asdict(self.new) if self.new else None, "changes": list(self.changes),
             "candidates": list(self.candidates), "diff": self.diff,
+            "code_went_to": list(self.code_went_to),
         })
 
     @classmethod
@@ -50,6 +52,7 @@ class Comparison:
             Status(data["status"]), data["message"],
             Resolved(**data["new"]) if data["new"] else None,
             tuple(data["changes"]), tuple(data["candidates"]), data["diff"],
+            tuple(data["code_went_to"]),
         )
 
 
@@ -452,12 +455,16 @@ class SymbolComparer:
         return self._store
 
     def _compare(self, pinned: Resolved, target_key: int) -> Comparison:
+        from annotations.changes import Verdict
+
         matcher = self._matcher(pinned.version_key, target_key)
         old = self._pinned_symbol(pinned, matcher)
         if old is None:
             return Comparison(Status.BROKEN, f"{pinned.canonical} is no longer in the index")
         match = matcher.match(old)
-        comparison = _comparison(match, _target_pin(self.resolver, target_key), target_key)
+        went = matcher.code_went_to(old) if match.verdict is Verdict.REMOVED else ()
+        comparison = _comparison(match, _target_pin(self.resolver, target_key), target_key,
+                                 went)
         if comparison.status is Status.CHANGED and comparison.new is not None:
             return replace(comparison, diff=symbol_diff(self.resolver, pinned, comparison.new))
         return comparison
@@ -484,7 +491,10 @@ class SymbolComparer:
         return self._matchers[key]
 
 
-def _comparison(match: Match, target: str, target_key: int) -> Comparison:
+def _comparison(
+    match: Match, target: str, target_key: int, went: tuple[SymbolSnapshot, ...]
+) -> Comparison:
+    """``match`` as a check status; ``went``, where a removed symbol's code went."""
     from annotations.changes import Verdict
 
     verdict = match.verdict
@@ -505,8 +515,10 @@ def _comparison(match: Match, target: str, target_key: int) -> Comparison:
         return Comparison(Status.MOVED, f"moved to {new.canonical}{also}{content}", new,
                           kinds if match.content_changed else (), candidates)
     closest = f"; closest: {', '.join(candidates)}" if candidates else ""
-    return Comparison(Status.REMOVED, f"{match.old.ref} not found at {target}{closest}",
-                      None, (), candidates)
+    places = tuple(f"{target}:{symbol.ref}" for symbol in went)
+    went_to = f"; its code went to {', '.join(places)}" if places else ""
+    return Comparison(Status.REMOVED, f"{match.old.ref} not found at {target}{closest}{went_to}",
+                      None, (), candidates, code_went_to=places)
 
 
 def _resolved(symbol: SymbolSnapshot, target: str, target_key: int) -> Resolved:

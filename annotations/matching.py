@@ -149,6 +149,8 @@ For a symbol ``old`` of A (``Matcher.match``):
    removed methods their method of its name, which blocking may not compare (a class
    merged into one that took another's place: ``DeepseekV4MultiHeadLatentAttentionWrapper``
    and its ``__init__``, one of hundreds of new ones, are ``DeepseekV4Attention``'s now).
+   Apart from its match, `Matcher.code_went_to` tells where a removed symbol's code went,
+   by its distinctive lines (`annotations.code_lines`): a hint, never a move.
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ import dataclasses
 import posixpath
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -169,6 +171,13 @@ from annotations.changes import (
     Verdict,
     classify,
     kind_group,
+)
+from annotations.code_lines import (
+    MAX_PLACES,
+    MIN_LINES_APART,
+    LinePlaces,
+    evidence_bar,
+    normalized_lines,
 )
 from annotations.forking import balanced, fork_map
 from annotations.modules import VersionModules
@@ -242,9 +251,10 @@ _DOTTED_NAME = re.compile(r"\w+(?:\s*\.\s*\w+)*")
 _TRIVIAL_PARAMETERS = frozenset({"", "()", "(self)", "(cls)", "(self)->None"})
 _LOCALS = ".<locals>"
 _Key = tuple[str, str, int]  # (path, qualname, occurrence)
-_PATH, _BLOB, _QUALNAME, _NAME, _KIND, _START_BYTE, _EXACT = (
-    mq.MATCH_COLUMNS.index(column)
-    for column in ("path", "blob_id", "qualname", "name", "kind", "start_byte", "exact")
+_PATH, _BLOB, _QUALNAME, _NAME, _KIND, _START_LINE, _END_LINE, _START_BYTE, _EXACT = (
+    mq.MATCH_COLUMNS.index(column) for column in (
+        "path", "blob_id", "qualname", "name", "kind", "start_line", "end_line", "start_byte",
+        "exact")
 )
 _NAME_PART = re.compile(r"(?<=_)(?=[^_])|(?<=[a-z0-9])(?=[A-Z])")
 _DEF_NAME = re.compile(r"(?:^|\n)[ \t]*(?:async\s+)?(?:def|class)\s+\w+")
@@ -593,6 +603,13 @@ class _VersionView:
         if not self._ensure(path):
             return []
         return [self._materialize(key) for key in self._files[path]]
+
+    def holding(self, path: str, line: int) -> list[SymbolSnapshot]:
+        """The definitions in ``path`` that hold its line ``line``."""
+        if not self._ensure(path):
+            return []
+        return [self._materialize(key) for key in self._files[path]
+                if self._rows[key][_START_LINE] <= line <= self._rows[key][_END_LINE]]
 
     def symbol(self, key: _Key) -> SymbolSnapshot | None:
         """The snapshot of a loaded row (None if there is no such row)."""
@@ -951,6 +968,8 @@ class Matcher:
         self._kept_methods: dict[str, list[tuple[str, str]]] | None = None  # _kept_twin
         self._modules: VersionModules | None = None  # _imported_from
         self._named_classes: dict[tuple[str, str], list[tuple[str, str]]] = {}  # _ancestors
+        self._line_places: LinePlaces | None = None  # code_went_to
+        self._lines_at_a: dict[_Key, Container[str]] = {}  # code_went_to
 
     def definition(self, path: str, qualname: str, start_line: int) -> SymbolSnapshot | None:
         """`find_definition` at A, from the rows of ``path`` that A's view holds: read once
@@ -1786,6 +1805,71 @@ class Matcher:
             self._kept[path] = by_parent
         return self._kept[path]
 
+    # -- where a removed symbol's code went ---------------------------------------------
+
+    def code_went_to(self, old: SymbolSnapshot) -> tuple[SymbolSnapshot, ...]:
+        """The definitions of B that hold the most of ``old``'s distinctive lines
+        (`annotations.code_lines`), lines they did not hold at A, when they hold enough of
+        them (``evidence_bar``): the innermost, or, of several that hold as many, the one
+        holding them all (a class whose methods share them), else each (per-platform
+        copies), at most ``MAX_PLACES``. One line says where only in a definition of
+        ``old``'s name; places holding different lines need ``MIN_LINES_APART`` each. A
+        hint for a removed symbol, not a match."""
+        places = self._places_of_lines()
+        lines = places.distinctive(old.source)
+        held: dict[SymbolSnapshot, set[str]] = defaultdict(set)
+        for line in lines:
+            for path, number in places.places(line):
+                for holder in self._holders_new_to(path, number, line):
+                    held[holder].add(line)
+        top = max(map(len, held.values()), default=0)
+        if not top or top < evidence_bar(len(lines)):
+            return ()
+        found = _innermost([holder for holder, shared in held.items() if len(shared) == top
+                            and (top > 1 or holder.name == old.name)])
+        apart = len({frozenset(held[place]) for place in found}) > 1
+        return () if apart and top < MIN_LINES_APART else found
+
+    def _places_of_lines(self) -> LinePlaces:
+        """The lines of B whose innermost definition is new or changed (built once)."""
+        if self._line_places is None:
+            self.pool()  # loads the symbols of the files that changed
+            a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
+            changed = [(path, keys) for path, keys in self.b.files()
+                       if keys and a_blobs.get(path) != b_blobs[path]]
+            contents = self.store.contents(b_blobs[path] for path, _ in changed)
+            self._line_places = LinePlaces(
+                (path, contents[b_blobs[path]].decode("utf-8", "replace"), self._new_code(keys))
+                for path, keys in changed)
+        return self._line_places
+
+    def _new_code(self, keys: list[_Key]) -> bytes:
+        """Which lines of a file of B (by its symbols' keys, in source order), from line 1,
+        its innermost definition holds as A did not (a definition new, or changed)."""
+        new_rows, old_rows = self.b.rows(), self.a.rows()
+        taken = bytearray(max(new_rows[key][_END_LINE] for key in keys) + 1)
+        for key in keys:  # a parent comes before its members, which overwrite its lines
+            row, old = new_rows[key], old_rows.get(key)
+            start, end = row[_START_LINE], row[_END_LINE] + 1
+            taken[start:end] = bytes([old is None or old[_EXACT] != row[_EXACT]]) * (end - start)
+        return bytes(taken[1:])
+
+    def _holders_new_to(self, path: str, number: int, line: str) -> list[SymbolSnapshot]:
+        """B's definitions in ``path`` that hold its line ``number``, ``line``, but those
+        that held it at A already (the same definition at the same place)."""
+        return [symbol for symbol in self.b.holding(path, number)
+                if line not in self._lines_at_a_of(symbol)]
+
+    def _lines_at_a_of(self, new: SymbolSnapshot) -> Container[str]:
+        """The lines that ``new``'s definition held at A, normalized (none when new)."""
+        key = _key_of(new)
+        if key not in self._lines_at_a:
+            old = self.a.lookup(*key)
+            self._lines_at_a[key] = (frozenset() if old is None else _EVERY_LINE
+                                     if old.exact == new.exact
+                                     else frozenset(normalized_lines(old.source)))
+        return self._lines_at_a[key]
+
     # -- the unmatched remainder -------------------------------------------------------
 
     def pool(self) -> _Pool:
@@ -1900,6 +1984,36 @@ class Matcher:
             if symbol is not None
         )
         return Match(old, verdict, new, changes, content, candidates, score, via)
+
+
+class _EveryLine:
+    """Holds every line: the lines of code that did not change."""
+
+    def __contains__(self, line: object) -> bool:
+        return True
+
+
+_EVERY_LINE = _EveryLine()
+
+
+def _innermost(holders: list[SymbolSnapshot]) -> tuple[SymbolSnapshot, ...]:
+    """Of definitions that each hold as many of a symbol's lines: those no other is
+    inside, each replaced by the innermost other that holds it and another of them (the
+    class whose methods share the lines), in path order, at most ``MAX_PLACES``."""
+    inner = [symbol for symbol in holders
+             if not any(_inside(other, symbol) for other in holders)]
+    found = []
+    for symbol in inner:
+        around = [outer for outer in holders if _inside(symbol, outer) and any(
+            _inside(other, outer) for other in inner if other != symbol)]
+        found.append(min(around, key=lambda s: s.end_byte - s.start_byte, default=symbol))
+    return tuple(sorted(dict.fromkeys(found), key=lambda s: (s.path, s.start_line)))[:MAX_PLACES]
+
+
+def _inside(inner: SymbolSnapshot, outer: SymbolSnapshot) -> bool:
+    """Whether ``inner`` is a definition within ``outer`` (not ``outer`` itself)."""
+    return (inner.path == outer.path and inner != outer
+            and outer.start_byte <= inner.start_byte and inner.end_byte <= outer.end_byte)
 
 
 def _compact(match: Match) -> tuple:

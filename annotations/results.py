@@ -66,6 +66,8 @@ class RefResult:
     new_url: str | None = None
     candidate_urls: tuple[str | None, ...] = ()
     """The permalink of each of ``candidates``, in their order (None where there is none)."""
+    code_went_to: tuple[str, ...] = ()
+    """Of a removed symbol, the places at the target where its code stands now (a hint)."""
     waived_until: str | None = None
     waiver_reason: str | None = None
     waiver_expired: bool = False

@@ -161,6 +161,27 @@ KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float*
 LAUNCH = "\nvoid launch(float* out, cudaStream_t stream) {\n" \
          "  kernel<<<1, 1, 0, stream>>>(out);\n}\n"
 
+SUPPORTS_FP8 = """\
+def supports_fp8() -> bool:
+    if current_platform.is_xpu():
+        return True
+    return (
+        get_flash_attn_version() == 3
+        and current_platform.is_device_capability_family(90)
+    )
+"""
+FP8_INLINED = """\
+class FlashBackend:
+    def supports_dtype(self, dtype) -> bool:
+        if dtype == "fp8":
+            if current_platform.is_xpu():
+                return True
+            return (
+                get_flash_attn_version() == 3
+                and current_platform.is_device_capability_family(90)
+            )
+        return dtype in ["auto", "float16", "bfloat16"]
+"""
 SUFFIX = PREFIX.replace("prefix", "suffix").replace("min(words)", "min(w[::-1] for w in words)")
 METHODS = 'Method = Literal[\n    "ngram",\n    "suffix",\n    Eagle,\n]\n'
 KDA = """\
@@ -259,6 +280,11 @@ CASES: dict[str, Case] = {
         path="loader.py", quote="def load_weights(model,",
         message="; the quote stands in vllm@v2:c/removed-quote-stands-in-a-candidate/fetch.py"
                 "::load_weights",
+    ),
+    "removed-its-code-went-to": Case(
+        SUPPORTS_FP8 + "\n\n" + CDIV, {"m.py": CDIV, "b.py": FP8_INLINED}, "m.py::supports_fp8",
+        "removed", message="; its code went to vllm@v2:c/removed-its-code-went-to/b.py"
+                           "::FlashBackend.supports_dtype",
     ),
     "quote-missing": Case(
         CDIV, CDIV_NEW, "m.py::cdiv", "quote-missing", ("body",), quote="-(a // -b)",
@@ -551,6 +577,14 @@ def test_status_table(case_id: str, table_report: dict) -> None:
         assert result["new_ref"] is None  # a moved ref keeps where it went, whatever else
     if case.status == "changed":
         assert result["diff"].startswith(f"--- vllm@v1:c/{case_id}/")
+
+
+def test_where_a_removed_symbols_code_went_is_in_the_json(table_report: dict) -> None:
+    """A hint beside the verdict: the status stays removed, with no new ref."""
+    [result] = by_claim(table_report)["removed-its-code-went-to"]
+    assert result["code_went_to"] == [
+        "vllm@v2:c/removed-its-code-went-to/b.py::FlashBackend.supports_dtype"]
+    assert [by_claim(table_report)["removed"][0]["code_went_to"]] == [[]]
 
 
 def test_changed_lines_are_diffed_as_their_definition(table_report: dict) -> None:

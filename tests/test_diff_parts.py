@@ -3,6 +3,7 @@ the citations of nested symbols, on a small corpus indexed from snapshots."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import fakevllm
 import pytest
 
-from annotations.diffs import build, html_page, markdown
+from annotations.diffs import build, html_page, json_format, markdown
 from annotations.diffs.model import Citation, DiffReport, SymbolChange
 from annotations.diffs.sidebyside import MAX_ROWS, side_by_side
 from annotations.diffs.usage import MAX_NAMES, usage_changes
@@ -152,16 +153,16 @@ claims:
 """
 
 
-@pytest.fixture(scope="module")
-def nest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("nest")
+def indexed_project(root: Path, versions: dict[str, dict[str, str]], claims: str) -> Path:
+    """The repo ``nest`` at ``versions`` (the first two), indexed, and ``claims`` linked."""
+    listed = ", ".join(f'"{version}"' for version in versions)
     (root / "annotate.toml").write_text(
-        '[repos.nest]\ngithub = "example/nest"\nversions = ["n1", "n2"]\n', encoding="utf-8")
+        f'[repos.nest]\ngithub = "example/nest"\nversions = [{listed}]\n', encoding="utf-8")
     (root / "annotations").mkdir()
-    (root / "annotations" / "nest.yml").write_text(NEST_CLAIMS, encoding="utf-8")
+    (root / "annotations" / "nest.yml").write_text(claims, encoding="utf-8")
     config = load_config(root)
     with open_database(config.db) as database:
-        for version, files in NEST.items():
+        for version, files in versions.items():
             fakevllm.write_snapshot(root / "src" / version, files)
             index_version(database, config, "nest", version, from_path=root / "src" / version,
                           workers=1)
@@ -170,10 +171,16 @@ def nest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def nest_diff(root: Path, **options: object) -> DiffReport:
+@pytest.fixture(scope="module")
+def nest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return indexed_project(tmp_path_factory.mktemp("nest"), NEST, NEST_CLAIMS)
+
+
+def nest_diff(root: Path, versions: tuple[str, str] = ("n1", "n2"), **options: object
+              ) -> DiffReport:
     config = load_config(root)
     with open_database(config.db) as database:
-        return build.build_report(database, config, "nest", "n1", "n2", **options)
+        return build.build_report(database, config, "nest", *versions, **options)
 
 
 def nest_report(root: Path, **options: object) -> dict[str, SymbolChange]:
@@ -266,6 +273,62 @@ def test_the_lead_counts_the_claims_citing_and_says_what_they_cite(
     report = replace(report, articles=(replace(article, claims=claims),))
     assert f'<p class="lead">{lead}</p>' in html_page.render(report)
     assert f"\n\n{lead}\n\n" in markdown.render(report)
+
+
+SUPPORTS_FP8 = """\
+def supports_fp8() -> bool:
+    if current_platform.is_xpu():
+        return True
+    return (
+        get_flash_attn_version() == 3
+        and current_platform.is_device_capability_family(90)
+    )
+"""
+FP8_INLINED = """\
+class FlashBackend:
+    def supports_dtype(self, dtype) -> bool:
+        if dtype == "fp8":
+            if current_platform.is_xpu():
+                return True
+            return (
+                get_flash_attn_version() == 3
+                and current_platform.is_device_capability_family(90)
+            )
+        return dtype in ["auto", "float16", "bfloat16"]
+"""
+INLINED = {"w1": {"fa.py": SUPPORTS_FP8 + "\n\n" + KNOB.format(1), "flash.py": BOX.format(1)},
+           "w2": {"fa.py": KNOB.format(1), "flash.py": BOX.format(1) + "\n\n" + FP8_INLINED}}
+WENT_TO = "flash.py::FlashBackend.supports_dtype"
+WENT_URL = "https://github.com/example/nest/blob/w2/flash.py#L10-L18"
+
+
+@pytest.fixture(scope="module")
+def inlined(tmp_path_factory: pytest.TempPathFactory) -> DiffReport:
+    """A diff of a function removed as its code was inlined into a method."""
+    root = indexed_project(tmp_path_factory.mktemp("inlined"), INLINED,
+                           "article: notes/n.md\nat: nest@w1\nclaims:\n  - id: knob\n"
+                           "    text: x\n    refs: [fa.py::turn]\n")
+    return nest_diff(root, ("w1", "w2"))
+
+
+def test_a_removed_symbol_says_where_its_code_went_in_json(inlined: DiffReport) -> None:
+    [removed] = json.loads(json_format.render(inlined))["removed"]
+    assert (removed["ref"], removed["code_went_to"]) == ("fa.py::supports_fp8", [{
+        "path": "flash.py", "qualname": "FlashBackend.supports_dtype", "kind": "method",
+        "start_line": 10, "end_line": 18, "url": WENT_URL}])
+
+
+def test_a_removed_symbol_says_where_its_code_went_in_markdown(inlined: DiffReport) -> None:
+    page = markdown.render(inlined)
+    assert "| Symbol | Kind | Closest at the new version | Its code went to |" in page
+    went_to = WENT_TO.replace("_", "\\_")
+    assert f'| function |  | <a href="{WENT_URL}"><code>{went_to}</code></a> |' in page
+
+
+def test_a_removed_symbol_says_where_its_code_went_in_html(inlined: DiffReport) -> None:
+    page = html_page.render(inlined)
+    assert (f'<span class="to">→ its code went to <a href="{WENT_URL}" rel="noreferrer">'
+            f'<code>{WENT_TO}</code></a></span>') in page
 
 
 def test_a_permalink_pinned_at_another_version_has_no_linked_lines_at_a() -> None:

@@ -1760,6 +1760,130 @@ def test_moves(tmp_path: Path, case: MoveCase) -> None:
     assert refs(match.candidates) == case.candidates
 
 
+SUPPORTS_FP8 = """\
+def supports_fp8() -> bool:
+    if current_platform.is_xpu():
+        return True
+    return (
+        get_flash_attn_version() == 3
+        and current_platform.is_device_capability_family(90)
+    )
+"""
+FP8_INLINED = """\
+class FlashBackend:
+    @classmethod
+    def supports_dtype(cls, dtype) -> bool:
+        if dtype in ("fp8", "fp8_e4m3"):
+            if current_platform.is_xpu():
+                return True
+            return (
+                get_flash_attn_version() == 3
+                and current_platform.is_device_capability_family(90)
+            )
+        return dtype in ["auto", "float16", "bfloat16"]
+"""
+HEAD = """\
+def head_reduce(states, weights, scale, bias, eps):
+    flat = states.flatten(1).float()
+    mixes = F.linear(flat, weights) * torch.rsqrt(flat.square().mean(-1) + eps)
+    gates = torch.sigmoid(mixes * scale + bias)
+    return torch.sum(gates.unsqueeze(-1) * flat, dim=1)
+"""
+HEAD_OP = """\
+class HeadOp(CustomOp):
+    def forward_cuda(self, states, weights, scale, bias, eps):
+        flat = states.flatten(1).float()
+        mixes = F.linear(flat, weights) * torch.rsqrt(flat.square().mean(-1) + eps)
+        return fused_head(flat, mixes)
+
+    def forward_xpu(self, states, weights, scale, bias, eps):
+        flat = states.flatten(1).float()
+        mixes = F.linear(flat, weights) * torch.rsqrt(flat.square().mean(-1) + eps)
+        return xpu_head(flat, mixes)
+"""
+KEPT = "def keep():\n    return 1\n"
+HELD_BEFORE = "def held(states, weights, eps):\n" + HEAD.split(":\n", 1)[1]
+
+
+@dataclass(frozen=True)
+class WentCase:
+    """Where the code of ``a.py::qualname``, removed at v2, went, if anywhere."""
+
+    old: dict[str, str]
+    new: dict[str, str]
+    qualname: str
+    went_to: tuple[str, ...] = ()
+
+
+WENT_TO = {
+    "function-inlined-into-a-method": WentCase(
+        {"a.py": SUPPORTS_FP8 + KEPT, "b.py": "class FlashBackend:\n    pass\n"},
+        {"a.py": KEPT, "b.py": FP8_INLINED}, "supports_fp8",
+        ("b.py::FlashBackend.supports_dtype",),
+    ),
+    "function-became-methods-of-a-class": WentCase(
+        {"a.py": HEAD + KEPT}, {"a.py": KEPT, "ops.py": HEAD_OP}, "head_reduce",
+        ("ops.py::HeadOp",),
+    ),
+    "function-copied-into-per-platform-files": WentCase(
+        {"a.py": HEAD + KEPT},
+        {"a.py": KEPT, "amd/ops.py": HEAD_OP.replace("HeadOp", "AmdHeadOp"),
+         "xpu/ops.py": HEAD_OP.replace("HeadOp", "XpuHeadOp")},
+        "head_reduce", ("amd/ops.py::AmdHeadOp", "xpu/ops.py::XpuHeadOp"),
+    ),
+    "lines-a-definition-held-before-say-nothing": WentCase(
+        {"a.py": HEAD + KEPT, "b.py": HELD_BEFORE},
+        {"a.py": KEPT, "b.py": HELD_BEFORE.replace("    return", "    log(flat)\n    return")},
+        "head_reduce",
+    ),
+    "boilerplate-lines-say-nothing": WentCase(
+        {"a.py": HEAD + KEPT},
+        {"a.py": KEPT, **{f"m{number}.py": HEAD_OP for number in range(6)}}, "head_reduce",
+    ),
+    "two-lines-of-many-are-no-evidence": WentCase(
+        {"a.py": HEAD.replace("    return", "    gates = gates.clamp(min=0.01, max=0.99)\n"
+                              "    bias = bias.to(states.dtype)\n"
+                              "    scale = scale.to(states.dtype)\n"
+                              "    weights = weights.to(states.device)\n"
+                              "    flat = flat.contiguous().clone()\n    return") + KEPT},
+        {"a.py": KEPT, "ops.py": HEAD_OP.split("\n\n")[0]}, "head_reduce",
+    ),
+    "one-line-says-where-only-in-a-definition-of-its-name": WentCase(
+        {"a.py": "def prompt_text(server, prompt):\n"
+                 "    return server.extract_components(prompt).text\n\n\n" + KEPT},
+        {"a.py": KEPT, "b.py": "def render(server, prompt, extra):\n    log(extra)\n"
+                               "    return server.extract_components(prompt).text\n"},
+        "prompt_text",
+    ),
+    "places-holding-different-lines-need-three-each": WentCase(
+        {"a.py": "def ensure(self, index):\n"
+                 "    while len(self.streamed_args) <= index:\n"
+                 "        self.streamed_args.append('')\n"
+                 "    while len(self.prev_tool_calls) <= index:\n"
+                 "        self.prev_tool_calls.append({})\n\n\n" + KEPT},
+        {"a.py": KEPT,
+         "b.py": "def grow(self, index):\n    while len(self.streamed_args) <= index:\n"
+                 "        self.streamed_args.append('')\n    return index\n",
+         "c.py": "def extend(self, index):\n    while len(self.prev_tool_calls) <= index:\n"
+                 "        self.prev_tool_calls.append({})\n    return index\n"},
+        "ensure",
+    ),
+    "short-lines-say-nothing": WentCase(
+        {"a.py": "def is_tpu():\n    x = None\n    return x\n\n\n" + KEPT},
+        {"a.py": KEPT, "b.py": "def tpu():\n    x = None\n    return x\n"}, "is_tpu",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WENT_TO.values(), ids=WENT_TO.keys())
+def test_where_a_removed_symbols_code_went(tmp_path: Path, case: WentCase) -> None:
+    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
+    old = index.symbol("v1", "a.py", case.qualname)
+    assert matcher.match(old).verdict is Verdict.REMOVED
+    assert tuple(symbol.ref for symbol in matcher.code_went_to(old)) == case.went_to
+
+
 @pytest.mark.parametrize("class_first", [True, False], ids=["class-first", "method-first"])
 def test_a_method_of_a_class_left_as_a_factory_is_matched_as_a_member(
     tmp_path: Path, class_first: bool

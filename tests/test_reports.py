@@ -370,6 +370,7 @@ RESULT_KEYS = [
     "old_url",
     "new_url",
     "candidate_urls",
+    "code_went_to",
     "waived_until",
     "waiver_reason",
     "waiver_expired",

@@ -132,7 +132,7 @@ def build_report(
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
     _add_usage_and_sources(matcher, items, diff_limit, workers)
-    changes = tuple(_change(item, repo_config) for item in items)
+    changes = tuple(_change(item, repo_config, matcher) for item in items)
     matcher.store.clear()
     return DiffReport(
         repo, version_a, version_b, annotated, diff.counts, diff.packages, changes,
@@ -248,7 +248,7 @@ def _location(symbol: SymbolSnapshot, repo: RepoConfig) -> Location:
                     symbol.end_line, url)
 
 
-def _change(item: _Item, repo: RepoConfig) -> SymbolChange:
+def _change(item: _Item, repo: RepoConfig, matcher: Matcher) -> SymbolChange:
     match = item.match
     sources = item.sources or (None, None)
     common: _Attached = {
@@ -265,6 +265,8 @@ def _change(item: _Item, repo: RepoConfig) -> SymbolChange:
         how=_how(match) if match.verdict is Verdict.MOVED else None,
         candidates=tuple(_location(symbol, repo) for symbol in match.candidates),
         score=match.score if match.verdict is Verdict.MOVED or match.candidates else None,
+        code_went_to=tuple(_location(symbol, repo) for symbol in matcher.code_went_to(match.old))
+        if match.verdict is Verdict.REMOVED else (),
         **common,
     )
 

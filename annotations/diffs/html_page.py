@@ -269,6 +269,10 @@ def _title(change: SymbolChange, linked: bool = False) -> str:
     if change.section is Section.MOVED and change.new is not None:
         target = _linked(f"<code>{e(change.new.ref)}</code>", change.new, linked)
         parts.append(f'<span class="to">→ {target}</span>')
+    if change.code_went_to:
+        places = ", ".join(_linked(f"<code>{e(place.ref)}</code>", place, linked)
+                           for place in change.code_went_to)
+        parts.append(f'<span class="to">→ its code went to {places}</span>')
     parts += [f'<span class="chip">{e(kind)}</span>' for kind in change.kinds]
     if change.how:
         parts.append(f'<span class="chip">{e(change.how)}</span>')

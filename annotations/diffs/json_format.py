@@ -68,7 +68,8 @@ def change_to_dict(change: SymbolChange) -> dict[str, Any]:
     * moved: ``how`` (moved, renamed, moved and renamed), ``content`` (unchanged,
       cosmetic, changed), ``score``, ``candidates`` (other targets of an ambiguous move),
       and when the content changed, what a changed symbol has;
-    * removed: ``candidates`` (the closest symbols at B) and ``score`` (the best one's).
+    * removed: ``candidates`` (the closest symbols at B), ``score`` (the best one's) and
+      ``code_went_to`` (the symbols at B where its code stands now: a hint, not a move).
     """
     data: dict[str, Any] = {
         "ref": change.ref, "kind": change.kind, "package": change.package,
@@ -82,6 +83,7 @@ def change_to_dict(change: SymbolChange) -> dict[str, Any]:
         data["candidates"] = [_location(location) for location in change.candidates]
     if section is Section.REMOVED:
         data["score"] = change.score
+        data["code_went_to"] = [_location(location) for location in change.code_went_to]
     if change.usage is not None:
         usage = change.usage
         data.update(

@@ -24,7 +24,7 @@ from annotations.wording import counted
 _COLUMNS: dict[Section, tuple[str, ...]] = {
     Section.CHANGED: ("Symbol", "Kind", "Changes", "Started using", "Stopped using"),
     Section.MOVED: ("Symbol", "Kind", "To", "How", "Content"),
-    Section.REMOVED: ("Symbol", "Kind", "Closest at the new version"),
+    Section.REMOVED: ("Symbol", "Kind", "Closest at the new version", "Its code went to"),
     Section.ADDED: ("Symbol", "Kind"),
     Section.COSMETIC: ("Symbol", "Kind"),
 }
@@ -141,8 +141,8 @@ def _cells(change: SymbolChange, report: DiffReport) -> list[str]:
     elif section is Section.MOVED:
         cells += [_targets(change), text(change.how or ""), _content(change)]
     elif section is Section.REMOVED:
-        cells.append(", ".join(linked(code(location.ref), location.url)
-                               for location in change.candidates))
+        cells += [", ".join(linked(code(location.ref), location.url) for location in places)
+                  for places in (change.candidates, change.code_went_to)]
     return cells
 
 

@@ -129,7 +129,8 @@ class SymbolChange(NamedTuple):
     """One listed symbol: ``old`` at version A (None if added), ``new`` at B (None if
     removed). For moves, ``how`` is ``moved``, ``renamed`` or ``moved and renamed`` and
     ``content`` how the content compares; ``candidates`` are the other targets of an
-    ambiguous move, or the closest symbols of a removed one."""
+    ambiguous move, or the closest symbols of a removed one; ``code_went_to``, of a removed
+    one, the symbols at B where its code stands now (`Matcher.code_went_to`)."""
 
     section: Section
     package: str
@@ -145,6 +146,7 @@ class SymbolChange(NamedTuple):
     citations: tuple[Citation, ...] = ()
     old_source: str | None = None
     new_source: str | None = None
+    code_went_to: tuple[Location, ...] = ()
 
     @property
     def location(self) -> Location:
