@@ -301,7 +301,7 @@ def _store(
     failed_files = {error.file for error in load_errors if error.file}
     rows = _article_rows(file_links, outcome, failed_files)
     outcome.split = _split_articles(file_links) + (
-        _unselected_articles(file_links, root) if root is not None else [])
+        _unselected_articles(file_links, failed_files, root) if root is not None else [])
     clean = not load_errors and not failed_files
     if signature is not None and not clean:
         signature = _UNREADABLE + signature
@@ -557,11 +557,15 @@ def _split_articles(file_links: list[FileLink]) -> list[AnnotationError]:
     return found
 
 
-def _unselected_articles(file_links: list[FileLink], root: Path) -> list[AnnotationError]:
+def _unselected_articles(
+    file_links: list[FileLink], failed_files: set[str], root: Path
+) -> list[AnnotationError]:
     """An annotation file's ``article: docs/notes.md``, a Markdown file under ``root`` that
     the config's ``articles`` globs do not select: its front matter and permalinks are not
-    read, which its author, naming it, surely meant them to be."""
+    read, which its author, naming it, surely meant them to be. A selected one that did not
+    load (``failed_files``) has its own error."""
     markdown = {link.path for link in file_links if _is_markdown(link.source_file)}
+    markdown |= {path for path in failed_files if _is_markdown(path)}
     found: list[AnnotationError] = []
     for link in file_links:
         if (_is_markdown(link.source_file) or link.path in markdown

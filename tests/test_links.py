@@ -777,6 +777,25 @@ def test_an_annotation_file_naming_a_markdown_file_that_is_no_article(
         f"not read (hint: add '{article}' to 'articles' in annotate.toml)\n" if warned else "")
 
 
+def test_a_markdown_article_that_does_not_load_is_not_called_unselected(
+    project: Path
+) -> None:
+    """articles/post.md is selected, and its front matter has an error: that error is
+    said, not that the globs do not select it (with a hint to add it to 'articles')."""
+    write_corpus()
+    write("articles/post.md", POST.replace("title: 缓存", "title: [缓存"))
+    write("annotations/post-more.yml", "article: articles/post.md\nat: vllm@v0.1.0\n"
+          "claims:\n  - id: swap\n    text: t\n"
+          "    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]\n")
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "Error: articles/post.md:3: invalid YAML: while parsing a flow sequence (on line 2), "
+        "expected ',' or ']', but got ':'",
+        "Error: 1 problem in the annotations (see above)",
+    ]
+
+
 @pytest.mark.skipif(sys.platform == "darwin", reason="macOS file names must be UTF-8")
 def test_an_annotation_file_name_that_is_not_utf8_is_one_error(project: Path) -> None:
     write_corpus()
