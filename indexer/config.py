@@ -108,11 +108,13 @@ class ProjectConfig:
             ) from None
 
     def _close_repo(self, name: str) -> str | None:
-        """The configured repo ``name`` is most likely a misspelling of (``vLLM``, ``lmcach``)."""
-        same_but_case = [repo for repo in sorted(self.repos) if repo.lower() == name.lower()]
-        close = same_but_case or difflib.get_close_matches(name, sorted(self.repos), n=1,
-                                                           cutoff=0.6)
-        return close[0] if close else None
+        """The configured repo ``name`` is most likely a misspelling of: the same but for
+        case (``vLLM``), else two edits away at most (``lmcach``), as `github_close_to`
+        reads a GitHub name; not a sibling whose name merely starts alike (``vllm-omni``,
+        a repo to add to the config)."""
+        wanted = name.lower()
+        close = sorted((_edits(repo.lower(), wanted), repo) for repo in self.repos)
+        return close[0][1] if close and close[0][0] <= 2 else None
 
     def config_above(self) -> Path | None:
         """The config file of a project above the root (`config_above`), when this config

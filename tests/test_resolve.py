@@ -282,6 +282,18 @@ ERRORS = [
         id="unknown-repo-misspelt",
     ),
     pytest.param(
+        "vllm-omni@v0.1.0:vllm_omni/a.py::b", ResolveError,
+        "unknown repo 'vllm-omni' (hint: configured repos are: lmcache, vllm "
+        "(add [repos.vllm-omni] to annotate.toml))",
+        id="unknown-repo-a-sibling-of-a-configured-one",
+    ),
+    pytest.param(
+        "lmcache-ext@v0.1.0:a.py::b", ResolveError,
+        "unknown repo 'lmcache-ext' (hint: configured repos are: lmcache, vllm "
+        "(add [repos.lmcache-ext] to annotate.toml))",
+        id="unknown-repo-named-after-a-configured-one",
+    ),
+    pytest.param(
         "https://github.com/acme/widgets/blob/v1/a.py#L1", ResolveError,
         "github.com/acme/widgets is not a configured repo "
         "(hint: add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml)",
