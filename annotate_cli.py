@@ -813,8 +813,9 @@ def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
         stored = sorted({name for row in claim_order(database) for name in (row[0], row[2])})
         close = [name for name in stored if name.endswith(f"/{article}")] or close_matches(
             article, stored, n=1, cutoff=0.8)
+        meant = " or ".join(f"'{name}'" for name in close)  # each that ends so
         return UserError(f"no claims of article '{article}' are linked; " + (
-            f"did you mean '{close[0]}'?" if close else "check the path, or run 'annotate link'"))
+            f"did you mean {meant}?" if close else "check the path, or run 'annotate link'"))
     shown = _as_displayed(context, article)
     files = annotation_files(context.config)
     if path.resolve() not in {selected.resolve() for selected in (*files[0], *files[1])}:

@@ -577,6 +577,18 @@ def test_links_of_an_article_misnamed_names_the_article_meant(article: str, mean
         f"Error: no claims of article '{article}' are linked; did you mean '{meant}'?\n")
 
 
+def test_links_of_an_article_named_without_its_folder_names_each_it_may_be() -> None:
+    """Two articles end in /post.md: naming the first alone would send the user to the
+    wrong one as often as not."""
+    Path("annotations", "notes.yml").write_text(
+        "article: notes/post.md\nat: vllm@v0.1.0\nclaims:\n  - id: div\n    text: 除法\n"
+        "    refs: [vllm/utils.py::cdiv]\n", encoding="utf-8")
+    ok("link")
+    assert fails("links", "--article", "post.md") == (
+        "Error: no claims of article 'post.md' are linked; did you mean 'articles/post.md' "
+        "or 'notes/post.md'?\n")
+
+
 def test_links_of_an_article_file_without_claims_says_it_holds_none() -> None:
     Path("articles", "empty.md").write_text("# 空\n\n没有链接。\n", encoding="utf-8")
     before_link = run("links", "--article", "articles/empty.md")
