@@ -256,7 +256,6 @@ class _Blocks:
 
     lines: set[int] = field(default_factory=set)
     shown: dict[int, int] = field(default_factory=dict)
-    starts: set[int] = field(default_factory=set)  # the line each block opened on
     code: set[int] = field(default_factory=set)
 
 
@@ -329,7 +328,6 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
         column = _content_column(expanded, indent, reading.content_column, lazy=False)
         block = _block_opened(line, column)
         if block is not None:
-            blocks.starts.add(index)
             reading.block, reading.content_column = block, column
             _read_in_block(blocks, reading, block, index, line, opening=True)
             return
