@@ -550,11 +550,16 @@ def _split_articles(file_links: list[FileLink]) -> list[AnnotationError]:
             continue
         longer = sorted(path for path in markdown if path.endswith("/" + link.path))
         if len(longer) == 1:
-            found.append(AnnotationFileError(
-                f"article '{link.path}' is not the Markdown article '{longer[0]}': their "
-                "claims are two articles", file=link.source_file,
-                hint=f"write 'article: {longer[0]}' to make them one"))
+            found.append(_two_articles(link, longer[0]))
     return found
+
+
+def _two_articles(link: FileLink, article: str) -> AnnotationError:
+    """That ``link``'s ``article:`` names the Markdown article ``article`` otherwise."""
+    return AnnotationFileError(
+        f"article '{link.path}' is not the Markdown article '{article}': their claims are "
+        "two articles", file=link.source_file,
+        hint=f"write 'article: {article}' to make them one")
 
 
 def _unselected_articles(
@@ -563,14 +568,21 @@ def _unselected_articles(
     """An annotation file's ``article: docs/notes.md``, a Markdown file under ``root`` that
     the config's ``articles`` globs do not select: its front matter and permalinks are not
     read, which its author, naming it, surely meant them to be. A selected one that did not
-    load (``failed_files``) has its own error."""
-    markdown = {link.path for link in file_links if _is_markdown(link.source_file)}
-    markdown |= {path for path in failed_files if _is_markdown(path)}
+    load (``failed_files``) has its own error; one named by another path
+    (``./articles/x.md``) is a second article."""
+    selected = {os.path.realpath(root / path): path for path in failed_files
+                if _is_markdown(path)}  # a file that did not load: its path is its article's
+    selected |= {os.path.realpath(root / link.source_file): link.path for link in file_links
+                 if _is_markdown(link.source_file)}
     found: list[AnnotationError] = []
     for link in file_links:
-        if (_is_markdown(link.source_file) or link.path in markdown
+        if (_is_markdown(link.source_file) or link.path in selected.values()
                 or not _is_markdown(link.path)
                 or not os.path.isfile(root / link.path)):  # False for a name too long
+            continue
+        article = selected.get(os.path.realpath(root / link.path))
+        if article is not None:
+            found.append(_two_articles(link, article))
             continue
         found.append(AnnotationFileError(
             f"article '{link.path}' is a Markdown file that the 'articles' globs of the config "

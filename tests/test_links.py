@@ -777,6 +777,23 @@ def test_an_annotation_file_naming_a_markdown_file_that_is_no_article(
         f"not read (hint: add '{article}' to 'articles' in annotate.toml)\n" if warned else "")
 
 
+@pytest.mark.parametrize("article", ["./articles/post.md", "articles/../articles/post.md"])
+def test_an_annotation_file_naming_a_markdown_article_by_another_path(
+    project: Path, article: str
+) -> None:
+    """The globs select articles/post.md: named otherwise, it is a second article, not a
+    file to add to 'articles' (which it is in already)."""
+    write_corpus()
+    write("annotations/post-more.yml", f"article: {article}\nat: vllm@v0.1.0\nclaims:\n"
+          "  - id: swap\n    text: t\n    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]\n")
+    result = link()
+    assert result.exit_code == 0
+    assert result.stderr == (
+        f"Warning: annotations/post-more.yml: article '{article}' is not the Markdown article "
+        "'articles/post.md': their claims are two articles (hint: write 'article: "
+        "articles/post.md' to make them one)\n")
+
+
 def test_a_markdown_article_that_does_not_load_is_not_called_unselected(
     project: Path
 ) -> None:
