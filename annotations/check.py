@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
 from annotations.errors import AnnotationError
 from annotations.model import Waiver, governing_waiver
+from annotations.quotes import quote_stands
 from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
@@ -22,7 +23,6 @@ from annotations.resolve import (
     Resolver,
     UnindexedVersion,
     linked_text,
-    quote_stands,
 )
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store

@@ -30,14 +30,9 @@ from annotations.model import (
     Waiver,
     governing_waiver,
 )
+from annotations.quotes import quote_stands
 from annotations.refs import RefForm, parse_ref
-from annotations.resolve import (
-    Resolved,
-    ResolveError,
-    Resolver,
-    UnindexedVersion,
-    quote_stands,
-)
+from annotations.resolve import Resolved, ResolveError, Resolver, UnindexedVersion
 from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries

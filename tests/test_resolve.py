@@ -13,13 +13,13 @@ from fakeproject import run_annotate, stored_fingerprints, write_tree
 
 from annotate_cli import cli
 from annotations.errors import AnnotationError
+from annotations.quotes import quote_stands
 from annotations.refs import parse_ref
 from annotations.resolve import (
     AmbiguousRef,
     ResolveError,
     Resolver,
     UnindexedVersion,
-    quote_stands,
     split_lines,
 )
 from db.database import open_database

@@ -37,8 +37,9 @@ from annotations.diffs.model import (
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
+from annotations.quotes import quote_stands
 from annotations.refs import Ref, RefForm, parse_ref
-from annotations.resolve import ResolveError, Resolver, linked_text, quote_stands, split_lines
+from annotations.resolve import ResolveError, Resolver, linked_text, split_lines
 from annotations.results import Status
 from db.database import Database
 from db.queries import require_version
