@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
 from annotations.errors import AnnotationError
 from annotations.model import Waiver, governing_waiver
-from annotations.quotes import quote_stands
+from annotations.quotes import quote_holds, quote_stands
 from annotations.refs import RefForm, parse_ref
 from annotations.resolve import (
     Resolved,
@@ -27,7 +27,7 @@ from annotations.resolve import (
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
-from db.queries import advice_for
+from db.queries import advice_for, is_python_path
 from indexer.config import ProjectConfig
 
 
@@ -235,14 +235,14 @@ def _finish(
         message = f"{new.canonical} no longer refers to " + ", ".join(
             _missing_use(comparer, use, new) for use in missing)
     if row["quote"] and new is not None and status is not Status.REMOVED:
-        if not quote_stands(row["quote"], resolver.text_of(new)):
+        if not _holds(resolver, row["quote"], pinned, new):
             status = Status.QUOTE_MISSING
-            message = f"the quote '{row['quote']}' no longer stands in {new.canonical}"
+            message = _quote_missing(resolver, row["quote"], new)
         elif status is Status.CHANGED:
             status = Status.FRESH
             message = f"changed ({', '.join(comparison.changes)}), but the quote still stands"
     elif status is Status.CHANGED and (linked := _linked_lines(resolver, row, pinned)) is not None:
-        if new is not None and quote_stands(linked, resolver.text_of(new)):
+        if new is not None and _holds(resolver, linked, pinned, new):
             status = Status.FRESH
             message = f"changed ({', '.join(comparison.changes)}), but the linked lines still stand"
         else:
@@ -250,7 +250,7 @@ def _finish(
     if status is Status.MOVED and comparison.changes:
         message += _evidence_at_new_place(resolver, row, pinned, new)
     if status is Status.REMOVED and row["quote"]:
-        message += _quote_among(resolver, row["quote"], comparison.candidates)
+        message += _quote_among(resolver, row["quote"], pinned, comparison.candidates)
     repo = config.repo(pinned.repo)
     return replace(
         result,
@@ -286,13 +286,33 @@ def _candidate_place(resolver: Resolver, ref: str) -> Resolved | None:
         return None
 
 
-def _quote_among(resolver: Resolver, quote: str, candidates: Iterable[str]) -> str:
+def _holds(resolver: Resolver, quote: str, pinned: Resolved, new: Resolved) -> bool:
+    """Whether ``quote`` (or a permalink's linked lines) stands in ``new`` as it stood in
+    ``pinned``: in code when it was code."""
+    target = resolver.text_of(new)
+    if not is_python_path(new.path):  # no Python comments: a kernel's "#define" is code
+        return quote_stands(quote, target)
+    if new.qualname is not None and new.exact == pinned.exact:  # lines keep the pin's hash
+        return quote_stands(quote, target)  # the text the quote was written of
+    return quote_holds(quote, target, lambda: resolver.text_of(pinned))
+
+
+def _quote_missing(resolver: Resolver, quote: str, new: Resolved) -> str:
+    message = f"the quote '{quote}' no longer stands in {new.canonical}"
+    if quote_stands(quote, resolver.text_of(new)):
+        message += "; it stands there only in a comment or docstring"
+    return message
+
+
+def _quote_among(
+    resolver: Resolver, quote: str, pinned: Resolved, candidates: Iterable[str]
+) -> str:
     """Which candidate of a removed ref its quote stands in, if one: the code it quotes
     lives on there (a class merged into another, ``DeepseekV4Attention.__init__`` that
     holds the wrapper's ``if self.compress_ratio > 1:``)."""
     for candidate in candidates:
         place = _candidate_place(resolver, candidate)
-        if place is not None and quote_stands(quote, resolver.text_of(place)):
+        if place is not None and _holds(resolver, quote, pinned, place):
             return f"; the quote stands in {candidate}"
     return ""
 
@@ -314,7 +334,7 @@ def _evidence_at_new_place(
     linked = _linked_lines(resolver, row, pinned)
     if linked is None or new is None:
         return ""
-    if quote_stands(linked, resolver.text_of(new)):
+    if _holds(resolver, linked, pinned, new):
         return "; the linked lines still stand there"
     return "; the linked lines no longer stand there"
 

@@ -61,7 +61,7 @@ def _statements(tokens: list[tokenize.TokenInfo]) -> list[tuple[int, str]]:
 
     def end_line() -> None:
         nonlocal line
-        if line and not all(map(_is_text_literal, line)):
+        if line and not all(map(is_text_literal, line)):
             statements.append((depth, _words(line)))
         line = []
 
@@ -109,7 +109,7 @@ def _undecorated(statements: list[tuple[int, str]]) -> Layout:
     )
 
 
-def _is_text_literal(token: tokenize.TokenInfo) -> bool:
+def is_text_literal(token: tokenize.TokenInfo) -> bool:
     """Whether ``token`` is a literal that does nothing as a statement: not an f-string,
     which Python evaluates (a STRING token before 3.12, FSTRING_START tokens after)."""
     return token.type == tokenize.STRING and "f" not in (

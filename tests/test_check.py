@@ -195,6 +195,14 @@ register_custom_op(
 )
 """
 
+# A quote of code must stand in code: not only in a comment or docstring that keeps its text.
+FRACTION = "def memory_fraction(total):\n{doc}    return Field(total, default={value}, ge=0)\n"
+DOCSTRING = '    """The share of memory to use{note}."""\n'
+FRACTION_LOWERED = FRACTION.format(doc="    # default=0.92 was too high\n", value="0.9")
+HEADROOM = FRACTION.format(doc="    # keep 8% headroom\n", value="{value}")
+UTILIZATION = 'class CacheConfig:\n    utilization: float = {value}\n    """{doc}"""\n'
+BACKEND = "def backend():\n    return {call}\n"
+
 CASES: dict[str, Case] = {
     "fresh-file-unchanged": Case(TOTAL, TOTAL, "m.py::total", "fresh", message="unchanged"),
     "fresh-rest-of-file-changed": Case(
@@ -304,6 +312,72 @@ CASES: dict[str, Case] = {
         {"align.py": "def pad_to(n, k):\n    return (n + k - 1) // k * k\n"},
         "m.py::pad_to", "quote-missing", ("body",), quote="-(-n // k)",
         new_ref="align.py::pad_to", message="no longer stands in vllm@v2:",
+    ),
+    "quote-of-code-kept-only-in-a-comment": Case(
+        FRACTION.format(doc="", value="0.92"), FRACTION_LOWERED, "m.py::memory_fraction",
+        "quote-missing", ("body",), quote="default=0.92",
+        message="the quote 'default=0.92' no longer stands in vllm@v2:c/quote-of-code-kept-only-"
+                "in-a-comment/m.py::memory_fraction; it stands there only in a comment or "
+                "docstring",
+    ),
+    "quote-of-code-kept-only-in-a-docstring": Case(
+        FRACTION.format(doc=DOCSTRING.format(note=""), value="0.92"),
+        FRACTION.format(doc=DOCSTRING.format(note=" (default=0.92 before v2)"), value="0.9"),
+        "m.py::memory_fraction", "quote-missing", ("body",), quote="default=0.92",
+        message="only in a comment or docstring",
+    ),
+    "quote-of-code-kept-only-in-an-attribute-docstring": Case(
+        UTILIZATION.format(value="0.92", doc="The share of GPU memory."),
+        UTILIZATION.format(value="0.9", doc="Was utilization: float = 0.92 before v2."),
+        "m.py::CacheConfig", "quote-missing", ("members", "body"),
+        quote="utilization: float = 0.92",
+        message="only in a comment or docstring",
+    ),
+    "quote-of-code-kept-in-code-and-a-comment": Case(
+        FRACTION.format(doc="", value="0.92"),
+        FRACTION_LOWERED.replace("0.9,", "0.92,").replace("ge=0", "ge=0.1"),
+        "m.py::memory_fraction", "fresh", ("body",), quote="default=0.92",
+        message="changed (body), but the quote still stands",
+    ),
+    "quote-of-a-comment-kept-in-a-comment": Case(
+        HEADROOM.format(value="0.92"), HEADROOM.format(value="0.9"), "m.py::memory_fraction",
+        "fresh", ("body",), quote="keep 8% headroom",
+        message="changed (body), but the quote still stands",
+    ),
+    "quote-of-a-docstring-kept-in-a-comment": Case(
+        FRACTION.format(doc=DOCSTRING.format(note=", with headroom"), value="0.92"),
+        FRACTION.format(doc="    # The share of memory to use, with headroom.\n", value="0.9"),
+        "m.py::memory_fraction", "fresh", ("body",), quote="The share of memory to use, with",
+        message="changed (body), but the quote still stands",
+    ),
+    "quote-of-a-string-literal-kept-in-code": Case(  # on a line of its own, as a docstring is
+        BACKEND.format(call="'FLASHMLA'"),
+        BACKEND.format(call="os.environ.get(\n        'BACKEND',\n        'FLASHMLA',\n    )"),
+        "m.py::backend", "fresh", ("body",), quote="'FLASHMLA'",
+        message="changed (body), but the quote still stands",
+    ),
+    "quote-of-code-kept-only-in-a-comment-of-the-moved-symbol": Case(
+        "def pad_up(n, k):\n    return -(-n // k) * k\n",
+        {"align.py": "def pad_up(n, k):\n    # was -(-n // k) * k\n"
+                     "    return (n + k - 1) // k * k\n"},
+        "m.py::pad_up", "quote-missing", ("body",), quote="-(-n // k)",
+        new_ref="align.py::pad_up", message="only in a comment or docstring",
+    ),
+    "lines-quote-of-code-kept-only-in-a-comment": Case(
+        FRACTION.format(doc="", value="0.92"), FRACTION_LOWERED, "m.py#L1-L2", "quote-missing",
+        ("body",), quote="default=0.92", message="only in a comment or docstring",
+    ),
+    "quote-of-a-kernel-kept-in-a-preprocessor-line": Case(  # "#define" is no comment in C
+        KERNEL, KERNEL.replace("  out[0] = 1.0f;", "#define STORE out[0] = 1.0f;"),
+        "kernel.cu#L4-L6", "fresh", ("body",), path="kernel.cu", quote="out[0] = 1.0f;",
+        message="changed (body), but the quote still stands",
+    ),
+    "removed-quote-only-in-a-comment-of-a-candidate": Case(
+        LOAD.replace("load_weights", "load_state"),
+        {"fetch.py": FETCH.replace("load_weights", "load_state").replace(
+            "    with", "    # torch.load(path) read a file\n    with")},
+        "loader.py::load_state", "removed", candidates=1, path="loader.py",
+        quote="torch.load(path)", message="closest: vllm@v2:c/removed-quote-only-in-a-comment-",
     ),
     "relation-missing": Case(
         MLA, MLA.replace("Helper()", "None"), "m.py::MLA.__init__", "relation-missing", ("body",),
@@ -674,6 +748,36 @@ def test_a_change_comes_with_a_short_unified_diff_of_the_same_span(
 ) -> None:
     [result] = by_claim(table_report)[claim]
     assert result["diff"] == expected
+
+
+def test_a_quote_only_in_a_comment_of_a_candidate_is_not_said_to_stand_there(
+    table_report: dict,
+) -> None:
+    [result] = by_claim(table_report)["removed-quote-only-in-a-comment-of-a-candidate"]
+    assert "the quote stands in" not in result["message"]
+
+
+# The quote cases of a symbol changed in place (the diff keeps a moved symbol's claims).
+QUOTES_IN_CHANGED = [case_id for case_id, case in CASES.items() if case.quote
+                     and "::" in case.ref and case.status in ("fresh", "quote-missing")
+                     and case.kinds and case.new_ref is None]
+
+
+def test_the_annotated_diff_keeps_the_claims_whose_quote_check_finds_missing(
+    table_index: Path,
+) -> None:
+    """As check sees them: a claim whose quote of code stands at v2 only in a comment or
+    docstring must be revised; one whose quote stands as it stood is not affected."""
+    copy_project(table_index)
+    claims = "".join(_case_claim(case_id, CASES[case_id]) for case_id in QUOTES_IN_CHANGED)
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    assert run("link").exit_code == 0
+    result = run("diff", "vllm@v1", "vllm@v2", "--annotated", "--format", "json")
+    assert result.exit_code == 0, result.output
+    cited = {claim["claim"] for article in json.loads(result.stdout)["articles"]
+             for claim in article["claims"]}
+    assert cited == {case_id for case_id in QUOTES_IN_CHANGED
+                     if CASES[case_id].status == "quote-missing"}
 
 
 def test_ambiguous_move_names_the_other_copies(table_report: dict) -> None:

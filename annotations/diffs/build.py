@@ -37,7 +37,7 @@ from annotations.diffs.model import (
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
-from annotations.quotes import quote_stands
+from annotations.quotes import quote_holds
 from annotations.refs import Ref, RefForm, parse_ref
 from annotations.resolve import ResolveError, Resolver, linked_text, split_lines
 from annotations.results import Status
@@ -201,9 +201,10 @@ def _without_standing_quotes(
     item: _Item, citations: tuple[Citation, ...], relation_gone: set[tuple[str, str, str]]
 ) -> tuple:
     """The citations but those whose quote, or a permalink's linked lines, still stand in
-    the changed symbol at B: ``check`` calls such a ref fresh (the author's evidence),
-    unless one of its ``uses:`` relations (``relation_gone``: article, claim, ref) no
-    longer holds. A moved symbol keeps them: its refs must be rewritten all the same."""
+    the changed symbol at B as they stood at A (`quote_holds`): ``check`` calls such a ref
+    fresh (the author's evidence), unless one of its ``uses:`` relations
+    (``relation_gone``: article, claim, ref) no longer holds. A moved symbol keeps them:
+    its refs must be rewritten all the same."""
     match = item.match
     if item.section is not Section.CHANGED or match is None or match.new is None:
         return citations
@@ -211,9 +212,9 @@ def _without_standing_quotes(
                 else _evidence(c, match.old) for c in citations]
     if not any(evidence):
         return citations
-    text = match.new.source
+    old, new = match.old.source, match.new.source
     return tuple(citation for citation, quote in zip(citations, evidence, strict=True)
-                 if not (quote and quote_stands(quote, text)))
+                 if not (quote and quote_holds(quote, new, lambda: old)))
 
 
 def _evidence(citation: Citation, old: SymbolSnapshot) -> str | None:
