@@ -25,7 +25,6 @@ from annotations.markdown import (
     LINE_BREAK_RE,
     PERMALINK_RE,
     Body,
-    find_permalinks,
     front_matter_close,
     front_matter_text,
     visible_lines,
@@ -820,9 +819,9 @@ def _link_claims(
     body = Body(lines, body_start, visible, {index: hidden for index, _, hidden in shown})
     claims: list[Claim] = []
     seen: dict[str, int] = {}
-    for index, text in visible.items():
-        for url in find_permalinks(text):
-            permalink = PERMALINK_RE.match(url)  # as every URL find_permalinks gives
+    for index in visible:
+        for url in body.permalinks(index):
+            permalink = PERMALINK_RE.match(url)  # as every URL permalinks gives
             if repos is not None and permalink and not repos.keeps(permalink["repo"]):
                 continue
             seen[url] = seen.get(url, 0) + 1

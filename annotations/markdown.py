@@ -22,6 +22,11 @@ URL_CHARS = r"[A-Za-z0-9\-._~:/?#@!$&*+,;=%]"
 """What a URL in prose holds: where `find_permalinks` ends one."""
 URL_RE = re.compile(r"https://github\.com/" + URL_CHARS + "+")
 PERMALINK_RE = re.compile(r"https://github\.com/(?P<repo>[^/]+/[^/]+)/blob/")
+IMAGE_SUFFIXES = frozenset((".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".ico",
+                            ".avif"))
+"""The file names of images: a permalink to one shows a picture, and cites no code."""
+_IMG_SOURCE_RE = re.compile(r"<img\s[^<>]*?\bsrc\s*=\s*[\"']?", re.IGNORECASE)
+"""An HTML image's tag up to its source."""
 URL_TRAILING = ".,;:!?*_~"
 """What ends a URL in prose rather than belonging to it, as GitHub's autolinks read it
 (``~~URL~~`` and ``_URL_`` are struck out and emphasised, not part of the path)."""
@@ -393,15 +398,48 @@ def _blank_code_spans(line: str) -> str:
 
 
 def find_permalinks(line: str) -> list[str]:
-    """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed. A
-    link's destination (``[text](URL)``, ``<URL>``) is a URL to its end, raw non-ASCII
-    paths included; in prose a URL ends at the first character no URL holds, so the
-    Chinese text that often follows it with no space is not taken in."""
+    """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed, but
+    those that show a picture (`_shows_a_picture`). A link's destination (``[text](URL)``,
+    ``<URL>``) is a URL to its end, raw non-ASCII paths included; in prose a URL ends at
+    the first character no URL holds, so the Chinese text that often follows it with no
+    space is not taken in."""
     matches = list(URL_RE.finditer(line))
     ends = _destination_ends(line) if matches else {}
-    urls = (line[match.start():max(match.end(), ends.get(match.start(), 0))]
-            for match in matches)
-    return [url.rstrip(URL_TRAILING) for url in urls if PERMALINK_RE.match(url)]
+    starts_and_urls = ((match.start(), line[match.start():max(match.end(),
+                                                              ends.get(match.start(), 0))])
+                       for match in matches)
+    return [url.rstrip(URL_TRAILING) for start, url in starts_and_urls
+            if PERMALINK_RE.match(url) and not _shows_a_picture(line, start, url)]
+
+
+def _shows_a_picture(line: str, start: int, url: str) -> bool:
+    """Whether the URL at column ``start`` of ``line`` is an image's source (``![alt](URL)``,
+    ``<img src="URL">``) or names an image file (``.png``): a picture, not code cited."""
+    return _is_image_destination(line, start) or _is_img_source(line, start) or _names_an_image(url)
+
+
+def _is_image_destination(line: str, start: int) -> bool:
+    """Whether column ``start`` of ``line`` starts the destination of ``![alt](...)``."""
+    destination = start - line.endswith("<", 0, start)  # ](<URL>), ]( URL), ]( <URL>)
+    destination -= line.endswith(" ", 0, destination)
+    close = destination - 2
+    if close < 1 or not line.startswith("](", close):
+        return False
+    opening = line.rfind("[", max(close - _MAX_LABEL - 1, 0), close)
+    return opening > 0 and line[opening - 1] == "!" and line.find("]", opening, close) < 0
+
+
+def _is_img_source(line: str, start: int) -> bool:
+    """Whether column ``start`` of ``line`` starts the source of ``<img src="...">``."""
+    tag = line.rfind("<", max(start - _MAX_LABEL, 0), start)
+    return tag >= 0 and _IMG_SOURCE_RE.fullmatch(line, tag, start) is not None
+
+
+def _names_an_image(url: str) -> bool:
+    """Whether ``url``'s path ends with the name of an image file, whatever its case."""
+    name = url.partition("#")[0].partition("?")[0].rpartition("/")[2]
+    dot = name.rfind(".")
+    return dot > 0 and name[dot:].lower() in IMAGE_SUFFIXES
 
 
 def _destination_ends(line: str) -> dict[int, int]:
@@ -570,6 +608,19 @@ class Body:
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
         self.uses: dict[str, tuple[int, str]] | None = None
+        self.pictured: set[str] = set()  # the labels of images (``![alt][label]``)
+
+    def permalinks(self, index: int) -> list[str]:
+        """The permalinks of line ``index`` (`find_permalinks`), but the URL of a reference
+        definition that only images use (``![alt][fig]``): a picture's source."""
+        urls = find_permalinks(self.visible[index])
+        definition = _REFERENCE_DEFINITION_RE.match(self.lines[index])
+        if definition is None or not self._only_images_use(definition["label"]):
+            return urls
+        return [url for url in urls if url != definition["url"]]
+
+    def _only_images_use(self, label: str) -> bool:
+        return self._use_of(label) is None and _reference_key(label) in self.pictured
 
     def text_of_link(self, index: int, url: str) -> str:
         """The text around the link to ``url`` on line ``index``; for a link reference
@@ -584,16 +635,21 @@ class Body:
 
     def _use_of(self, label: str) -> tuple[int, str] | None:
         """The line of the first link to reference ``label`` (``[text][label]``,
-        ``[label][]`` or ``[label]``), and that link's text."""
+        ``[label][]`` or ``[label]``; an image, ``![alt][label]``, is no link), and that
+        link's text."""
         if self.uses is None:  # once: an article may define many references
             self.uses = {}
             for index, visible in self.visible.items():
                 line = self.lines[index]
                 for match in _REFERENCE_USE_RE.finditer(line):
-                    if visible[match.start()] != "[":  # in code or a comment
+                    image = match[0].startswith("!")
+                    if visible[match.start() + image] != "[":  # in code or a comment
                         continue
                     key = _reference_key(match["ref"] or match["text"])
-                    self.uses.setdefault(key, (index, match[0]))
+                    if image:
+                        self.pictured.add(key)
+                    else:
+                        self.uses.setdefault(key, (index, match[0]))
         return self.uses.get(_reference_key(label))
 
     def link_text(self, index: int, url: str) -> str:

@@ -768,6 +768,36 @@ def test_markdown_permalink_urls_end_where_markdown_ends_them(line: str, urls: l
     assert [entry.text for claim in claims for entry in claim.refs] == urls
 
 
+@pytest.mark.parametrize(("body", "urls"), [
+    pytest.param("![diagram]({G}/docs/x.png)", [], id="image"),
+    pytest.param('![diagram]({G}/docs/x.png "the flow")', [], id="image-with-a-title"),
+    pytest.param("![a file]({G}/vllm/a.py#L1)", [], id="image-of-any-file"),
+    pytest.param("见图![流程]({G}/docs/x.png)。", [], id="image-right-after-text"),
+    pytest.param("[![logo]({G}/docs/logo.png)]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
+                 id="image-in-a-link-to-code"),
+    pytest.param("[the diagram]({G}/docs/x.png)", [], id="link-to-an-image-file"),
+    pytest.param("[diagram]({G}/docs/X.PNG?raw=true)", [], id="link-to-an-image-raw-upper-case"),
+    pytest.param("see {G}/docs/x.svg", [], id="image-file-in-prose"),
+    pytest.param('<img src="{G}/docs/x.png?raw=true" width="300">', [], id="html-img"),
+    pytest.param("<IMG alt='a' SRC='{G}/vllm/a.py'>", [], id="html-img-of-any-file"),
+    pytest.param("![d][fig]\n\n[fig]: {G}/docs/fig", [], id="reference-used-as-an-image-only"),
+    pytest.param("![d][x] and [see][x]\n\n[x]: {G}/vllm/a.py", ["{G}/vllm/a.py"],
+                 id="reference-used-as-a-link-too"),
+    pytest.param("[x]({G}/vllm/a.py#L1) ![y]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
+                 id="a-link-and-an-image-of-one-url"),
+    pytest.param("Wow! [x]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"], id="a-bang-before-a-link"),
+    pytest.param("[x]({G}/vllm/png.py) {G}/docs/png/a.py", ["{G}/vllm/png.py", "{G}/docs/png/a.py"],
+                 id="image-names-in-code-paths"),
+])
+def test_markdown_images_and_links_to_images_are_not_claims(body: str, urls: list[str]) -> None:
+    """An image shows a picture, and a picture cites no code: were it a claim, a diagram
+    from vLLM's docs would be a ref broken at every version indexed from a wheel."""
+    text = "# T\n\n" + body.format(G=f"{GH}/v0.20.0") + "\n"
+    claims = load_markdown_text(text, "a.md").claims
+    assert [entry.text for claim in claims for entry in claim.refs] == [
+        url.format(G=f"{GH}/v0.20.0") for url in urls]
+
+
 @pytest.mark.parametrize(("body", "lines"), CODE_BLOCKS)
 def test_markdown_permalinks_in_code_blocks_are_not_claims(body: str, lines: list[int]) -> None:
     """Code shown in an article is not its author citing it: a header pasted from vLLM's
