@@ -506,25 +506,45 @@ def _progress() -> _TerminalProgress:
 @pass_context
 @reports_errors
 def versions(context: Context, output_format: str) -> None:
-    """List the indexed versions with their source and counts."""
+    """List the indexed versions with their source and counts, and on stderr the
+    configured versions that are not indexed."""
     from db import queries
 
     with context.database() as database:
         rows = queries.list_versions(database)
+        missing = _configured_not_indexed(context.config, database, rows)
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
-        return
-    if not rows:
+    elif not rows:
         click.echo("No versions indexed yet; run 'annotate index'.")
-        return
-    _table(
-        ["repo", "version", "source", "sha", "files", "symbols", "indexed at"],
-        (
-            [r["repo"], r["version"], r["source"], (r["source_id"] or "")[:12],
-             r["file_count"], r["symbol_count"], r["indexed_at"]]
-            for r in rows
-        ),
-    )
+    else:
+        _table(
+            ["repo", "version", "source", "sha", "files", "symbols", "indexed at"],
+            (
+                [r["repo"], r["version"], r["source"], (r["source_id"] or "")[:12],
+                 r["file_count"], r["symbol_count"], r["indexed_at"]]
+                for r in rows
+            ),
+        )
+    for note in missing:
+        _note(note)
+
+
+def _configured_not_indexed(config: ProjectConfig, database: Any,
+                            rows: list[dict[str, Any]]) -> list[str]:
+    """A note for each version of the config file that ``rows`` (the indexed versions)
+    lack, saying what to do: index it, or give it a source when no source had it. None
+    without a config file: the defaults name no version anyone asked for (an index read
+    with --db from another folder)."""
+    from db import queries
+
+    if config.source_file is None:
+        return []
+    indexed = {(row["repo"], row["version"]) for row in rows}
+    return [f"Note: {repo.name}@{version} is configured but not indexed; "
+            + queries.unindexed(database, repo.name, version, repo.versions).hint
+            for repo in sorted(config.repos.values(), key=lambda repo: repo.name)
+            for version in repo.versions if (repo.name, version) not in indexed]
 
 
 SYMBOL_FIELDS = (

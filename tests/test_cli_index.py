@@ -133,7 +133,7 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
     _as_schema_5(DB)
     listed = run("versions")
     assert listed.exit_code == 0
-    assert listed.stderr.splitlines()[1:] == [
+    assert listed.stderr.splitlines()[1:2] == [  # then the versions configured, not indexed
         "Note: some blobs were indexed by another extractor (an older annotate or tree-sitter);"
         " run 'annotate index' to parse them again"
     ]
@@ -156,7 +156,7 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
                             " ORDER BY blob_id, seq").fetchall() == symbols
     again = run("index", "vllm@v0.1.0")
     assert (again.stdout, again.stderr) == ("vllm@v0.1.0: already indexed, nothing to do\n", "")
-    assert run("versions").stderr == ""
+    assert "extractor" not in run("versions").stderr
 
 
 def test_the_outdated_blobs_note_is_said_once_per_command(project: Path) -> None:
@@ -430,6 +430,32 @@ def test_versions_table_and_json(project: Path, fake_vllm: FakeRepo) -> None:
     assert as_json.exit_code == 0
     assert json.loads(as_json.stdout) == rows
     assert [row["version"] for row in rows] == ["v0.1.0", "v0.2.0"]
+
+
+def test_versions_names_the_configured_versions_not_indexed(project: Path) -> None:
+    """What a user runs to see what they have: a configured version missing (not indexed
+    yet, or found in no source by the last index) is a note on stderr saying what to do;
+    stdout stays the table, or the JSON, of what is indexed."""
+    project.write_text(project.read_text().replace('"v0.3.0"]', '"v0.3.0", "v0.9.9"]'))
+    assert run("index", "--keep-going", "vllm@v0.1.0", "vllm@v0.9.9").exit_code == 0
+    notes = [
+        "Note: lmcache@v0.5.1 is configured but not indexed; "
+        "run 'annotate index lmcache@v0.5.1'",
+        "Note: vllm@v0.2.0 is configured but not indexed; run 'annotate index vllm@v0.2.0'",
+        "Note: vllm@v0.3.0 is configured but not indexed; run 'annotate index vllm@v0.3.0'",
+        "Note: vllm@v0.9.9 is configured but not indexed; 'annotate index' could not fetch it "
+        "from its sources (git): set [repos.vllm] git in annotate.toml to a local clone that "
+        "has it, or run 'annotate index vllm@v0.9.9 --from PATH' on a checkout of it",
+    ]
+    table = run("versions")
+    assert (table.exit_code, table.stderr.splitlines()) == (0, notes)
+    assert [line.split()[:2] for line in table.stdout.splitlines()] == [
+        ["repo", "version"], ["vllm", "v0.1.0"]]
+    as_json = run("versions", "--format", "json")
+    assert (as_json.exit_code, as_json.stderr.splitlines()) == (0, notes)
+    assert [row["version"] for row in json.loads(as_json.stdout)] == ["v0.1.0"]
+    assert run("index", "vllm@v0.2.0", "vllm@v0.3.0", "lmcache@v0.5.1").exit_code == 0
+    assert run("versions").stderr.splitlines() == notes[3:]
 
 
 def test_versions_of_an_empty_index(project: Path) -> None:

@@ -209,6 +209,8 @@ def test_removed_in_the_table(project: Path) -> None:
 UNORDERED_CONFIG = """\
 [repos.vllm]
 versions = ["v0.1.0", "v0.3.0"]
+[repos.lmcache]
+versions = []
 """
 UNORDERED_INDEX = {"main": "v0.3.0", "v0.3.0": "v0.3.0", "v0.2.0": "v0.2.0",
                    "v0.2.0rc1": "v0.1.0", "v0.1.0": "v0.1.0", "nightly": "v0.3.0"}
