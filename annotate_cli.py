@@ -1571,11 +1571,21 @@ def diff(
             context.config.repo(pins[0][0])
             for pin, hint in zip(pins, ("'REPO@A'", "'REPO@B'"), strict=True):
                 require_indexed(database, context.config, pin, hint)
+            if pins[0] == pins[1]:
+                _note_compared_with_itself(database, *pins[0])
         _note_outdated_links(context, database, None if unreadable else files)
         report = diff_report(database, context.config, *pins, annotated=annotated,
                              diff_limit=max_diffs if output_format == "html" else 0,
                              workers=workers or min(os.cpu_count() or 1, 4))
     _write_report(output, render_diff(report, output_format))
+
+
+def _note_compared_with_itself(database: Any, repo: str, version: str) -> None:
+    from db import queries
+
+    indexed = ", ".join(queries.indexed_versions(database, repo))
+    _note(f"Note: {repo}@{version} was compared with itself, so nothing changed; name another "
+          f"version of {repo} to compare it with (indexed: {indexed})")
 
 
 @cli.command()

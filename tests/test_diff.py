@@ -657,8 +657,14 @@ def test_missing_index(tmp_path: Path) -> None:
     assert result.exit_code == 2 and result.stderr.startswith("Error: no index at")
 
 
-def test_same_version_lists_nothing(project: Path) -> None:
-    report = diff_json(project, "v0.2.0", "v0.2.0")
+def test_same_version_lists_nothing_and_says_it_was_compared_with_itself(project: Path) -> None:
+    """A report all the same (a script may diff the last target with a new one that is the
+    same), but a one-line note: most likely one of the two was mistyped."""
+    result = run(project, "diff", "vllm@v0.2.0", "vllm@v0.2.0", "--format", "json")
+    assert (result.exit_code, result.stderr) == (
+        0, "Note: vllm@v0.2.0 was compared with itself, so nothing changed; name another "
+           "version of vllm to compare it with (indexed: v0.1.0, v0.2.0, v0.3.0)\n")
+    report = json.loads(result.stdout)
     assert report["listed"] == dict.fromkeys(TITLES, 0)
     assert report["counts"]["unchanged"] > 0
 
