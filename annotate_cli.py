@@ -398,6 +398,9 @@ def index(
     ]
     if from_path is not None and len(wanted) != 1:
         raise click.UsageError("--from reads one version: name exactly one REPO@VERSION")
+    if not wanted:
+        _parse_again_or_refuse(context, workers)
+        return
     for repo, _ in wanted:  # before the database is opened: a typo creates no index
         context.config.repo(repo)
     alone = len(wanted) == 1 and not keep_going  # its one error is the command's error
@@ -411,6 +414,25 @@ def index(
         raise UserError(
             f"{len(failures)} of {len(wanted)} versions could not be indexed (see above)"
         )
+
+
+def _parse_again_or_refuse(context: Context, workers: int | None) -> None:
+    """`annotate index` with no version named and none configured: parse again what
+    another extractor indexed, when an index is there; else say there is nothing to do
+    (an empty index, which `versions` answers with 'run annotate index', would loop)."""
+    from indexer.pipeline import reextract_outdated
+
+    if context.db_path.exists():
+        with context.database(create=True) as database:
+            reextracted = reextract_outdated(database, progress=_progress(), workers=workers)
+        if reextracted is not None:
+            click.echo(_reextraction_summary(*reextracted))
+            return
+    config = context.config
+    where = config.source_file.name if config.source_file else "the config"
+    raise UserError(f"no version to index: {where} lists none; name one ('annotate index "
+                    f"{next(iter(config.repos))}@VERSION'), or list them in 'versions' of "
+                    "its [repos.NAME] tables")
 
 
 def _index_all(

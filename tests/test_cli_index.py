@@ -103,6 +103,28 @@ def test_bare_index_indexes_every_configured_version(
     ]
 
 
+def test_bare_index_with_no_version_configured_says_so(
+    project: Path, fake_vllm: FakeRepo
+) -> None:
+    """Not a silent exit 0 that leaves an empty index, which `versions` then answers with
+    'run annotate index' again; what another extractor indexed is still parsed again."""
+    project.write_text(f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
+                       'versions = []\n[repos.lmcache]\nversions = []\n')
+    nothing = ("Error: no version to index: annotate.toml lists none; name one "
+               "('annotate index vllm@VERSION'), or list them in 'versions' of its "
+               "[repos.NAME] tables\n")
+    result = run("index")
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", nothing)
+    assert not DB.exists()
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    _as_schema_5(DB)
+    again = run("index")
+    assert again.exit_code == 0, again.output
+    assert again.stdout.startswith(f"{len(fv.python_files('v0.1.0'))} blobs indexed by another "
+                                   "extractor (not recorded) parsed again: ")
+    assert run("index").stderr == nothing
+
+
 def test_reindex_says_so_and_changes_nothing(project: Path) -> None:
     assert run("index", "vllm@v0.1.0").exit_code == 0
     with _db() as conn:
