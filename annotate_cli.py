@@ -897,7 +897,7 @@ def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None
     if is_file_path(database, name):
         path = file_path(name)
         if not queries.is_indexed_path(database, path):
-            _note(f"Note: no indexed version has a file '{path}'")
+            _note(f"Note: no indexed version has a file '{path}'{_file_advice(database, path)}")
         return
     short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
     key = queries.require_version(database, *version) if version else None
@@ -907,6 +907,18 @@ def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None
     where = f"at {version[0]}@{version[1]}" if version else "in any indexed version"
     closest = f" (closest: {', '.join(close)})" if close else ""
     _note(f"Note: nothing named '{short}' is defined {where}{closest}")
+
+
+def _file_advice(database: Any, path: str) -> str:
+    """What to write for ``path``, which no indexed version has as a file: of a folder, a
+    file in it or its module; else the closest paths, if any."""
+    from db import queries
+
+    if queries.is_indexed_folder(database, path):
+        return (f": it is a folder; name one of its files ('annotate links {path}/FILE.py'), "
+                f"or its module ('annotate links {path.replace('/', '.')}')")
+    close = queries.paths_close_to(database, path)
+    return f" (closest: {', '.join(close)})" if close else ""
 
 
 def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:

@@ -570,6 +570,21 @@ def is_indexed_path(database: Database, path: str) -> bool:
     return row is not None
 
 
+def is_indexed_folder(database: Database, path: str) -> bool:
+    """Whether some indexed version has a file in the folder ``path`` (or below it)."""
+    folder = path.rstrip("/")
+    row = database.conn.execute("SELECT 1 FROM files WHERE path >= ? AND path < ? LIMIT 1",
+                                (f"{folder}/", f"{folder}0")).fetchone()  # '0' follows '/'
+    return row is not None
+
+
+def paths_close_to(database: Database, path: str) -> list[str]:
+    """Up to three paths of the indexed versions' files close to ``path``, for a "did you
+    mean" (closer than names need be: paths share long prefixes, ``vllm/``)."""
+    paths = [row[0] for row in database.conn.execute("SELECT DISTINCT path FROM files")]
+    return close_matches(path, paths, n=3, cutoff=0.8)
+
+
 def version_paths(database: Database, version_key: int) -> list[str]:
     rows = database.conn.execute(
         "SELECT path FROM files WHERE version_id = ? ORDER BY path", (version_key,)

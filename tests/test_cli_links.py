@@ -476,7 +476,13 @@ def test_links_to_an_uncited_symbol() -> None:
     pytest.param("LLMEngine.add_request", "", id="defined-but-not-cited"),
     pytest.param("vllm/engine/llm_engine.py", "", id="a-file-no-claim-cites"),
     pytest.param("vllm/config/cahce.py", "Note: no indexed version has a file "
-                 "'vllm/config/cahce.py'\n", id="a-file-not-indexed"),
+                 "'vllm/config/cahce.py' (closest: vllm/config/cache.py)\n",
+                 id="a-file-not-indexed"),
+    pytest.param("vllm/nothing/here.py", "Note: no indexed version has a file "
+                 "'vllm/nothing/here.py'\n", id="a-file-nothing-close"),
+    pytest.param("vllm/config/", "Note: no indexed version has a file 'vllm/config': it is a "
+                 "folder; name one of its files ('annotate links vllm/config/FILE.py'), or its "
+                 "module ('annotate links vllm.config')\n", id="a-folder"),
 ])
 def test_links_to_a_name_nothing_defines_says_so(name: str, note: str) -> None:
     result = run("links", name)
