@@ -1440,6 +1440,8 @@ def xref(
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
         return
     if show_imports:
+        if not result.importers:
+            click.echo(f"No module of {repo}@{version} imports {name}.")
         for row in result.importers:
             imported = f" import {row['name']}" if row["name"] else ""
             click.echo(f"{row['path']}:{row['line']}  from {'.' * row['level']}"

@@ -372,6 +372,20 @@ def test_cli_xref_lists_files_and_imports(indexed: Path, tmp_path: Path) -> None
     ]
 
 
+@pytest.mark.parametrize(("name", "stderr"), [
+    pytest.param(BLOCK, "", id="defined-and-imported-by-none"),
+    pytest.param("ReplicatedLiner", "Note: nothing named 'ReplicatedLiner' is defined at vllm@v1 "
+                 "(closest: ReplicatedLinear)\n", id="defined-nowhere"),
+])
+def test_cli_xref_imports_of_a_name_no_module_imports_says_so(
+    indexed: Path, name: str, stderr: str
+) -> None:
+    """Not an empty output, which reads as a command that did nothing."""
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", name, "vllm@v1", "--imports"])
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0, f"No module of vllm@v1 imports {name}.\n", stderr)
+
+
 @pytest.mark.parametrize(("query", "definitions"), [
     pytest.param(["ReplicatedLinear", "vllm@v1"],
                  ["vllm/layers/linear.py", "vllm/models/shadow.py"], id="short-name-all"),
