@@ -569,6 +569,18 @@ def _configured_not_indexed(config: ProjectConfig, database: Any,
             for version in repo.versions if (repo.name, version) not in indexed]
 
 
+def _where_files_are(database: Any, pin: str, version_key: int, paths: list[str]) -> str:
+    """Which paths version ``pin`` has: of a wheel, its package's files only."""
+    from db import queries
+
+    if queries.version_source(database, version_key) != "pypi":
+        return "paths are relative to the repository, as in vllm/config/cache.py"
+    folders = ", ".join(sorted({f"{path.split('/', 1)[0]}/" for path in paths}))
+    return (f"it was indexed from its PyPI wheel, which holds its package's Python files "
+            f"only, under {folders} (to list others, index {pin} from git, or from a checkout "
+            "with --from PATH, into a new index, --db NEW.db)")
+
+
 SYMBOL_FIELDS = (
     "path", "qualname", "kind", "start_line", "end_line", "signature",
     "exact", "normalized", "shape",
@@ -598,9 +610,10 @@ def symbols(
                                               context.config.configured_versions(repo))
         if path_glob is not None:
             matches = queries.path_matcher(path_glob)
-            if not any(matches(path) for path in queries.version_paths(database, version_key)):
-                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; paths "
-                      "are relative to the repository, as in vllm/config/cache.py")
+            paths = queries.version_paths(database, version_key)
+            if not any(matches(path) for path in paths):
+                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; "
+                      + _where_files_are(database, f"{repo}@{version}", version_key, paths))
                 return
         found = queries.version_symbols(database, version_key, path_glob, kind)
         first = next(found, None)

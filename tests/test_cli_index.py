@@ -571,6 +571,23 @@ def test_symbols_path_matching_no_file_prints_only_the_note(
         "repository, as in vllm/config/cache.py\n"))
 
 
+@pytest.mark.parametrize("glob", ["benchmarks/", "vlm/*.py"])
+def test_symbols_path_matching_no_file_of_a_wheel_says_what_it_holds(
+    wheels: Path, tmp_path: Path, glob: str
+) -> None:
+    """Not 'paths are relative to the repository' for benchmarks/, which is: a wheel holds
+    its package's files only."""
+    Path("annotate.toml").write_text(
+        f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\n')
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    result = run("symbols", "vllm@v0.1.0", "--path", glob)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", (
+        f"Note: no file of vllm@v0.1.0 matches --path {glob}; it was indexed from its PyPI "
+        "wheel, which holds its package's Python files only, under vllm/ (to list others, "
+        "index vllm@v0.1.0 from git, or from a checkout with --from PATH, into a new index, "
+        "--db NEW.db)\n"))
+
+
 @pytest.mark.parametrize(("options", "note"), [
     pytest.param(("--path", "vllm/utils.py", "--kind", "class"),
                  "vllm@v0.2.0 defines no class in the files --path vllm/utils.py matches",
