@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-60"  # bump when matching or the stored diffs change: old cache rows are ignored
+ENGINE = "matcher-61"  # bump when matching or the stored diffs change: old cache rows are ignored
 
 
 @dataclass(frozen=True)

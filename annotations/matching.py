@@ -969,7 +969,8 @@ class Matcher:
         self._modules: VersionModules | None = None  # _imported_from
         self._named_classes: dict[tuple[str, str], list[tuple[str, str]]] = {}  # _ancestors
         self._line_places: LinePlaces | None = None  # code_went_to
-        self._lines_at_a: dict[_Key, Container[str]] = {}  # code_went_to
+        self._lines_at_a: dict[_Key, list[tuple[SymbolSnapshot, Container[str]]]] = {}
+        self._gone_by_path: dict[str, list[_Key]] | None = None  # _moved_to
 
     def definition(self, path: str, qualname: str, start_line: int) -> SymbolSnapshot | None:
         """`find_definition` at A, from the rows of ``path`` that A's view holds: read once
@@ -1820,7 +1821,7 @@ class Matcher:
         held: dict[SymbolSnapshot, set[str]] = defaultdict(set)
         for line in lines:
             for path, number in places.places(line):
-                for holder in self._holders_new_to(path, number, line):
+                for holder in self._holders_new_to(path, number, line, old):
                     held[holder].add(line)
         top = max(map(len, held.values()), default=0)
         if not top or top < evidence_bar(len(lines)):
@@ -1854,21 +1855,50 @@ class Matcher:
             taken[start:end] = bytes([old is None or old[_EXACT] != row[_EXACT]]) * (end - start)
         return bytes(taken[1:])
 
-    def _holders_new_to(self, path: str, number: int, line: str) -> list[SymbolSnapshot]:
+    def _holders_new_to(
+        self, path: str, number: int, line: str, removed: SymbolSnapshot
+    ) -> list[SymbolSnapshot]:
         """B's definitions in ``path`` that hold its line ``number``, ``line``, but those
-        that held it at A already (the same definition at the same place)."""
-        return [symbol for symbol in self.b.holding(path, number)
-                if line not in self._lines_at_a_of(symbol)]
+        that held it at A already (the same definition, at the same place or moved from
+        elsewhere than ``removed``) and those around one that did (a class new around a
+        method that held it)."""
+        holders = self.b.holding(path, number)
+        held = [symbol for symbol in holders if any(
+            line in lines for before, lines in self._lines_at_a_of(symbol)
+            if before != removed and not _inside(before, removed))]
+        return [symbol for symbol in holders if symbol not in held
+                and not any(_inside(inner, symbol) for inner in held)]
 
-    def _lines_at_a_of(self, new: SymbolSnapshot) -> Container[str]:
-        """The lines that ``new``'s definition held at A, normalized (none when new)."""
+    def _lines_at_a_of(
+        self, new: SymbolSnapshot
+    ) -> list[tuple[SymbolSnapshot, Container[str]]]:
+        """The definitions of A that ``new`` was, with the lines they held, normalized: at
+        its place, else those that moved to it (its file moved or renamed, it renamed in
+        its file); none when it is new."""
         key = _key_of(new)
         if key not in self._lines_at_a:
-            old = self.a.lookup(*key)
-            self._lines_at_a[key] = (frozenset() if old is None else _EVERY_LINE
-                                     if old.exact == new.exact
-                                     else frozenset(normalized_lines(old.source)))
+            same_place = self.a.lookup(*key)
+            before = [same_place] if same_place is not None else self._moved_to(new)
+            self._lines_at_a[key] = [
+                (old, _EVERY_LINE if old.exact == new.exact
+                 else frozenset(normalized_lines(old.source))) for old in before]
         return self._lines_at_a[key]
+
+    def _moved_to(self, new: SymbolSnapshot) -> list[SymbolSnapshot]:
+        """A's definitions gone from their place that moved to ``new``, a definition of B
+        new at its place: of its qualname, or from its file."""
+        pool = self.pool()
+        if self._gone_by_path is None:
+            self._gone_by_path = defaultdict(list)
+            for keys in pool.gone.values():
+                for gone in keys:
+                    self._gone_by_path[gone[0]].append(gone)
+        named = pool.gone.get((kind_group(new.kind), new.name), ())
+        keys = [gone for gone in named if gone[1] == new.qualname]
+        keys += self._gone_by_path.get(new.path, ())
+        matches = (self.match(self.a.loaded(gone)) for gone in dict.fromkeys(keys))
+        return [match.old for match in matches
+                if match.new is not None and _key_of(match.new) == _key_of(new)]
 
     # -- the unmatched remainder -------------------------------------------------------
 

@@ -1803,6 +1803,15 @@ class HeadOp(CustomOp):
 """
 KEPT = "def keep():\n    return 1\n"
 HELD_BEFORE = "def held(states, weights, eps):\n" + HEAD.split(":\n", 1)[1]
+HEAD_METHOD = "".join(f"    {line}\n" for line in HEAD.replace("(states", "(self, states")
+                      .splitlines())
+OLD_HEAD = "class OldHead:\n    size = 1\n\n" + HEAD_METHOD + "".join(
+    f"\n    def old_{number}(self, value):\n        return value.reshape(-1, {number}) + 1\n"
+    for number in range(4))
+NEW_HEAD = "class NewHead(Base):\n    kind = 'x'\n\n" + HEAD_METHOD.replace(
+    "return torch", "log(flat)\n        return torch") + "".join(
+    f"\n    def new_{number}(self, other):\n        return other.permute({number}, 0).sum()\n"
+    for number in range(4))
 
 
 @dataclass(frozen=True)
@@ -1835,6 +1844,27 @@ WENT_TO = {
         {"a.py": HEAD + KEPT, "b.py": HELD_BEFORE},
         {"a.py": KEPT, "b.py": HELD_BEFORE.replace("    return", "    log(flat)\n    return")},
         "head_reduce",
+    ),
+    "lines-a-definition-held-before-its-file-moved-say-nothing": WentCase(
+        {"a.py": HEAD + KEPT, "b.py": HELD_BEFORE},
+        {"a.py": KEPT, "c.py": HELD_BEFORE.replace("    return", "    log(flat)\n    return")},
+        "head_reduce",
+    ),
+    "lines-a-definition-held-before-it-was-renamed-say-nothing": WentCase(
+        {"a.py": HEAD + KEPT, "b.py": HELD_BEFORE},
+        {"a.py": KEPT, "b.py": HELD_BEFORE.replace("def held", "def kept_held")},
+        "head_reduce",
+    ),
+    "lines-a-method-held-before-as-a-function-say-nothing-of-its-new-class": WentCase(
+        {"a.py": HEAD + KEPT, "b.py": HELD_BEFORE},
+        {"a.py": KEPT, "b.py": "class Holder:\n" + "".join(
+            f"    {line}\n" for line in HELD_BEFORE.replace("(states", "(self, states")
+            .splitlines())},
+        "head_reduce",
+    ),
+    "a-class-whose-method-moved-into-a-new-one-in-its-file-went-there": WentCase(
+        {"a.py": OLD_HEAD + KEPT}, {"a.py": KEPT + "\n\n" + NEW_HEAD}, "OldHead",
+        ("a.py::NewHead.head_reduce",),
     ),
     "boilerplate-lines-say-nothing": WentCase(
         {"a.py": HEAD + KEPT},
