@@ -211,7 +211,8 @@ def _where_code_went(
         return Comparison(Status.MOVED, f"{gone}; its lines stand in {went}#L{moved.start_line},"
                                         " where its code went", moved)
     unsaid = "" if places else ", where these lines do not stand as written"
-    return Comparison(Status.REMOVED, f"{gone}; its code went to {went}{unsaid}")
+    return Comparison(Status.REMOVED, f"{gone}; its code went to {went}{unsaid}",
+                      code_went_to=(f"{target}:{went}",))
 
 
 def code_went_to(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> str | None:

@@ -661,6 +661,23 @@ def test_where_a_removed_symbols_code_went_is_in_the_json(table_report: dict) ->
     assert [by_claim(table_report)["removed"][0]["code_went_to"]] == [[]]
 
 
+def test_where_a_removed_line_refs_code_went_is_in_the_json_as_in_its_message(
+    table_report: dict,
+) -> None:
+    """Lines of a gone file found nowhere said where its code went in the message alone:
+    ``code_went_to`` was empty, as for a ref whose code went nowhere."""
+    went = {case_id: by_claim(table_report)[case_id][0]["code_went_to"] for case_id in (
+        "lines-file-gone-changed-where-its-code-went", "lines-file-renamed-and-edited-lines-"
+        "changed", "lines-file-gone-a-new-file-of-its-name-is-no-rename")}
+    assert went == {
+        "lines-file-gone-changed-where-its-code-went": [
+            "vllm@v2:c/lines-file-gone-changed-where-its-code-went/pkg/n.py"],
+        "lines-file-renamed-and-edited-lines-changed": [
+            "vllm@v2:c/lines-file-renamed-and-edited-lines-changed/csrc/flash.cu"],
+        "lines-file-gone-a-new-file-of-its-name-is-no-rename": [],
+    }
+
+
 def test_changed_lines_are_diffed_as_their_definition(table_report: dict) -> None:
     """Not as the same line numbers at the target, where other lines now stand."""
     [result] = by_claim(table_report)["lines-changed-in-a-definition-that-shifted"]
