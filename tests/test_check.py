@@ -27,6 +27,7 @@ from click.testing import CliRunner, Result
 from fakeproject import DB, copy_project, isolate, write_tree
 from fakeproject import write_file as write
 from fakevllm import FakeRepo
+from inlined_code import FP8_INLINED, SUPPORTS_FP8
 
 from annotate_cli import cli
 from annotations import comparison, links
@@ -161,27 +162,6 @@ KERNEL = "// paged attention\n#include <cuda.h>\n\n__global__ void kernel(float*
 LAUNCH = "\nvoid launch(float* out, cudaStream_t stream) {\n" \
          "  kernel<<<1, 1, 0, stream>>>(out);\n}\n"
 
-SUPPORTS_FP8 = """\
-def supports_fp8() -> bool:
-    if current_platform.is_xpu():
-        return True
-    return (
-        get_flash_attn_version() == 3
-        and current_platform.is_device_capability_family(90)
-    )
-"""
-FP8_INLINED = """\
-class FlashBackend:
-    def supports_dtype(self, dtype) -> bool:
-        if dtype == "fp8":
-            if current_platform.is_xpu():
-                return True
-            return (
-                get_flash_attn_version() == 3
-                and current_platform.is_device_capability_family(90)
-            )
-        return dtype in ["auto", "float16", "bfloat16"]
-"""
 SUFFIX = PREFIX.replace("prefix", "suffix").replace("min(words)", "min(w[::-1] for w in words)")
 METHODS = 'Method = Literal[\n    "ngram",\n    "suffix",\n    Eagle,\n]\n'
 KDA = """\

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import fakevllm
 import pytest
+from inlined_code import FP8_INLINED, SUPPORTS_FP8
 
 from annotations.diffs import build, html_page, json_format, markdown
 from annotations.diffs.model import Citation, DiffReport, SymbolChange
@@ -275,27 +276,6 @@ def test_the_lead_counts_the_claims_citing_and_says_what_they_cite(
     assert f"\n\n{lead}\n\n" in markdown.render(report)
 
 
-SUPPORTS_FP8 = """\
-def supports_fp8() -> bool:
-    if current_platform.is_xpu():
-        return True
-    return (
-        get_flash_attn_version() == 3
-        and current_platform.is_device_capability_family(90)
-    )
-"""
-FP8_INLINED = """\
-class FlashBackend:
-    def supports_dtype(self, dtype) -> bool:
-        if dtype == "fp8":
-            if current_platform.is_xpu():
-                return True
-            return (
-                get_flash_attn_version() == 3
-                and current_platform.is_device_capability_family(90)
-            )
-        return dtype in ["auto", "float16", "bfloat16"]
-"""
 INLINED = {"w1": {"fa.py": SUPPORTS_FP8 + "\n\n" + KNOB.format(1), "flash.py": BOX.format(1)},
            "w2": {"fa.py": KNOB.format(1), "flash.py": BOX.format(1) + "\n\n" + FP8_INLINED}}
 WENT_TO = "flash.py::FlashBackend.supports_dtype"

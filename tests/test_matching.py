@@ -8,6 +8,7 @@ from pathlib import Path
 
 import fakevllm
 import pytest
+from inlined_code import SUPPORTS_FP8
 
 from annotations import matching
 from annotations.changes import (
@@ -1760,16 +1761,7 @@ def test_moves(tmp_path: Path, case: MoveCase) -> None:
     assert refs(match.candidates) == case.candidates
 
 
-SUPPORTS_FP8 = """\
-def supports_fp8() -> bool:
-    if current_platform.is_xpu():
-        return True
-    return (
-        get_flash_attn_version() == 3
-        and current_platform.is_device_capability_family(90)
-    )
-"""
-FP8_INLINED = """\
+FP8_INLINED_IN_A_CLASSMETHOD = """\
 class FlashBackend:
     @classmethod
     def supports_dtype(cls, dtype) -> bool:
@@ -1827,7 +1819,7 @@ class WentCase:
 WENT_TO = {
     "function-inlined-into-a-method": WentCase(
         {"a.py": SUPPORTS_FP8 + KEPT, "b.py": "class FlashBackend:\n    pass\n"},
-        {"a.py": KEPT, "b.py": FP8_INLINED}, "supports_fp8",
+        {"a.py": KEPT, "b.py": FP8_INLINED_IN_A_CLASSMETHOD}, "supports_fp8",
         ("b.py::FlashBackend.supports_dtype",),
     ),
     "function-became-methods-of-a-class": WentCase(
