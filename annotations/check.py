@@ -110,6 +110,28 @@ def moved_refs(database: Database, config: ProjectConfig, options: CheckOptions,
     return moved
 
 
+RefKey = tuple[str, str, str, str | None, int]
+"""A stored ref: its article, claim id, ref as written, pin and line."""
+
+
+def fresh_refs(
+    database: Database, config: ProjectConfig, target: tuple[str, str], refs: set[RefKey]
+) -> set[RefKey]:
+    """Those of the stored ``refs`` that `check_all` calls ``fresh`` against ``target``
+    (repo, version), their waivers not looked at: ``diff --annotated`` lists the others."""
+    if not refs:
+        return set()
+    repo, version = target
+    options = CheckOptions(against={repo: version}, today=datetime.date.today(), fail_on=())
+    comparer = SymbolComparer(Resolver(database, config))
+    fresh = set()
+    for row in claim_store.all_refs(database):
+        key = (row["article"], row["claim_id"], row["written"], row["version"], row["line"])
+        if key in refs and _check_ref(comparer, config, options, row).status is Status.FRESH:
+            fresh.add(key)
+    return fresh
+
+
 def _unchecked(row: dict) -> RefResult:
     return RefResult(
         article=row["article"], claim=row["claim_id"], claim_text=row["claim_text"],

@@ -888,6 +888,70 @@ def test_annotated_lists_cited_lines_that_changed_where_no_symbol_holds_them(
     assert impact == ([[{"ref": listed[1], "section": listed[0]}]] if listed else [])
 
 
+# A ref of each form at k1 (a quote after '|'), and check's status against k2: the
+# annotated diff k1 -> k2 lists the claim iff check calls it anything but fresh.
+_PERMALINK = "https://github.com/example/toy/blob/k1/toy/layer.py"
+REF_FORM_CASES = {
+    "line-ref-into-imports-quote-stands": ("toy/layer.py#L1|from toy.kda import", "fresh"),
+    "line-ref-into-imports-quote-gone": ("toy/layer.py#L1|KimiDeltaAttention", "quote-missing"),
+    "line-ref-in-a-changed-method-quote-stands": ("toy/layer.py#L12|self.attn =", "fresh"),
+    "line-ref-in-a-changed-method-quote-gone": ("toy/layer.py#L12|KimiDeltaAttention(",
+                                                "quote-missing"),
+    "line-ref-in-a-changed-method": ("toy/layer.py#L12", "changed"),
+    "line-ref-in-a-renamed-class-quote-stands": ("toy/kda.py#L1|class", "fresh"),
+    "line-ref-in-a-renamed-class": ("toy/kda.py#L1", "changed"),
+    "line-ref-in-a-changed-kernel-quote-stands": ("toy/kernel.cu#L3|s[0] =", "fresh"),
+    "name-ref-quote-stands": ("toy/layer.py::DecoderLayer.__init__|self.is_kda", "fresh"),
+    "name-ref-quote-gone": ("toy/layer.py::DecoderLayer.__init__|KimiDeltaAttention(",
+                            "quote-missing"),
+    "name-ref-changed": ("toy/layer.py::DecoderLayer.forward", "changed"),
+    "name-ref-unchanged": ("toy/layer.py::helper", "fresh"),
+    "dotted-name-ref-changed": ("toy.layer.DecoderLayer", "changed"),
+    "moved-name-ref-quote-stands": ("toy/kda.py::KimiDeltaAttention|self.heads = heads",
+                                    "moved"),
+    "permalink-lines-stand": (f"{_PERMALINK}#L11", "fresh"),
+    "permalink-lines-gone": (f"{_PERMALINK}#L11-L12", "changed"),
+}
+
+
+@pytest.fixture(scope="module")
+def ref_forms_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy repo of `toy_project`, and one claim per `REF_FORM_CASES` row, linked."""
+    root = tmp_path_factory.mktemp("ref-forms")
+    (root / "annotate.toml").write_text(TOY_CONFIG, encoding="utf-8")
+    claims = ""
+    for claim_id, (written, _) in REF_FORM_CASES.items():
+        ref, _, quote = written.partition("|")
+        claims += f"  - id: {claim_id}\n    text: x\n    refs:\n      - ref: '{ref}'\n"
+        claims += f"        quote: '{quote}'\n" if quote else ""
+    (root / "annotations").mkdir()
+    (root / "annotations" / "forms.yml").write_text(
+        f"article: notes/forms.md\nat: toy@k1\nclaims:\n{claims}", encoding="utf-8")
+    config = load_config(root)
+    with open_database(config.db) as database:
+        for version, files in TOY.items():
+            fakevllm.write_snapshot(root / "src" / version, files)
+            index_version(database, config, "toy", version, from_path=root / "src" / version,
+                          workers=1)
+        outcome = link_if_changed(database, config, force=True)
+    assert outcome is not None and not outcome.errors
+    return root
+
+
+def test_annotated_lists_a_claim_iff_check_calls_it_stale(ref_forms_project: Path) -> None:
+    """Over every ref form: a claim the annotated diff k1 -> k2 lists (under a symbol or
+    changed lines) is one check against k2 calls anything but fresh, and the other way
+    round."""
+    report = json.loads(ok(ref_forms_project, "diff", "toy@k1", "toy@k2", "--annotated",
+                           "--format", "json"))
+    listed = {claim["claim"] for article in report["articles"] for claim in article["claims"]}
+    checked = json.loads(run(ref_forms_project, "check", "--format", "json").stdout)
+    statuses = {result["claim"]: result["status"] for result in checked["results"]}
+    assert statuses == {claim_id: status for claim_id, (_, status) in REF_FORM_CASES.items()}
+    stale = {claim_id for claim_id, status in statuses.items() if status != "fresh"}
+    assert (sorted(listed - stale), sorted(stale - listed)) == ([], [])
+
+
 def test_a_gone_file_is_compared_with_the_files_added_near_it_once(
     toy_project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,11 +13,10 @@ import pytest
 from inlined_code import FP8_INLINED, SUPPORTS_FP8
 
 from annotations.diffs import build, html_page, json_format, markdown
-from annotations.diffs.model import Citation, DiffReport, SymbolChange
+from annotations.diffs.model import DiffReport, SymbolChange
 from annotations.diffs.sidebyside import MAX_ROWS, side_by_side
 from annotations.diffs.usage import MAX_NAMES, usage_changes
 from annotations.links import link_if_changed
-from annotations.matching import SymbolSnapshot
 from db.database import open_database
 from db.match_queries import MATCH_COLUMNS
 from indexer.config import load_config
@@ -309,14 +308,3 @@ def test_a_removed_symbol_says_where_its_code_went_in_html(inlined: DiffReport) 
     page = html_page.render(inlined)
     assert (f'<span class="to">→ its code went to <a href="{WENT_URL}" rel="noreferrer">'
             f'<code>{WENT_TO}</code></a></span>') in page
-
-
-def test_a_permalink_pinned_at_another_version_has_no_linked_lines_at_a() -> None:
-    """Its line numbers count in its own version's file, not in the symbol at A: such a
-    citation stays listed, as before linked lines were evidence."""
-    old = SymbolSnapshot(repo="vllm", version="v1", path="vllm/m.py", qualname="merge",
-                         kind="function", start_line=1, end_line=4, signature="", exact="",
-                         normalized="", shape=None, blob_id="b", start_byte=0, end_byte=0)
-    url = "https://github.com/vllm-project/vllm/blob/v0/vllm/m.py#L4"
-    citation = Citation("a.md", None, "c", "t", "v0", url, 3)
-    assert build._evidence(citation, old) is None

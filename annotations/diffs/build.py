@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from annotations.changes import Verdict
+from annotations.check import RefKey, fresh_refs
 from annotations.comparison import SymbolComparer, code_went_to, compare_lines
 from annotations.diffs.citations import (
     LineTexts,
@@ -37,9 +38,8 @@ from annotations.diffs.model import (
 from annotations.diffs.usage import usage_changes
 from annotations.forking import balanced, fork_map
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
-from annotations.quotes import quote_holds
 from annotations.refs import Ref, RefForm, parse_ref
-from annotations.resolve import ResolveError, Resolver, linked_text, split_lines
+from annotations.resolve import ResolveError, Resolver
 from annotations.results import Status
 from db.database import Database
 from db.queries import require_version
@@ -126,9 +126,13 @@ def build_report(
     if any(change.file_gone for change in lines):
         lines = _where_lines_went(lines, SymbolComparer(Resolver(database, config)),
                                   repo_config, (key_b, version_b))
-    relation_gone = {(use["article"], use["claim_id"], use["ref_written"]) for use in uses}
+    fresh = _fresh_at_b(database, config, (repo, version_b),
+                        [*(c for citations in found for c in citations),
+                         *(c for change in lines for c in change.citations)])
     for item, citations in zip(items, found, strict=True):
-        item.citations = _without_standing_quotes(item, citations, relation_gone)
+        item.citations = _stale(citations, fresh)
+    lines = tuple(line for line in (change._replace(citations=_stale(change.citations, fresh))
+                                    for change in lines) if line.citations)
     if annotated:
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
@@ -197,35 +201,22 @@ def _file(repo: RepoConfig, version: str, path: str) -> FilePlace:
     return FilePlace(path, url and url.partition("#")[0])
 
 
-def _without_standing_quotes(
-    item: _Item, citations: tuple[Citation, ...], relation_gone: set[tuple[str, str, str]]
-) -> tuple:
-    """The citations but those whose quote, or a permalink's linked lines, still stand in
-    the changed symbol at B as they stood at A (`quote_holds`): ``check`` calls such a ref
-    fresh (the author's evidence), unless one of its ``uses:`` relations
-    (``relation_gone``: article, claim, ref) no longer holds. A moved symbol keeps them:
-    its refs must be rewritten all the same."""
-    match = item.match
-    if item.section is not Section.CHANGED or match is None or match.new is None:
-        return citations
-    evidence = [None if (c.article, c.claim, c.written) in relation_gone or c.used_by
-                else _evidence(c, match.old) for c in citations]
-    if not any(evidence):
-        return citations
-    old, new = match.old.source, match.new.source
-    return tuple(citation for citation, quote in zip(citations, evidence, strict=True)
-                 if not (quote and quote_holds(quote, new, lambda: old)))
+def _fresh_at_b(
+    database: Database, config: ProjectConfig, b: tuple[str, str], cited: list[Citation]
+) -> set[RefKey]:
+    """The refs of ``cited`` that ``check`` against ``b`` calls fresh: a quote, or a
+    permalink's linked lines, that still stand (in the changed symbol, or in lines no
+    symbol holds), a name the package still exports; not a ref cited in its ``uses:``."""
+    return fresh_refs(database, config, b, {_key(c) for c in cited if not c.used_by})
 
 
-def _evidence(citation: Citation, old: SymbolSnapshot) -> str | None:
-    """A citation's quote, or the lines its permalink links inside the symbol at A (a
-    permalink pinned elsewhere counts its lines in another file: none then)."""
-    if citation.quote:
-        return citation.quote
-    if citation.version != old.version:
-        return None
-    return linked_text(citation.written, old.start_line, old.end_line,
-                       lambda: split_lines(old.source))
+def _stale(citations: tuple[Citation, ...], fresh: set[RefKey]) -> tuple[Citation, ...]:
+    return tuple(c for c in citations if c.used_by or _key(c) not in fresh)
+
+
+def _key(citation: Citation) -> RefKey:
+    return (citation.article, citation.claim, citation.written, citation.version,
+            citation.line)
 
 
 # --- listed symbols -------------------------------------------------------------------
