@@ -429,7 +429,7 @@ def _parse_again_or_refuse(context: Context, workers: int | None) -> None:
             click.echo(_reextraction_summary(*reextracted))
             return
     config = context.config
-    where = config.source_file.name if config.source_file else "the config"
+    where = config.file_name if config.source_file else "the config"
     raise UserError(f"no version to index: {where} lists none; name one ('annotate index "
                     f"{next(iter(config.repos))}@VERSION'), or list them in 'versions' of "
                     "its [repos.NAME] tables")
@@ -742,7 +742,8 @@ def link(context: Context) -> None:
         click.echo(f"Note: {waived} (waived until {waiver.until.isoformat()}: "
                    f"{waiver.reason})", err=True)
     if outcome.untracked:
-        click.echo(f"Note: {_untracked_note(outcome.untracked)}", err=True)
+        click.echo(f"Note: {_untracked_note(outcome.untracked, context.config.file_name)}",
+                   err=True)
     states = outcome.states
     click.echo(
         f"{counted(outcome.articles, 'article')}, {counted(outcome.claims, 'claim')}, "
@@ -756,12 +757,12 @@ def link(context: Context) -> None:
                         "(see above)")
 
 
-def _untracked_note(untracked: dict[str, int]) -> str:
+def _untracked_note(untracked: dict[str, int], config_name: str) -> str:
     repos = ", ".join(f"github.com/{name}" for name in sorted(untracked))
     count = sum(untracked.values())
     return (f"{counted(count, 'permalink')} into repos not configured ({repos}) "
             f"{'is' if count == 1 else 'are'} not checked; add [repos.NAME] with "
-            'github = "ORG/NAME" in annotate.toml to check them')
+            f'github = "ORG/NAME" in {config_name} to check them')
 
 
 @cli.command()
@@ -875,7 +876,8 @@ def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
     files = annotation_files(context.config)
     if path.resolve() not in {selected.resolve() for selected in (*files[0], *files[1])}:
         return UserError(f"'{shown}' is neither an annotation file nor an article: the "
-                         "'annotations' and 'articles' globs of annotate.toml do not select it")
+                         "'annotations' and 'articles' globs of "
+                         f"{context.config.file_name} do not select it")
     if link_state(database, context.config, files) is LinkState.CURRENT:
         return UserError(f"'{shown}' holds no claims")
     return UserError(f"'{shown}' held no claims at the last link; run 'annotate link' to "

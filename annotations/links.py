@@ -108,7 +108,7 @@ AnnotationFiles = tuple[list[Path], list[Path]]
 
 def annotation_files(config: ProjectConfig) -> AnnotationFiles:
     """The YAML annotation files and Markdown articles the config's globs select."""
-    return _glob(config.root, config.annotations), _glob(config.root, config.articles)
+    return _glob(config, config.annotations), _glob(config, config.articles)
 
 
 def readable_annotation_files(config: ProjectConfig) -> tuple[AnnotationFiles, list[Path]]:
@@ -116,8 +116,8 @@ def readable_annotation_files(config: ProjectConfig) -> tuple[AnnotationFiles, l
     into, passed over as Python's glob passes over them, with those folders: for a command
     that reads the stored links and never the files (``diff``)."""
     unreadable: list[Path] = []
-    files = (_glob(config.root, config.annotations, unreadable),
-             _glob(config.root, config.articles, unreadable))
+    files = (_glob(config, config.annotations, unreadable),
+             _glob(config, config.articles, unreadable))
     return files, unreadable
 
 
@@ -126,10 +126,12 @@ class UnreadableFolder(AnnotationError):
     it, and the claims of the files in it would drop out of the links unsaid."""
 
 
-def _glob(root: Path, patterns: tuple[str, ...], unreadable: list[Path] | None = None
-          ) -> list[Path]:
-    """The files ``patterns`` select; a folder they reach that cannot be looked into is
-    `UnreadableFolder`, or, given the list ``unreadable``, added to it."""
+def _glob(config: ProjectConfig, patterns: tuple[str, ...],
+          unreadable: list[Path] | None = None) -> list[Path]:
+    """The files ``patterns`` select under the config's folder; a folder they reach that
+    cannot be looked into is `UnreadableFolder`, or, given the list ``unreadable``, added
+    to it."""
+    root = config.root
     found: dict[Path, Path] = {}  # the file -> the first name it was found under
     walked: set[tuple[Path, tuple[str, ...]]] = set()
     for pattern in patterns:
@@ -137,7 +139,7 @@ def _glob(root: Path, patterns: tuple[str, ...], unreadable: list[Path] | None =
         if unreadable is not None:
             unreadable.extend(Path(error.filename) for error in errors)
         elif errors:
-            raise _unreadable_folder(root, pattern, errors[0])
+            raise _unreadable_folder(root, pattern, errors[0], config.file_name)
         for path in sorted(root.glob(pattern)):
             if path.is_file():  # a symlink to a file too, as a symlinked folder is
                 found.setdefault(path.resolve(), path)  # one file under two names: once
@@ -162,13 +164,15 @@ def _unreadable_folders(root: Path, pattern: str, walked: set[tuple]) -> list[OS
     return _unreadable(*walk)
 
 
-def _unreadable_folder(root: Path, pattern: str, error: OSError) -> UnreadableFolder:
+def _unreadable_folder(
+    root: Path, pattern: str, error: OSError, config_name: str
+) -> UnreadableFolder:
     unreadable = Path(error.filename)
     shown = unreadable.relative_to(root) if unreadable.is_relative_to(root) else unreadable
     return UnreadableFolder(
         f"cannot read the folder {shown} ({error.strerror}), which '{pattern}' reaches: "
         "its annotation files would be left out",
-        hint="make it readable, or change 'annotations' or 'articles' in annotate.toml so "
+        hint=f"make it readable, or change 'annotations' or 'articles' in {config_name} so "
              "that they do not reach it",
     )
 
@@ -286,17 +290,18 @@ def _store(
     database: Database, file_links: list[FileLink], load_errors: list[AnnotationError],
     untracked: dict[str, int], signature: str | None,
     cache: claim_store.FileLinkCache | None = None,
-    as_stored: dict[tuple[str, bool], str] | None = None, root: Path | None = None,
+    as_stored: dict[tuple[str, bool], str] | None = None,
+    config: ProjectConfig | None = None,
 ) -> LinkOutcome:
     """Store the claims of ``file_links`` (and ``cache``, see `claim_store.replace_articles`),
     saying in the outcome what they hold; ``as_stored``: the stored digests read when each
     file's links were found to be those stored for it, and no file that had some gone;
-    ``root``: the config's folder, which articles are named from."""
+    ``config``: the config, whose folder articles are named from."""
     outcome = LinkOutcome(errors=list(load_errors), untracked=untracked)
     failed_files = {error.file for error in load_errors if error.file}
     rows = _article_rows(file_links, outcome, failed_files)
     outcome.split = _split_articles(file_links) + (
-        _unselected_articles(file_links, failed_files, root) if root is not None else [])
+        _unselected_articles(file_links, failed_files, config) if config is not None else [])
     clean = not load_errors and not failed_files
     if signature is not None and not clean:
         signature = _UNREADABLE + signature
@@ -373,10 +378,10 @@ def link_if_changed(
         count = len(files[0]) + len(files[1])
         raise NoClaims(f"the {counted(count, 'annotation file')} under {config.root} matching "
                        f"{_patterns(config)} {'holds' if count == 1 else 'hold'} no claims",
-                       hint="check 'annotations' and 'articles' in annotate.toml; the stored "
+                       hint=f"check 'annotations' and 'articles' in {config.file_name}; the stored "
                             "links are kept")
     return _store(database, gathered.file_links, gathered.load_errors, gathered.untracked,
-                  signature, gathered.cache, gathered.as_stored(), config.root)
+                  signature, gathered.cache, gathered.as_stored(), config)
 
 
 class _FileLinks:
@@ -558,13 +563,14 @@ def _two_articles(link: FileLink, article: str) -> AnnotationError:
 
 
 def _unselected_articles(
-    file_links: list[FileLink], failed_files: set[str], root: Path
+    file_links: list[FileLink], failed_files: set[str], config: ProjectConfig
 ) -> list[AnnotationError]:
     """An annotation file's ``article: docs/notes.md``, a Markdown file under ``root`` that
     the config's ``articles`` globs do not select: its front matter and permalinks are not
     read, which its author, naming it, surely meant them to be. A selected one that did not
     load (``failed_files``) has its own error; one named by another path
     (``./articles/x.md``) is a second article."""
+    root = config.root
     selected = {os.path.realpath(root / path): path for path in failed_files
                 if _is_markdown(path)}  # a file that did not load: its path is its article's
     selected |= {os.path.realpath(root / link.source_file): link.path for link in file_links
@@ -582,7 +588,7 @@ def _unselected_articles(
         found.append(AnnotationFileError(
             f"article '{link.path}' is a Markdown file that the 'articles' globs of the config "
             "do not select: its front matter and permalinks are not read",
-            file=link.source_file, hint=f"add '{link.path}' to 'articles' in annotate.toml"))
+            file=link.source_file, hint=f"add '{link.path}' to 'articles' in {config.file_name}"))
     return found
 
 
@@ -682,7 +688,8 @@ def _ref_row(
     except UnindexedVersion as error:
         located = error.located(claim.source_file, entry.line)
         if _unknown_version(resolver, error):
-            located = _unknown_pin(error, entry.text).located(claim.source_file, entry.line)
+            unknown = _unknown_pin(error, entry.text, resolver.config.file_name)
+            located = unknown.located(claim.source_file, entry.line)
             return _state(row, "broken", located)
         row, data = _state(row, "unindexed", located)
         return row, {**(data or {}), "pin": f"{error.repo}@{error.version}"}
@@ -728,9 +735,10 @@ def _unknown_version(resolver: Resolver, error: UnindexedVersion) -> bool:
     return error.version not in resolver.config.repo(error.repo).versions
 
 
-def _unknown_pin(error: UnindexedVersion, written: str) -> ResolveError:
+def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> ResolveError:
     """A pin at a version neither indexed nor configured: a typo, a branch or a commit, none
-    of which ``annotate index`` (of the configured versions) will ever make resolve."""
+    of which ``annotate index`` (of the configured versions) will ever make resolve;
+    ``config_name``: the config file, as the hint names it."""
     pin = f"{error.repo}@{error.version}"
     if error.misspelling_of:  # in the message, where check shows it
         return ResolveError(f"{pin} is neither indexed nor configured; "
@@ -742,7 +750,7 @@ def _unknown_pin(error: UnindexedVersion, written: str) -> ResolveError:
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:
         hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "
-                f"annotate.toml and {queries.index_advice(pin)}")
+                f"{config_name} and {queries.index_advice(pin)}")
     return ResolveError(f"{pin} is neither indexed nor configured", hint=hint)
 
 
@@ -785,7 +793,8 @@ def _use_row(resolver: Resolver, text: str) -> dict:
         used = resolver.resolve(parse_ref(text))
     except UnindexedVersion as error:
         if _unknown_version(resolver, error):
-            return {"written": text, "error": _of_a_use(_unknown_pin(error, text))}
+            unknown = _unknown_pin(error, text, resolver.config.file_name)
+            return {"written": text, "error": _of_a_use(unknown)}
         return {"written": text}
     except AnnotationError as error:
         return {"written": text, "error": _of_a_use(error)}

@@ -89,7 +89,7 @@ def permalink_repo(config: ProjectConfig, github: str) -> str:
     close = config.github_close_to(github)
     raise ResolveError(f"github.com/{github} is not a configured repo",
                        hint=f"did you mean github.com/{close}" if close else
-                       "add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml")
+                       f"add it as [repos.NAME] with github = \"ORG/NAME\" in {config.file_name}")
 
 
 _SYMBOL_FORMS = ("write a symbol: PATH::QUALNAME, a dotted name, or a permalink or "

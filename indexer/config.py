@@ -93,7 +93,18 @@ class ProjectConfig:
     @property
     def cache_dir(self) -> Path:
         """Where git mirrors and wheels are cached."""
-        return self.configured_cache_dir or default_cache_dir()
+        return self.configured_cache_dir or default_cache_dir(self.file_name)
+
+    @property
+    def file_name(self) -> str:
+        """The config as hints name it: the file it was read from (``--config FILE``),
+        ``[tool.annotate] of pyproject.toml``, or ``annotate.toml`` (the file to write
+        when there is none)."""
+        if self.source_file is None:
+            return CONFIG_FILE
+        if self.source_file.name == "pyproject.toml":
+            return "[tool.annotate] of pyproject.toml"
+        return self.source_file.name
 
     def repo(self, name: str) -> RepoConfig:
         try:
@@ -104,7 +115,7 @@ class ProjectConfig:
             raise ConfigError(
                 f"unknown repo '{name}'",
                 f"did you mean '{close}'? configured repos are: {known}" if close else
-                f"configured repos are: {known} (add [repos.{name}] to {CONFIG_FILE})",
+                f"configured repos are: {known} (add [repos.{name}] to {self.file_name})",
             ) from None
 
     def _close_repo(self, name: str) -> str | None:
@@ -178,7 +189,9 @@ def check_version_name(version: str) -> str:
     return version
 
 
-def default_cache_dir() -> Path:
+def default_cache_dir(config_name: str = CONFIG_FILE) -> Path:
+    """ANNOTATE_CACHE_DIR, else ``annotate`` in the user's cache folder; ``config_name``
+    names the config in the hint when there is none."""
     override = os.environ.get("ANNOTATE_CACHE_DIR")
     if override:
         return Path(override)
@@ -189,7 +202,7 @@ def default_cache_dir() -> Path:
         except (RuntimeError, KeyError):  # no HOME, and a user id with no passwd entry
             raise ConfigError("there is no home folder to keep the cache in (HOME is not "
                               "set)", "set ANNOTATE_CACHE_DIR (or cache_dir in "
-                              f"{CONFIG_FILE}) to a writable folder") from None
+                              f"{config_name}) to a writable folder") from None
     return Path(base) / "annotate"
 
 

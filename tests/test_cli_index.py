@@ -1262,3 +1262,45 @@ def test_without_git_installed_pypi_is_used_or_the_error_says_so(
     assert done.stderr.startswith(
         "Error: vllm@v0.2.0 was not found (git: the git command is not installed (or not on "
         "PATH)); install git, or use sources = [\"pypi\"];")
+
+
+# A hint that names the config names the file in use: (files, command, hint).
+_CLAIM = "  - {id: c, text: x, refs: [vllm/utils.py::cdiv]}\n"
+_PERMALINK = "https://github.com/other/repo/blob/v1/x.py#L1"
+CONFIG_HINTS = {
+    "unknown-repo": ({}, ("index", "zzzz@v1"), "add [repos.zzzz] to {}"),
+    "globs-select-no-claims": ({"notes/a.yml": "article: notes/a.md\nclaims: []\n"},
+                               ("link",), "check 'annotations' and 'articles' in {}"),
+    "article-not-selected": ({"notes/a.yml": f"article: notes/a.md\nclaims:\n{_CLAIM}"},
+                             ("link",), "add 'notes/a.md' to 'articles' in {}"),
+    "unknown-pin": ({"notes/a.yml": f"article: notes/a.md\nat: vllm@v9.9.9\nclaims:\n{_CLAIM}"},
+                    ("link",), "versions in {} and run"),
+    "permalink-into-an-unconfigured-repo": (
+        {"notes/a.yml": f"article: notes/a.md\nclaims:\n  - {{id: c, text: x, refs: "
+                        f"['{_PERMALINK}']}}\n"},
+        ("link",), 'add it as [repos.NAME] with github = "ORG/NAME" in {}'),
+    "article-permalink-into-an-unconfigured-repo": (
+        {"articles/p.md": f"# P\n\nSee [x]({_PERMALINK}).\n",
+         "notes/p.yml": f"article: articles/p.md\nclaims:\n{_CLAIM}"},
+        ("link",), 'github = "ORG/NAME" in {} to check them'),
+}
+
+
+@pytest.mark.parametrize("config", ["pyproject.toml", "other.toml"])
+@pytest.mark.parametrize("case", CONFIG_HINTS)
+def test_hints_name_the_config_file_in_use(case: str, config: str) -> None:
+    """Not annotate.toml, when the config is [tool.annotate] of pyproject.toml or the file
+    --config names."""
+    files, args, hint = CONFIG_HINTS[case]
+    table = "[tool.annotate]\n" if config == "pyproject.toml" else ""
+    write_file(config, f'{table}annotations = ["notes/*.yml"]\n')
+    write_file("notes/a.md", "# A\n")
+    for path, text in files.items():
+        write_file(path, text)
+    with open_database(DB):  # an empty index: link reads it
+        pass
+    options = ("--config", config) if config == "other.toml" else ()
+    result = run(*options, *args)
+    shown = "[tool.annotate] of pyproject.toml" if config == "pyproject.toml" else config
+    assert hint.format(shown) in result.stderr
+    assert "annotate.toml" not in result.stderr
