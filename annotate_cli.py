@@ -862,16 +862,15 @@ def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
     file or article of the config, or no file or article has that name."""
     from annotations.links import LinkState, annotation_files, link_state
     from db.claims import claim_order
-    from db.close_matches import close_matches
+    from db.close_matches import close_matches, did_you_mean
 
     path = Path(article)
     if not os.path.isfile(path):  # False, not an error, for a name too long or a loop
         stored = sorted({name for row in claim_order(database) for name in (row[0], row[2])})
         close = [name for name in stored if name.endswith(f"/{article}")] or close_matches(
             article, stored, n=1, cutoff=0.8)
-        meant = " or ".join(f"'{name}'" for name in close)  # each that ends so
         return UserError(f"no claims of article '{article}' are linked; " + (
-            f"did you mean {meant}?" if close else "check the path, or run 'annotate link'"))
+            did_you_mean(close) if close else "check the path, or run 'annotate link'"))
     shown = _as_displayed(context, article)
     files = annotation_files(context.config)
     if path.resolve() not in {selected.resolve() for selected in (*files[0], *files[1])}:

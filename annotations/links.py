@@ -742,7 +742,7 @@ def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> Res
     pin = f"{error.repo}@{error.version}"
     if error.misspelling_of:  # in the message, where check shows it
         return ResolveError(f"{pin} is neither indexed nor configured; "
-                            + queries.did_you_mean(error.repo, error.misspelling_of))
+                            + queries.indexed_spelling_hint(error.repo, error.misspelling_of))
     if written.startswith("https://") and COMMIT.fullmatch(error.version):
         hint = ("a commit names only a version indexed from git at that commit (a wheel "
                 "records none): put the release tag in its place, blob/TAG/PATH")

@@ -13,7 +13,7 @@ from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.modules import VersionModules
 from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
-from db.close_matches import close_matches
+from db.close_matches import close_matches, did_you_mean
 from db.database import Database
 from db.version_order import COMMIT
 from indexer.config import ProjectConfig
@@ -88,7 +88,7 @@ def permalink_repo(config: ProjectConfig, github: str) -> str:
         return repo.name
     close = config.github_close_to(github)
     raise ResolveError(f"github.com/{github} is not a configured repo",
-                       hint=f"did you mean github.com/{close}" if close else
+                       hint=did_you_mean([f"github.com/{close}"]) if close else
                        f"add it as [repos.NAME] with github = \"ORG/NAME\" in {config.file_name}")
 
 
@@ -226,7 +226,7 @@ class Resolver:
             close = close_matches(path, self.paths(key), n=3, cutoff=0.6)
             raise ResolveError(
                 f"path '{path}' does not exist at {repo}@{version}",
-                hint=f"did you mean {_either(close)}" if close else "check the path",
+                hint=did_you_mean(close) if close else "check the path",
             )
         return blob_id
 
@@ -316,8 +316,8 @@ class Resolver:
                         >= _likeness(wanted, close[0])):
             package = ".".join(parts[:cut])
             return ResolveError(f"no module '{package}.{parts[cut]}' at {pin}",
-                                hint="did you mean " + _either([f"{package}.{module}"
-                                                                for module in modules]))
+                                hint=did_you_mean([f"{package}.{module}"
+                                                   for module in modules]))
         if close:
             return ResolveError(f"no symbol '{wanted}' in {path} at {pin}",
                                 hint=f"closest: {_either(close)}")

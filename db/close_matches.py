@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def close_matches(word: str, candidates: Iterable[str], n: int = 3,
@@ -38,3 +38,11 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3,
         else:
             heapq.heappushpop(best, (score, candidate))
     return [candidate for _, candidate in sorted(best, reverse=True)]
+
+
+def did_you_mean(options: Sequence[str]) -> str:
+    """The hint of a name that is most likely a misspelling of one of ``options``, each
+    quoted, best first: ``did you mean 'vllm/utils.py' or 'vllm/__init__.py'?``."""
+    quoted = [f"'{option}'" for option in options]
+    either = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+    return f"did you mean {either}?"

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from db.close_matches import close_matches
+from db.close_matches import close_matches, did_you_mean
 from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
 from db.version_order import COMMIT, in_version_order, version_key
@@ -86,8 +86,9 @@ def version_at_commit(database: Database, repo: str, commit: str) -> int | None:
     return rows[0][0] if len(rows) == 1 else None
 
 
-def did_you_mean(repo: str, indexed: str) -> str:
-    return f"did you mean {repo}@{indexed}? It is indexed"
+def indexed_spelling_hint(repo: str, indexed: str) -> str:
+    """The hint of a version spelt otherwise than ``indexed``, which is indexed."""
+    return f"{did_you_mean([f'{repo}@{indexed}'])} It is indexed"
 
 
 def indexed_spelling(database: Database, repo: str, version: str) -> str | None:
@@ -129,7 +130,7 @@ def unindexed(
     pin = f"{repo}@{version}"
     misspelling_of = indexed_spelling(database, repo, version)
     if misspelling_of is not None:
-        return Unindexed(f"{pin} is not indexed", did_you_mean(repo, misspelling_of),
+        return Unindexed(f"{pin} is not indexed", indexed_spelling_hint(repo, misspelling_of),
                          misspelling_of)
     if configured is None or version in configured:
         return Unindexed(f"{pin} is not indexed", advice_for(database, pin))

@@ -21,6 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # the same parser, before it joined the standard library
     import tomli as tomllib
 
+from db.close_matches import did_you_mean
 from db.version_order import NOT_A_VERSION, version_key
 from indexer.errors import ConfigError
 
@@ -114,7 +115,7 @@ class ProjectConfig:
             close = self._close_repo(name)
             raise ConfigError(
                 f"unknown repo '{name}'",
-                f"did you mean '{close}'? configured repos are: {known}" if close else
+                f"{did_you_mean([close])} configured repos are: {known}" if close else
                 f"configured repos are: {known} (add [repos.{name}] to {self.file_name})",
             ) from None
 
@@ -358,7 +359,7 @@ def _check_repo_table(name: str, table: Any, base: RepoConfig | None, where: str
     if base is None and not any(table.get(key) for key in ("git", "pypi", "github")):
         close = difflib.get_close_matches(name, BUILTIN_REPOS, n=1, cutoff=0.6)
         raise ConfigError(f"{where}: [repos.{name}] names no git, pypi or github",
-                          f"did you mean [repos.{close[0]}]" if close else
+                          did_you_mean([f"[repos.{close[0]}]"]) if close else
                           "give it git = \"URL or PATH\", pypi = \"NAME\", or github = "
                           "\"ORG/NAME\" for versions indexed with --from")
 
@@ -517,6 +518,6 @@ def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> Non
     unknown = sorted(set(table) - allowed)
     if unknown:
         close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1, cutoff=0.8)
-        meant = f"did you mean '{close[0]}'? " if close else ""
+        meant = f"{did_you_mean(close)} " if close else ""
         raise ConfigError(f"{where}: unknown key '{unknown[0]}'",
                           f"{meant}allowed keys: {', '.join(sorted(allowed))}")

@@ -903,7 +903,7 @@ CONFIGS = [
         "takes it: pypi = \"vllm\"", id="pypi-not-a-name"),
     pytest.param(
         "[repos.lmcahce]\nversions = ['v0.5.1']\n",
-        "{path}: [repos.lmcahce] names no git, pypi or github; did you mean [repos.lmcache]",
+        "{path}: [repos.lmcahce] names no git, pypi or github; did you mean '[repos.lmcache]'?",
         id="misspelt-built-in-repo"),
     pytest.param(
         "[repos.mine]\nversions = ['v1']\n",

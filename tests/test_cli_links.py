@@ -965,7 +965,7 @@ SHOW_ERRORS = [
                  "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 (hint: closest: 'cdiv')",
                  id="dotted-qualname-missing"),
     pytest.param("vllm@v0.1.0:vllm/utls.py::cdiv", "path 'vllm/utls.py' does not exist at "
-                 "vllm@v0.1.0 (hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')",
+                 "vllm@v0.1.0 (hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py'?)",
                  id="path-missing"),
     pytest.param("vllm@v0.1.0:LogitsProcessor.forward.nope",
                  "no module or symbol 'LogitsProcessor.forward.nope' at vllm@v0.1.0 "

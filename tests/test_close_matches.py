@@ -1,4 +1,5 @@
-"""db.close_matches: difflib.get_close_matches's answers, scoring few candidates."""
+"""db.close_matches: difflib.get_close_matches's answers, scoring few candidates; the "did
+you mean" hint."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 
 import pytest
 
-from db.close_matches import close_matches
+from db.close_matches import close_matches, did_you_mean
 
 FOLDERS = ("vllm/model_executor/models", "vllm/model_executor/layers/quantization",
            "vllm/v1/worker", "vllm/v1/attention/backends/mla", "vllm/distributed/kv_transfer")
@@ -60,3 +61,13 @@ def test_scores_only_the_candidates_that_can_make_the_top_three(
     assert close_matches(typo, PATHS) == expected
     assert len(PATHS) == 2000
     assert len(scored) < 100, len(scored)  # difflib scores nearly all 2,000
+
+
+@pytest.mark.parametrize(("options", "hint"), [
+    pytest.param(["vllm"], "did you mean 'vllm'?", id="one"),
+    pytest.param(["a.py", "b.py"], "did you mean 'a.py' or 'b.py'?", id="two"),
+    pytest.param(["a.py", "b.py", "c.py"], "did you mean 'a.py', 'b.py' or 'c.py'?",
+                 id="three"),
+])
+def test_did_you_mean_quotes_each_option_and_asks(options: list[str], hint: str) -> None:
+    assert did_you_mean(options) == hint

@@ -947,7 +947,7 @@ LINK_ERRORS = [
     pytest.param(
         BAD, claim("vllm/utls.py::cdiv"),
         [f"{BAD}:7: path 'vllm/utls.py' does not exist at vllm@v0.1.0 "
-         "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')"],
+         "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py'?)"],
         ONE_REF, id="missing-path-did-you-mean",
     ),
     pytest.param(
@@ -1005,13 +1005,13 @@ LINK_ERRORS = [
     pytest.param(
         "articles/bad.md", f"# T\n\nSee {GH}/v0.2.0/vllm/utls.py#L5.\n",
         ["articles/bad.md:3: path 'vllm/utls.py' does not exist at vllm@v0.2.0 "
-         "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')"],
+         "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py'?)"],
         ONE_REF, id="markdown-permalink-missing-path",
     ),
     pytest.param(
         "articles/bad.md", "# T\n\nSee https://github.com/vllm-project/vlm/blob/v0.2.0/a.py.\n",
         ["articles/bad.md:3: github.com/vllm-project/vlm is not a configured repo "
-         "(hint: did you mean github.com/vllm-project/vllm)"],
+         "(hint: did you mean 'github.com/vllm-project/vllm'?)"],
         ONE_REF, id="markdown-permalink-into-a-misspelt-repo",
     ),
     pytest.param(
@@ -1277,16 +1277,16 @@ def test_a_pin_missing_its_v_names_the_indexed_version(project: Path) -> None:
     result = link()
     assert result.stderr.splitlines()[0] == (
         "Error: annotations/later.yml:7: vllm@0.1.0 is neither indexed nor configured; "
-        "did you mean vllm@v0.1.0? It is indexed")
+        "did you mean 'vllm@v0.1.0'? It is indexed")
     checked = CliRunner().invoke(cli, ["check", "--format", "github"])
     assert checked.exit_code == 1
-    assert ("is broken: vllm@0.1.0 is neither indexed nor configured; did you mean vllm@v0.1.0? "
+    assert ("is broken: vllm@0.1.0 is neither indexed nor configured; did you mean 'vllm@v0.1.0'? "
             "It is indexed%0A") in checked.stdout
     shown = CliRunner().invoke(cli, ["show", "vllm@0.1.0:vllm/utils.py::cdiv"])
-    assert shown.stderr == ("Error: vllm@0.1.0 is not indexed; did you mean vllm@v0.1.0? It "
+    assert shown.stderr == ("Error: vllm@0.1.0 is not indexed; did you mean 'vllm@v0.1.0'? It "
                             "is indexed\n")
     symbols = CliRunner().invoke(cli, ["symbols", "vllm@0.1.0"])
-    assert symbols.stderr == ("Error: vllm@0.1.0 is not indexed; did you mean vllm@v0.1.0? It "
+    assert symbols.stderr == ("Error: vllm@0.1.0 is not indexed; did you mean 'vllm@v0.1.0'? It "
                               "is indexed\n")
 
 

@@ -309,13 +309,13 @@ ERRORS = [
         "vllm@v0.3.0:vllm/worker/cache_engine.py::CacheEngine", ResolveError,
         "path 'vllm/worker/cache_engine.py' does not exist at vllm@v0.3.0 "
         "(hint: did you mean 'vllm/v1/worker/cache_engine.py', 'vllm/engine/llm_engine.py' "
-        "or 'vllm/config/cache.py')",
+        "or 'vllm/config/cache.py'?)",
         id="path-missing-did-you-mean",
     ),
     pytest.param(
         "vllm@v0.1.0:vllm/utls.py::cdiv", ResolveError,
         "path 'vllm/utls.py' does not exist at vllm@v0.1.0 "
-        "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py')",
+        "(hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py'?)",
         id="path-missing-several-close",
     ),
     pytest.param(
@@ -343,7 +343,7 @@ ERRORS = [
     pytest.param(
         "vllm@v0.1.0:vllm.platforms.interfaces.Platform", ResolveError,
         "no module 'vllm.platforms.interfaces' at vllm@v0.1.0 (hint: did you mean "
-        "'vllm.platforms.interface')",
+        "'vllm.platforms.interface'?)",
         id="dotted-module-misspelt-in-a-package",
     ),
     pytest.param(

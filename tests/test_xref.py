@@ -453,7 +453,7 @@ def test_cli_xref_of_a_name_another_version_defines_says_where(
     pytest.param("vllm@v1:vllm/layers/linear2.py::ReplicatedLinear",
                  "Error: path 'vllm/layers/linear2.py' does not exist at vllm@v1 (hint: did you "
                  "mean 'vllm/layers/linear.py', 'vllm/layers/mla.py' or "
-                 "'vllm/layers/__init__.py')\n", id="no-such-path"),
+                 "'vllm/layers/__init__.py'?)\n", id="no-such-path"),
     pytest.param("vllm@v1:vllm/layers/mla.py::ReplicatedLinear",
                  "Error: no symbol 'ReplicatedLinear'", id="not-defined-in-that-file"),
 ])
