@@ -346,7 +346,8 @@ def require_indexed(
     repo, version = pin
     try:
         return queries.require_version(database, repo, version,
-                                       config.configured_versions(repo))
+                                       config.configured_versions(repo),
+                                       config_name=config.file_name)
     except MissingIndex as error:
         raise click.BadParameter(str(error), param_hint=param_hint) from None
 
@@ -564,7 +565,8 @@ def _configured_not_indexed(config: ProjectConfig, database: Any,
         return []
     indexed = {(row["repo"], row["version"]) for row in rows}
     return [f"Note: {repo.name}@{version} is configured but not indexed; "
-            + queries.unindexed(database, repo.name, version, repo.versions).hint
+            + queries.unindexed(database, repo.name, version, repo.versions,
+                                config_name=config.file_name).hint
             for repo in sorted(config.repos.values(), key=lambda repo: repo.name)
             for version in repo.versions if (repo.name, version) not in indexed]
 
@@ -607,7 +609,8 @@ def symbols(
     context.config.repo(repo)
     with context.database() as database:
         version_key = queries.require_version(database, repo, version,
-                                              context.config.configured_versions(repo))
+                                              context.config.configured_versions(repo),
+                                              config_name=context.config.file_name)
         if path_glob is not None:
             matches = queries.path_matcher(path_glob)
             paths = queries.version_paths(database, version_key)
@@ -696,7 +699,8 @@ def _require_target(context: Context, database: Database, pin: tuple[str, str]) 
     repo, version = pin
     if queries.version_id(database, repo, version) is None:
         missing = queries.unindexed(database, repo, version,
-                                    context.config.configured_versions(repo))
+                                    context.config.configured_versions(repo),
+                                    config_name=context.config.file_name)
         raise MissingIndex(f"{missing.message} ({repo}'s target version, used where no "
                            "version is named)", f"{missing.hint}, or name an indexed version")
 

@@ -54,7 +54,7 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
         if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
-            pins[pin] = advice_for(database, pin)
+            pins[pin] = advice_for(database, pin, config.file_name)
     comparer.save()
     targets = _targets(config, options, repos)
     return CheckReport(tuple(results), targets, options.fail_on,
@@ -217,7 +217,7 @@ def _unindexed_message(resolver: Resolver, config: ProjectConfig, row: dict) -> 
     pin = _unindexed_pin(config, row)
     if pin is None or "annotate index" in message:
         return message
-    return f"{message} ({advice_for(resolver.database, pin)})"
+    return f"{message} ({advice_for(resolver.database, pin, config.file_name)})"
 
 
 def _unindexed_pin(config: ProjectConfig, row: dict) -> str | None:

@@ -39,7 +39,8 @@ def _linked_citing(database: Database, config: ProjectConfig, symbol: str) -> li
         ref = parse_ref(symbol)
         repo = _repo_of(config, ref)
         if repo and ref.version:  # a version not indexed has no links to list
-            require_version(database, repo, ref.version, config.configured_versions(repo))
+            require_version(database, repo, ref.version, config.configured_versions(repo),
+                            config_name=config.file_name)
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to(database, ref.qualname or "", ref.path)
         if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:

@@ -162,7 +162,8 @@ class Resolver:
         if key is None:
             configured = self.config.configured_versions(repo)
             raise UnindexedVersion(
-                repo, version, queries.unindexed(self.database, repo, version, configured))
+                repo, version, queries.unindexed(self.database, repo, version, configured,
+                                                 config_name=self.config.file_name))
         return key
 
     def _pin(self, ref: Ref) -> tuple[str, str]:

@@ -63,7 +63,8 @@ def locate(
     qualname is (``vllm.config.CacheConfig`` is ``vllm/config/cache.py``'s ``CacheConfig``,
     through the package's import); else (None, ``name``)."""
     version_key = queries.require_version(database, repo, version,
-                                          config.configured_versions(repo))
+                                          config.configured_versions(repo),
+                                          config_name=config.file_name)
     if "." not in name or queries.symbols_named(database, version_key, name):
         return None, name
     try:

@@ -17,6 +17,9 @@ from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
 from db.version_order import COMMIT, in_version_order, version_key
 
+CONFIG_FILE = "annotate.toml"
+"""The config as hints name it when the caller does not say (`ProjectConfig.file_name`)."""
+
 SYMBOL_COLUMNS = (
     "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
     "start_byte", "end_byte", "signature", "exact", "normalized", "shape", "header_key",
@@ -99,12 +102,13 @@ def indexed_spelling(database: Database, repo: str, version: str) -> str | None:
 
 
 def require_version(
-    database: Database, repo: str, version: str, configured: Collection[str] | None = None
+    database: Database, repo: str, version: str, configured: Collection[str] | None = None,
+    *, config_name: str = CONFIG_FILE,
 ) -> int:
     """The key of ``repo@version``; `unindexed` says what to do when it is not indexed."""
     found = version_id(database, repo, version)
     if found is None:
-        missing = unindexed(database, repo, version, configured)
+        missing = unindexed(database, repo, version, configured, config_name=config_name)
         raise MissingIndex(missing.message, missing.hint)
     return found
 
@@ -120,20 +124,21 @@ class Unindexed:
 
 
 def unindexed(
-    database: Database, repo: str, version: str, configured: Collection[str] | None
+    database: Database, repo: str, version: str, configured: Collection[str] | None,
+    *, config_name: str = CONFIG_FILE,
 ) -> Unindexed:
     """Why ``repo@version`` is not there, for every command that needs it: another
     spelling of an indexed version; a version neither indexed nor ``configured`` (the
     repo's configured versions; None when they are not known: the caller expects it
     indexed), most likely a typo, with the versions the repo has; else the ``annotate
-    index`` to run."""
+    index`` to run; ``config_name``: the config, as its hints name it."""
     pin = f"{repo}@{version}"
     misspelling_of = indexed_spelling(database, repo, version)
     if misspelling_of is not None:
         return Unindexed(f"{pin} is not indexed", indexed_spelling_hint(repo, misspelling_of),
                          misspelling_of)
     if configured is None or version in configured:
-        return Unindexed(f"{pin} is not indexed", advice_for(database, pin))
+        return Unindexed(f"{pin} is not indexed", advice_for(database, pin, config_name))
     known = ", ".join(dict.fromkeys([*configured, *indexed_versions(database, repo)]))
     return Unindexed(f"{pin} is neither indexed nor configured ({repo} has {known or 'none'})",
                      _commit_advice(pin) if COMMIT.fullmatch(version)
@@ -148,20 +153,23 @@ def _commit_advice(pin: str) -> str:
             f"('annotate index {pin} --from PATH')")
 
 
-def index_advice(pin: str, not_found_in: str | None = None) -> str:
+def index_advice(
+    pin: str, not_found_in: str | None = None, config_name: str = CONFIG_FILE
+) -> str:
     """What to do about ``REPO@VERSION``, configured and not indexed yet; ``not_found_in``:
-    the sources the last ``annotate index`` of it tried in vain (`not_found_in`)."""
+    the sources the last ``annotate index`` of it tried in vain (`not_found_in`);
+    ``config_name``: the config, as the advice names it."""
     if not_found_in is None:
         return f"run 'annotate index {pin}'"
     repo = pin.partition("@")[0]
     return (f"'annotate index' could not fetch it from its sources ({not_found_in}): set "
-            f"[repos.{repo}] git in annotate.toml to a local clone that has it, or run "
+            f"[repos.{repo}] git in {config_name} to a local clone that has it, or run "
             f"'annotate index {pin} --from PATH' on a checkout of it")
 
 
-def advice_for(database: Database, pin: str) -> str:
+def advice_for(database: Database, pin: str, config_name: str = CONFIG_FILE) -> str:
     """`index_advice` for ``pin``, saying so when no source had it the last time it was tried."""
-    return index_advice(pin, not_found_in(database, pin))
+    return index_advice(pin, not_found_in(database, pin), config_name)
 
 
 def record_not_found(database: Database, pin: str, sources: Sequence[str]) -> None:

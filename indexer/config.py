@@ -42,6 +42,7 @@ class RepoConfig:
     versions: tuple[str, ...] = ()
     target: str | None = None
     sources: tuple[str, ...] = SOURCE_KINDS
+    config_name: str = CONFIG_FILE  # the config that configures it, as hints name it
 
     @property
     def target_version(self) -> str | None:
@@ -101,11 +102,7 @@ class ProjectConfig:
         """The config as hints name it: the file it was read from (``--config FILE``),
         ``[tool.annotate] of pyproject.toml``, or ``annotate.toml`` (the file to write
         when there is none)."""
-        if self.source_file is None:
-            return CONFIG_FILE
-        if self.source_file.name == "pyproject.toml":
-            return "[tool.annotate] of pyproject.toml"
-        return self.source_file.name
+        return config_name(self.source_file)
 
     def repo(self, name: str) -> RepoConfig:
         try:
@@ -167,6 +164,15 @@ class ProjectConfig:
         wanted = org_name.lower()
         return next((r.github for r in self.repos.values()
                      if r.github and _edits(r.github.lower(), wanted) <= 2), None)
+
+
+def config_name(source_file: Path | None) -> str:
+    """`ProjectConfig.file_name` of a config read from ``source_file``."""
+    if source_file is None:
+        return CONFIG_FILE
+    if source_file.name == "pyproject.toml":
+        return "[tool.annotate] of pyproject.toml"
+    return source_file.name
 
 
 def _edits(a: str, b: str) -> int:
@@ -304,12 +310,13 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
         if status not in CHECK_STATUSES:
             raise ConfigError(f"{where}: unknown status '{status}' in fail_on",
                               f"choose from {', '.join(CHECK_STATUSES)}")
+    shown = config_name(source_file)
     return ProjectConfig(
         root=root,
         db=root / _local_path(table.get("db", ".annotate/index.db"), "db", where),
         configured_cache_dir=root / _local_path(cache_dir, "cache_dir", where)
         if cache_dir is not None else None,
-        repos=repos,
+        repos={name: replace(repo, config_name=shown) for name, repo in repos.items()},
         annotations=_or_default(_globs(table, "annotations", where), ProjectConfig.annotations),
         articles=_or_default(_globs(table, "articles", where), ProjectConfig.articles),
         fail_on=fail_on if fail_on is not None else DEFAULT_FAIL_ON,

@@ -21,9 +21,9 @@ from indexer.config import RepoConfig, is_remote_git
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
 from indexer.sources import (
-    CACHE_HINT,
     Snapshot,
     cache_error,
+    cache_hint,
     git_env_without_repository,
     is_disk_problem,
     path_text,
@@ -88,7 +88,7 @@ class GitMirror:
             if (self.path / "HEAD").exists():  # a read-only cache: its tags still read
                 yield
                 return
-            raise cache_error(self.path.parent, error) from None
+            raise cache_error(self.path.parent, error, self.repo.config_name) from None
         with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             self._remove_stale_git_locks()
@@ -115,7 +115,7 @@ class GitMirror:
             handle.git.update_environment(**_mirror_env(self.path))
             return handle
         except OSError as error:
-            raise cache_error(self.path, error) from None
+            raise cache_error(self.path, error, self.repo.config_name) from None
         except git.GitError as error:
             raise SourceError(
                 f"the git mirror {self.path} is unusable ({_git_reason(error)})",
@@ -132,7 +132,7 @@ class GitMirror:
         if done.returncode != 0:
             reason = _reason_in(done.stderr)
             raise SourceError(f"cannot create the git mirror {self.path} ({reason})",
-                              CACHE_HINT)
+                              cache_hint(self.repo.config_name))
 
     def _resolve(self, handle: git.Repo, version: str) -> str | None:
         ref = version if _SHA.fullmatch(version) else f"refs/tags/{version}"
@@ -163,7 +163,7 @@ class GitMirror:
         """A failed fetch: the version is not there, unless git says what else is wrong."""
         failed = f"{self.url}: {reason}"
         if is_disk_problem(reason):
-            return SourceError(failed, CACHE_HINT)
+            return SourceError(failed, cache_hint(self.repo.config_name))
         if _LOCKED.search(reason):
             return SourceError(failed, "another git command may still be fetching into the "
                                        "mirror; if none is, delete that file")

@@ -147,17 +147,17 @@ def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder.parent))
     except OSError as error:
-        raise cache_error(folder.parent, error) from None
+        raise cache_error(folder.parent, error, repo.config_name) from None
     lock = None
     try:
         lock = _lock_download(staging)
-        wheel = _pip_download(requirement, staging, lock)
+        wheel = _pip_download(requirement, staging, lock, repo.config_name)
         folder.mkdir(exist_ok=True)
         final = folder / wheel.name
         os.replace(wheel, final)
         return final
     except OSError as error:
-        raise cache_error(folder, error) from None
+        raise cache_error(folder, error, repo.config_name) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if lock is not None:
@@ -223,7 +223,9 @@ def _cached_wheel(folder: Path) -> Path | None:
     return None
 
 
-def _pip_download(requirement: str, destination: Path, lock: int | None) -> Path:
+def _pip_download(
+    requirement: str, destination: Path, lock: int | None, config_name: str
+) -> Path:
     """Download into ``destination``, handing pip the download's ``lock``."""
     # pip's console says only "No matching distribution" when the index failed to answer;
     # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"). It is
@@ -245,7 +247,7 @@ def _pip_download(requirement: str, destination: Path, lock: int | None) -> Path
         if done.returncode != 0 or not wheels:
             reason = _pip_reason(done.stderr, log.read_text(errors="replace"))
             if is_disk_problem(reason):
-                raise SourceError(f"pip: {requirement}: {reason}", CACHE_HINT)
+                raise SourceError(f"pip: {requirement}: {reason}", cache_hint(config_name))
             raise VersionNotFound(f"pip: {requirement}: {reason}")
         return wheels[0]
     except subprocess.TimeoutExpired:
@@ -470,12 +472,13 @@ def _safe_path(path: str) -> bool:
     return not pure.is_absolute() and ".." not in pure.parts and "\0" not in path
 
 
-CACHE_HINT = (
-    "free some space, or point cache_dir in annotate.toml (or ANNOTATE_CACHE_DIR, when "
-    "cache_dir is not set) at a writable folder"
-)
+def cache_hint(config_name: str) -> str:
+    """What to do about a cache folder that cannot be written, ``config_name`` naming the
+    config (`RepoConfig.config_name`)."""
+    return (f"free some space, or point cache_dir in {config_name} (or ANNOTATE_CACHE_DIR, "
+            "when cache_dir is not set) at a writable folder")
 
 
-def cache_error(path: Path, error: OSError) -> SourceError:
+def cache_error(path: Path, error: OSError, config_name: str) -> SourceError:
     return SourceError(f"cannot write the cache folder {path} ({error.strerror or error})",
-                       CACHE_HINT)
+                       cache_hint(config_name))

@@ -1100,11 +1100,19 @@ def test_config_files_a_user_may_hand_over(tmp_path: Path, name: str, text: str)
     assert load_config(tmp_path, config_file=path).db == tmp_path / "conf" / "x.db"
 
 
+@pytest.mark.parametrize(("config", "shown"), [
+    ("annotate.toml", "annotate.toml"),
+    ("pyproject.toml", "[tool.annotate] of pyproject.toml"),
+])
 def test_no_home_folder_stops_only_what_needs_the_cache(
-    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, config: str, shown: str
 ) -> None:
     """A user id with no passwd entry and no HOME (a container run with --user): the cache
     folder cannot be found, which only fetching a version needs."""
+    if config == "pyproject.toml":
+        text = project.read_text(encoding="utf-8").replace("[repos.", "[tool.annotate.repos.")
+        write_file(config, f"[tool.annotate]\n{text}")
+        project.unlink()
     def no_home(_cls: type) -> Path:
         raise RuntimeError("Could not determine home directory.")
 
@@ -1119,7 +1127,7 @@ def test_no_home_folder_stops_only_what_needs_the_cache(
     assert (fetched.exit_code, fetched.stdout) == (2, "")
     assert fetched.stderr == ("Error: there is no home folder to keep the cache in (HOME is "
                               "not set); set ANNOTATE_CACHE_DIR (or cache_dir in "
-                              "annotate.toml) to a writable folder\n")
+                              f"{shown}) to a writable folder\n")
 
 
 def test_config_paths_expand_the_home_folder(

@@ -417,17 +417,26 @@ def git_project(indexed_db: Path, fake_vllm: fv.FakeRepo) -> Path:
     return indexed_db
 
 
+@pytest.mark.parametrize(("config", "shown"), [
+    ("annotate.toml", "annotate.toml"),
+    ("pyproject.toml", "[tool.annotate] of pyproject.toml"),
+])
 def test_cache_folder_under_a_regular_file(
-    git_project: Path, monkeypatch: pytest.MonkeyPatch
+    git_project: Path, monkeypatch: pytest.MonkeyPatch, config: str, shown: str
 ) -> None:
     """Root ignores permission bits, so the cache is put below a regular file instead:
-    every mkdir in it fails with ENOTDIR, whoever runs the test."""
+    every mkdir in it fails with ENOTDIR, whoever runs the test. The hint names the config
+    in use."""
+    if config == "pyproject.toml":
+        text = Path("annotate.toml").read_text().replace("[repos.", "[tool.annotate.repos.")
+        Path(config).write_text(f"[tool.annotate]\n{text}")
+        Path("annotate.toml").unlink()
     Path("a-file").write_text("not a folder\n")
     monkeypatch.setenv("ANNOTATE_CACHE_DIR", str(Path("a-file/cache").resolve()))
     before = dump(git_project)
     result = run("index", "vllm@v0.2.0")
     one_error_line(result, "cannot write the cache folder", "Not a directory",
-                   "point cache_dir in annotate.toml (or ANNOTATE_CACHE_DIR, when cache_dir is "
+                   f"point cache_dir in {shown} (or ANNOTATE_CACHE_DIR, when cache_dir is "
                    "not set) at a writable folder")
     assert dump(git_project) == before
     assert Path("a-file").read_text() == "not a folder\n"

@@ -1188,18 +1188,28 @@ def test_refs_at_versions_not_yet_indexed_are_one_warning_per_version(project: P
     ]
 
 
-def test_a_version_no_source_had_is_not_advised_to_be_indexed_again(project: Path) -> None:
+@pytest.mark.parametrize(("config_file", "shown"), [
+    ("annotate.toml", "annotate.toml"),
+    ("pyproject.toml", "[tool.annotate] of pyproject.toml"),
+])
+def test_a_version_no_source_had_is_not_advised_to_be_indexed_again(
+    project: Path, config_file: str, shown: str
+) -> None:
     """The catalogue's v0.23.1rc0: a tag only, which the last `index --keep-going` found in
-    no source; v9.9.8, never tried, is still to be indexed."""
-    config = Path("annotate.toml")
-    config.write_text(config.read_text().replace("versions = [", 'versions = ["v9.9.8", '
-                                                                  '"v9.9.9", '))
+    no source; v9.9.8, never tried, is still to be indexed. The advice names the config in
+    use."""
+    text = Path("annotate.toml").read_text().replace("versions = [", 'versions = ["v9.9.8", '
+                                                                     '"v9.9.9", ')
+    if config_file == "pyproject.toml":
+        text = "[tool.annotate]\n" + text.replace("[repos.", "[tool.annotate.repos.")
+        Path("annotate.toml").unlink()
+    Path(config_file).write_text(text)
     write("annotations/later.yml", UNINDEXED_PINS)
     indexed = CliRunner().invoke(cli, ["index", "--keep-going", "vllm@v9.9.9"])
     assert (indexed.exit_code, indexed.stderr[:41]) == (
         0, "Warning: vllm@v9.9.9 was not found (git: ")
     not_found = ("'annotate index' could not fetch it from its sources (git, pypi): set "
-                 "[repos.vllm] git in annotate.toml to a local clone that has it, or run "
+                 f"[repos.vllm] git in {shown} to a local clone that has it, or run "
                  "'annotate index vllm@v9.9.9 --from PATH' on a checkout of it")
     assert link().stderr.splitlines()[0] == (
         f"Warning: vllm@v9.9.9 is not indexed (3 refs of 2 claims pin it); {not_found}")

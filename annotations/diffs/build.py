@@ -111,7 +111,8 @@ def build_report(
     processes match the symbols.
     """
     repo_config = config.repo(repo)
-    key_a, key_b = (require_version(database, repo, version, repo_config.versions)
+    key_a, key_b = (require_version(database, repo, version, repo_config.versions,
+                                    config_name=config.file_name)
                     for version in (version_a, version_b))
     matcher = Matcher(database, key_a, key_b)
     diff = matcher.diff(workers)
