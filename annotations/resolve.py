@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from annotations.errors import AnnotationError, RefSyntaxError
@@ -119,11 +119,18 @@ class Resolver:
         self._paths: dict[int, set[str]] = {}
         self._modules: dict[int, VersionModules] = {}
         self._wheel_folders: dict[int, set[str] | None] = {}
-        self.source = lru_cache(maxsize=1024)(self._source)
-        self.source_lines = lru_cache(maxsize=files_split)(self._source_lines)
-        self.file_symbols = lru_cache(maxsize=256)(self._file_symbols)
+        # Caches over plain functions, not over this object's methods: a cache holding a
+        # bound method makes a cycle, which kept a big collection's link (~140 MB) alive
+        # until a gc pass.
+        self.source: Callable[[str], str] = lru_cache(maxsize=1024)(
+            partial(_source, database))
+        self.source_lines: Callable[[str], list[str]] = lru_cache(maxsize=files_split)(
+            partial(_source_lines, self.source))
+        self.file_symbols: Callable[[int, str], tuple[dict, ...]] = lru_cache(maxsize=256)(
+            partial(_file_symbols, database))
         # A collection cites symbols of thousands of files: a ref's own rows, not its file's.
-        self.definitions_in_file = lru_cache(maxsize=8192)(self._definitions_in_file)
+        self.definitions_in_file: Callable[[int, str, str], tuple[dict, ...]] = lru_cache(
+            maxsize=8192)(partial(_definitions_in_file, database))
 
     def resolve(self, ref: Ref) -> Resolved:
         repo, version = self._pin(ref)
@@ -295,8 +302,9 @@ class Resolver:
                         imported = self._imported(key, path, parts[cut:])
                         if imported is not None:
                             return self._symbol(repo, version, key, *imported)
-                        misspelt = self._misspelt(f"{repo}@{version}", key, path, parts, cut)
-                        raise (misspelt or error) from None
+                        # not kept in a local: its traceback holds this frame (a cycle)
+                        raise (self._misspelt(f"{repo}@{version}", key, path, parts, cut)
+                               or error) from None
         return self._short(repo, version, key, dotted)
 
     def _misspelt(
@@ -407,29 +415,33 @@ class Resolver:
             return start, end
         return _without_blank_edges(lines, start, end)
 
-    def _source(self, blob_id: str) -> str:
-        content = queries.blob_content(self.database, blob_id)
-        if content is None:
-            raise ResolveError(f"the content of blob {blob_id} is not stored",
-                               hint="only files up to 1 MiB are stored")
-        return universal_newlines(content).decode("utf-8", "replace")
-
-    def _file_symbols(self, version_key: int, path: str) -> tuple[dict, ...]:
-        """The symbol rows of a file at a version (read, not changed: they are shared)."""
-        return tuple(queries.symbols_in_file(self.database, version_key, path))
-
-    def _definitions_in_file(self, version_key: int, path: str, qualname: str
-                             ) -> tuple[dict, ...]:
-        """The rows of `file_symbols` whose qualname is ``qualname`` (read, not changed)."""
-        return tuple(queries.definitions_in_file(self.database, version_key, path, qualname))
-
-    def _source_lines(self, blob_id: str) -> list[str]:
-        return split_lines(self.source(blob_id))
-
     def text_of(self, resolved: Resolved) -> str:
         """The source text a resolved ref covers (whole lines)."""
         lines = self.source_lines(resolved.blob_id)
         return "".join(lines[resolved.start_line - 1:resolved.end_line])
+
+
+def _source(database: Database, blob_id: str) -> str:
+    content = queries.blob_content(database, blob_id)
+    if content is None:
+        raise ResolveError(f"the content of blob {blob_id} is not stored",
+                           hint="only files up to 1 MiB are stored")
+    return universal_newlines(content).decode("utf-8", "replace")
+
+
+def _source_lines(source: Callable[[str], str], blob_id: str) -> list[str]:
+    return split_lines(source(blob_id))
+
+
+def _file_symbols(database: Database, version_key: int, path: str) -> tuple[dict, ...]:
+    """The symbol rows of a file at a version (read, not changed: they are shared)."""
+    return tuple(queries.symbols_in_file(database, version_key, path))
+
+
+def _definitions_in_file(database: Database, version_key: int, path: str, qualname: str
+                         ) -> tuple[dict, ...]:
+    """The rows of `file_symbols` whose qualname is ``qualname`` (read, not changed)."""
+    return tuple(queries.definitions_in_file(database, version_key, path, qualname))
 
 
 def _without_blank_edges(lines: list[str], start: int, end: int) -> tuple[int, int]:
