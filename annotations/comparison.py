@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
@@ -453,6 +454,9 @@ class SymbolComparer:
 
         if self._store is None:
             self._store = SourceStore(self.resolver.database)
+            # Its member snapshots point back at it: cleared, it goes with this comparer,
+            # not at the next garbage collection.
+            weakref.finalize(self, self._store.clear)
         return self._store
 
     def _compare(self, pinned: Resolved, target_key: int) -> Comparison:

@@ -10,15 +10,18 @@ Two indexes are built once per module and copied into each test's directory:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import fakevllm
 import jsonschema
@@ -32,6 +35,8 @@ from inlined_code import FP8_INLINED, SUPPORTS_FP8
 from annotate_cli import cli
 from annotations import comparison, links
 from annotations.loader import link_claim_id
+from annotations.matching import SourceStore
+from annotations.resolve import Resolver
 from annotations.results import Status
 from indexer.config import load_config
 
@@ -807,6 +812,34 @@ def test_claim_status_is_its_worst_refs(table_index: Path) -> None:
             ("removed-and-broken", "broken"),
         ]
     ]
+
+
+
+def test_a_check_frees_what_it_read_without_waiting_for_the_collector(
+    table_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resolvers and source stores of a link and a check go when the run is done,
+    not at a later garbage collection (a big collection's held ~100 MB until then)."""
+    made: list[weakref.ref] = []  # every Resolver and SourceStore of the run
+    for kind in (Resolver, SourceStore):
+        monkeypatch.setattr(kind, "__init__", _tracked(kind.__init__, made))
+    copy_project(table_index)
+    claims = "".join(_case_claim(case_id, case) for case_id, case in CASES.items())
+    write(Path("annotations/cases.yml"), annotation("blog/cases.md", "vllm@v1", claims))
+    gc.disable()
+    try:
+        code, _ = check_json("--exit-zero")
+        alive = [type(ref()).__name__ for ref in made if ref() is not None]
+    finally:
+        gc.enable()
+    assert (code, len(made) >= 3, alive) == (0, True, [])  # link's resolver, check's and its store
+
+
+def _tracked(init: Callable[..., None], made: list[weakref.ref]) -> Callable[..., None]:
+    def tracked(self: object, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(weakref.ref(self))
+    return tracked
 
 
 @pytest.fixture
