@@ -11,8 +11,9 @@ import itertools
 import json
 import weakref
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from annotations.resolve import Resolved, ResolveError, Resolver, split_lines
@@ -25,7 +26,8 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-61"  # bump when matching or the stored diffs change: old cache rows are ignored
+ENGINE = "matcher-61"  # bump when matching, line comparisons or the stored diffs change: old
+# cache rows are ignored
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,12 @@ def symbol_diff(resolver: Resolver, old: Resolved, new: Resolved) -> str:
 
 
 def compare_lines(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> Comparison:
-    """Find the pinned lines' text in the same file at the target version."""
+    """Find the pinned lines' text in the same file at the target version (stored, as the
+    comparisons of symbols are)."""
+    return comparer.stored(pinned, target_key, partial(_compare_lines, comparer))
+
+
+def _compare_lines(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> Comparison:
     resolver = comparer.resolver
     target = _target_pin(resolver, target_key)
     blob_id = queries.file_blob(resolver.database, target_key, pinned.path)
@@ -429,16 +436,23 @@ class SymbolComparer:
         return self._renames[key]
 
     def compare(self, pinned: Resolved, target_key: int) -> Comparison:
+        return self.stored(pinned, target_key, self._compare)
+
+    def stored(self, pinned: Resolved, target_key: int,
+               compare: Callable[[Resolved, int], Comparison]) -> Comparison:
+        """``compare(pinned, target_key)``, made once: read back when this run or one before
+        made it. Lines are stored with an empty qualname: their text (``exact``) and first
+        line fix their last."""
         pair = (pinned.version_key, target_key)
         if pair not in self._cache:
             self._cache[pair] = {**queries.cached_matches(self.resolver.database, *pair, ENGINE)}
-        key = (pinned.path, pinned.qualname, pinned.exact, pinned.start_line)
+        key = (pinned.path, pinned.qualname or "", pinned.exact, pinned.start_line)
         known = self._cache[pair].get(key)
         if isinstance(known, str):  # a symbol cited twice is decoded once
             known = self._cache[pair][key] = Comparison.decode(known)
         if known is not None:
             return known
-        comparison = self._compare(pinned, target_key)
+        comparison = compare(pinned, target_key)
         self._cache[pair][key] = comparison  # and compared once
         self._new_rows.append((*pair, *key, comparison.encode()))
         return comparison
