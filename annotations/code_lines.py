@@ -5,8 +5,9 @@ distinctive lines now stand in (``flash_attn_supports_fp8``, inlined into
 A line is compared as its text without the white space around it (its indentation). It
 is distinctive when it is code (no comment, decorator, ``def`` or ``class`` line), has at
 least ``MIN_LINE_TEXT`` characters (``return None``, ``pass`` and brackets are not), and
-the newer version's changed files hold it in at most ``MAX_FILES`` files
-(``super().__init__()`` is everywhere).
+the changed files of both versions hold it in at most ``MAX_FILES`` files
+(``super().__init__()`` is everywhere; a model's stock weight-loading lines stood in 43
+files of vLLM v0.20.0 and one of v0.25.0, the others now calling a helper).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from operator import and_
 MIN_LINE_TEXT = 12
 """Characters of a distinctive line: ``return None`` is not one."""
 MAX_FILES = 5
-"""A line standing in more of the newer version's changed files than this is boilerplate."""
+"""A line standing in more of the changed files (at either version) than this is
+boilerplate."""
 MIN_SHARE = 1 / 4
 """The share of a removed symbol's distinctive lines that the definition its code went to
 must hold (and at least two of them, when it has two or more)."""
@@ -46,18 +48,20 @@ def may_be_distinctive(line: str) -> bool:
 
 class LinePlaces:
     """Where each line of some files that may be distinctive stands, as (path, line
-    number): of each file (path, text, which of its lines to take, from line 1), the lines
-    taken; and the lines that more than ``MAX_FILES`` of the files hold, taken or not
+    number): of each file (path, text, which of its lines to take, from line 1, and its
+    text at the older version, empty when it is new), the lines taken; and the lines that
+    more than ``MAX_FILES`` of the files hold, taken or not, at either version
     (boilerplate). Only those are kept: a count of every line of a version's changed files
     (290,358 of vLLM v0.20.0 -> v0.25.0) was held as long as the matcher."""
 
-    def __init__(self, files: Iterable[tuple[str, str, bytes]]) -> None:
+    def __init__(self, files: Iterable[tuple[str, str, bytes, str]]) -> None:
         places: dict[str, list[tuple[str, int]]] = defaultdict(list)
         files_holding: Counter[str] = Counter()  # how many files hold each line
-        for path, text, taken in files:
+        for path, text, taken, former in files:
             lines = normalized_lines(text)
             long_enough = list(map(MIN_LINE_TEXT.__le__, map(len, lines)))  # C loops: a
-            files_holding.update(set(compress(lines, long_enough)))  # file has many lines
+            files_holding.update(set(compress(lines, long_enough)).union(  # file has many
+                line for line in normalized_lines(former) if len(line) >= MIN_LINE_TEXT))
             for number, line in compress(enumerate(lines, start=1),
                                          map(and_, taken, long_enough)):
                 if not line.startswith(_NAMING):

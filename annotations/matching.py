@@ -1832,17 +1832,28 @@ class Matcher:
         return () if apart and top < MIN_LINES_APART else found
 
     def _places_of_lines(self) -> LinePlaces:
-        """The lines of B whose innermost definition is new or changed (built once)."""
+        """The lines of B whose innermost definition is new or changed, B's changed files
+        at both versions telling boilerplate (built once)."""
         if self._line_places is None:
-            self.pool()  # loads the symbols of the files that changed
-            a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
-            changed = [(path, keys) for path, keys in self.b.files()
-                       if keys and a_blobs.get(path) != b_blobs[path]]
-            contents = self.store.contents(b_blobs[path] for path, _ in changed)
-            self._line_places = LinePlaces(
-                (path, contents[b_blobs[path]].decode("utf-8", "replace"), self._new_code(keys))
-                for path, keys in changed)
+            self._line_places = LinePlaces(self._changed_files())
         return self._line_places
+
+    def _changed_files(self) -> Iterator[tuple[str, str, bytes, str]]:
+        """Each file of B that changed: its path, its text, which of its lines are new code
+        (`_new_code`), and its text at A (empty when it is new). Files gone at B are left
+        out: copies merged into one place (the AWQ methods of five files, now in
+        auto_awq.py) are not boilerplate."""
+        self.pool()  # loads the symbols of the files that changed
+        a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
+        changed = [(path, keys) for path, keys in self.b.files()
+                   if keys and a_blobs.get(path) != b_blobs[path]]
+        contents = self.store.contents(
+            [b_blobs[path] for path, _ in changed]
+            + [a_blobs[path] for path, _ in changed if path in a_blobs])
+        for path, keys in changed:
+            former = contents[a_blobs[path]] if path in a_blobs else b""
+            yield (path, contents[b_blobs[path]].decode("utf-8", "replace"),
+                   self._new_code(keys), former.decode("utf-8", "replace"))
 
     def _new_code(self, keys: list[_Key]) -> bytes:
         """Which lines of a file of B (by its symbols' keys, in source order), from line 1,

@@ -1806,6 +1806,7 @@ NEW_HEAD = "class NewHead(Base):\n    kind = 'x'\n\n" + HEAD_METHOD.replace(
     for number in range(4))
 
 
+
 @dataclass(frozen=True)
 class WentCase:
     """Where the code of ``a.py::qualname``, removed at v2, went, if anywhere."""
@@ -1894,6 +1895,14 @@ WENT_TO = {
         {"a.py": "def is_tpu():\n    x = None\n    return x\n\n\n" + KEPT},
         {"a.py": KEPT, "b.py": "def tpu():\n    x = None\n    return x\n"}, "is_tpu",
     ),
+    "lines-many-files-held-before-are-boilerplate-though-gone-from-them": WentCase(
+        {"a.py": HEAD + KEPT,
+         **{f"m{number}.py": HEAD.replace("head_reduce", f"head_{number}") for number in range(6)}},
+        {"a.py": KEPT, "ops.py": HEAD_OP,
+         **{f"m{number}.py": f"def head_{number}(states):\n    return HeadOp()(states)\n"
+            for number in range(6)}},
+        "head_reduce",
+    ),
 }
 
 
@@ -1914,8 +1923,8 @@ def test_the_line_index_keeps_only_the_lines_it_places_and_the_boilerplate() -> 
 
     shared, taken = "flat = states.flatten(1).float()", "mixes = F.linear(flat, weights)"
     files = [(f"m{number}.py", f"{shared}\n{taken}\nnot_taken_{number} = untouched()\n",
-              b"\x01\x01\x00") for number in range(6)]
-    files.append(("solo.py", f"{taken}\nsolo_taken = only_here(1)\n", b"\x01\x01"))
+              b"\x01\x01\x00", "") for number in range(6)]
+    files.append(("solo.py", f"{taken}\nsolo_taken = only_here(1)\n", b"\x01\x01", ""))
     places = LinePlaces(files)
     kept = {line for held in vars(places).values() for line in held}
     assert kept == {shared, taken, "solo_taken = only_here(1)"}
