@@ -28,6 +28,11 @@ must hold (and at least two of them, when it has two or more)."""
 MIN_LINES_APART = 3
 """Lines that each of several places must hold when they hold different ones (two
 parsers that each took two lines of a third say nothing of where it went)."""
+MIN_HEADER_LINES = 3
+"""Lines of a removed definition's header (its parameters, one a line) that a place must
+hold when it holds none of its body: a pattern class holding ``a_scale: torch.Tensor,``
+and ``b_scale: torch.Tensor,`` says nothing of where an einsum's code went; a fake op's
+24 parameters, or ``hc_fn``, ``rms_norm_eps`` and ``hc_eps`` of ``HCHeadOp``, do."""
 MAX_PLACES = 3
 """How many definitions a removed symbol's code is said to have gone to, at most."""
 

@@ -174,6 +174,7 @@ from annotations.changes import (
 )
 from annotations.code_lines import (
     MAX_PLACES,
+    MIN_HEADER_LINES,
     MIN_LINES_APART,
     LinePlaces,
     evidence_bar,
@@ -1814,8 +1815,9 @@ class Matcher:
         them (``evidence_bar``): the innermost, or, of several that hold as many, the one
         holding them all (a class whose methods share them), else each (per-platform
         copies), at most ``MAX_PLACES``. One line says where only in a definition of
-        ``old``'s name; places holding different lines need ``MIN_LINES_APART`` each. A
-        hint for a removed symbol, not a match."""
+        ``old``'s name; places holding different lines need ``MIN_LINES_APART`` each, and
+        those holding only lines of its header ``MIN_HEADER_LINES``. A hint for a removed
+        symbol, not a match."""
         places = self._places_of_lines()
         lines = places.distinctive(old.source)
         held: dict[SymbolSnapshot, set[str]] = defaultdict(set)
@@ -1823,12 +1825,15 @@ class Matcher:
             for path, number in places.places(line):
                 for holder in self._holders_new_to(path, number, line, old):
                     held[holder].add(line)
-        top = max(map(len, held.values()), default=0)
+        header = set() if old.kind == "attribute" else set(normalized_lines(old.signature))
+        evidence = {holder: shared for holder, shared in held.items()
+                    if len(shared) >= MIN_HEADER_LINES or not shared <= header}
+        top = max(map(len, evidence.values()), default=0)
         if not top or top < evidence_bar(len(lines)):
             return ()
-        found = _innermost([holder for holder, shared in held.items() if len(shared) == top
+        found = _innermost([holder for holder, shared in evidence.items() if len(shared) == top
                             and (top > 1 or holder.name == old.name)])
-        apart = len({frozenset(held[place]) for place in found}) > 1
+        apart = len({frozenset(evidence[place]) for place in found}) > 1
         return () if apart and top < MIN_LINES_APART else found
 
     def _places_of_lines(self) -> LinePlaces:

@@ -1806,6 +1806,35 @@ NEW_HEAD = "class NewHead(Base):\n    kind = 'x'\n\n" + HEAD_METHOD.replace(
     for number in range(4))
 
 
+EPLB_STATE = """\
+def {name}(
+    self,
+    expert_load_view: torch.Tensor,
+    logical_to_physical_map: torch.Tensor,
+) -> None:
+    {body}"""
+HC_HEAD = """\
+def hc_head(
+    hidden_states: torch.Tensor,
+    hc_fn: torch.Tensor,
+    rms_norm_eps: float,
+) -> torch.Tensor:
+    return hidden_states.flatten(1).float()
+"""
+HC_HEAD_OP = """\
+class HCHeadOp(CustomOp):
+    def forward_native(
+        self,
+        hidden_states: torch.Tensor,
+        hc_fn: torch.Tensor,
+        rms_norm_eps: float,
+        out: torch.Tensor,
+    ) -> None:
+        torch.ops.vllm.hc_head_reduce(hidden_states, hc_fn, rms_norm_eps, out)
+"""
+EPLB_BODY = ("for layer_idx, layer in enumerate(self.moe_layers):\n"
+             "        layer.experts.set_eplb_state(layer_idx, expert_load_view)\n")
+
 
 @dataclass(frozen=True)
 class WentCase:
@@ -1902,6 +1931,23 @@ WENT_TO = {
          **{f"m{number}.py": f"def head_{number}(states):\n    return HeadOp()(states)\n"
             for number in range(6)}},
         "head_reduce",
+    ),
+    "its-parameters-say-nothing": WentCase(
+        {"a.py": EPLB_STATE.format(name="set_eplb_state", body=EPLB_BODY) + KEPT},
+        {"a.py": KEPT, "b.py": EPLB_STATE.format(name="set_layer_state",
+                                                 body="self.view = expert_load_view\n")},
+        "set_eplb_state",
+    ),
+    "its-parameters-say-nothing-but-its-body-does": WentCase(
+        {"a.py": EPLB_STATE.format(name="set_eplb_state", body=EPLB_BODY) + KEPT},
+        {"a.py": KEPT, "b.py": EPLB_STATE.format(name="set_layer_state", body=EPLB_BODY + "".join(
+            f"    self.runners[{number}].sync(logical_to_physical_map, {number} + 1)\n"
+            for number in range(6)))},
+        "set_eplb_state", ("b.py::set_layer_state",),
+    ),
+    "three-of-its-parameters-say-where": WentCase(
+        {"a.py": HC_HEAD + KEPT}, {"a.py": KEPT, "mhc.py": HC_HEAD_OP}, "hc_head",
+        ("mhc.py::HCHeadOp.forward_native",),
     ),
 }
 
