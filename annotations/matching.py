@@ -1815,8 +1815,9 @@ class Matcher:
         them (``evidence_bar``): the innermost, or, of several that hold as many, the one
         holding them all (a class whose methods share them), else each (per-platform
         copies), at most ``MAX_PLACES``. One line says where only in a definition of
-        ``old``'s name; places holding different lines need ``MIN_LINES_APART`` each, and
-        those holding only lines of its header ``MIN_HEADER_LINES``. A hint for a removed
+        ``old``'s name (`_one_line_says_where`); places holding different lines need
+        ``MIN_LINES_APART`` each, and those holding only lines of its header
+        ``MIN_HEADER_LINES``. A hint for a removed
         symbol, not a match."""
         places = self._places_of_lines()
         lines = places.distinctive(old.source)
@@ -1832,9 +1833,25 @@ class Matcher:
         if not top or top < evidence_bar(len(lines)):
             return ()
         found = _innermost([holder for holder, shared in evidence.items() if len(shared) == top
-                            and (top > 1 or holder.name == old.name)])
+                            and (top > 1 or self._one_line_says_where(old, holder))])
         apart = len({frozenset(evidence[place]) for place in found}) > 1
         return () if apart and top < MIN_LINES_APART else found
+
+    def _one_line_says_where(self, old: SymbolSnapshot, holder: SymbolSnapshot) -> bool:
+        """Whether ``holder``, holding one line of ``old``, is where its code went: a
+        definition of its name; of an attribute, whose one line names it, in its file or in
+        a class holding another line of its class (an enum's ``CUTLASS = "CUTLASS"`` stands
+        in unrelated enums; ``FlashMLASparseMetadata``'s ``c128a_*`` fields went together to
+        ``DeepseekV4FlashMLAMetadata``)."""
+        if holder.name != old.name or old.kind != "attribute" or holder.path == old.path:
+            return holder.name == old.name
+        old_class = self.a.lookup(old.path, old.parent) if old.parent else None
+        new_class = self.b.lookup(holder.path, holder.parent) if holder.parent else None
+        if old_class is None or new_class is None:
+            return False
+        theirs = set(normalized_lines(new_class.source)).difference(normalized_lines(old.source))
+        return any(line in theirs
+                   for line in self._places_of_lines().distinctive(old_class.source))
 
     def _places_of_lines(self) -> LinePlaces:
         """The lines of B whose innermost definition is new or changed, B's changed files

@@ -1949,6 +1949,28 @@ WENT_TO = {
         {"a.py": HC_HEAD + KEPT}, {"a.py": KEPT, "mhc.py": HC_HEAD_OP}, "hc_head",
         ("mhc.py::HCHeadOp.forward_native",),
     ),
+    "an-attributes-one-line-says-where-only-in-its-file": WentCase(
+        {"a.py": "class MoeBackend(Enum):\n    CUTLASS = 'CUTLASS'\n    TRTLLM = 'TRTLLM'\n"},
+        {"a.py": "class MoeBackend(Enum):\n    TRTLLM = 'TRTLLM'\n",
+         "b.py": "class W4A8Backend(Enum):\n    CUTLASS = 'CUTLASS'\n    MARLIN = 'MARLIN'\n"},
+        "MoeBackend.CUTLASS",
+    ),
+    "an-attributes-one-line-in-a-class-holding-another-of-its-class-went-there": WentCase(
+        {"a.py": "class SparseMeta:\n    block_table: torch.Tensor\n"
+                 "    c128a_topk_lens: torch.Tensor | None = None\n"
+                 "    c128a_topk_indices: torch.Tensor | None = None\n"},
+        {"a.py": "class SparseMeta:\n    block_table: torch.Tensor\n",
+         "b.py": "class V4Meta(Meta):\n    slot_mapping: torch.Tensor\n"
+                 "    c128a_topk_lens: torch.Tensor | None = None\n"
+                 "    c128a_topk_indices: torch.Tensor | None = None\n"},
+        "SparseMeta.c128a_topk_lens", ("b.py::V4Meta.c128a_topk_lens",),
+    ),
+    "an-attributes-one-line-in-another-class-of-its-file-went-there": WentCase(
+        {"a.py": "class ReqMeta:\n    req_id: str\n    filename: str\n    new_req: bool\n"},
+        {"a.py": "class ReqMeta:\n    req_id: str\n    new_req: bool\n\n\n"
+                 "class PendingSave:\n    filename: str\n    block_ids: list[int]\n"},
+        "ReqMeta.filename", ("a.py::PendingSave.filename",),
+    ),
 }
 
 
