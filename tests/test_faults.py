@@ -668,11 +668,9 @@ def test_database_on_a_full_disk(small_tree: Path, mounted: list[Path], leave: i
     assert again.exit_code == 0, again.output
 
 
-def test_a_report_that_does_not_fit_leaves_the_previous_one_whole(
-    indexed_db: Path, mounted: list[Path]
-) -> None:
-    """``--output`` onto a full disk: the previous report stays as it was (a CI artifact is
-    never replaced by the first part of a new one), and no partial file is left."""
+def _previous_report_on_a_small_disk(mounted: list[Path]) -> Path:
+    """A report of an earlier run, on a 1 MiB disk of its own (``reports/``), with
+    vllm@v0.2.0 indexed for a new one."""
     point = Path("reports").resolve()
     _mount_tmpfs(point, "size=1m")
     mounted.append(point)
@@ -680,6 +678,16 @@ def test_a_report_that_does_not_fit_leaves_the_previous_one_whole(
     assert run("index", "vllm@v0.2.0", "--from", "v2").exit_code == 0
     report = point / "diff.html"
     report.write_text("the previous report\n")
+    return report
+
+
+def test_a_report_that_does_not_fit_leaves_the_previous_one_whole(
+    indexed_db: Path, mounted: list[Path]
+) -> None:
+    """``--output`` onto a full disk: the previous report stays as it was (a CI artifact is
+    never replaced by the first part of a new one), and no partial file is left."""
+    report = _previous_report_on_a_small_disk(mounted)
+    point = report.parent
     fill(point)
     result = run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
                  str(report))
@@ -756,13 +764,8 @@ def test_a_report_written_in_place_that_does_not_fit_leaves_the_previous_one_who
     put back."""
     if not reserves:
         monkeypatch.delattr(os, "posix_fallocate", raising=False)
-    point = Path("reports").resolve()
-    _mount_tmpfs(point, "size=1m")
-    mounted.append(point)
-    fv.write_snapshot(Path("v2"), fv.VERSIONS["v0.2.0"])
-    assert run("index", "vllm@v0.2.0", "--from", "v2").exit_code == 0
-    report = point / "diff.html"
-    report.write_text("the previous report\n")
+    report = _previous_report_on_a_small_disk(mounted)
+    point = report.parent
     _refuse_new_files_in(point, monkeypatch)
     fill(point)
     result = run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
