@@ -697,12 +697,14 @@ def _require_target(context: Context, database: Database, pin: tuple[str, str]) 
     from db.errors import MissingIndex
 
     repo, version = pin
-    if queries.version_id(database, repo, version) is None:
-        missing = queries.unindexed(database, repo, version,
-                                    context.config.configured_versions(repo),
-                                    config_name=context.config.file_name)
+    try:
+        queries.require_version(database, repo, version,
+                                context.config.configured_versions(repo),
+                                config_name=context.config.file_name)
+    except MissingIndex as missing:
         raise MissingIndex(f"{missing.message} ({repo}'s target version, used where no "
-                           "version is named)", f"{missing.hint}, or name an indexed version")
+                           "version is named)", f"{missing.hint}, or name an indexed version"
+                           ) from None
 
 
 def _line_span(start: int, end: int) -> str:
