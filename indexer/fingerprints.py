@@ -102,13 +102,8 @@ def _makes_tuple(blanked: bytes, bracket: int) -> bool:
     """Whether one element and a trailing comma in the bracket at ``bracket`` are a tuple:
     a parenthesis after no operand (not a call's), a square bracket after one (a
     subscript's)."""
-    end = bracket
-    while end > 0 and blanked[end - 1] in _SPACE_BEFORE:
-        end -= 1
-    start = end
-    while start > 0 and blanked[start - 1] in WORD_BYTES:
-        start -= 1
-    word = blanked[start:end]
+    start, word = _word_before(blanked, bracket)
+    end = start + len(word)
     if word in _NO_TUPLE_AFTER:
         return False  # ``from m import (a,)``, ``with (a as b,):``
     keyword = word in _KEYWORDS or _opens_a_block_statement(blanked, start, word)
