@@ -13,7 +13,7 @@ from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.modules import VersionModules
 from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
-from db.close_matches import close_matches, did_you_mean
+from db.close_matches import close_matches, did_you_mean, either
 from db.database import Database
 from db.version_order import COMMIT
 from indexer.config import ProjectConfig
@@ -247,7 +247,7 @@ class Resolver:
             close = close_matches(qualname, names, n=3, cutoff=0.5)
             raise ResolveError(
                 f"no symbol '{qualname}' in {path} at {repo}@{version}",
-                hint=f"closest: {_either(close)}" if close else "check the qualname",
+                hint=f"closest: {either(close)}" if close else "check the qualname",
             )
         return _from_row(repo, version, key, matching[0])
 
@@ -329,7 +329,7 @@ class Resolver:
                                                    for module in modules]))
         if close:
             return ResolveError(f"no symbol '{wanted}' in {path} at {pin}",
-                                hint=f"closest: {_either(close)}")
+                                hint=f"closest: {either(close)}")
         return None
 
     def _version_modules(self, key: int) -> VersionModules:
@@ -557,8 +557,3 @@ def _close_submodules(parts: list[str], cut: int, paths: Iterable[str]) -> list[
 
 def _likeness(word: str, other: str) -> float:
     return SequenceMatcher(None, word, other).ratio()
-
-
-def _either(options: list[str]) -> str:
-    quoted = [f"'{option}'" for option in options]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]

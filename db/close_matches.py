@@ -43,6 +43,10 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3,
 def did_you_mean(options: Sequence[str]) -> str:
     """The hint of a name that is most likely a misspelling of one of ``options``, each
     quoted, best first: ``did you mean 'vllm/utils.py' or 'vllm/__init__.py'?``."""
+    return f"did you mean {either(options)}?"
+
+
+def either(options: Sequence[str]) -> str:
+    """``options``, each quoted, joined as alternatives: ``'a', 'b' or 'c'``."""
     quoted = [f"'{option}'" for option in options]
-    either = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
-    return f"did you mean {either}?"
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
