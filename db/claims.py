@@ -73,9 +73,7 @@ def replace_articles(
     marks = ",".join("?" * len(kept))
     not_kept = f"source_file NOT IN ({marks})" if kept else "1"
     with database.write() as conn:
-        conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
-        if signature is not None:
-            conn.execute("INSERT INTO meta VALUES ('link_signature', ?)", (signature,))
+        _record_signature(conn, signature)
         conn.execute(f"DELETE FROM claims WHERE {not_kept}", kept)
         conn.execute(
             f"DELETE FROM articles WHERE {not_kept}"
@@ -107,11 +105,16 @@ def keep_articles(
     with database.write() as conn:
         if _digests(conn) != digests:
             return False
-        conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
-        if signature is not None:
-            conn.execute("INSERT INTO meta VALUES ('link_signature', ?)", (signature,))
+        _record_signature(conn, signature)
         _update_file_links(conn, cache)
     return True
+
+
+def _record_signature(conn: sqlite3.Connection, signature: str | None) -> None:
+    """Record what was linked (``signature``), or forget it (None)."""
+    conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
+    if signature is not None:
+        conn.execute("INSERT INTO meta VALUES ('link_signature', ?)", (signature,))
 
 
 def claim_order(database: Database) -> list[tuple[str, str, str]]:
