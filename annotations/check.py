@@ -53,7 +53,8 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
         result = _check_ref(comparer, config, options, row)
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
-        if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
+        if (row["state"] == "unindexed" and (pin := _unindexed_pin(config, row))
+                and pin not in pins):
             pins[pin] = advice_for(database, pin, config.file_name)
     comparer.save()
     targets = _targets(config, options, repos)
