@@ -121,11 +121,8 @@ def _is_docstring(text: str, literal: Span) -> bool | None:
     line = text.rfind("\n", 0, literal[0]) + 1
     while line and text[:line - 1].endswith("\\"):  # the line goes on from the one before
         line = text.rfind("\n", 0, line - 1) + 1
-    before = _LITERAL.sub(" ", text[:line])
-    if "'" in before or '"' in before:
-        return False  # the line starts in a string: a literal after it is an operand
-    if any(before.count(opening) != before.count(closing) for opening, closing in _BRACKETS):
-        return False  # inside brackets: an operand
+    if not _whole(text[:line]):
+        return False  # the line starts in a string or inside brackets: an operand
     return _statement_is_literals(text[line:], literal[0] - line)
 
 
