@@ -288,10 +288,8 @@ class FileLink:
 
 def _store(
     database: Database, file_links: list[FileLink], load_errors: list[AnnotationError],
-    untracked: dict[str, int], signature: str | None,
-    cache: claim_store.FileLinkCache | None = None,
-    as_stored: dict[tuple[str, bool], str] | None = None,
-    config: ProjectConfig | None = None,
+    untracked: dict[str, int], signature: str | None, cache: claim_store.FileLinkCache,
+    as_stored: dict[tuple[str, bool], str] | None, config: ProjectConfig,
 ) -> LinkOutcome:
     """Store the claims of ``file_links`` (and ``cache``, see `claim_store.replace_articles`),
     saying in the outcome what they hold; ``as_stored``: the stored digests read when each
@@ -300,12 +298,12 @@ def _store(
     outcome = LinkOutcome(errors=list(load_errors), untracked=untracked)
     failed_files = {error.file for error in load_errors if error.file}
     rows = _article_rows(file_links, outcome, failed_files)
-    outcome.split = _split_articles(file_links) + (
-        _unselected_articles(file_links, failed_files, config) if config is not None else [])
+    outcome.split = (_split_articles(file_links)
+                     + _unselected_articles(file_links, failed_files, config))
     clean = not load_errors and not failed_files
     if signature is not None and not clean:
         signature = _UNREADABLE + signature
-    if not (clean and cache is not None and as_stored is not None
+    if not (clean and as_stored is not None
             and _stored_already(database, rows)
             and claim_store.keep_articles(database, signature, cache, as_stored)):
         claim_store.replace_articles(database, rows, failed_files, signature, cache)
