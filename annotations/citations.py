@@ -137,15 +137,22 @@ def member_links(database: Database, config: ProjectConfig, symbol: str) -> list
 def _module_links(symbol: str, database: Database) -> list[dict]:
     """The stored refs to the symbols of the module a dotted name names
     (``vllm.config.cache``): a module's members."""
-    try:
-        ref = parse_ref(symbol)
-    except RefSyntaxError:
-        return []
-    if ref.form is not RefForm.DOTTED or "." not in (ref.dotted or ""):
+    ref = _dotted_ref(symbol)
+    if ref is None:
         return []
     return [row for path in module_files(ref.dotted or "")
             for row in claim_store.links_in_lines(database, path, None, None, ref.version, ref.repo)
             if row["qualname"]]
+
+
+def _dotted_ref(symbol: str) -> Ref | None:
+    """``symbol`` parsed, when it is a dotted name with a module part (``vllm.config.X``);
+    else None."""
+    try:
+        ref = parse_ref(symbol)
+    except RefSyntaxError:
+        return None
+    return ref if ref.form is RefForm.DOTTED and "." in (ref.dotted or "") else None
 
 
 def _by_name_and_definitions(
@@ -252,11 +259,8 @@ def _defined_as(
 ) -> set[tuple[str, str]]:
     """The (path, qualname) a dotted name resolves to at its own pin, or else at each
     version some stored link is pinned at (and at ``more_pins``)."""
-    try:
-        ref = parse_ref(symbol)
-    except RefSyntaxError:
-        return set()
-    if ref.form is not RefForm.DOTTED or "." not in (ref.dotted or ""):
+    ref = _dotted_ref(symbol)
+    if ref is None:
         return set()
     if ref.repo is not None and ref.version is not None:  # pinned
         pins = [(ref.repo, ref.version)]
