@@ -930,15 +930,24 @@ def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None
 
 
 def _file_advice(database: Any, path: str) -> str:
-    """What to write for ``path``, which no indexed version has as a file: of a folder, a
-    file in it or its module; else the closest paths, if any."""
+    """What to write for ``path``, which no indexed version has as a file: of a folder, the
+    files in it that claims cite (not its module, which is its ``__init__.py`` alone);
+    else the closest paths, if any."""
+    from annotations.citations import links_in_folder
     from db import queries
 
-    if queries.is_indexed_folder(database, path):
-        return (f": it is a folder; name one of its files ('annotate links {path}/FILE.py'), "
-                f"or its module ('annotate links {path.replace('/', '.')}')")
-    close = queries.paths_close_to(database, path)
-    return f" (closest: {', '.join(close)})" if close else ""
+    if not queries.is_indexed_folder(database, path):
+        close = queries.paths_close_to(database, path)
+        return f" (closest: {', '.join(close)})" if close else ""
+    rows = links_in_folder(database, path)
+    if not rows:
+        return ": it is a folder, and no claim cites a file in it"
+    files = sorted({row["path"] for row in rows})
+    more = f", and {len(files) - MEMBERS_NAMED} more" if len(files) > MEMBERS_NAMED else ""
+    claims = len({(row["article"], row["claim_id"]) for row in rows})
+    cite = "claims cite" if claims != 1 else "claim cites"
+    return (f": it is a folder; {claims} {cite} its files: {', '.join(files[:MEMBERS_NAMED])}"
+            f"{more}; 'annotate links {files[0]}' lists those of one")
 
 
 def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:

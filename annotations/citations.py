@@ -59,8 +59,21 @@ def _unindexed_citing(database: Database, symbol: str) -> list[dict]:
     name), each row with the path, qualname and lines written: all such a version tells.
     A ref written as a dotted name names no file to tell: none of them."""
     wanted = _written_as(database, symbol)
-    if wanted is None:
-        return []
+    return [] if wanted is None else _unindexed_naming(database, wanted)
+
+
+def links_in_folder(database: Database, folder: str) -> list[dict]:
+    """The stored refs into the files of ``folder`` (and the folders below it): linked, and
+    pinned at a version not indexed by a path written there (as `links_citing` lists a
+    file's)."""
+    inside = folder.rstrip("/") + "/"
+    return [*claim_store.links_under(database, folder),
+            *_unindexed_naming(database, lambda ref: (ref.path or "").startswith(inside))]
+
+
+def _unindexed_naming(database: Database, wanted: Callable[[Ref], bool]) -> list[dict]:
+    """The stored refs pinned at a version not indexed whose ref as written has a path and
+    is ``wanted``, each row with the path, qualname and lines written."""
     found = []
     for row in claim_store.unindexed_links(database):
         try:

@@ -243,6 +243,16 @@ def links_in_lines(
     return list(rows)
 
 
+def links_under(database: Database, folder: str) -> list[dict]:
+    """Stored refs into the files of ``folder`` (and the folders below it), by path."""
+    folder = folder.rstrip("/")
+    rows = database.query(
+        "SELECT * FROM claim_links WHERE path >= ? AND path < ? ORDER BY path, start_line",
+        (f"{folder}/", f"{folder}0"),  # '0' follows '/'
+    )
+    return list(rows)
+
+
 def links_to(database: Database, qualname: str, path: str | None = None) -> list[dict]:
     """Stored refs whose qualname is ``qualname`` or ends with ``.qualname``, or whose
     dotted name (module, then qualname) is ``qualname``."""

@@ -273,6 +273,18 @@ def test_links_list_the_claims_pinned_at_a_version_not_indexed_as_written(
         ("later-util", "unindexed", None), ("later-head", "unindexed", None)}
 
 
+def test_links_of_a_folder_name_its_files_that_claims_pinned_at_a_version_not_indexed_cite(
+    pinned_later: None
+) -> None:
+    """Their refs name their files as written: the folder's note counts them, as `links`
+    of one of the files lists them."""
+    result = run("links", "vllm/config")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0, "No claims cite it.\n", "Note: no indexed version has a file 'vllm/config': it is "
+        "a folder; 2 claims cite its files: vllm/config/cache.py; 'annotate links "
+        "vllm/config/cache.py' lists those of one\n")
+
+
 @pytest.mark.parametrize("command", [
     pytest.param(("show", "vllm/utils.py::cdiv"), id="show"),
     pytest.param(("show", "cdiv"), id="show-a-name"),
@@ -481,8 +493,14 @@ def test_links_to_an_uncited_symbol() -> None:
     pytest.param("vllm/nothing/here.py", "Note: no indexed version has a file "
                  "'vllm/nothing/here.py'\n", id="a-file-nothing-close"),
     pytest.param("vllm/config/", "Note: no indexed version has a file 'vllm/config': it is a "
-                 "folder; name one of its files ('annotate links vllm/config/FILE.py'), or its "
-                 "module ('annotate links vllm.config')\n", id="a-folder"),
+                 "folder; 4 claims cite its files: vllm/config/cache.py; 'annotate links "
+                 "vllm/config/cache.py' lists those of one\n", id="a-folder"),
+    pytest.param("vllm/", "Note: no indexed version has a file 'vllm': it is a folder; 7 claims "
+                 "cite its files: vllm/config/cache.py, vllm/model_executor/layers/layernorm.py, "
+                 "vllm/model_executor/layers/linear.py, vllm/utils.py; 'annotate links "
+                 "vllm/config/cache.py' lists those of one\n", id="a-folder-of-folders"),
+    pytest.param("vllm/engine", "Note: no indexed version has a file 'vllm/engine': it is a "
+                 "folder, and no claim cites a file in it\n", id="a-folder-no-claim-cites"),
 ])
 def test_links_to_a_name_nothing_defines_says_so(name: str, note: str) -> None:
     result = run("links", name)
