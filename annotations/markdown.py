@@ -426,7 +426,17 @@ def _is_image_destination(line: str, start: int) -> bool:
     if close < 1 or not line.startswith("](", close):
         return False
     opening = line.rfind("[", max(close - _MAX_LABEL - 1, 0), close)
-    return opening > 0 and line[opening - 1] == "!" and line.find("]", opening, close) < 0
+    return (opening > 0 and _marks_an_image(line, opening - 1)
+            and line.find("]", opening, close) < 0)
+
+
+def _marks_an_image(line: str, index: int) -> bool:
+    """Whether ``line[index]`` is the '!' of an image: not escaped (``\\![x](URL)`` is a
+    '!' and a link)."""
+    escaped = index
+    while escaped > 0 and line[escaped - 1] == "\\":  # not rstrip: linear in the line
+        escaped -= 1
+    return line[index] == "!" and (index - escaped) % 2 == 0
 
 
 def _is_img_source(line: str, start: int) -> bool:
@@ -642,8 +652,9 @@ class Body:
             for index, visible in self.visible.items():
                 line = self.lines[index]
                 for match in _REFERENCE_USE_RE.finditer(line):
-                    image = match[0].startswith("!")
-                    if visible[match.start() + image] != "[":  # in code or a comment
+                    bang = match[0].startswith("!")  # an image's, unless escaped
+                    image = bang and _marks_an_image(line, match.start())
+                    if visible[match.start() + bang] != "[":  # in code or a comment
                         continue
                     key = _reference_key(match["ref"] or match["text"])
                     if image:

@@ -786,6 +786,11 @@ def test_markdown_permalink_urls_end_where_markdown_ends_them(line: str, urls: l
     pytest.param("[x]({G}/vllm/a.py#L1) ![y]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
                  id="a-link-and-an-image-of-one-url"),
     pytest.param("Wow! [x]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"], id="a-bang-before-a-link"),
+    pytest.param("\\![x]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
+                 id="an-escaped-bang-before-a-link"),
+    pytest.param("\\![d][x]\n\n[x]: {G}/vllm/a.py", ["{G}/vllm/a.py"],
+                 id="an-escaped-bang-before-a-reference"),
+    pytest.param("\\\\![x]({G}/vllm/a.py#L1)", [], id="an-escaped-backslash-before-an-image"),
     pytest.param("[x]({G}/vllm/png.py) {G}/docs/png/a.py", ["{G}/vllm/png.py", "{G}/docs/png/a.py"],
                  id="image-names-in-code-paths"),
 ])
@@ -796,6 +801,14 @@ def test_markdown_images_and_links_to_images_are_not_claims(body: str, urls: lis
     claims = load_markdown_text(text, "a.md").claims
     assert [entry.text for claim in claims for entry in claim.refs] == [
         url.format(G=f"{GH}/v0.20.0") for url in urls]
+
+
+def test_a_reference_link_after_an_escaped_bang_is_claimed_by_its_paragraph() -> None:
+    """``\\![the cache][x]`` is a '!' and a link: its claim is the paragraph that uses it,
+    as a link's is, not the line that defines it."""
+    text = f"# T\n\nLook \\![the cache][x] here.\n\n[x]: {GH}/v0.20.0/vllm/a.py\n"
+    claims = load_markdown_text(text, "a.md").claims
+    assert [claim.text for claim in claims] == ["Look \\![the cache][x] here."]
 
 
 @pytest.mark.parametrize(("body", "lines"), CODE_BLOCKS)
