@@ -1648,9 +1648,12 @@ def diff(
 def _note_compared_with_itself(database: Any, repo: str, version: str) -> None:
     from db import queries
 
-    indexed = ", ".join(queries.indexed_versions(database, repo))
-    _note(f"Note: {repo}@{version} was compared with itself, so nothing changed; name another "
-          f"version of {repo} to compare it with (indexed: {indexed})")
+    others = [other for other in queries.indexed_versions(database, repo) if other != version]
+    advice = (f"name another version of {repo} to compare it with (the others indexed: "
+              f"{', '.join(others)})" if others else
+              f"no other version of {repo} is indexed: index one to compare it with "
+              f"('annotate index {repo}@VERSION')")
+    _note(f"Note: {repo}@{version} was compared with itself, so nothing changed; {advice}")
 
 
 @cli.command()

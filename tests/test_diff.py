@@ -663,10 +663,26 @@ def test_same_version_lists_nothing_and_says_it_was_compared_with_itself(project
     result = run(project, "diff", "vllm@v0.2.0", "vllm@v0.2.0", "--format", "json")
     assert (result.exit_code, result.stderr) == (
         0, "Note: vllm@v0.2.0 was compared with itself, so nothing changed; name another "
-           "version of vllm to compare it with (indexed: v0.1.0, v0.2.0, v0.3.0)\n")
+           "version of vllm to compare it with (the others indexed: v0.1.0, v0.3.0)\n")
     report = json.loads(result.stdout)
     assert report["listed"] == dict.fromkeys(TITLES, 0)
     assert report["counts"]["unchanged"] > 0
+
+
+def test_the_one_version_indexed_compared_with_itself_says_to_index_another(
+    tmp_path: Path
+) -> None:
+    """Not 'name another version', when the index has none to name."""
+    (tmp_path / "annotate.toml").write_text('[repos.evil]\ngithub = "example/evil"\n'
+                                            'versions = ["h1"]\n', encoding="utf-8")
+    config = load_config(tmp_path)
+    fakevllm.write_snapshot(tmp_path / "src", EVIL["h1"])
+    with open_database(config.db) as database:
+        index_version(database, config, "evil", "h1", from_path=tmp_path / "src", workers=1)
+    result = run(tmp_path, "diff", "evil@h1", "evil@h1", "--format", "json")
+    assert (result.exit_code, result.stderr) == (
+        0, "Note: evil@h1 was compared with itself, so nothing changed; no other version of "
+           "evil is indexed: index one to compare it with ('annotate index evil@VERSION')\n")
 
 
 # --- uses: relations ------------------------------------------------------------------
