@@ -337,8 +337,7 @@ def require_annotation_files(config: ProjectConfig) -> AnnotationFiles:
         if found is not None:
             advice = run_from(found)
         elif config.source_file is not None:
-            advice = (f"add one, or set 'annotations' and 'articles' in "
-                      f"{config.source_file.name}")
+            advice = f"add one, or set 'annotations' and 'articles' in {config.file_name}"
         else:
             advice = ("run from your articles' folder, or set 'annotations' and 'articles' "
                       "in annotate.toml")

@@ -1277,6 +1277,7 @@ _CLAIM = "  - {id: c, text: x, refs: [vllm/utils.py::cdiv]}\n"
 _PERMALINK = "https://github.com/other/repo/blob/v1/x.py#L1"
 CONFIG_HINTS = {
     "unknown-repo": ({}, ("index", "zzzz@v1"), "add [repos.zzzz] to {}"),
+    "globs-select-no-file": ({}, ("link",), "add one, or set 'annotations' and 'articles' in {}"),
     "globs-select-no-claims": ({"notes/a.yml": "article: notes/a.md\nclaims: []\n"},
                                ("link",), "check 'annotations' and 'articles' in {}"),
     "article-not-selected": ({"notes/a.yml": f"article: notes/a.md\nclaims:\n{_CLAIM}"},
