@@ -571,13 +571,19 @@ def _configured_not_indexed(config: ProjectConfig, database: Any,
             for version in repo.versions if (repo.name, version) not in indexed]
 
 
-def _where_files_are(database: Any, pin: str, version_key: int, paths: list[str]) -> str:
-    """Which paths version ``pin`` has: of a wheel, its package's files only."""
+def _where_files_are(
+    database: Any, pin: str, version_key: int, paths: list[str], path_glob: str
+) -> str:
+    """Which paths version ``pin`` has: of a wheel, its package's files only, unless
+    ``path_glob`` is in its package's folder (a path that is not there, which a git index
+    would not have either)."""
     from db import queries
 
-    if queries.version_source(database, version_key) != "pypi":
+    tops = {path.split("/", 1)[0] for path in paths}
+    in_package = path_glob.removeprefix("./").split("/", 1)[0] in tops
+    if in_package or queries.version_source(database, version_key) != "pypi":
         return "paths are relative to the repository, as in vllm/config/cache.py"
-    folders = ", ".join(sorted({f"{path.split('/', 1)[0]}/" for path in paths}))
+    folders = ", ".join(f"{top}/" for top in sorted(tops))
     return (f"it was indexed from its PyPI wheel, which holds its package's Python files "
             f"only, under {folders} (to list others, index {pin} from git, or from a checkout "
             "with --from PATH, into a new index, --db NEW.db)")
@@ -616,7 +622,8 @@ def symbols(
             paths = queries.version_paths(database, version_key)
             if not any(matches(path) for path in paths):
                 _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; "
-                      + _where_files_are(database, f"{repo}@{version}", version_key, paths))
+                      + _where_files_are(database, f"{repo}@{version}", version_key, paths,
+                                         path_glob))
                 return
         found = queries.version_symbols(database, version_key, path_glob, kind)
         first = next(found, None)

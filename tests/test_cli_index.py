@@ -571,21 +571,31 @@ def test_symbols_path_matching_no_file_prints_only_the_note(
         "repository, as in vllm/config/cache.py\n"))
 
 
-@pytest.mark.parametrize("glob", ["benchmarks/", "vlm/*.py"])
+WHEEL_HOLDS = ("it was indexed from its PyPI wheel, which holds its package's Python files "
+               "only, under vllm/ (to list others, index vllm@v0.1.0 from git, or from a "
+               "checkout with --from PATH, into a new index, --db NEW.db)")
+RELATIVE = "paths are relative to the repository, as in vllm/config/cache.py"
+
+
+@pytest.mark.parametrize(("glob", "why"), [
+    pytest.param("benchmarks/", WHEEL_HOLDS, id="a-folder-no-wheel-holds"),
+    pytest.param("vlm/*.py", WHEEL_HOLDS, id="a-misspelt-package"),
+    pytest.param("*/nothing.py", WHEEL_HOLDS, id="any-folder"),
+    pytest.param("vllm/nothing/", RELATIVE, id="a-folder-of-its-package"),
+    pytest.param("./vllm/*/nothing.py", RELATIVE, id="a-glob-in-its-package"),
+])
 def test_symbols_path_matching_no_file_of_a_wheel_says_what_it_holds(
-    wheels: Path, tmp_path: Path, glob: str
+    wheels: Path, tmp_path: Path, glob: str, why: str
 ) -> None:
     """Not 'paths are relative to the repository' for benchmarks/, which is: a wheel holds
-    its package's files only."""
+    its package's files only; but a path in its package that is not there is not to be
+    looked for in a git index."""
     Path("annotate.toml").write_text(
         f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\n')
     assert run("index", "vllm@v0.1.0").exit_code == 0
     result = run("symbols", "vllm@v0.1.0", "--path", glob)
-    assert (result.exit_code, result.stdout, result.stderr) == (0, "", (
-        f"Note: no file of vllm@v0.1.0 matches --path {glob}; it was indexed from its PyPI "
-        "wheel, which holds its package's Python files only, under vllm/ (to list others, "
-        "index vllm@v0.1.0 from git, or from a checkout with --from PATH, into a new index, "
-        "--db NEW.db)\n"))
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0, "", f"Note: no file of vllm@v0.1.0 matches --path {glob}; {why}\n")
 
 
 @pytest.mark.parametrize(("options", "note"), [
