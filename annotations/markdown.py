@@ -121,7 +121,7 @@ def _paragraph_code_blanked(lines: list[str], first: int, blocks: _Blocks) -> di
     for index in range(first, len(lines) + 1):
         text = (index < len(lines) and index not in blocks.lines and index not in blocks.code
                 and bool(lines[index].strip()))
-        if paragraph and (not text or _starts_block(lines, index)):
+        if paragraph and (not text or _starts_block(lines, index, first)):
             blanked.update(_code_blanked(lines, paragraph))
             paragraph = []
         if text:
@@ -336,11 +336,16 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
             reading.block, reading.content_column = block, column
             _read_in_block(blocks, reading, block, index, line, opening=True)
             return
-    # a heading is a block of one line, no paragraph; indented four, it is the paragraph's
-    heading = indent < reading.content_column + 4 and _HEADING_RE.match(expanded) is not None
+    # a heading is a block of one line, and an empty quote line none: no paragraph opens
+    # (indented four, either is the open paragraph's text)
+    quoted = _QUOTE_RE.match(expanded)
+    text = expanded[quoted.end():] if quoted else expanded
+    no_paragraph = indent < reading.content_column + 4 and (
+        not text.strip() or _HEADING_RE.match(text) is not None)
     reading.content_column = _content_column(
-        expanded, indent, reading.content_column, lazy=reading.paragraph_open and not heading)
-    reading.paragraph_open, reading.in_code = not heading, False
+        expanded, indent, reading.content_column,
+        lazy=reading.paragraph_open and not no_paragraph)
+    reading.paragraph_open, reading.in_code = not no_paragraph, False
 
 
 def _block_opened(line: str, content_column: int) -> _Block | None:
@@ -614,7 +619,7 @@ class Body:
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
             edge = index not in visible or index - 1 not in visible  # of a hidden block
-            new = index == first or edge or _starts_block(lines, index)
+            new = index == first or edge or _starts_block(lines, index, first)
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
         self.uses: dict[str, tuple[int, str]] | None = None
@@ -710,21 +715,37 @@ def _reference_key(label: str) -> str:
     return " ".join(label.split()).casefold()
 
 
-def _starts_block(lines: list[str], index: int) -> bool:
-    """True when line `index` does not continue the paragraph of the line before it (in a
-    block quote, a line continues the one before it at the same depth)."""
+def _starts_block(lines: list[str], index: int, first: int) -> bool:
+    """True when line `index` does not continue the paragraph of the line before it, a
+    body's line past ``first``. A quoted line continues a quoted paragraph no deeper than it
+    is, and one that a line out of the quote went on (a lazy line); an empty quote line or
+    a quoted heading is no paragraph to go on."""
     line, previous = lines[index], lines[index - 1]
     quote, previous_quote = _QUOTE_RE.match(line), _QUOTE_RE.match(previous)
-    if quote and previous_quote:
-        if quote[0].count(">") != previous_quote[0].count(">"):
+    if quote:
+        depth = (previous_quote[0].count(">") if previous_quote
+                 else _lazy_depth(lines, index - 1, first))
+        if quote[0].count(">") > depth:
             return True
-        line, previous = line[quote.end():], previous[previous_quote.end():]
+        line = line[quote.end():]
+    if previous_quote:
+        previous = previous[previous_quote.end():]
     return (
         not line.strip()
         or not previous.strip()
         or _BLOCK_START_RE.match(line) is not None
         or _HEADING_RE.match(previous) is not None
     )
+
+
+def _lazy_depth(lines: list[str], index: int, first: int) -> int:
+    """How many block quotes deep the paragraph is that line ``index``, out of any quote,
+    goes on lazily (0: none, it is no quote's)."""
+    while not (quote := _QUOTE_RE.match(lines[index])):
+        if index == first or _starts_block(lines, index, first):
+            return 0
+        index -= 1
+    return quote[0].count(">")
 
 
 def _join_lines(parts: list[str]) -> tuple[str, list[int]]:

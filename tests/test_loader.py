@@ -890,6 +890,34 @@ def test_fences_open_and_end_where_commonmark_has_them(body: str, lines: list[in
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+LAZY_LINES = [
+    pytest.param("> A quoted note.\n>\n    {A}\n\n{B}\n", [7],
+                 id="after-an-empty-quote-line-indented-four-is-code"),
+    pytest.param("> ## Quoted heading\n    {A}\n\n{B}\n", [6],
+                 id="after-a-quoted-heading-indented-four-is-code"),
+    pytest.param("> A quoted note.\n>\n{B}\n", [5], id="after-an-empty-quote-line-a-paragraph"),
+    pytest.param("> Run `serve\nwith {A}\n> --flag` then {B}\n", [5],
+                 id="a-code-span-over-a-lazy-line-of-a-quote"),
+    pytest.param("> > Run `serve\n> with {A}`\n\n{B}\n", [6],
+                 id="a-shallower-quote-line-continues-the-deeper-paragraph"),
+    pytest.param("> Run `serve\nwith\n> --x` as {B}, or\n`--y`\n", [5],
+                 id="a-code-span-closes-on-the-quoted-line-after-a-lazy-one"),
+    pytest.param("> Quoted `a\n{A}\n\n> b` {B}\n", [4, 6],
+                 id="a-blank-line-ends-the-lazy-paragraph"),
+    pytest.param("> A quoted note.\n    {A}\n", [4], id="indented-four-after-quoted-text-is-lazy"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), LAZY_LINES)
+def test_lazy_lines_continue_only_a_quoted_paragraph(body: str, lines: list[int]) -> None:
+    """A line that leaves a block quote goes on the quote's paragraph (a lazy line), as one
+    with fewer '>' does, but only a paragraph: after an empty '>' line or a quoted heading
+    there is none, and the line is a block of its own (indented four: code). Each
+    expectation was checked against a CommonMark reader (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 @pytest.mark.parametrize(("text", "visible"), [
     pytest.param("Text <!-- a -->b\n", {0: "Text           b", 1: ""}, id="comment-in-a-line"),
     pytest.param("Text <!-- a\nb -->c\n", {0: "Text       ", 1: "     c", 2: ""},
@@ -932,6 +960,8 @@ def test_visible_lines_blank_comments_through_their_last_character(
                  id="deeper-quote-starts-a-paragraph"),
     pytest.param(f"> 一段\n>\n> 另一段 {GH}/v1/a.py#L1\n", [f"另一段 {GH}/v1/a.py#L1"],
                  id="blank-quote-line-ends-a-paragraph"),
+    pytest.param(f"> ## 为什么\n见 {GH}/v1/a.py#L1\n", [f"见 {GH}/v1/a.py#L1"],
+                 id="a-line-after-a-quoted-heading-starts-a-paragraph"),
     pytest.param(f"<!--\nsecret note\n-->\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
                  id="a-comment-block-is-no-text-of-the-paragraph-after-it"),
     pytest.param(f"<pre>\nsecret\n</pre>\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
