@@ -192,15 +192,21 @@ def _without(line: str, spans: list[Span]) -> str:
     return "".join(pieces) + line[last:]
 
 
-def _content_column(line: str, indent: int, content_column: int, lazy: bool) -> int:
-    """Where the content of the list item around ``line`` starts once it is read (0:
-    outside lists): a list item's own; a line left of the item's content ends the item,
-    unless it is a lazy line of the item's paragraph (a heading, a fence or an HTML block
-    never is)."""
+Columns = tuple[int, ...]
+"""Where the content of each list item around a line starts, outermost first (none:
+outside lists)."""
+
+
+def _columns_reached(columns: Columns, indent: int) -> Columns:
+    """The list items of ``columns`` that a line indented ``indent`` is in: those whose
+    content it reaches (a line left of a sub-item's content goes on its parent item)."""
+    return tuple(column for column in columns if column <= indent)
+
+
+def _with_item(line: str, indent: int, columns: Columns) -> Columns:
+    """``columns`` and the list item ``line`` opens at ``indent``, if it opens one."""
     item = _LIST_ITEM_RE.match(line, indent)
-    if item:
-        return indent + len(item[0])
-    return 0 if indent < content_column and not lazy else content_column
+    return columns + (indent + len(item[0]),) if item else columns
 
 
 @dataclass(frozen=True)
@@ -250,6 +256,8 @@ def _fence_opened(line: str, content_column: int) -> _Fence | None:
     fence = _FENCE_RE.match(line, at)
     if fence is None or fence["fence"][0] == "`" and "`" in fence["info"]:
         return None
+    if fence.start("fence") - quote_end - column > 3:  # indented code, or a paragraph's text
+        return None
     return _Fence(fence["fence"], quotes, column)
 
 
@@ -272,11 +280,11 @@ _Block = _Fence | str
 @dataclass
 class _Reading:
     """Where a pass over a body stands: the block open (None: none), where the content
-    of the list item around starts (0: outside lists), and whether a paragraph or an
-    indented code block is open."""
+    of each list item around starts, and whether a paragraph or an indented code block is
+    open."""
 
     block: _Block | None = None
-    content_column: int = 0
+    columns: Columns = ()
     paragraph_open: bool = False
     in_code: bool = False
 
@@ -324,27 +332,25 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
         reading.paragraph_open = False
         return
     indent = len(expanded) - len(expanded.lstrip())
-    if indent >= reading.content_column + 4:
+    reached = _columns_reached(reading.columns, indent)
+    if indent >= (reached[-1] if reached else 0) + 4:  # code, or the open paragraph's text
         if reading.in_code or not reading.paragraph_open:
             blocks.code.add(index)
-            reading.in_code = True
-            return
-    else:
-        column = _content_column(expanded, indent, reading.content_column, lazy=False)
-        block = _block_opened(line, column)
-        if block is not None:
-            reading.block, reading.content_column = block, column
-            _read_in_block(blocks, reading, block, index, line, opening=True)
-            return
+            reading.in_code, reading.columns = True, reached
+        return
+    columns = _with_item(expanded, indent, reached)
+    block = _block_opened(line, columns[-1] if columns else 0)
+    if block is not None:
+        reading.block, reading.columns = block, columns
+        _read_in_block(blocks, reading, block, index, line, opening=True)
+        return
     # a heading is a block of one line, and an empty quote line none: no paragraph opens
-    # (indented four, either is the open paragraph's text)
     quoted = _QUOTE_RE.match(expanded)
     text = expanded[quoted.end():] if quoted else expanded
-    no_paragraph = indent < reading.content_column + 4 and (
-        not text.strip() or _HEADING_RE.match(text) is not None)
-    reading.content_column = _content_column(
-        expanded, indent, reading.content_column,
-        lazy=reading.paragraph_open and not no_paragraph)
+    no_paragraph = not text.strip() or _HEADING_RE.match(text) is not None
+    lazy = reading.paragraph_open and not no_paragraph and columns == reached
+    if not lazy:  # a lazy line of a paragraph stays in its list items
+        reading.columns = columns
     reading.paragraph_open, reading.in_code = not no_paragraph, False
 
 

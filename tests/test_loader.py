@@ -918,6 +918,33 @@ def test_lazy_lines_continue_only_a_quoted_paragraph(body: str, lines: list[int]
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+NESTED_LISTS = [
+    pytest.param("- The scheduler:\n  - keeps a queue\n  ```python\n  waiting = deque()\n{B}\n",
+                 [7], id="a-fence-left-of-a-sub-item-ends-with-the-parent-item"),
+    pytest.param("- Engine\n  - Scheduler\n    - Queue\n\n    Its loop:\n\n    {A}\n", [9],
+                 id="a-paragraph-of-a-sub-item-after-its-own-sub-item"),
+    pytest.param("- Engine\n  - Scheduler\n    - Queue\n\n    Its loop:\n\n        {A}\n\n{B}\n",
+                 [11], id="indented-code-of-a-sub-item-after-its-own-sub-item"),
+    pytest.param("Steps:\n    1. build\n    ```\n    {A}\n", [6],
+                 id="an-item-indented-four-in-a-paragraph-is-its-text"),
+    pytest.param("- Engine\n  - Scheduler\n    - Run `serve\n  --x {A}`\n{B}\n", [7],
+                 id="a-code-span-over-a-lazy-line-of-a-sub-sub-item"),
+    pytest.param("- Engine\n  - Scheduler\n    - Queue\n\n      ```\n      {A}\n      ```\n"
+                 "    {B}\n", [10], id="a-fence-in-a-sub-sub-item"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), NESTED_LISTS)
+def test_nested_list_items_hold_what_their_indentation_says(body: str, lines: list[int]) -> None:
+    """A line is in each list item whose content column it reaches: one left of a sub-item
+    goes on the parent item (its fence, paragraph or indented code is the parent's), unless
+    it is a lazy line of a paragraph, and one indented four past a paragraph is its text,
+    a list marker included. Each expectation was checked against a CommonMark reader
+    (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 @pytest.mark.parametrize(("text", "visible"), [
     pytest.param("Text <!-- a -->b\n", {0: "Text           b", 1: ""}, id="comment-in-a-line"),
     pytest.param("Text <!-- a\nb -->c\n", {0: "Text       ", 1: "     c", 2: ""},
