@@ -301,23 +301,25 @@ def _blocks_of(lines: list[str], first: int) -> _Blocks:
     ends one). Block quotes are not looked into for indented code."""
     blocks, reading = _Blocks(), _Reading()
     for index in range(first, len(lines)):
-        line = lines[index]
-        if isinstance(reading.block, _Fence) and reading.block.content(line) is None:
-            reading.block = None  # the fence's block quote or list item ended before the line
-        if reading.block is not None:
-            _read_in_block(blocks, reading, reading.block, index, line)
+        line, block = lines[index], reading.block
+        content = block.content(line) if isinstance(block, _Fence) else None
+        if isinstance(block, _Fence) and content is None:
+            block = reading.block = None  # its block quote or list item ended before the line
+        if block is not None:
+            _read_in_block(blocks, reading, block, index, line, content)
         else:
             _read_outside_blocks(blocks, reading, index, line)
     return blocks
 
 
 def _read_in_block(blocks: _Blocks, reading: _Reading, block: _Block, index: int, line: str,
-                   opening: bool = False) -> None:
-    """Read a line of ``block``, open (``opening``: opened on the line): it ends a
-    paragraph, and may end the block (a comment or ``<pre>`` its opening line)."""
+                   content: str | None = None, opening: bool = False) -> None:
+    """Read a line of ``block``, open (``opening``: opened on the line; ``content``: the
+    line's content in a fence it goes on): it ends a paragraph, and may end the block (a
+    comment or ``<pre>`` its opening line)."""
     blocks.lines.add(index)
     reading.paragraph_open = False
-    end = _block_end(block, line, opening)
+    end = _block_end(block, line, content, opening)
     if end is not None:
         if block == _COMMENT:
             blocks.shown[index] = end
@@ -366,13 +368,13 @@ def _block_opened(line: str, content_column: int) -> _Block | None:
     return _COMMENT if _COMMENT_OPEN_RE.match(line) else None
 
 
-def _block_end(block: _Block, line: str, opening: bool) -> int | None:
+def _block_end(block: _Block, line: str, content: str | None, opening: bool) -> int | None:
     """The column past the end of ``block`` on ``line``, None when the block goes on;
+    ``content``: the line's content in a fence it goes on (None on its opening line);
     ``opening``: the block opened on the line. A fence closes at one at least as long, with
     no info (never on its own line); ``<pre>`` at any raw-text end tag; a comment at its
     ``-->``."""
     if isinstance(block, _Fence):
-        content = None if opening else block.content(line)
         return len(line) if content is not None and block.closes(content) else None
     if block == _COMMENT:
         end = line.find("-->", line.find("<!--") if opening else 0)

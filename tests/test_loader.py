@@ -945,6 +945,22 @@ def test_nested_list_items_hold_what_their_indentation_says(body: str, lines: li
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+def test_a_fenced_line_is_read_past_its_containers_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a line goes on its fence and whether it closes it are read from one reading
+    of the line past the fence's block quotes and list item."""
+    read: list[str] = []
+    content = markdown._Fence.content
+
+    def counted(fence: markdown._Fence, line: str) -> str | None:
+        read.append(line)
+        return content(fence, line)
+
+    monkeypatch.setattr(markdown._Fence, "content", counted)
+    body = "> - ```python\n>   x = 1\n>   ```\n\n```\ny = 2\n```\n"
+    load_markdown_text(f"# T\n\n{body}see {GH}/v1/a.py#L1\n", "a.md")
+    assert read == [">   x = 1", ">   ```", "y = 2", "```"]
+
+
 @pytest.mark.parametrize(("text", "visible"), [
     pytest.param("Text <!-- a -->b\n", {0: "Text           b", 1: ""}, id="comment-in-a-line"),
     pytest.param("Text <!-- a\nb -->c\n", {0: "Text       ", 1: "     c", 2: ""},
