@@ -52,11 +52,11 @@ _MAX_LABEL, _MAX_DESTINATION, _MAX_TITLE = 500, 2000, 500
 """The longest label, destination and title of an inline link read (see `_inline_links`)."""
 _DESTINATION_END_RE = re.compile(r"[)\s>]")
 _OPEN_RE, _CLOSE_RE, _QUOTE_MARK_RE = re.compile(r"\["), re.compile(r"\]"), re.compile('"')
-_RAW_HTML_OPEN_RE = re.compile(r" {0,3}<(?P<tag>pre|script|style|textarea)(?:[\s>]|$)",
-                               re.IGNORECASE)
+_RAW_HTML_OPEN_RE = re.compile(r"<(?:pre|script|style|textarea)(?:[\s>]|$)", re.IGNORECASE)
+_RAW_HTML, _COMMENT = "<pre>", "<!--"
+"""The kinds of HTML block read: raw text (``<pre>``, ``<script>``, ...), a comment."""
 Span = tuple[int, int]
 """A [start, stop) range of columns of a line."""
-_COMMENT_OPEN_RE = re.compile(r" {0,3}<!--")
 _AUTOLINK_RE = re.compile(r"<(https?://[^<>\s]+)>")
 _MAX_REDUCED = 10 * MAX_LINK_TEXT
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
@@ -210,18 +210,16 @@ def _with_item(line: str, indent: int, columns: Columns) -> Columns:
 
 
 @dataclass(frozen=True)
-class _Fence:
-    """An open fenced code block: its fence, and the containers it is in, that each of
-    its lines must go on: how many block quotes, and the column of its list item's content
-    past them (0: none)."""
+class _Contained:
+    """A block open in containers, that each of its lines must go on: how many block
+    quotes, and the column of its list item's content past them (0: none)."""
 
-    fence: str
     quotes: int
     column: int
 
     def content(self, line: str) -> str | None:
-        """``line`` past the markers and indentation of the fence's containers; None
-        when the line is not in them (a block quote or list item ended, and the fence
+        """``line`` past the markers and indentation of the block's containers; None
+        when the line is not in them (a block quote or list item ended, and the block
         with it). A blank line goes on a list item."""
         line = line.expandtabs(4)
         for _ in range(self.quotes):
@@ -234,6 +232,21 @@ class _Fence:
         indent = len(line) - len(line.lstrip())
         return line[self.column:] if indent >= self.column else None
 
+
+@dataclass(frozen=True)
+class _Html(_Contained):
+    """An open HTML block: a comment (_COMMENT) or a raw-text one such as ``<pre>``
+    (_RAW_HTML)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class _Fence(_Contained):
+    """An open fenced code block: its fence."""
+
+    fence: str
+
     def closes(self, content: str) -> bool:
         """Whether a line whose content is ``content`` closes the fence: a fence of its
         character at least as long, at most three columns in, with no info."""
@@ -241,10 +254,12 @@ class _Fence:
         return closing is not None and closing["fence"].startswith(self.fence)
 
 
-def _fence_opened(line: str, content_column: int) -> _Fence | None:
-    """The fence ``line`` opens, past the markers of the block quotes and list items it
-    opens with; None for none. ``content_column``: where the content of the list item
-    around starts, the fence's container when the line opens none of its own."""
+def _block_opened(line: str, content_column: int) -> _Block | None:
+    """The block ``line`` opens past the markers of the block quotes and list items it
+    opens with, at most three columns past their content (four: indented code, or a
+    paragraph's text): a fence, a raw-text HTML block (``<pre>``) or a comment; None for
+    none. ``content_column``: where the content of the list item around starts, the
+    block's container when the line opens none of its own."""
     line = line.expandtabs(4)
     quotes, column, quote_end, at = 0, content_column, 0, 0
     while marker := _CONTAINER_MARKER_RE.match(line, at):
@@ -253,12 +268,16 @@ def _fence_opened(line: str, content_column: int) -> _Fence | None:
             quotes, column, quote_end = quotes + 1, 0, at
         else:
             column = at - quote_end
-    fence = _FENCE_RE.match(line, at)
-    if fence is None or fence["fence"][0] == "`" and "`" in fence["info"]:
+    start = len(line) - len(line[at:].lstrip(" "))
+    if start - quote_end - column > 3:
         return None
-    if fence.start("fence") - quote_end - column > 3:  # indented code, or a paragraph's text
-        return None
-    return _Fence(fence["fence"], quotes, column)
+    fence = _FENCE_RE.match(line, start)
+    if fence is not None:
+        backtick_in_info = fence["fence"][0] == "`" and "`" in fence["info"]
+        return None if backtick_in_info else _Fence(quotes, column, fence["fence"])
+    if _RAW_HTML_OPEN_RE.match(line, start):
+        return _Html(quotes, column, _RAW_HTML)
+    return _Html(quotes, column, _COMMENT) if line.startswith("<!--", start) else None
 
 
 @dataclass
@@ -272,9 +291,8 @@ class _Blocks:
     code: set[int] = field(default_factory=set)
 
 
-_RAW_HTML, _COMMENT = "<pre>", "<!--"
-_Block = _Fence | str
-"""An open block: a fence, _RAW_HTML or _COMMENT."""
+_Block = _Fence | _Html
+"""An open block: a fence or an HTML block."""
 
 
 @dataclass
@@ -292,8 +310,8 @@ class _Reading:
 def _blocks_of(lines: list[str], first: int) -> _Blocks:
     """The fenced code blocks, HTML blocks (raw text, ``<pre>``, and comments) and indented
     code blocks of a body, found in one pass as CommonMark finds them: a block that starts
-    a line runs to its end (an unclosed one to the body's; a fence to its block quote's or
-    list item's), and what it holds is text: a fence in a comment or ``<pre>`` opens
+    a line runs to its end (an unclosed one to the body's, or to its block quote's or list
+    item's), and what it holds is text: a fence in a comment or ``<pre>`` opens
     nothing, nor does a ``<!--`` or ``<pre>`` in a fence. A URL in a fence is code shown,
     not a link (a header pasted from vLLM's sources, ``# Adapted from
     https://github.com/...``). Indented code is indented four columns past the content of
@@ -302,8 +320,8 @@ def _blocks_of(lines: list[str], first: int) -> _Blocks:
     blocks, reading = _Blocks(), _Reading()
     for index in range(first, len(lines)):
         line, block = lines[index], reading.block
-        content = block.content(line) if isinstance(block, _Fence) else None
-        if isinstance(block, _Fence) and content is None:
+        content = None if block is None else block.content(line)
+        if content is None:
             block = reading.block = None  # its block quote or list item ended before the line
         if block is not None:
             _read_in_block(blocks, reading, block, index, line, content)
@@ -315,13 +333,13 @@ def _blocks_of(lines: list[str], first: int) -> _Blocks:
 def _read_in_block(blocks: _Blocks, reading: _Reading, block: _Block, index: int, line: str,
                    content: str | None = None, opening: bool = False) -> None:
     """Read a line of ``block``, open (``opening``: opened on the line; ``content``: the
-    line's content in a fence it goes on): it ends a paragraph, and may end the block (a
-    comment or ``<pre>`` its opening line)."""
+    line past the block's containers, which it goes on): it ends a paragraph, and may end
+    the block (a comment or ``<pre>`` its opening line)."""
     blocks.lines.add(index)
     reading.paragraph_open = False
     end = _block_end(block, line, content, opening)
     if end is not None:
-        if block == _COMMENT:
+        if isinstance(block, _Html) and block.kind == _COMMENT:
             blocks.shown[index] = end
         reading.block = None
 
@@ -356,27 +374,15 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
     reading.paragraph_open, reading.in_code = not no_paragraph, False
 
 
-def _block_opened(line: str, content_column: int) -> _Block | None:
-    """The block ``line`` opens: a fence, _RAW_HTML or _COMMENT; None for none. An HTML
-    block starts at most three columns in (a tab is four: indented code, or a paragraph's
-    text)."""
-    fence = _fence_opened(line, content_column)
-    if fence is not None:
-        return fence
-    if _RAW_HTML_OPEN_RE.match(line):
-        return _RAW_HTML
-    return _COMMENT if _COMMENT_OPEN_RE.match(line) else None
-
-
 def _block_end(block: _Block, line: str, content: str | None, opening: bool) -> int | None:
     """The column past the end of ``block`` on ``line``, None when the block goes on;
-    ``content``: the line's content in a fence it goes on (None on its opening line);
+    ``content``: the line past the block's containers (None on its opening line);
     ``opening``: the block opened on the line. A fence closes at one at least as long, with
     no info (never on its own line); ``<pre>`` at any raw-text end tag; a comment at its
     ``-->``."""
     if isinstance(block, _Fence):
         return len(line) if content is not None and block.closes(content) else None
-    if block == _COMMENT:
+    if block.kind == _COMMENT:
         end = line.find("-->", line.find("<!--") if opening else 0)
         return None if end < 0 else end + 3
     return len(line) if _closes_raw_html(line) else None

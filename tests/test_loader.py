@@ -945,6 +945,31 @@ def test_nested_list_items_hold_what_their_indentation_says(body: str, lines: li
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+HTML_BLOCKS_IN_CONTAINERS = [
+    pytest.param("- <pre>\n  {A}\n  </pre>\n{B}\n", [6], id="a-pre-on-a-list-marker-line"),
+    pytest.param("> <pre>\n> {A}\n\n{B}\n", [6], id="a-pre-in-a-block-quote-ends-with-it"),
+    pytest.param("- Notes\n  <pre>\n  {A}\n{B}\n", [6], id="a-pre-in-a-list-item-ends-with-it"),
+    pytest.param("- <!-- old link:\n\n  {A}\n  -->\n{B}\n", [7],
+                 id="a-comment-on-a-list-marker-line-over-a-blank-line"),
+    pytest.param("1. Build\n   <!-- TODO\n2. Run {B}\n   -->\n", [5],
+                 id="a-comment-in-a-list-item-ends-with-it"),
+    pytest.param("- Step one\n\n  <pre>\n  {A}\n  </pre>\n{B}\n", [8], id="a-pre-in-a-list-item"),
+    pytest.param("> <!-- old link:\n>\n> {A}\n> -->\n{B}\n", [7], id="a-comment-in-a-block-quote"),
+    pytest.param("- Notes\n      <pre>\n  {A}\n", [5],
+                 id="a-pre-indented-four-past-an-item-is-text"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), HTML_BLOCKS_IN_CONTAINERS)
+def test_html_blocks_end_with_their_list_item_or_block_quote(body: str, lines: list[int]) -> None:
+    """An HTML block (a comment, ``<pre>``) opens past the markers of the list items and
+    block quotes it is in, at most three columns past their content, and ends with them, as
+    a fence does. Each expectation was checked against a CommonMark reader
+    (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 def test_a_fenced_line_is_read_past_its_containers_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a line goes on its fence and whether it closes it are read from one reading
     of the line past the fence's block quotes and list item."""
