@@ -368,7 +368,8 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
     quoted = _QUOTE_RE.match(expanded)
     text = expanded[quoted.end():] if quoted else expanded
     no_paragraph = not text.strip() or _HEADING_RE.match(text) is not None
-    lazy = reading.paragraph_open and not no_paragraph and columns == reached
+    # a block quote left of a list item's text ends the item: it is no lazy line
+    lazy = reading.paragraph_open and not no_paragraph and columns == reached and not quoted
     if not lazy:  # a lazy line of a paragraph stays in its list items
         reading.columns = columns
     reading.paragraph_open, reading.in_code = not no_paragraph, False

@@ -905,6 +905,9 @@ LAZY_LINES = [
     pytest.param("> Quoted `a\n{A}\n\n> b` {B}\n", [4, 6],
                  id="a-blank-line-ends-the-lazy-paragraph"),
     pytest.param("> A quoted note.\n    {A}\n", [4], id="indented-four-after-quoted-text-is-lazy"),
+    pytest.param("- Item\n> Quote\n\n    {A}\n\n{B}\n", [8],
+                 id="a-quote-left-of-a-list-items-text-ends-the-item"),
+    pytest.param("- Item\n  > Quote\n\n    {A}\n", [6], id="a-quote-in-a-list-item-keeps-it"),
 ]
 
 
