@@ -20,7 +20,7 @@ import zipfile
 import zlib
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from indexer.config import RepoConfig, check_version_name
 from indexer.errors import SourceError, VersionNotFound
@@ -229,33 +229,40 @@ def _pip_download(
     """Download into ``destination``, handing pip the download's ``lock``."""
     # pip's console says only "No matching distribution" when the index failed to answer;
     # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"). It is
-    # kept off the cache, which may be the full disk pip fails on.
-    handle, log_name = tempfile.mkstemp(prefix="annotate-pip-", suffix=".log")
-    os.close(handle)
-    log = Path(log_name)
-    command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-        "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-        "--log", str(log), "-d", str(destination), requirement,
-    ]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS, check=False,
-            pass_fds=() if lock is None else (lock,),
-        )
+    # kept off the cache, which may be the full disk pip fails on, in a file with no name
+    # (pip opens it as /dev/fd/N): no run leaves it behind, not even one killed by SIGKILL.
+    with tempfile.TemporaryFile(prefix="annotate-pip-", suffix=".log") as log:
+        log_name, inherited = _passed_to_pip(log, lock)
+        command = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+            "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
+            "--log", log_name, "-d", str(destination), requirement,
+        ]
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS,
+                check=False, pass_fds=inherited,
+            )
+        except subprocess.TimeoutExpired:
+            raise VersionNotFound(
+                f"pip: {requirement} timed out after {PIP_TIMEOUT_SECONDS}s"
+            ) from None
         wheels = sorted(destination.glob("*.whl"))
         if done.returncode != 0 or not wheels:
-            reason = _pip_reason(done.stderr, log.read_text(errors="replace"))
+            log.seek(0)
+            reason = _pip_reason(done.stderr, log.read().decode(errors="replace"))
             if is_disk_problem(reason):
                 raise SourceError(f"pip: {requirement}: {reason}", cache_hint(config_name))
             raise VersionNotFound(f"pip: {requirement}: {reason}")
         return wheels[0]
-    except subprocess.TimeoutExpired:
-        raise VersionNotFound(
-            f"pip: {requirement} timed out after {PIP_TIMEOUT_SECONDS}s"
-        ) from None
-    finally:
-        log.unlink(missing_ok=True)
+
+
+def _passed_to_pip(log: IO[bytes], lock: int | None) -> tuple[str, tuple[int, ...]]:
+    """The name pip opens ``log`` by, and the descriptors pip inherits: the log's and the
+    download's ``lock``."""
+    if sys.platform == "win32":  # pragma: no cover - no /dev/fd: the console's reason alone
+        return os.devnull, ()
+    return f"/dev/fd/{log.fileno()}", (log.fileno(),) if lock is None else (log.fileno(), lock)
 
 
 DISK_PROBLEMS = ("No space left on device", "Read-only file system", "Disk quota exceeded")

@@ -327,12 +327,14 @@ def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
     it is left while pip lives, and the next download removes it as soon as pip is gone,
     not half an hour later."""
     stalling = _stalling_wheel_folder(tmp_path)
+    killed_temp = tmp_path / "killed-tmp"
+    killed_temp.mkdir()
     fetch = ("import sys; from pathlib import Path; from indexer.config import RepoConfig; "
              "from indexer.sources import fetch_wheel; fetch_wheel(RepoConfig(name='vllm', "
              "git=None, pypi='vllm', sources=('pypi',)), 'v0.1.0', Path(sys.argv[1]))")
     killed = subprocess.Popen(
         [sys.executable, "-c", fetch, str(_cache())], start_new_session=True,
-        env={**os.environ, "PIP_FIND_LINKS": str(stalling)},
+        env={**os.environ, "PIP_FIND_LINKS": str(stalling), "TMPDIR": str(killed_temp)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     try:
@@ -352,6 +354,8 @@ def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
     assert not staging.exists()
     assert sorted(p.name for p in (_cache() / "wheels" / "vllm").iterdir()) == ["0.1.0", "0.2.0"]
     assert cached.read_bytes() == (wheels / cached.name).read_bytes()
+    # pip's own temporary folders stay: pip was killed too
+    assert [p.name for p in killed_temp.iterdir() if not p.name.startswith("pip-")] == []
 
 
 def _wait_for_no_process_in_session(session: int, timeout: float = 30) -> None:
