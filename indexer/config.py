@@ -10,6 +10,7 @@ import difflib
 import os
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -117,13 +118,10 @@ class ProjectConfig:
             ) from None
 
     def _close_repo(self, name: str) -> str | None:
-        """The configured repo ``name`` is most likely a misspelling of: the same but for
-        case (``vLLM``), else two edits away at most (``lmcach``), as `github_close_to`
-        reads a GitHub name; not a sibling whose name merely starts alike (``vllm-omni``,
-        a repo to add to the config)."""
-        wanted = name.lower()
-        close = sorted((_edits(repo.lower(), wanted), repo) for repo in self.repos)
-        return close[0][1] if close and close[0][0] <= 2 else None
+        """The configured repo ``name`` is most likely a misspelling of (`misspelling_of`):
+        ``vLLM``, ``lmcach``, ``llm``; not a sibling whose name merely starts alike
+        (``vllm-omni``, a repo to add to the config), nor a short name (``lm``)."""
+        return misspelling_of(name, sorted(self.repos))
 
     def config_above(self) -> Path | None:
         """The config file of a project above the root (`config_above`), when this config
@@ -158,12 +156,10 @@ class ProjectConfig:
         )
 
     def github_close_to(self, org_name: str) -> str | None:
-        """The configured GitHub ``ORG/NAME`` that ``org_name`` is likely a typo of: two
-        edits away at most (``vllm-project/vlm``), not a sibling repo whose name merely
+        """The configured GitHub ``ORG/NAME`` that ``org_name`` is likely a typo of
+        (`misspelling_of`): ``vllm-project/vlm``, not a sibling repo whose name merely
         starts alike (``vllm-project/vllm-ascend``)."""
-        wanted = org_name.lower()
-        return next((r.github for r in self.repos.values()
-                     if r.github and _edits(r.github.lower(), wanted) <= 2), None)
+        return misspelling_of(org_name, [r.github for r in self.repos.values() if r.github])
 
 
 def config_name(source_file: Path | None) -> str:
@@ -173,6 +169,16 @@ def config_name(source_file: Path | None) -> str:
     if source_file.name == "pyproject.toml":
         return "[tool.annotate] of pyproject.toml"
     return source_file.name
+
+
+def misspelling_of(name: str, meant: Sequence[str]) -> str | None:
+    """The one of ``meant`` that ``name`` is most likely a misspelling of: the same but for
+    case, else the fewest edits away, two at most and a third of its length (``llm`` and
+    ``vlm`` for ``vllm``, ``lmcach`` for ``lmcache``; not ``lm``, half of a short name)."""
+    wanted = name.lower()
+    close = sorted((_edits(option.lower(), wanted), option) for option in meant)
+    return next((option for edits, option in close[:1]
+                 if edits <= min(2, len(option) / 3)), None)
 
 
 def _edits(a: str, b: str) -> int:
@@ -364,9 +370,9 @@ def _check_repo_table(name: str, table: Any, base: RepoConfig | None, where: str
         raise ConfigError(f"{where}: [repos.{name}] must be a table")
     _reject_unknown(table, _REPO_KEYS, f"{where} [repos.{name}]")
     if base is None and not any(table.get(key) for key in ("git", "pypi", "github")):
-        close = difflib.get_close_matches(name, BUILTIN_REPOS, n=1, cutoff=0.6)
+        close = misspelling_of(name, sorted(BUILTIN_REPOS))
         raise ConfigError(f"{where}: [repos.{name}] names no git, pypi or github",
-                          did_you_mean([f"[repos.{close[0]}]"]) if close else
+                          did_you_mean([f"[repos.{close}]"]) if close else
                           "give it git = \"URL or PATH\", pypi = \"NAME\", or github = "
                           "\"ORG/NAME\" for versions indexed with --from")
 

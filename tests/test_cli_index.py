@@ -920,6 +920,11 @@ CONFIGS = [
         "{path}: [repos.mine] names no git, pypi or github; give it git = \"URL or PATH\", "
         "pypi = \"NAME\", or github = \"ORG/NAME\" for versions indexed with --from",
         id="repo-without-any-source"),
+    pytest.param(
+        "[repos.vllm-omni]\nversions = ['v1']\n",
+        "{path}: [repos.vllm-omni] names no git, pypi or github; give it git = \"URL or "
+        "PATH\", pypi = \"NAME\", or github = \"ORG/NAME\" for versions indexed with --from",
+        id="sibling-of-a-built-in-repo-without-any-source"),
     *(pytest.param(
         f"{key} = ['{pattern}']\n", f"{{path}}: '{key}' pattern '{pattern}' {problem}; write a "
         "glob relative to the config's folder, such as 'articles/**/*.md'", id=f"{key}-{name}",

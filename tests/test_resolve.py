@@ -285,6 +285,17 @@ ERRORS = [
         id="unknown-repo-misspelt",
     ),
     pytest.param(
+        "llm@v0.1.0:vllm/utils.py::cdiv", ResolveError,
+        "unknown repo 'llm' (hint: did you mean 'vllm'? configured repos are: lmcache, vllm)",
+        id="unknown-repo-one-edit-from-a-short-name",
+    ),
+    pytest.param(
+        "lm@v0.1.0:a.py::b", ResolveError,
+        "unknown repo 'lm' (hint: configured repos are: lmcache, vllm "
+        "(add [repos.lm] to annotate.toml))",
+        id="unknown-repo-two-edits-are-half-a-short-name",
+    ),
+    pytest.param(
         "vllm-omni@v0.1.0:vllm_omni/a.py::b", ResolveError,
         "unknown repo 'vllm-omni' (hint: configured repos are: lmcache, vllm "
         "(add [repos.vllm-omni] to annotate.toml))",
