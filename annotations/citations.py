@@ -29,12 +29,17 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     file's path: every ref into that file (its symbols and lines), at each ref's pin.
     Then the refs pinned at a version not indexed that name it as written
     (`_unindexed_citing`)."""
-    return [*_linked_citing(database, config, symbol), *_unindexed_citing(database, symbol)]
+    path = file_path(symbol) if is_file_path(database, symbol) else None
+    return [*_linked_citing(database, config, symbol, path),
+            *_unindexed_citing(database, symbol, path)]
 
 
-def _linked_citing(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:
-    if is_file_path(database, symbol):
-        return claim_store.links_in_lines(database, file_path(symbol), None, None)
+def _linked_citing(
+    database: Database, config: ProjectConfig, symbol: str, path: str | None
+) -> list[dict]:
+    """The links to ``symbol``, or into the file at ``path`` when it is a file's path."""
+    if path is not None:
+        return claim_store.links_in_lines(database, path, None, None)
     if _is_ref(symbol):
         ref = parse_ref(symbol)
         repo = _repo_of(config, ref)
@@ -53,12 +58,12 @@ def _linked_citing(database: Database, config: ProjectConfig, symbol: str) -> li
     return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
 
 
-def _unindexed_citing(database: Database, symbol: str) -> list[dict]:
+def _unindexed_citing(database: Database, symbol: str, path: str | None) -> list[dict]:
     """The stored refs pinned at a version not indexed, never resolved, whose text names
-    ``symbol`` (a file's path; a symbol, as ``PATH::QUALNAME``, a qualname or its dotted
-    name), each row with the path, qualname and lines written: all such a version tells.
-    A ref written as a dotted name names no file to tell: none of them."""
-    wanted = _written_as(database, symbol)
+    ``symbol`` (a file's path, ``path``; a symbol, as ``PATH::QUALNAME``, a qualname or its
+    dotted name), each row with the path, qualname and lines written: all such a version
+    tells. A ref written as a dotted name names no file to tell: none of them."""
+    wanted = _written_as(symbol, path)
     return [] if wanted is None else _unindexed_naming(database, wanted)
 
 
@@ -87,11 +92,11 @@ def _unindexed_naming(database: Database, wanted: Callable[[Ref], bool]) -> list
     return found
 
 
-def _written_as(database: Database, symbol: str) -> Callable[[Ref], bool] | None:
-    """Whether a written ref names ``symbol``, as `links_citing` reads it; None for lines,
-    which a version not indexed cannot hold."""
-    if is_file_path(database, symbol):
-        path = file_path(symbol)
+def _written_as(symbol: str, path: str | None) -> Callable[[Ref], bool] | None:
+    """Whether a written ref names ``symbol`` (the file at ``path`` when it is a file's
+    path), as `links_citing` reads it; None for lines, which a version not indexed cannot
+    hold."""
+    if path is not None:
         return lambda written: written.path == path
     if _is_ref(symbol):
         ref = parse_ref(symbol)
