@@ -340,14 +340,11 @@ def require_indexed(
     """The key of the indexed version ``pin`` (repo, version), given as the argument or
     option ``param_hint``, which the usage error of one not indexed names: of a command's
     two versions, it says which one is wrong."""
-    from db import queries
     from db.errors import MissingIndex
 
     repo, version = pin
     try:
-        return queries.require_version(database, repo, version,
-                                       config.configured_versions(repo),
-                                       config_name=config.file_name)
+        return config.require_version(database, repo, version)
     except MissingIndex as error:
         raise click.BadParameter(str(error), param_hint=param_hint) from None
 
@@ -614,9 +611,7 @@ def symbols(
     repo, version = split_version(version_ref, "'REPO@VERSION'")
     context.config.repo(repo)
     with context.database() as database:
-        version_key = queries.require_version(database, repo, version,
-                                              context.config.configured_versions(repo),
-                                              config_name=context.config.file_name)
+        version_key = context.config.require_version(database, repo, version)
         if path_glob is not None:
             matches = queries.path_matcher(path_glob)
             paths = queries.version_paths(database, version_key)
@@ -700,14 +695,11 @@ def _at_target_version(context: Context, database: Database, ref: Ref) -> Ref:
 def _require_target(context: Context, database: Database, pin: tuple[str, str]) -> None:
     """The repo's target version ``pin``, used where no version is named, indexed: else an
     error that says it is the target, which the user did not type."""
-    from db import queries
     from db.errors import MissingIndex
 
     repo, version = pin
     try:
-        queries.require_version(database, repo, version,
-                                context.config.configured_versions(repo),
-                                config_name=context.config.file_name)
+        context.config.require_version(database, repo, version)
     except MissingIndex as missing:
         raise MissingIndex(f"{missing.message} ({repo}'s target version, used where no "
                            "version is named)", f"{missing.hint}, or name an indexed version"

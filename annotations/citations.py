@@ -17,7 +17,7 @@ from annotations.resolve import (
 from annotations.results import RefResult
 from db import claims as claim_store
 from db.database import Database
-from db.queries import is_indexed_path, require_version
+from db.queries import is_indexed_path
 from indexer.config import ProjectConfig
 
 
@@ -44,8 +44,7 @@ def _linked_citing(
         ref = parse_ref(symbol)
         repo = _repo_of(config, ref)
         if repo and ref.version:  # a version not indexed has no links to list
-            require_version(database, repo, ref.version, config.configured_versions(repo),
-                            config_name=config.file_name)
+            config.require_version(database, repo, ref.version)
         if ref.form is RefForm.SYMBOL:
             return claim_store.links_to(database, ref.qualname or "", ref.path)
         if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:

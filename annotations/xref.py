@@ -62,9 +62,7 @@ def locate(
     """``name`` as (path, qualname) when it is a dotted name with its module, which no
     qualname is (``vllm.config.CacheConfig`` is ``vllm/config/cache.py``'s ``CacheConfig``,
     through the package's import); else (None, ``name``)."""
-    version_key = queries.require_version(database, repo, version,
-                                          config.configured_versions(repo),
-                                          config_name=config.file_name)
+    version_key = config.require_version(database, repo, version)
     if "." not in name or queries.symbols_named(database, version_key, name):
         return None, name
     try:

@@ -22,7 +22,9 @@ if sys.version_info >= (3, 11):
 else:  # the same parser, before it joined the standard library
     import tomli as tomllib
 
+from db import queries
 from db.close_matches import did_you_mean
+from db.database import Database
 from db.version_order import NOT_A_VERSION, version_key
 from indexer.errors import ConfigError
 
@@ -132,6 +134,13 @@ class ProjectConfig:
         """The versions of repo ``name`` to index (none when it is not configured)."""
         repo = self.repos.get(name)
         return repo.versions if repo else ()
+
+    def require_version(self, database: Database, repo: str, version: str) -> int:
+        """The key of the indexed ``repo@version``; else `db.queries.require_version`'s
+        MissingIndex, worded with the repo's configured versions and this config's name."""
+        return queries.require_version(database, repo, version,
+                                       self.configured_versions(repo),
+                                       config_name=self.file_name)
 
     def older(self, first: str, second: str) -> bool:
         """Whether ``REPO@VERSION`` ``first`` is known to come before ``second``: of two

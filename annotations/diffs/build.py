@@ -42,7 +42,6 @@ from annotations.refs import Ref, RefForm, parse_ref
 from annotations.resolve import ResolveError, Resolver
 from annotations.results import Status
 from db.database import Database
-from db.queries import require_version
 from indexer.config import ProjectConfig, RepoConfig
 
 PARALLEL_MIN_PAIRS = 500
@@ -111,8 +110,7 @@ def build_report(
     processes match the symbols.
     """
     repo_config = config.repo(repo)
-    key_a, key_b = (require_version(database, repo, version, repo_config.versions,
-                                    config_name=config.file_name)
+    key_a, key_b = (config.require_version(database, repo, version)
                     for version in (version_a, version_b))
     matcher = Matcher(database, key_a, key_b)
     diff = matcher.diff(workers)
