@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 from fakeproject import isolate, run_annotate, write_fakes_config
 from fakevllm import FakeRepo, build_fake_lmcache, build_fake_vllm, build_fake_wheels
 from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from db.database import Database, open_database
 from indexer.config import ProjectConfig, load_config
@@ -19,6 +22,14 @@ from indexer.config import ProjectConfig, load_config
 # "ci" profile, derandomized, under CI=true).
 settings.register_profile("annotate", parent=settings(), deadline=None)
 settings.load_profile("annotate")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hypothesis's examples and caches (written from collection on) in a temporary folder
+    of the run's, not in a ``.hypothesis`` folder of wherever pytest was started."""
+    home = Path(tempfile.mkdtemp(prefix="annotate-hypothesis-"))
+    set_hypothesis_home_dir(home)
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")
@@ -40,13 +51,20 @@ def fake_lmcache(tmp_path_factory: pytest.TempPathFactory) -> FakeRepo:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Keep every test away from the user's caches, git/pip config and cwd."""
+def _isolated_env(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Keep every test away from the user's caches, git/pip config, temporary folder and
+    cwd; what the test and its processes leave in its temporary folder fails it."""
     cache = tmp_path / "xdg-cache"
     cache.mkdir()
     isolate(monkeypatch, cache)
+    temporary = tmp_path_factory.mktemp("tmp")  # short: Chromium's socket path must fit
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     monkeypatch.chdir(tmp_path)
     yield
+    assert sorted(path.name for path in temporary.iterdir()) == [], "left in TMPDIR"
 
 
 
