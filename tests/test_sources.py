@@ -335,7 +335,7 @@ def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
     killed = subprocess.Popen(
         [sys.executable, "-c", fetch, str(_cache())], start_new_session=True,
         env={**os.environ, "PIP_FIND_LINKS": str(stalling), "TMPDIR": str(killed_temp)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         writer = _open_once_read(stalling / fv.wheel_filename("vllm", "0.1.0"))
