@@ -908,10 +908,10 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
 def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None = None) -> None:
     """Say so when nothing (at ``version``, or in any indexed version) defines ``name``:
     a typo, most likely, that an empty answer would hide."""
-    from annotations.citations import file_path, is_file_path
+    from annotations.citations import file_path, is_file_path, names_its_place
     from db import queries
 
-    if "::" in name or "#L" in name or name.startswith("https://"):
+    if names_its_place(name):
         return
     if is_file_path(database, name):
         path = file_path(name)

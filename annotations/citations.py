@@ -110,7 +110,13 @@ def _written_as(symbol: str, path: str | None) -> Callable[[Ref], bool] | None:
 def _is_ref(symbol: str) -> bool:
     """Whether ``symbol`` is written as a ref: pinned, ``PATH::QUALNAME``, lines or a
     permalink, not a name or a dotted name."""
-    return "@" in symbol or "::" in symbol or "#L" in symbol or symbol.startswith("https://")
+    return "@" in symbol or names_its_place(symbol)
+
+
+def names_its_place(symbol: str) -> bool:
+    """Whether ``symbol`` is written with its file: ``PATH::QUALNAME``, lines or a
+    permalink (not a name or a dotted name, pinned or not)."""
+    return "::" in symbol or "#L" in symbol or symbol.startswith("https://")
 
 
 def is_file_path(database: Database, symbol: str) -> bool:

@@ -486,6 +486,10 @@ def test_links_to_an_uncited_symbol() -> None:
     pytest.param("Zzqxw", "Note: nothing named 'Zzqxw' is defined in any indexed version\n",
                  id="nothing-close"),
     pytest.param("LLMEngine.add_request", "", id="defined-but-not-cited"),
+    pytest.param("vllm/config/cache.py::CacheConfg", "", id="a-place-is-not-a-name"),
+    pytest.param("vllm@v0.1.0:vllm.config.CacheConfg", "Note: nothing named 'CacheConfg' is "
+                 "defined in any indexed version (closest: CacheConfig, CacheEngine)\n",
+                 id="a-pinned-dotted-name-is-one"),
     pytest.param("vllm/engine/llm_engine.py", "", id="a-file-no-claim-cites"),
     pytest.param("vllm/config/cahce.py", "Note: no indexed version has a file "
                  "'vllm/config/cahce.py' (closest: vllm/config/cache.py)\n",
