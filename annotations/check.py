@@ -27,7 +27,7 @@ from annotations.resolve import (
 from annotations.results import CheckReport, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
-from db.queries import advice_for, is_python_path
+from db.queries import is_python_path
 from indexer.config import ProjectConfig
 
 
@@ -53,9 +53,8 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
         result = _check_ref(comparer, config, options, row)
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
-        if (row["state"] == "unindexed" and (pin := _unindexed_pin(config, row))
-                and pin not in pins):
-            pins[pin] = advice_for(database, pin, config.file_name)
+        if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
+            pins.setdefault(pin, resolver.index_advice(pin, config.file_name))
     comparer.save()
     targets = _targets(config, options, repos)
     return CheckReport(tuple(results), targets, options.fail_on,
@@ -218,7 +217,7 @@ def _unindexed_message(resolver: Resolver, config: ProjectConfig, row: dict) -> 
     pin = _unindexed_pin(config, row)
     if pin is None or "annotate index" in message:
         return message
-    return f"{message} ({advice_for(resolver.database, pin, config.file_name)})"
+    return f"{message} ({resolver.index_advice(pin, config.file_name)})"
 
 
 def _unindexed_pin(config: ProjectConfig, row: dict) -> str | None:

@@ -131,6 +131,9 @@ class Resolver:
         # A collection cites symbols of thousands of files: a ref's own rows, not its file's.
         self.definitions_in_file: Callable[[int, str, str], tuple[dict, ...]] = lru_cache(
             maxsize=8192)(partial(_definitions_in_file, database))
+        # What indexes a pin not indexed, for each of the refs pinned there.
+        self.index_advice: Callable[[str, str], str] = lru_cache(maxsize=256)(
+            partial(queries.advice_for, database))
 
     def resolve(self, ref: Ref) -> Resolved:
         repo, version = self._pin(ref)
