@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
 import click
 
 from annotations.wording import counted
+from db.config_names import table_in
 from db.errors import DatabaseError
 from indexer.config import ProjectConfig, check_version_name, load_config, run_from
 from indexer.errors import ConfigError, IndexerError
@@ -430,7 +431,7 @@ def _parse_again_or_refuse(context: Context, workers: int | None) -> None:
     where = config.file_name if config.source_file else "the config"
     raise UserError(f"no version to index: {where} lists none; name one ('annotate index "
                     f"{next(iter(config.repos))}@VERSION'), or list them in 'versions' of "
-                    "its [repos.NAME] tables")
+                    f"{config.table('repos.NAME')}")
 
 
 def _index_all(
@@ -766,8 +767,8 @@ def _untracked_note(untracked: dict[str, int], config_name: str) -> str:
     repos = ", ".join(f"github.com/{name}" for name in sorted(untracked))
     count = sum(untracked.values())
     return (f"{counted(count, 'permalink')} into repos not configured ({repos}) "
-            f"{'is' if count == 1 else 'are'} not checked; add [repos.NAME] with "
-            f'github = "ORG/NAME" in {config_name} to check them')
+            f"{'is' if count == 1 else 'are'} not checked; add "
+            f'{table_in(config_name, "repos.NAME")} with github = "ORG/NAME" to check them')
 
 
 @cli.command()

@@ -36,6 +36,7 @@ from annotations.resolve import Resolved, ResolveError, Resolver, UnindexedVersi
 from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries
+from db.config_names import table_in
 from db.database import Database
 from db.version_order import COMMIT
 from indexer.config import ProjectConfig, run_from
@@ -746,8 +747,8 @@ def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> Res
     elif written.startswith("https://"):
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:
-        hint = (f"fix the pin, or add {error.version} to [repos.{error.repo}] versions in "
-                f"{config_name} and {queries.index_advice(pin)}")
+        hint = (f"fix the pin, or add {error.version} to 'versions' of "
+                f"{table_in(config_name, f'repos.{error.repo}')} and {queries.index_advice(pin)}")
     return ResolveError(f"{pin} is neither indexed nor configured", hint=hint)
 
 

@@ -89,7 +89,7 @@ def permalink_repo(config: ProjectConfig, github: str) -> str:
     close = config.github_close_to(github)
     raise ResolveError(f"github.com/{github} is not a configured repo",
                        hint=did_you_mean([f"github.com/{close}"]) if close else
-                       f"add it as [repos.NAME] with github = \"ORG/NAME\" in {config.file_name}")
+                       f"add it as {config.table('repos.NAME')} with github = \"ORG/NAME\"")
 
 
 _SYMBOL_FORMS = ("write a symbol: PATH::QUALNAME, a dotted name, or a permalink or "

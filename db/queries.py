@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Generator, Iterable, Iterator,
 from dataclasses import dataclass, field, replace
 
 from db.close_matches import close_matches, did_you_mean
+from db.config_names import table_in
 from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
 from db.version_order import COMMIT, in_version_order, version_key
@@ -163,7 +164,7 @@ def index_advice(
         return f"run 'annotate index {pin}'"
     repo = pin.partition("@")[0]
     return (f"'annotate index' could not fetch it from its sources ({not_found_in}): set "
-            f"[repos.{repo}] git in {config_name} to a local clone that has it, or run "
+            f"git of {table_in(config_name, f'repos.{repo}')} to a local clone that has it, or run "
             f"'annotate index {pin} --from PATH' on a checkout of it")
 
 

@@ -24,6 +24,7 @@ else:  # the same parser, before it joined the standard library
 
 from db import queries
 from db.close_matches import did_you_mean
+from db.config_names import PYPROJECT_CONFIG, table_in
 from db.database import Database
 from db.version_order import NOT_A_VERSION, version_key
 from indexer.errors import ConfigError
@@ -107,6 +108,10 @@ class ProjectConfig:
         when there is none)."""
         return config_name(self.source_file)
 
+    def table(self, table: str) -> str:
+        """`table_in` this config."""
+        return table_in(self.file_name, table)
+
     def repo(self, name: str) -> RepoConfig:
         try:
             return self.repos[name]
@@ -116,7 +121,7 @@ class ProjectConfig:
             raise ConfigError(
                 f"unknown repo '{name}'",
                 f"{did_you_mean([close])} configured repos are: {known}" if close else
-                f"configured repos are: {known} (add [repos.{name}] to {self.file_name})",
+                f"configured repos are: {known} (add it as {self.table(f'repos.{name}')})",
             ) from None
 
     def _close_repo(self, name: str) -> str | None:
@@ -176,7 +181,7 @@ def config_name(source_file: Path | None) -> str:
     if source_file is None:
         return CONFIG_FILE
     if source_file.name == "pyproject.toml":
-        return "[tool.annotate] of pyproject.toml"
+        return PYPROJECT_CONFIG
     return source_file.name
 
 

@@ -111,8 +111,8 @@ def test_bare_index_with_no_version_configured_says_so(
     project.write_text(f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n'
                        'versions = []\n[repos.lmcache]\nversions = []\n')
     nothing = ("Error: no version to index: annotate.toml lists none; name one "
-               "('annotate index vllm@VERSION'), or list them in 'versions' of its "
-               "[repos.NAME] tables\n")
+               "('annotate index vllm@VERSION'), or list them in 'versions' of "
+               "[repos.NAME] in annotate.toml\n")
     result = run("index")
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", nothing)
     assert not DB.exists()
@@ -466,7 +466,7 @@ def test_versions_names_the_configured_versions_not_indexed(project: Path) -> No
         "Note: vllm@v0.2.0 is configured but not indexed; run 'annotate index vllm@v0.2.0'",
         "Note: vllm@v0.3.0 is configured but not indexed; run 'annotate index vllm@v0.3.0'",
         "Note: vllm@v0.9.9 is configured but not indexed; 'annotate index' could not fetch it "
-        "from its sources (git): set [repos.vllm] git in annotate.toml to a local clone that "
+        "from its sources (git): set git of [repos.vllm] in annotate.toml to a local clone that "
         "has it, or run 'annotate index vllm@v0.9.9 --from PATH' on a checkout of it",
     ]
     table = run("versions")
@@ -645,7 +645,7 @@ def _broken_files() -> None:
 
 UNKNOWN_REPO = (
     "Error: unknown repo 'foo'; configured repos are: lmcache, vllm "
-    "(add [repos.foo] to annotate.toml)"
+    "(add it as [repos.foo] in annotate.toml)"
 )
 NOT_REPO_VERSION = ("Error: Invalid value for 'REPO@VERSION': '{0}' is not REPO@VERSION (for "
                     "example vllm@v0.20.0) (see 'annotate {1} --help')")
@@ -1287,44 +1287,64 @@ def test_without_git_installed_pypi_is_used_or_the_error_says_so(
         "PATH)); install git, or use sources = [\"pypi\"];")
 
 
-# A hint that names the config names the file in use: (files, command, hint).
+# A hint that names the config names the file in use, and a table as it is written there:
+# (config lines, files, command, hint). In the hint, {config} is the config as a whole,
+# [{repos}.NAME] a repo's table, {file} the file.
 _CLAIM = "  - {id: c, text: x, refs: [vllm/utils.py::cdiv]}\n"
 _PERMALINK = "https://github.com/other/repo/blob/v1/x.py#L1"
 CONFIG_HINTS = {
-    "unknown-repo": ({}, ("index", "zzzz@v1"), "add [repos.zzzz] to {}"),
-    "globs-select-no-file": ({}, ("link",), "add one, or set 'annotations' and 'articles' in {}"),
-    "globs-select-no-claims": ({"notes/a.yml": "article: notes/a.md\nclaims: []\n"},
-                               ("link",), "check 'annotations' and 'articles' in {}"),
-    "article-not-selected": ({"notes/a.yml": f"article: notes/a.md\nclaims:\n{_CLAIM}"},
-                             ("link",), "add 'notes/a.md' to 'articles' in {}"),
-    "unknown-pin": ({"notes/a.yml": f"article: notes/a.md\nat: vllm@v9.9.9\nclaims:\n{_CLAIM}"},
-                    ("link",), "versions in {} and run"),
+    "unknown-repo": ("", {}, ("index", "zzzz@v1"), "add it as [{repos}.zzzz] in {file}"),
+    "no-version-configured": (
+        "[repos.vllm]\nversions = []\n[repos.lmcache]\nversions = []\n", {}, ("index",),
+        "{config} lists none; name one ('annotate index vllm@VERSION'), or list them in "
+        "'versions' of [{repos}.NAME] in {file}"),
+    "globs-select-no-file": ("", {}, ("link",),
+                             "add one, or set 'annotations' and 'articles' in {config}"),
+    "globs-select-no-claims": ("", {"notes/a.yml": "article: notes/a.md\nclaims: []\n"},
+                               ("link",), "check 'annotations' and 'articles' in {config}"),
+    "article-not-selected": ("", {"notes/a.yml": f"article: notes/a.md\nclaims:\n{_CLAIM}"},
+                             ("link",), "add 'notes/a.md' to 'articles' in {config}"),
+    "unknown-pin": (
+        "", {"notes/a.yml": f"article: notes/a.md\nat: vllm@v9.9.9\nclaims:\n{_CLAIM}"},
+        ("link",), "add v9.9.9 to 'versions' of [{repos}.vllm] in {file} and run"),
     "permalink-into-an-unconfigured-repo": (
-        {"notes/a.yml": f"article: notes/a.md\nclaims:\n  - {{id: c, text: x, refs: "
-                        f"['{_PERMALINK}']}}\n"},
-        ("link",), 'add it as [repos.NAME] with github = "ORG/NAME" in {}'),
+        "", {"notes/a.yml": f"article: notes/a.md\nclaims:\n  - {{id: c, text: x, refs: "
+                            f"['{_PERMALINK}']}}\n"},
+        ("link",), 'add it as [{repos}.NAME] in {file} with github = "ORG/NAME"'),
     "article-permalink-into-an-unconfigured-repo": (
-        {"articles/p.md": f"# P\n\nSee [x]({_PERMALINK}).\n",
-         "notes/p.yml": f"article: articles/p.md\nclaims:\n{_CLAIM}"},
-        ("link",), 'github = "ORG/NAME" in {} to check them'),
+        "", {"articles/p.md": f"# P\n\nSee [x]({_PERMALINK}).\n",
+             "notes/p.yml": f"article: articles/p.md\nclaims:\n{_CLAIM}"},
+        ("link",), 'add [{repos}.NAME] in {file} with github = "ORG/NAME" to check them'),
+}
+# How each config is named: (--config given, {config}, {repos}, {file}).
+CONFIG_NAMES = {
+    "annotate.toml": (False, "annotate.toml", "repos", "annotate.toml"),
+    "pyproject.toml": (False, "[tool.annotate] of pyproject.toml", "tool.annotate.repos",
+                       "pyproject.toml"),
+    "other.toml": (True, "other.toml", "repos", "other.toml"),
 }
 
 
-@pytest.mark.parametrize("config", ["pyproject.toml", "other.toml"])
+@pytest.mark.parametrize("config", CONFIG_NAMES)
 @pytest.mark.parametrize("case", CONFIG_HINTS)
 def test_hints_name_the_config_file_in_use(case: str, config: str) -> None:
     """Not annotate.toml, when the config is [tool.annotate] of pyproject.toml or the file
-    --config names."""
-    files, args, hint = CONFIG_HINTS[case]
-    table = "[tool.annotate]\n" if config == "pyproject.toml" else ""
-    write_file(config, f'{table}annotations = ["notes/*.yml"]\n')
+    --config names; and a repo's table as the user writes it in that file, which in
+    pyproject.toml is [tool.annotate.repos.NAME]."""
+    lines, files, args, hint = CONFIG_HINTS[case]
+    given, shown, repos, file = CONFIG_NAMES[config]
+    text = f'annotations = ["notes/*.yml"]\n{lines}'
+    if config == "pyproject.toml":
+        text = "[tool.annotate]\n" + text.replace("[repos.", "[tool.annotate.repos.")
+    write_file(config, text)
     write_file("notes/a.md", "# A\n")
-    for path, text in files.items():
-        write_file(path, text)
+    for path, content in files.items():
+        write_file(path, content)
     with open_database(DB):  # an empty index: link reads it
         pass
-    options = ("--config", config) if config == "other.toml" else ()
-    result = run(*options, *args)
-    shown = "[tool.annotate] of pyproject.toml" if config == "pyproject.toml" else config
-    assert hint.format(shown) in result.stderr
-    assert "annotate.toml" not in result.stderr
+    result = run(*(("--config", config) if given else ()), *args)
+    assert hint.format(config=shown, repos=repos, file=file) in result.stderr
+    if config != "annotate.toml":
+        assert "annotate.toml" not in result.stderr
+    if config == "pyproject.toml":
+        assert "[repos." not in result.stderr

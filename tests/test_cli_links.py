@@ -694,7 +694,7 @@ def test_links_of_a_permalink_into_a_repo_not_configured_is_an_error() -> None:
     permalink = URL.replace("vllm-project/vllm", "someone/fork")
     assert permalink != URL
     expected = ("Error: github.com/someone/fork is not a configured repo (hint: add it as "
-                '[repos.NAME] with github = "ORG/NAME" in annotate.toml)\n')
+                '[repos.NAME] in annotate.toml with github = "ORG/NAME")\n')
     assert (fails("links", permalink), fails("show", permalink)) == (expected, expected)
 
 
@@ -979,7 +979,7 @@ SHOW_ERRORS = [
                  "v0.3.0); fix the version, or run 'annotate index vllm@v9.9.9' to index it",
                  id="unindexed"),
     pytest.param("nope@v1:a.py::b", "unknown repo 'nope' (hint: configured repos are: lmcache, "
-                 "vllm (add [repos.nope] to annotate.toml))", id="unknown-repo"),
+                 "vllm (add it as [repos.nope] in annotate.toml))", id="unknown-repo"),
     pytest.param("vllm@v0.1.0:vllm/utils.py::cdivv",
                  "no symbol 'cdivv' in vllm/utils.py at vllm@v0.1.0 (hint: closest: 'cdiv')",
                  id="qualname-missing"),

@@ -934,7 +934,7 @@ LINK_ERRORS = [
     pytest.param(
         BAD, claim("nope@v1:a.py::b"),
         [f"{BAD}:7: unknown repo 'nope' (hint: configured repos are: lmcache, vllm "
-         "(add [repos.nope] to annotate.toml))"],
+         "(add it as [repos.nope] in annotate.toml))"],
         ONE_REF, id="unknown-repo",
     ),
     pytest.param(
@@ -1017,7 +1017,7 @@ LINK_ERRORS = [
     pytest.param(
         BAD, claim(HF_URL),
         [f"{BAD}:7: github.com/huggingface/transformers is not a configured repo "
-         '(hint: add it as [repos.NAME] with github = "ORG/NAME" in annotate.toml)'],
+         '(hint: add it as [repos.NAME] in annotate.toml with github = "ORG/NAME")'],
         ONE_REF, id="written-ref-into-a-repo-not-configured",
     ),
 ]
@@ -1071,7 +1071,7 @@ def test_body_permalinks_into_repos_not_configured_are_not_claims(project: Path)
     assert result.stderr == (
         "Note: 5 permalinks into repos not configured (github.com/Dao-AILab/flash-attention, "
         "github.com/huggingface/transformers, github.com/vllm-project/vllm-ascend) are not "
-        'checked; add [repos.NAME] with github = "ORG/NAME" in annotate.toml to check them\n')
+        'checked; add [repos.NAME] in annotate.toml with github = "ORG/NAME" to check them\n')
     assert rows("SELECT written FROM claim_refs") == [(f"{GH}/v0.2.0/vllm/utils.py#L10-L12",)]
 
 
@@ -1189,8 +1189,8 @@ def test_refs_at_versions_not_yet_indexed_are_one_warning_per_version(project: P
 
 
 @pytest.mark.parametrize(("config_file", "shown"), [
-    ("annotate.toml", "annotate.toml"),
-    ("pyproject.toml", "[tool.annotate] of pyproject.toml"),
+    ("annotate.toml", "[repos.vllm] in annotate.toml"),
+    ("pyproject.toml", "[tool.annotate.repos.vllm] in pyproject.toml"),
 ])
 def test_a_version_no_source_had_is_not_advised_to_be_indexed_again(
     project: Path, config_file: str, shown: str
@@ -1209,7 +1209,7 @@ def test_a_version_no_source_had_is_not_advised_to_be_indexed_again(
     assert (indexed.exit_code, indexed.stderr[:41]) == (
         0, "Warning: vllm@v9.9.9 was not found (git: ")
     not_found = ("'annotate index' could not fetch it from its sources (git, pypi): set "
-                 f"[repos.vllm] git in {shown} to a local clone that has it, or run "
+                 f"git of {shown} to a local clone that has it, or run "
                  "'annotate index vllm@v9.9.9 --from PATH' on a checkout of it")
     assert link().stderr.splitlines()[0] == (
         f"Warning: vllm@v9.9.9 is not indexed (3 refs of 2 claims pin it); {not_found}")
@@ -1272,13 +1272,13 @@ def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> No
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "Error: annotations/later.yml:7: vllm@v0.1 is neither indexed nor configured (hint: "
-        "fix the pin, or add v0.1 to [repos.vllm] versions in annotate.toml and run "
+        "fix the pin, or add v0.1 to 'versions' of [repos.vllm] in annotate.toml and run "
         "'annotate index vllm@v0.1')",
         "Error: 1 problem in the annotations (see above)",
     ]
     assert rows("SELECT state, message FROM claim_refs") == [  # what check will say
         ("broken", "vllm@v0.1 is neither indexed nor configured (hint: fix the pin, or add "
-                   "v0.1 to [repos.vllm] versions in annotate.toml and run 'annotate index "
+                   "v0.1 to 'versions' of [repos.vllm] in annotate.toml and run 'annotate index "
                    "vllm@v0.1')")]
 
 

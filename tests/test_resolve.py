@@ -270,7 +270,7 @@ ERRORS = [
     pytest.param(
         "nope@v1:a.py::b", ResolveError,
         "unknown repo 'nope' (hint: configured repos are: lmcache, vllm "
-        "(add [repos.nope] to annotate.toml))",
+        "(add it as [repos.nope] in annotate.toml))",
         id="unknown-repo",
     ),
     pytest.param(
@@ -298,19 +298,19 @@ ERRORS = [
     pytest.param(
         "vllm-omni@v0.1.0:vllm_omni/a.py::b", ResolveError,
         "unknown repo 'vllm-omni' (hint: configured repos are: lmcache, vllm "
-        "(add [repos.vllm-omni] to annotate.toml))",
+        "(add it as [repos.vllm-omni] in annotate.toml))",
         id="unknown-repo-a-sibling-of-a-configured-one",
     ),
     pytest.param(
         "lmcache-ext@v0.1.0:a.py::b", ResolveError,
         "unknown repo 'lmcache-ext' (hint: configured repos are: lmcache, vllm "
-        "(add [repos.lmcache-ext] to annotate.toml))",
+        "(add it as [repos.lmcache-ext] in annotate.toml))",
         id="unknown-repo-named-after-a-configured-one",
     ),
     pytest.param(
         "https://github.com/acme/widgets/blob/v1/a.py#L1", ResolveError,
         "github.com/acme/widgets is not a configured repo "
-        "(hint: add it as [repos.NAME] with github = \"ORG/NAME\" in annotate.toml)",
+        "(hint: add it as [repos.NAME] in annotate.toml with github = \"ORG/NAME\")",
         id="permalink-unknown-github-repo",
     ),
     pytest.param(

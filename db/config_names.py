@@ -1,0 +1,17 @@
+"""How hints name the config and its tables: the names the user writes them under, which
+differ in pyproject.toml (``[tool.annotate]``); here, below indexer.config, for the hints
+of db.queries too."""
+
+from __future__ import annotations
+
+PYPROJECT_CONFIG = "[tool.annotate] of pyproject.toml"
+"""`ProjectConfig.file_name` of the [tool.annotate] table of a pyproject.toml."""
+
+
+def table_in(config_name: str, table: str) -> str:
+    """The config's table ``table`` (``repos.vllm``) as the user writes it in the config
+    ``config_name`` names (`ProjectConfig.file_name`), and that file: ``[repos.vllm] in
+    annotate.toml``, ``[tool.annotate.repos.vllm] in pyproject.toml``."""
+    if config_name == PYPROJECT_CONFIG:
+        return f"[tool.annotate.{table}] in pyproject.toml"
+    return f"[{table}] in {config_name}"
