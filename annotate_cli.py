@@ -813,7 +813,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
             with context.database() as database:
                 if is_file_path(database, symbol or "") or not _note_member_links(
                         context, database, symbol or ""):
-                    _note_unknown_name(database, symbol or "")
+                    _note_unknown_name(database, symbol or "", context.config.file_name)
     _print_links(rows, output_format, by_symbol=article is None)
 
 
@@ -906,9 +906,12 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
         (row["source_file"], row["line"], row["claim_id"], row["written"]))} for row in rows]
 
 
-def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None = None) -> None:
+def _note_unknown_name(
+    database: Any, name: str, config_name: str, version: tuple[str, str] | None = None
+) -> None:
     """Say so when nothing (at ``version``, or in any indexed version) defines ``name``:
-    a typo, most likely, that an empty answer would hide."""
+    a typo, most likely, that an empty answer would hide; ``config_name``: the config, as
+    hints name it."""
     from annotations.citations import file_path, is_file_path, names_its_place
     from db import queries
 
@@ -920,7 +923,7 @@ def _note_unknown_name(database: Any, name: str, version: tuple[str, str] | None
             _note(f"Note: no indexed version has a file '{path}'{_file_advice(database, path)}")
         return
     short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-    key = queries.require_version(database, *version) if version else None
+    key = queries.require_version(database, *version, config_name=config_name) if version else None
     close = queries.names_close_to(database, short, key)
     if close is None:
         return
@@ -1461,10 +1464,11 @@ def xref(
             path, name = locate(database, context.config, repo, version, name)
         else:  # a PATH::QUALNAME that names nothing is an error, as in show
             _resolve(database, context, f"{repo}@{version}:{path}::{name}")
-        result = find_references(database, repo, version, name, path)
+        result = find_references(database, repo, version, name, path,
+                                 config_name=context.config.file_name)
         if not result.definitions and not _note_defined_elsewhere(database, name, repo, version) \
                 and not result.references:
-            _note_unknown_name(database, name, (repo, version))
+            _note_unknown_name(database, name, context.config.file_name, (repo, version))
     if output_format == "json":
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
         return

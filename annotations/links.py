@@ -747,8 +747,9 @@ def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> Res
     elif written.startswith("https://"):
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:
+        advice = queries.index_advice(pin, config_name=config_name)
         hint = (f"fix the pin, or add {error.version} to 'versions' of "
-                f"{table_in(config_name, f'repos.{error.repo}')} and {queries.index_advice(pin)}")
+                f"{table_in(config_name, f'repos.{error.repo}')} and {advice}")
     return ResolveError(f"{pin} is neither indexed nor configured", hint=hint)
 
 

@@ -2134,9 +2134,12 @@ def _definition_in(
         first, occurrence = first or found, occurrence + 1
 
 
-def match_symbol(database: Database, old: SymbolSnapshot, new_version_key: int) -> Match:
-    """What became of ``old`` at version ``new_version_key`` (a one-off ``Matcher``)."""
-    old_key = require_version(database, old.repo, old.version)
+def match_symbol(
+    database: Database, old: SymbolSnapshot, new_version_key: int, *, config_name: str
+) -> Match:
+    """What became of ``old`` at version ``new_version_key`` (a one-off ``Matcher``);
+    ``config_name``: the config, as hints name it."""
+    old_key = require_version(database, old.repo, old.version, config_name=config_name)
     return Matcher(database, old_key, new_version_key, old._store).match(old)
 
 

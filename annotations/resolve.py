@@ -133,7 +133,7 @@ class Resolver:
             maxsize=8192)(partial(_definitions_in_file, database))
         # What indexes a pin not indexed, for each of the refs pinned there.
         self.index_advice: Callable[[str, str], str] = lru_cache(maxsize=256)(
-            partial(queries.advice_for, database))
+            partial(_index_advice, database))
 
     def resolve(self, ref: Ref) -> Resolved:
         repo, version = self._pin(ref)
@@ -430,6 +430,10 @@ def _source(database: Database, blob_id: str) -> str:
         raise ResolveError(f"the content of blob {blob_id} is not stored",
                            hint="only files up to 1 MiB are stored")
     return universal_newlines(content).decode("utf-8", "replace")
+
+
+def _index_advice(database: Database, pin: str, config_name: str) -> str:
+    return queries.advice_for(database, pin, config_name=config_name)
 
 
 def _source_lines(source: Callable[[str], str], blob_id: str) -> list[str]:

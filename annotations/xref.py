@@ -75,11 +75,12 @@ def locate(
 
 
 def xref(
-    database: Database, repo: str, version: str, name: str, path: str | None = None
+    database: Database, repo: str, version: str, name: str, path: str | None = None,
+    *, config_name: str,
 ) -> XrefResult:
     """Definitions of ``name`` (a short name or a qualname; only those in ``path`` when
-    given) and every reference to it."""
-    version_key = queries.require_version(database, repo, version)
+    given) and every reference to it; ``config_name``: the config, as hints name it."""
+    version_key = queries.require_version(database, repo, version, config_name=config_name)
     short = name.rsplit(".", 1)[-1]
     result = XrefResult(name=name, version=f"{repo}@{version}")
     named = queries.symbols_named(database, version_key, name)

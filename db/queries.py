@@ -18,9 +18,6 @@ from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
 from db.version_order import COMMIT, in_version_order, version_key
 
-CONFIG_FILE = "annotate.toml"
-"""The config as hints name it when the caller does not say (`ProjectConfig.file_name`)."""
-
 SYMBOL_COLUMNS = (
     "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
     "start_byte", "end_byte", "signature", "exact", "normalized", "shape", "header_key",
@@ -104,7 +101,7 @@ def indexed_spelling(database: Database, repo: str, version: str) -> str | None:
 
 def require_version(
     database: Database, repo: str, version: str, configured: Collection[str] | None = None,
-    *, config_name: str = CONFIG_FILE,
+    *, config_name: str,
 ) -> int:
     """The key of ``repo@version``; `unindexed` says what to do when it is not indexed."""
     found = version_id(database, repo, version)
@@ -126,7 +123,7 @@ class Unindexed:
 
 def unindexed(
     database: Database, repo: str, version: str, configured: Collection[str] | None,
-    *, config_name: str = CONFIG_FILE,
+    *, config_name: str,
 ) -> Unindexed:
     """Why ``repo@version`` is not there, for every command that needs it: another
     spelling of an indexed version; a version neither indexed nor ``configured`` (the
@@ -139,11 +136,13 @@ def unindexed(
         return Unindexed(f"{pin} is not indexed", indexed_spelling_hint(repo, misspelling_of),
                          misspelling_of)
     if configured is None or version in configured:
-        return Unindexed(f"{pin} is not indexed", advice_for(database, pin, config_name))
+        return Unindexed(f"{pin} is not indexed",
+                         advice_for(database, pin, config_name=config_name))
     known = ", ".join(dict.fromkeys([*configured, *indexed_versions(database, repo)]))
     return Unindexed(f"{pin} is neither indexed nor configured ({repo} has {known or 'none'})",
                      _commit_advice(pin) if COMMIT.fullmatch(version)
-                     else f"fix the version, or {index_advice(pin)} to index it")
+                     else f"fix the version, or "
+                          f"{index_advice(pin, config_name=config_name)} to index it")
 
 
 def _commit_advice(pin: str) -> str:
@@ -154,9 +153,7 @@ def _commit_advice(pin: str) -> str:
             f"('annotate index {pin} --from PATH')")
 
 
-def index_advice(
-    pin: str, not_found_in: str | None = None, config_name: str = CONFIG_FILE
-) -> str:
+def index_advice(pin: str, not_found_in: str | None = None, *, config_name: str) -> str:
     """What to do about ``REPO@VERSION``, configured and not indexed yet; ``not_found_in``:
     the sources the last ``annotate index`` of it tried in vain (`not_found_in`);
     ``config_name``: the config, as the advice names it."""
@@ -168,9 +165,9 @@ def index_advice(
             f"'annotate index {pin} --from PATH' on a checkout of it")
 
 
-def advice_for(database: Database, pin: str, config_name: str = CONFIG_FILE) -> str:
+def advice_for(database: Database, pin: str, *, config_name: str) -> str:
     """`index_advice` for ``pin``, saying so when no source had it the last time it was tried."""
-    return index_advice(pin, not_found_in(database, pin), config_name)
+    return index_advice(pin, not_found_in(database, pin), config_name=config_name)
 
 
 def record_not_found(database: Database, pin: str, sources: Sequence[str]) -> None:

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ class RepoConfig:
     versions: tuple[str, ...] = ()
     target: str | None = None
     sources: tuple[str, ...] = SOURCE_KINDS
-    config_name: str = CONFIG_FILE  # the config that configures it, as hints name it
+    config_name: str = field(kw_only=True)  # the config that configures it, as hints name it
 
     @property
     def target_version(self) -> str | None:
@@ -73,6 +73,7 @@ BUILTIN_REPOS = {
         pypi="vllm",
         github="vllm-project/vllm",
         versions=("v0.20.0", "v0.23.1rc0", "v0.25.0"),
+        config_name=CONFIG_FILE,  # until a config names itself (`_build`)
     ),
     "lmcache": RepoConfig(
         name="lmcache",
@@ -80,6 +81,7 @@ BUILTIN_REPOS = {
         pypi="lmcache",
         github="LMCache/LMCache",
         versions=("v0.5.1",),
+        config_name=CONFIG_FILE,
     ),
 }
 
@@ -216,7 +218,7 @@ def check_version_name(version: str) -> str:
     return version
 
 
-def default_cache_dir(config_name: str = CONFIG_FILE) -> Path:
+def default_cache_dir(config_name: str) -> Path:
     """ANNOTATE_CACHE_DIR, else ``annotate`` in the user's cache folder; ``config_name``
     names the config in the hint when there is none."""
     override = os.environ.get("ANNOTATE_CACHE_DIR")
@@ -318,25 +320,27 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
     default_sources = _sources(table, where, "") or SOURCE_KINDS
     for key in ("db", "cache_dir"):
         _string(table, key, where)
-    repos = {name: replace(repo, sources=default_sources) for name, repo in BUILTIN_REPOS.items()}
+    shown = config_name(source_file)
+    repos = {name: replace(repo, sources=default_sources, config_name=shown)
+             for name, repo in BUILTIN_REPOS.items()}
     repo_tables = table.get("repos", {})
     if not isinstance(repo_tables, dict):
         raise ConfigError(f"{where}: 'repos' must be a table of [repos.NAME] tables")
     for name, repo_table in repo_tables.items():
-        repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where, root)
+        repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where, root,
+                            shown=shown)
     cache_dir = table.get("cache_dir")
     fail_on = _string_list(table, "fail_on", where)
     for status in fail_on or ():
         if status not in CHECK_STATUSES:
             raise ConfigError(f"{where}: unknown status '{status}' in fail_on",
                               f"choose from {', '.join(CHECK_STATUSES)}")
-    shown = config_name(source_file)
     return ProjectConfig(
         root=root,
         db=root / _local_path(table.get("db", ".annotate/index.db"), "db", where),
         configured_cache_dir=root / _local_path(cache_dir, "cache_dir", where)
         if cache_dir is not None else None,
-        repos={name: replace(repo, config_name=shown) for name, repo in repos.items()},
+        repos=repos,
         annotations=_or_default(_globs(table, "annotations", where), ProjectConfig.annotations),
         articles=_or_default(_globs(table, "articles", where), ProjectConfig.articles),
         fail_on=fail_on if fail_on is not None else DEFAULT_FAIL_ON,
@@ -351,8 +355,11 @@ def _repo(
     default_sources: tuple[str, ...],
     where: str,
     root: Path,
+    *,
+    shown: str,
 ) -> RepoConfig:
-    """``[repos.NAME]`` read over ``base``, the built-in repo of that name if any."""
+    """``[repos.NAME]`` read over ``base``, the built-in repo of that name if any;
+    ``shown``: the config, as hints name it (`config_name`)."""
     _check_repo_table(name, table, base, where)
     at = f"{where} [repos.{name}]"
     versions = _string_list(table, "versions", where)
@@ -361,7 +368,7 @@ def _repo(
     _check_listed_once(versions or (), at)
     sources = _sources(table, where, f" in [repos.{name}]")
     _check_repo_strings(table, at)
-    repo = base or RepoConfig(name=name, sources=default_sources)
+    repo = base or RepoConfig(name=name, sources=default_sources, config_name=shown)
     repo = replace(
         repo,
         git=_git_location(table["git"], root, at) if "git" in table else repo.git,

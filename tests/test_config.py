@@ -138,7 +138,7 @@ def test_default_cache_dir(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert default_cache_dir() == Path(expected)
+    assert default_cache_dir("annotate.toml") == Path(expected)
 
 
 @pytest.mark.parametrize(("files", "folder", "found"), [

@@ -424,7 +424,7 @@ def test_symbols_named_matches_whole_qualname_components(
         "class B:\n    def f(self):\n        pass\n"
     )
     index_version(database, config, "vllm", "v1", from_path=tree)
-    key = queries.require_version(database, "vllm", "v1")
+    key = queries.require_version(database, "vllm", "v1", config_name="annotate.toml")
     assert [row["qualname"] for row in queries.symbols_named(database, key, "B.f")] == ["B.f"]
     assert [row["qualname"] for row in queries.symbols_named(database, key, "f")] == [
         "AB.f", "B.f"

@@ -62,7 +62,7 @@ class Index:
     def match(self, old_version: str, new_version: str, path: str, qualname: str,
               occurrence: int = 0) -> Match:
         old = self.symbol(old_version, path, qualname, occurrence)
-        return match_symbol(self.database, old, self.keys[new_version])
+        return match_symbol(self.database, old, self.keys[new_version], config_name="annotate.toml")
 
 
 def build_index(root: Path, versions: dict[str, dict[str, str]]) -> Index:
@@ -78,7 +78,7 @@ def build_index(root: Path, versions: dict[str, dict[str, str]]) -> Index:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(textwrap.dedent(text))
         index_version(database, config, "vllm", version, from_path=source, workers=1)
-        keys[version] = require_version(database, "vllm", version)
+        keys[version] = require_version(database, "vllm", version, config_name="annotate.toml")
     return Index(database, keys)
 
 
@@ -423,7 +423,7 @@ def test_unchanged_blob_is_unchanged_without_comparing(
         raise AssertionError("fingerprints were compared")
 
     monkeypatch.setattr(matching, "classify", refuse)
-    match = match_symbol(index.database, old, index.keys["v2"])
+    match = match_symbol(index.database, old, index.keys["v2"], config_name="annotate.toml")
     assert (match.verdict, match.via) == (Verdict.UNCHANGED, "blob")
     assert match.new is not None and match.new.version == "v2"
     assert match.new.ref == old.ref and match.new.source == old.source
@@ -2197,7 +2197,7 @@ def fake_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
         source = root / tag
         fakevllm.write_snapshot(source, fakevllm.VERSIONS[tag])
         index_version(database, config, "vllm", tag, from_path=source, workers=1)
-        keys[tag] = require_version(database, "vllm", tag)
+        keys[tag] = require_version(database, "vllm", tag, config_name="annotate.toml")
     return Index(database, keys)
 
 

@@ -278,7 +278,7 @@ def _write_tree(root: Path, paths: tuple[str, ...]) -> Path:
 
 def _listed(database: Database, version: str) -> tuple[list[tuple], int]:
     """(path, qualname) of a version's symbols, by the query and the view; its count."""
-    key = queries.require_version(database, "vllm", version)
+    key = queries.require_version(database, "vllm", version, config_name="annotate.toml")
     listed = [(row["path"], row["qualname"]) for row in queries.version_symbols(database, key)]
     viewed = database.conn.execute(
         "SELECT path, qualname FROM version_symbols WHERE version = ? ORDER BY path, symbol_id",

@@ -56,7 +56,8 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def _repo(url: str | None, sources: tuple[str, ...] = ("git",), name: str = "vllm") -> RepoConfig:
-    return RepoConfig(name=name, git=url, pypi="vllm", sources=sources)
+    return RepoConfig(name=name, git=url, pypi="vllm", sources=sources,
+                      config_name="annotate.toml")
 
 
 @pytest.fixture
@@ -171,7 +172,8 @@ def test_concurrent_fetches_into_one_mirror_all_succeed(fake_vllm: FakeRepo) -> 
         "import sys; from pathlib import Path\n"
         "from indexer.config import RepoConfig\n"
         "from indexer.sources import open_snapshot\n"
-        "repo = RepoConfig(name='vllm', git=sys.argv[1], sources=('git',))\n"
+        "repo = RepoConfig(name='vllm', git=sys.argv[1], sources=('git',), "
+        "config_name='annotate.toml')\n"
         "with open_snapshot(repo, sys.argv[2], Path(sys.argv[3])) as s:\n"
         "    print(s.info.commit_sha)\n"
     )
@@ -331,7 +333,8 @@ def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
     killed_temp.mkdir()
     fetch = ("import sys; from pathlib import Path; from indexer.config import RepoConfig; "
              "from indexer.sources import fetch_wheel; fetch_wheel(RepoConfig(name='vllm', "
-             "git=None, pypi='vllm', sources=('pypi',)), 'v0.1.0', Path(sys.argv[1]))")
+             "git=None, pypi='vllm', sources=('pypi',), config_name='annotate.toml'), 'v0.1.0', "
+             "Path(sys.argv[1]))")
     killed = subprocess.Popen(
         [sys.executable, "-c", fetch, str(_cache())], start_new_session=True,
         env={**os.environ, "PIP_FIND_LINKS": str(stalling), "TMPDIR": str(killed_temp)},
@@ -426,7 +429,7 @@ def test_neither_source_names_both_causes(wheels: Path, fake_vllm: FakeRepo) -> 
 
 def test_no_source_configured() -> None:
     with pytest.raises(VersionNotFound, match=r"\(no git or pypi source is configured\)"):
-        open_snapshot(RepoConfig(name="bare"), "v1", _cache())
+        open_snapshot(RepoConfig(name="bare", config_name="annotate.toml"), "v1", _cache())
 
 
 SOURCE_ORDERS = [

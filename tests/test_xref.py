@@ -192,7 +192,7 @@ def indexed(tmp_path: Path) -> Path:
 
 def references(db_path: Path, name: str) -> dict[tuple[str, int], tuple[str, str, str | None]]:
     with open_database(db_path) as database:
-        result = xref(database, "vllm", "v1", name)
+        result = xref(database, "vllm", "v1", name, config_name="annotate.toml")
     return {(r.path, r.line): (r.context, r.resolution, r.target) for r in result.references}
 
 
@@ -277,7 +277,7 @@ def test_strings_comments_and_definitions_are_not_references(indexed: Path) -> N
 def test_lines_and_scopes_of_a_file_with_lone_carriage_returns(indexed: Path) -> None:
     """Lines end at a lone CR, as the symbols count them: the call stands in ``K.run``."""
     with open_database(indexed) as database:
-        result = xref(database, "vllm", "v1", "helper")
+        result = xref(database, "vllm", "v1", "helper", config_name="annotate.toml")
     assert [(d["path"], d["start_line"]) for d in result.definitions] == [("vllm/mac.py", 4)]
     found = [(r.line, r.context, r.enclosing) for r in result.references
              if r.path == "vllm/mac.py"]
@@ -293,7 +293,7 @@ def test_alias_resolves_to_the_imported_definition(indexed: Path) -> None:
 
 def test_uses_of_a_name_and_its_alias_come_in_line_order(indexed: Path) -> None:
     with open_database(indexed) as database:
-        result = xref(database, "vllm", "v1", "fetch_one")
+        result = xref(database, "vllm", "v1", "fetch_one", config_name="annotate.toml")
     found = [(r.line, r.context) for r in result.references if r.path == "vllm/interleaved.py"]
     assert found == [(1, "import"), (2, "import"), (4, "name"), (5, "name"), (6, "name")]
 
@@ -302,7 +302,7 @@ def test_a_lazy_aliased_import_from_outside_is_unresolved_once_per_place(indexed
     """The import binds the external class, not the version's copy of that name, and the
     alias it binds is no reference of its own."""
     with open_database(indexed) as database:
-        result = xref(database, "vllm", "v1", "Adapter")
+        result = xref(database, "vllm", "v1", "Adapter", config_name="annotate.toml")
     found = [(r.line, r.context, r.resolution) for r in result.references
              if r.path == "vllm/lazy.py"]
     assert found == [(3, "import", "unresolved"), (5, "name", "unresolved")]

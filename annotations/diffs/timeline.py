@@ -55,7 +55,8 @@ class Timeline:
 
 def ordered_versions(database: Database, repo: RepoConfig) -> list[tuple[str, int]]:
     """(version, key) of the repo's indexed versions, oldest first (by version number)."""
-    return [(version, queries.require_version(database, repo.name, version))
+    return [(version, queries.require_version(database, repo.name, version,
+                                                config_name=repo.config_name))
             for version in queries.indexed_versions(database, repo.name)]
 
 
