@@ -617,7 +617,9 @@ def symbols(
             matches = queries.path_matcher(path_glob)
             paths = queries.version_paths(database, version_key)
             if not any(matches(path) for path in paths):
-                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}; "
+                close = queries.closest_paths(path_glob.removeprefix("./"), paths)
+                closest = f" (closest: {', '.join(close)})" if close else ""
+                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}{closest}; "
                       + _where_files_are(database, f"{repo}@{version}", version_key, paths,
                                          path_glob))
                 return

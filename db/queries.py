@@ -542,12 +542,15 @@ def version_symbols(
             yield row
 
 
+GLOB_CHARACTERS = "*?["
+
+
 def path_matcher(glob: str) -> Callable[[str], bool]:
     """Whether a repository path matches ``glob``: ``fnmatch`` (as a git pathspec, ``*``
     matches ``/`` too), where ``**/`` may also stand for no folder (``vllm/**/*.py``
     includes ``vllm/envs.py``) and a glob without wildcards is a file or a folder."""
     glob = glob.removeprefix("./")
-    if not any(char in glob for char in "*?["):
+    if not any(char in glob for char in GLOB_CHARACTERS):
         folder = glob.rstrip("/") + "/"
         return lambda path: path == glob or path.startswith(folder)
     globs = _without_double_stars(glob)
@@ -586,10 +589,61 @@ def is_indexed_folder(database: Database, path: str) -> bool:
 
 
 def paths_close_to(database: Database, path: str) -> list[str]:
-    """Up to three paths of the indexed versions' files close to ``path``, for a "did you
-    mean" (closer than names need be: paths share long prefixes, ``vllm/``)."""
+    """`closest_paths` to ``path`` among the indexed versions' files."""
     paths = [row[0] for row in database.conn.execute("SELECT DISTINCT path FROM files")]
-    return close_matches(path, paths, n=3, cutoff=0.8)
+    return closest_paths(path, paths)
+
+
+def closest_paths(path: str, paths: list[str]) -> list[str]:
+    """Up to three of the file ``paths`` close to ``path``, for a "did you mean" (closer
+    than names need be: paths share long prefixes, ``vllm/``); to a path that
+    `looks_like_a_folder`, `closest_in_folder`; none to a glob."""
+    if any(char in path for char in GLOB_CHARACTERS):
+        return []
+    if not looks_like_a_folder(path):
+        return close_matches(path, paths, n=3, cutoff=0.8)
+    return closest_in_folder(path.rstrip("/"), paths)
+
+
+def closest_in_folder(path: str, paths: list[str]) -> list[str]:
+    """Of ``path``, which names no folder of the file ``paths``, the deepest folder that
+    is one (``vllm/`` of ``vllm/confg``), and up to three files or folders in it named like
+    the name that follows (``vllm/config/``), with the rest of ``path`` when that is there
+    (``vllm/config/`` of ``vlm/config``): not the whole paths, whose shared prefixes make
+    every sibling of a long one close (``vllm/model_executor/model_loader/`` of
+    ``vllm/model_executor/layer``)."""
+    folders = folders_holding(paths)
+    names = path.split("/")
+    depth = next(depth for depth in range(len(names), -1, -1)
+                 if depth == 0 or "/".join(names[:depth]) + "/" in folders)
+    if depth == len(names):
+        return []
+    prefix = "".join(f"{name}/" for name in names[:depth])
+    children: dict[str, str] = {}  # a name in the folder -> it as written: config/, x.py
+    for each in paths:
+        if each.startswith(prefix):
+            child, slash, _ = each[len(prefix):].partition("/")
+            children[child] = child + slash
+    rest = "".join(f"{name}/" for name in names[depth + 1:])
+    found = [prefix + children[name]
+             for name in close_matches(names[depth], sorted(children), n=3, cutoff=0.6)]
+    return [each + rest if rest and each + rest in folders else each for each in found]
+
+
+def looks_like_a_folder(path: str) -> bool:
+    """Whether the path (not a glob) ``path`` reads as a folder's: a slash at its end or
+    no '.' in its last name (``vllm/confg/``, ``vllm/confg``; not ``vllm/config/cach.py``)."""
+    return path.endswith("/") or "." not in path.rsplit("/", 1)[-1]
+
+
+def folders_holding(paths: Iterable[str]) -> set[str]:
+    """The folders the file ``paths`` are in, directly or below, each with its slash
+    (``vllm/``, ``vllm/config/`` of ``vllm/config/cache.py``)."""
+    folders: set[str] = set()
+    for path in paths:
+        names = path.split("/")[:-1]
+        folders.update("/".join(names[:depth]) + "/" for depth in range(1, len(names) + 1))
+    return folders
 
 
 def version_paths(database: Database, version_key: int) -> list[str]:

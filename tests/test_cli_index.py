@@ -546,8 +546,8 @@ def test_symbols_path_without_wildcards_or_with_double_star(
 ) -> None:
     assert run("index", "vllm@v0.2.0").exit_code == 0
     result = run("symbols", "vllm@v0.2.0", "--format", "jsonl", "--path", glob)
-    no_file = (f"Note: no file of vllm@v0.2.0 matches --path {glob}; paths are relative to "
-               "the repository, as in vllm/config/cache.py\n")
+    no_file = (f"Note: no file of vllm@v0.2.0 matches --path {glob} (closest: vllm/utils.py); "
+               "paths are relative to the repository, as in vllm/config/cache.py\n")
     assert (result.exit_code, result.stderr) == (0, no_file if paths == set() else "")
     found = {json.loads(line)["path"] for line in result.stdout.splitlines()}
     if paths is None:  # every file under vllm/, directly in it too
@@ -557,6 +557,27 @@ def test_symbols_path_without_wildcards_or_with_double_star(
                 " AND path LIKE 'vllm/%'")}
         assert "vllm/utils.py" in paths
     assert found == paths
+
+
+@pytest.mark.parametrize(("glob", "closest"), [
+    pytest.param("vllm/confg/", " (closest: vllm/config/)", id="a-misspelt-folder"),
+    pytest.param("vllm/model_executor/layer", " (closest: vllm/model_executor/layers/)",
+                 id="a-misspelt-folder-without-its-slash"),
+    pytest.param("vllm/config/cache", " (closest: vllm/config/cache.py)",
+                 id="a-file-without-its-suffix"),
+    pytest.param("vllm/nothing/", "", id="nothing-close"),
+    pytest.param("vllm/confg/*.py", "", id="a-glob"),
+])
+def test_symbols_path_of_a_folder_not_there_names_the_closest(
+    project: Path, glob: str, closest: str
+) -> None:
+    """A misspelt folder is compared with the version's folders, not only its files, which
+    share too little of its name."""
+    assert run("index", "vllm@v0.2.0").exit_code == 0
+    result = run("symbols", "vllm@v0.2.0", "--path", glob)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", (
+        f"Note: no file of vllm@v0.2.0 matches --path {glob}{closest}; paths are relative to "
+        "the repository, as in vllm/config/cache.py\n"))
 
 
 @pytest.mark.parametrize("output_format", ["table", "jsonl"])

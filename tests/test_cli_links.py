@@ -496,6 +496,18 @@ def test_links_to_an_uncited_symbol() -> None:
                  id="a-file-not-indexed"),
     pytest.param("vllm/nothing/here.py", "Note: no indexed version has a file "
                  "'vllm/nothing/here.py'\n", id="a-file-nothing-close"),
+    pytest.param("vllm/confg", "Note: no indexed version has a file 'vllm/confg' (closest: "
+                 "vllm/config/)\n", id="a-misspelt-folder"),
+    pytest.param("vllm/model_executor/layer/", "Note: no indexed version has a file "
+                 "'vllm/model_executor/layer' (closest: vllm/model_executor/layers/)\n",
+                 id="a-misspelt-folder-with-its-slash"),
+    pytest.param("vlm/config", "Note: no indexed version has a file 'vlm/config' (closest: "
+                 "vllm/config/)\n", id="a-misspelt-folder-above-one"),
+    pytest.param("vllm/config/cache", "Note: no indexed version has a file "
+                 "'vllm/config/cache' (closest: vllm/config/cache.py)\n",
+                 id="a-file-without-its-suffix"),
+    pytest.param("vllm/nothing", "Note: no indexed version has a file 'vllm/nothing'\n",
+                 id="a-folder-nothing-close"),
     pytest.param("vllm/config/", "Note: no indexed version has a file 'vllm/config': it is a "
                  "folder; 4 claims cite its files: vllm/config/cache.py; 'annotate links "
                  "vllm/config/cache.py' lists those of one\n", id="a-folder"),
