@@ -12,6 +12,11 @@ def table_in(config_name: str, table: str) -> str:
     """The config's table ``table`` (``repos.vllm``) as the user writes it in the config
     ``config_name`` names (`ProjectConfig.file_name`), and that file: ``[repos.vllm] in
     annotate.toml``, ``[tool.annotate.repos.vllm] in pyproject.toml``."""
-    if config_name == PYPROJECT_CONFIG:
-        return f"[tool.annotate.{table}] in pyproject.toml"
-    return f"[{table}] in {config_name}"
+    file = "pyproject.toml" if config_name == PYPROJECT_CONFIG else config_name
+    return f"{table_header(config_name, table)} in {file}"
+
+
+def table_header(config_name: str, table: str) -> str:
+    """`table_in` without the file, for a message that names it already."""
+    prefix = "tool.annotate." if config_name == PYPROJECT_CONFIG else ""
+    return f"[{prefix}{table}]"

@@ -24,7 +24,7 @@ else:  # the same parser, before it joined the standard library
 
 from db import queries
 from db.close_matches import did_you_mean
-from db.config_names import PYPROJECT_CONFIG, table_in
+from db.config_names import PYPROJECT_CONFIG, table_header, table_in
 from db.database import Database
 from db.version_order import NOT_A_VERSION, version_key
 from indexer.errors import ConfigError
@@ -325,7 +325,8 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
              for name, repo in BUILTIN_REPOS.items()}
     repo_tables = table.get("repos", {})
     if not isinstance(repo_tables, dict):
-        raise ConfigError(f"{where}: 'repos' must be a table of [repos.NAME] tables")
+        raise ConfigError(f"{where}: 'repos' must be a table of "
+                          f"{table_header(shown, 'repos.NAME')} tables")
     for name, repo_table in repo_tables.items():
         repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where, root,
                             shown=shown)
@@ -360,13 +361,14 @@ def _repo(
 ) -> RepoConfig:
     """``[repos.NAME]`` read over ``base``, the built-in repo of that name if any;
     ``shown``: the config, as hints name it (`config_name`)."""
-    _check_repo_table(name, table, base, where)
-    at = f"{where} [repos.{name}]"
+    _check_repo_table(name, table, base, where, shown)
+    header = table_header(shown, f"repos.{name}")
+    at = f"{where} {header}"
     versions = _string_list(table, "versions", where)
     for version in versions or ():
         _check_version_in(version, f"{at} versions")
     _check_listed_once(versions or (), at)
-    sources = _sources(table, where, f" in [repos.{name}]")
+    sources = _sources(table, where, f" in {header}")
     _check_repo_strings(table, at)
     repo = base or RepoConfig(name=name, sources=default_sources, config_name=shown)
     repo = replace(
@@ -382,18 +384,21 @@ def _repo(
     return repo
 
 
-def _check_repo_table(name: str, table: Any, base: RepoConfig | None, where: str) -> None:
+def _check_repo_table(
+    name: str, table: Any, base: RepoConfig | None, where: str, shown: str
+) -> None:
     """A valid name, a table of known keys, and a place to fetch from (unless the repo is
-    built in)."""
+    built in); ``shown``: the config, as messages name its tables (`table_header`)."""
     if not REPO_NAME.fullmatch(name):
         raise ConfigError(f"{where}: invalid repo name '{name}'", "use letters, digits, _ . -")
     if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [repos.{name}] must be a table")
-    _reject_unknown(table, _REPO_KEYS, f"{where} [repos.{name}]")
+        raise ConfigError(f"{where}: {table_header(shown, f'repos.{name}')} must be a table")
+    _reject_unknown(table, _REPO_KEYS, f"{where} {table_header(shown, f'repos.{name}')}")
     if base is None and not any(table.get(key) for key in ("git", "pypi", "github")):
         close = misspelling_of(name, sorted(BUILTIN_REPOS))
-        raise ConfigError(f"{where}: [repos.{name}] names no git, pypi or github",
-                          did_you_mean([f"[repos.{close}]"]) if close else
+        raise ConfigError(f"{where}: {table_header(shown, f'repos.{name}')} names no git, "
+                          "pypi or github",
+                          did_you_mean([table_header(shown, f"repos.{close}")]) if close else
                           "give it git = \"URL or PATH\", pypi = \"NAME\", or github = "
                           "\"ORG/NAME\" for versions indexed with --from")
 

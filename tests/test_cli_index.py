@@ -979,6 +979,20 @@ def test_invalid_config_is_one_line_with_exit_2(
     assert not Path(".annotate").exists()
 
 
+@pytest.mark.parametrize(("toml", "message"),
+                         [config for config in CONFIGS if config.id != "toml-syntax"])
+def test_invalid_config_in_pyproject_names_its_tables_as_written_there(
+    toml: str, message: str
+) -> None:
+    """[tool.annotate.repos.vllm], not [repos.vllm], which pyproject.toml does not have."""
+    table = "[tool.annotate.repos."
+    Path("pyproject.toml").write_text("[tool.annotate]\n" + toml.replace("[repos.", table))
+    result = run("versions")
+    assert (result.exit_code, result.stdout) == (2, "")
+    path = Path("pyproject.toml").resolve()
+    assert result.stderr == "Error: " + message.replace("[repos.", table).format(path=path) + "\n"
+
+
 PYPROJECTS = [
     pytest.param(b"tool = 1\n", "{path}: 'tool' must be a table", id="tool-not-a-table"),
     pytest.param(b"[tool]\nannotate = 5\n", "{path}: 'annotate' must be a table",
