@@ -292,7 +292,7 @@ ERRORS = [
     pytest.param(
         "lm@v0.1.0:a.py::b", ResolveError,
         "unknown repo 'lm' (hint: configured repos are: lmcache, vllm "
-        "(add [repos.lm] to annotate.toml))",
+        "(add it as [repos.lm] in annotate.toml))",
         id="unknown-repo-two-edits-are-half-a-short-name",
     ),
     pytest.param(
