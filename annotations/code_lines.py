@@ -57,20 +57,25 @@ class LinePlaces:
     text at the older version, empty when it is new), the lines taken; and the lines that
     more than ``MAX_FILES`` of the files hold, taken or not, at either version
     (boilerplate). Only those are kept: a count of every line of a version's changed files
-    (290,358 of vLLM v0.20.0 -> v0.25.0) was held as long as the matcher."""
+    (290,358 of vLLM v0.20.0 -> v0.25.0) was held as long as the matcher.
 
-    def __init__(self, files: Iterable[tuple[str, str, bytes, str]]) -> None:
+    Given ``wanted`` (lines that may be distinctive: those some removed symbols ask
+    about), it places and counts those alone, and may be asked about no other line."""
+
+    def __init__(self, files: Iterable[tuple[str, str, bytes, str]],
+                 wanted: frozenset[str] | None = None) -> None:
         places: dict[str, list[tuple[str, int]]] = defaultdict(list)
         files_holding: Counter[str] = Counter()  # how many files hold each line
+        if wanted is not None:
+            wanted = frozenset(filter(may_be_distinctive, wanted))
         for path, text, taken, former in files:
             lines = normalized_lines(text)
-            long_enough = list(map(MIN_LINE_TEXT.__le__, map(len, lines)))  # C loops: a
-            files_holding.update(set(compress(lines, long_enough)).union(  # file has many
-                line for line in normalized_lines(former) if len(line) >= MIN_LINE_TEXT))
-            for number, line in compress(enumerate(lines, start=1),
-                                         map(and_, taken, long_enough)):
-                if not line.startswith(_NAMING):
-                    places[line].append((path, number))
+            held, placed = (_every_line(lines, taken, former) if wanted is None
+                            else _wanted_lines(lines, taken, former, wanted))
+            files_holding.update(held)
+            for number, line in placed:
+                places[line].append((path, number))
+        self._wanted = wanted
         self._boilerplate = frozenset(
             line for line, count in files_holding.items() if count > MAX_FILES)
         self._places = {line: found for line, found in places.items()
@@ -79,12 +84,36 @@ class LinePlaces:
     def distinctive(self, text: str) -> list[str]:
         """The lines of ``text`` that may be distinctive and are no boilerplate (found
         nowhere counts), normalized, once each."""
-        return [line for line in dict.fromkeys(normalized_lines(text))
-                if may_be_distinctive(line) and line not in self._boilerplate]
+        lines = [line for line in dict.fromkeys(normalized_lines(text))
+                 if may_be_distinctive(line)]
+        assert self._wanted is None or self._wanted.issuperset(lines), "a line not indexed"
+        return [line for line in lines if line not in self._boilerplate]
 
     def places(self, line: str) -> list[tuple[str, int]]:
         """The places of a distinctive line (none for boilerplate)."""
         return self._places.get(line, [])
+
+
+def _every_line(
+    lines: list[str], taken: bytes, former: str
+) -> tuple[Iterable[str], Iterable[tuple[int, str]]]:
+    """The lines of a file's ``lines`` or ``former`` text long enough to count, and the
+    (number, line) of those taken that may be distinctive."""
+    long_enough = list(map(MIN_LINE_TEXT.__le__, map(len, lines)))  # C loops: a file has
+    held = set(compress(lines, long_enough)).union(  # many lines
+        line for line in normalized_lines(former) if len(line) >= MIN_LINE_TEXT)
+    placed = compress(enumerate(lines, start=1), map(and_, taken, long_enough))
+    return held, ((number, line) for number, line in placed if not line.startswith(_NAMING))
+
+
+def _wanted_lines(
+    lines: list[str], taken: bytes, former: str, wanted: frozenset[str]
+) -> tuple[Iterable[str], Iterable[tuple[int, str]]]:
+    """`_every_line`, of the ``wanted`` lines alone."""
+    held = wanted.intersection(lines)
+    placed = compress(enumerate(lines, start=1), taken) if held else ()
+    return (held.union(wanted.intersection(normalized_lines(former))),
+            ((number, line) for number, line in placed if line in held))
 
 
 def evidence_bar(distinctive: int) -> float:

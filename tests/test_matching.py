@@ -1983,6 +1983,23 @@ def test_where_a_removed_symbols_code_went(tmp_path: Path, case: WentCase) -> No
     assert tuple(symbol.ref for symbol in matcher.code_went_to(old)) == case.went_to
 
 
+@pytest.mark.parametrize("case", WENT_TO.values(), ids=WENT_TO.keys())
+def test_where_the_code_of_all_removed_symbols_went_is_where_each_ones_went(
+    tmp_path: Path, case: WentCase
+) -> None:
+    """`Matcher.where_code_went`, asked about every removed symbol at once (a whole-version
+    diff), indexes their lines alone, not every line of B's changed files: it finds for
+    each the places `code_went_to` finds."""
+    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    keys = (index.database, index.keys["v1"], index.keys["v2"])
+    each = Matcher(*keys)
+    removed = [match.old for match in each.diff().matches if match.verdict is Verdict.REMOVED]
+    assert case.qualname in {old.qualname for old in removed}
+    at_once = Matcher(*keys).where_code_went(removed)
+    assert [tuple(symbol.ref for symbol in went) for went in at_once] == [
+        tuple(symbol.ref for symbol in each.code_went_to(old)) for old in removed]
+
+
 def test_the_line_index_keeps_only_the_lines_it_places_and_the_boilerplate() -> None:
     """The index of B's changed files counted every line of them to tell boilerplate, and
     kept the count as long as its matcher (290,358 lines, 25 of its 72 MB at vLLM v0.20.0
@@ -1994,12 +2011,35 @@ def test_the_line_index_keeps_only_the_lines_it_places_and_the_boilerplate() -> 
               b"\x01\x01\x00", "") for number in range(6)]
     files.append(("solo.py", f"{taken}\nsolo_taken = only_here(1)\n", b"\x01\x01", ""))
     places = LinePlaces(files)
-    kept = {line for held in vars(places).values() for line in held}
+    kept = {line for held in vars(places).values() if held is not None for line in held}
     assert kept == {shared, taken, "solo_taken = only_here(1)"}
     assert places.distinctive(f"{shared}\nnot_taken_1 = untouched()\n{taken}\n") == [
         "not_taken_1 = untouched()"]
     assert (places.places(taken), places.places("solo_taken = only_here(1)")) == (
         [], [("solo.py", 2)])
+
+
+def test_a_line_index_of_some_lines_places_and_counts_them_as_the_whole_index_does() -> None:
+    """An index of the lines some removed symbols ask about (a whole-version diff's) keeps
+    those alone, and says of each what the index of every line says: its places, and
+    whether it is boilerplate (counted at both versions, taken or not)."""
+    from annotations.code_lines import LinePlaces
+
+    shared, taken = "flat = states.flatten(1).float()", "mixes = F.linear(flat, weights)"
+    gone = "scale = quant_config.get_cache_scale(name)"
+    files = [(f"m{number}.py", f"{shared}\n{taken}\nnot_taken_{number} = untouched()\n",
+              b"\x01\x01\x00", f"{gone}\n" if number < 5 else "") for number in range(6)]
+    files.append(("solo.py", f"{taken}\nsolo_taken = only_here(1)\n{gone}\n", b"\x01\x01\x01",
+                  ""))
+    solo = "solo_taken = only_here(1)"
+    asked = [shared, taken, "not_taken_1 = untouched()", solo, gone]
+    whole, some = LinePlaces(files), LinePlaces(files, frozenset(asked))
+    assert {line for held in vars(some).values() for line in held} <= set(asked)
+    assert [some.places(line) for line in asked] == [whole.places(line) for line in asked]
+    assert some.places(solo) == [("solo.py", 2)]
+    text = "\n".join(asked)
+    assert some.distinctive(text) == whole.distinctive(text) == [
+        "not_taken_1 = untouched()", solo]
 
 
 @pytest.mark.parametrize("class_first", [True, False], ids=["class-first", "method-first"])
@@ -2340,3 +2380,4 @@ def test_fake_vllm_history_of_the_scheduler(fake_index: Index) -> None:
     ]
     assert steps[-1].symbol.ref == "vllm/v1/core/sched/scheduler.py::Scheduler"
     assert steps[-1].match.content_changed
+

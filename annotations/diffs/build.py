@@ -136,7 +136,9 @@ def build_report(
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
     _add_usage_and_sources(matcher, items, diff_limit, workers)
-    changes = tuple(_change(item, repo_config, matcher) for item in items)
+    went = _where_code_went(matcher, items)
+    changes = tuple(_change(item, repo_config, went.get(index, ()))
+                    for index, item in enumerate(items))
     matcher.store.clear()
     return DiffReport(
         repo, version_a, version_b, annotated, diff.counts, diff.packages, changes,
@@ -240,7 +242,19 @@ def _location(symbol: SymbolSnapshot, repo: RepoConfig) -> Location:
                     symbol.end_line, url)
 
 
-def _change(item: _Item, repo: RepoConfig, matcher: Matcher) -> SymbolChange:
+def _where_code_went(
+    matcher: Matcher, items: list[_Item]
+) -> dict[int, tuple[SymbolSnapshot, ...]]:
+    """Where the code of each removed symbol of ``items`` went, by its index, all found
+    at once (`Matcher.where_code_went`)."""
+    removed = {index: item.match.old for index, item in enumerate(items)
+               if item.match is not None and item.match.verdict is Verdict.REMOVED}
+    return dict(zip(removed, matcher.where_code_went(list(removed.values())), strict=True))
+
+
+def _change(
+    item: _Item, repo: RepoConfig, went: tuple[SymbolSnapshot, ...]
+) -> SymbolChange:
     match = item.match
     sources = item.sources or (None, None)
     common: _Attached = {
@@ -257,8 +271,7 @@ def _change(item: _Item, repo: RepoConfig, matcher: Matcher) -> SymbolChange:
         how=_how(match) if match.verdict is Verdict.MOVED else None,
         candidates=tuple(_location(symbol, repo) for symbol in match.candidates),
         score=match.score if match.verdict is Verdict.MOVED or match.candidates else None,
-        code_went_to=tuple(_location(symbol, repo) for symbol in matcher.code_went_to(match.old))
-        if match.verdict is Verdict.REMOVED else (),
+        code_went_to=tuple(_location(symbol, repo) for symbol in went),
         **common,
     )
 
