@@ -2043,15 +2043,16 @@ class Matcher:
     def _match_all(self, per_file: list[list[_Key]], workers: int) -> dict[_Key, Match]:
         """The match of each key. A member's parent is in its file, so a file's keys stay
         in one process; every match depends only on the two versions, so the split does
-        not change any result."""
+        not change any result, and this process keeps what the others matched (where a
+        removed symbol's code went asks again)."""
         total = sum(len(keys) for keys in per_file)
         parts = workers if total >= PARALLEL_MIN_SYMBOLS else 1
         results = fork_map(self._match_part, balanced(per_file, parts),
                            in_child=self.database.reconnect_in_child)
-        return {
-            key: self._expand(key, result)
-            for part in results for key, result in part
-        }
+        found = {key: self._expand(key, result) for part in results for key, result in part}
+        for match in found.values():
+            self._matches.setdefault(_match_key(match.old), match)
+        return found
 
     def _match_part(self, keys: list[_Key]) -> list[tuple[_Key, tuple]]:
         """Matches as plain tuples (snapshots by key): what a child can send back."""

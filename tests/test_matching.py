@@ -22,6 +22,7 @@ from annotations.changes import (
     classify,
     parse_header,
 )
+from annotations.forking import can_fork
 from annotations.matching import (
     HistoryEvent,
     Match,
@@ -2248,6 +2249,32 @@ def fake_diffs(fake_index: Index) -> dict[tuple[str, str], matching.VersionDiff]
         (a, b): diff_versions(fake_index.database, fake_index.keys[a], fake_index.keys[b])
         for a, b in zip(tags, tags[1:], strict=False)
     }
+
+
+@pytest.mark.skipif(not can_fork(), reason="needs os.fork")
+@pytest.mark.parametrize("tags", [("v0.1.0", "v0.2.0"), ("v0.2.0", "v0.3.0")],
+                         ids=["v0.1-v0.2", "v0.2-v0.3"])
+def test_the_caller_of_a_forked_diff_does_not_match_again_what_its_workers_matched(
+    tags: tuple[str, str], fake_index: Index, forks: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where a removed symbol's code went asks, in the caller, where symbols gone from
+    their place went: at vLLM v0.20.0 -> v0.25.0, 350 that its workers had matched were
+    matched again."""
+    monkeypatch.setattr(matching, "PARALLEL_MIN_SYMBOLS", 0)
+    matcher = Matcher(fake_index.database, *(fake_index.keys[tag] for tag in tags))
+    found = matcher.diff(workers=3)
+    assert forks, "the diff did not fork"
+    matched_again: list[str] = []
+    match_one = Matcher._match
+
+    def recorded(self: Matcher, old: SymbolSnapshot) -> Match:
+        matched_again.append(old.ref)
+        return match_one(self, old)
+
+    monkeypatch.setattr(Matcher, "_match", recorded)
+    assert [matcher.match(match.old) for match in found.matches] == list(found.matches)
+    assert matched_again == []
 
 
 # Expected verdict, content verdict (for moves), kinds, for every fakevllm.CASES entry.
