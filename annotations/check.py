@@ -123,7 +123,7 @@ def fresh_refs(
         return set()
     repo, version = target
     options = CheckOptions(against={repo: version}, today=datetime.date.today(), fail_on=())
-    comparer = SymbolComparer(Resolver(database, config))
+    comparer = SymbolComparer(Resolver(database, config), where_code_went=False)
     fresh = set()
     for row in claim_store.all_refs(database):
         key = (row["article"], row["claim_id"], row["written"], row["version"], row["line"])

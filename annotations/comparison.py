@@ -404,10 +404,13 @@ class SymbolComparer:
 
     Indexed versions never change, so neither does a comparison between two of them:
     results are stored in ``match_cache`` (`save`) and read back by later runs.
+    Without ``where_code_went`` (for a caller that reads statuses alone), a removed
+    symbol's comparison does not say where its code went, and none is stored.
     """
 
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, *, where_code_went: bool = True) -> None:
         self.resolver = resolver
+        self._where_code_went = where_code_went
         self._store: SourceStore | None = None
         self._matchers: dict[tuple[int, int], Matcher] = {}
         # Per version pair: a comparison, or its JSON text as stored until it is asked for
@@ -454,7 +457,8 @@ class SymbolComparer:
             return known
         comparison = compare(pinned, target_key)
         self._cache[pair][key] = comparison  # and compared once
-        self._new_rows.append((*pair, *key, comparison.encode()))
+        if self._where_code_went:
+            self._new_rows.append((*pair, *key, comparison.encode()))
         return comparison
 
     def save(self) -> None:
@@ -481,7 +485,8 @@ class SymbolComparer:
         if old is None:
             return Comparison(Status.BROKEN, f"{pinned.canonical} is no longer in the index")
         match = matcher.match(old)
-        went = matcher.code_went_to(old) if match.verdict is Verdict.REMOVED else ()
+        went = (matcher.code_went_to(old)
+                if self._where_code_went and match.verdict is Verdict.REMOVED else ())
         comparison = _comparison(match, _target_pin(self.resolver, target_key), target_key,
                                  went)
         if comparison.status is Status.CHANGED and comparison.new is not None:
