@@ -20,6 +20,7 @@ class VersionModules:
         self._definitions: dict[str, set[str]] = {}
         self._imports: dict[str, list[tuple]] = {}
         self._bodies: dict[str, list[tuple[int, int]]] = {}  # (start, end) of defs, classes
+        self._module_imports: dict[str, list[tuple]] = {}
 
     def module_path(self, module: str, level: int, importer: str) -> str | None:
         """The file a module name refers to from ``importer`` (relative when level > 0)."""
@@ -46,11 +47,15 @@ class VersionModules:
 
     def module_imports(self, path: str) -> list[tuple]:
         """The imports of ``path`` that bind a name of the module: not those inside a def
-        or a class (a function's lazy import binds a local name)."""
-        self.defines(path)
-        bodies = self._bodies[path]
-        return [row for row in self.imports(path)
+        or a class (a function's lazy import binds a local name). Sorted out once per
+        file: ``follow`` and the matcher's base lookups ask again and again."""
+        if path not in self._module_imports:
+            self.defines(path)
+            bodies = self._bodies[path]
+            self._module_imports[path] = [
+                row for row in self.imports(path)
                 if not any(start < row[0] <= end for start, end in bodies)]
+        return self._module_imports[path]
 
     def imported_names(self, path: str) -> list[str]:
         """The names the module ``path`` binds by importing them by name (``from a import b

@@ -10,8 +10,10 @@ from click.testing import CliRunner
 from fakeproject import write_tree
 
 from annotate_cli import cli
+from annotations.modules import VersionModules
 from annotations.xref import xref
 from db.database import open_database
+from db.queries import require_version
 from indexer.config import load_config
 from indexer.pipeline import index_version
 from indexer.symbols import parse_blob
@@ -320,6 +322,24 @@ def test_unique_name_is_a_guess(indexed: Path) -> None:
     assert found[("vllm/models/reexport.py", 6)] == (
         "attribute", "guess", "vllm/layers/linear.py::ReplicatedLinear.forward"
     )
+
+
+def test_a_modules_imports_are_told_from_its_lazy_ones_once(
+    indexed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``follow`` and the matcher's base lookups ask for a module's imports again and again
+    (629 times at vLLM v0.20.0 -> v0.25.0), each time weighing every import of the file
+    against each of its defs and classes: once per file is enough."""
+    path = "vllm/models/reexport.py"
+    with open_database(indexed) as database:
+        modules = VersionModules(database, require_version(database, "vllm", "v1"))
+        first, found = modules.module_imports(path), modules.follow(path, "ReplicatedLinear")
+        asked: list[str] = []
+        read = modules.imports
+        monkeypatch.setattr(modules, "imports", lambda path: asked.append(path) or read(path))
+        assert modules.module_imports(path) == first
+        assert modules.follow(path, "ReplicatedLinear") == found == TARGET
+    assert first and asked == []
 
 
 def test_names_and_imports_are_recorded_in_the_parse() -> None:
