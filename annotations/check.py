@@ -115,17 +115,18 @@ RefKey = tuple[str, str, str, str | None, int]
 
 
 def fresh_refs(
-    database: Database, config: ProjectConfig, target: tuple[str, str], refs: set[RefKey]
+    comparer: SymbolComparer, config: ProjectConfig, target: tuple[str, str],
+    refs: set[RefKey],
 ) -> set[RefKey]:
     """Those of the stored ``refs`` that `check_all` calls ``fresh`` against ``target``
-    (repo, version), their waivers not looked at: ``diff --annotated`` lists the others."""
+    (repo, version), their waivers not looked at: ``diff --annotated`` lists the others.
+    ``comparer`` need not say where a removed symbol's code went."""
     if not refs:
         return set()
     repo, version = target
     options = CheckOptions(against={repo: version}, today=datetime.date.today(), fail_on=())
-    comparer = SymbolComparer(Resolver(database, config), where_code_went=False)
     fresh = set()
-    for row in claim_store.all_refs(database):
+    for row in claim_store.all_refs(comparer.resolver.database):
         key = (row["article"], row["claim_id"], row["written"], row["version"], row["line"])
         if key in refs and _check_ref(comparer, config, options, row).status is Status.FRESH:
             fresh.add(key)

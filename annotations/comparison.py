@@ -438,6 +438,12 @@ class SymbolComparer:
             self._renames[key] = _renamed_to(self.resolver, pinned, target_key)
         return self._renames[key]
 
+    def share(self, matcher: Matcher) -> None:
+        """Compare with ``matcher`` (a whole-version diff's) between its two versions: it has
+        loaded both, and matched every symbol that changed (a match does not depend on what
+        the matcher was asked before)."""
+        self._matchers[(matcher.a.key, matcher.b.key)] = matcher
+
     def compare(self, pinned: Resolved, target_key: int) -> Comparison:
         return self.stored(pinned, target_key, self._compare)
 

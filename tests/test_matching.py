@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -1746,6 +1747,29 @@ def test_a_whole_version_diff_matches_each_move_as_check_does(
     together = {m.old.ref: (m.verdict, m.new, m.candidates) for m in diff.matches}
     assert together == {ref: found for ref, found in alone.items()
                         if found[0] is not Verdict.UNCHANGED or ref in together}
+
+
+@pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
+def test_a_matcher_a_diff_shares_with_check_answers_the_same_whichever_asks_first(
+    tmp_path: Path, case: MoveCase
+) -> None:
+    """``diff --annotated`` asks check, with the diff's matcher, whether each cited ref
+    still stands: what the matcher finds of a symbol must not depend on what it was asked
+    before, the whole diff or other symbols in any order (a class's methods are matched
+    with it, `_where_methods_went`, then forgotten)."""
+    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    keys = (index.database, index.keys["v1"], index.keys["v2"])
+    symbols = [index.symbol("v1", path, row["qualname"]) for path in case.old
+               for row in symbols_in_file(index.database, index.keys["v1"], path)]
+
+    def found(matches: Iterable[Match]) -> list[tuple]:
+        return [(m.old.ref, m.verdict, m.new, m.candidates) for m in matches]
+
+    after_a_diff = Matcher(*keys)
+    after_a_diff.diff()
+    asked = found(map(after_a_diff.match, symbols))
+    assert found(map(Matcher(*keys).match, symbols)) == asked
+    assert found(map(Matcher(*keys).match, symbols[::-1])) == asked[::-1]
 
 
 @pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())

@@ -122,10 +122,11 @@ def build_report(
                  [(item.old, item.new) for item in items], version_a, version_b)
     lines = _line_changes(uncited_lines(rows, found, texts, version_a, version_b, key_a),
                           matcher, repo_config)
+    comparer = SymbolComparer(Resolver(database, config), where_code_went=False)
+    comparer.share(matcher)  # check's answers, with the symbols the diff loaded and matched
     if any(change.file_gone for change in lines):
-        lines = _where_lines_went(lines, SymbolComparer(Resolver(database, config)),
-                                  repo_config, (key_b, version_b))
-    fresh = _fresh_at_b(database, config, (repo, version_b),
+        lines = _where_lines_went(lines, comparer, repo_config, (key_b, version_b))
+    fresh = _fresh_at_b(comparer, config, (repo, version_b),
                         [*(c for citations in found for c in citations),
                          *(c for change in lines for c in change.citations)])
     for item, citations in zip(items, found, strict=True):
@@ -203,12 +204,12 @@ def _file(repo: RepoConfig, version: str, path: str) -> FilePlace:
 
 
 def _fresh_at_b(
-    database: Database, config: ProjectConfig, b: tuple[str, str], cited: list[Citation]
+    comparer: SymbolComparer, config: ProjectConfig, b: tuple[str, str], cited: list[Citation]
 ) -> set[RefKey]:
     """The refs of ``cited`` that ``check`` against ``b`` calls fresh: a quote, or a
     permalink's linked lines, that still stand (in the changed symbol, or in lines no
     symbol holds), a name the package still exports; not a ref cited in its ``uses:``."""
-    return fresh_refs(database, config, b, {_key(c) for c in cited if not c.used_by})
+    return fresh_refs(comparer, config, b, {_key(c) for c in cited if not c.used_by})
 
 
 def _stale(citations: tuple[Citation, ...], fresh: set[RefKey]) -> tuple[Citation, ...]:
