@@ -332,7 +332,8 @@ def test_a_modules_imports_are_told_from_its_lazy_ones_once(
     against each of its defs and classes: once per file is enough."""
     path = "vllm/models/reexport.py"
     with open_database(indexed) as database:
-        modules = VersionModules(database, require_version(database, "vllm", "v1"))
+        version = require_version(database, "vllm", "v1", config_name="annotate.toml")
+        modules = VersionModules(database, version)
         first, found = modules.module_imports(path), modules.follow(path, "ReplicatedLinear")
         asked: list[str] = []
         read = modules.imports
