@@ -27,7 +27,7 @@ from annotations.markdown import (
     Body,
     front_matter_close,
     front_matter_text,
-    visible_lines,
+    read_body,
 )
 from annotations.model import (
     WAIVABLE_STATUSES,
@@ -814,12 +814,10 @@ def _merge_claims(own: tuple[Claim, ...], links: list[Claim], ctx: _Context) -> 
 def _link_claims(
     lines: list[str], body_start: int, article: str, ctx: _Context, repos: RepoFilter | None
 ) -> list[Claim]:
-    shown = list(visible_lines(lines, body_start))
-    visible = {index: text for index, text, _ in shown}
-    body = Body(lines, body_start, visible, {index: hidden for index, _, hidden in shown})
+    body = read_body(lines, body_start)
     claims: list[Claim] = []
     seen: dict[str, int] = {}
-    for index in visible:
+    for index in body.visible:
         for url in body.permalinks(index):
             permalink = PERMALINK_RE.match(url)  # as every URL permalinks gives
             if repos is not None and permalink and not repos.keeps(permalink["repo"]):

@@ -30,15 +30,16 @@ _IMG_SOURCE_RE = re.compile(r"<img\s[^<>]*?\bsrc\s*=\s*[\"']?", re.IGNORECASE)
 URL_TRAILING = ".,;:!?*_~"
 """What ends a URL in prose rather than belonging to it, as GitHub's autolinks read it
 (``~~URL~~`` and ``_URL_`` are struck out and emphasised, not part of the path)."""
-# A fence that opens is a block of its own (see `_blocks_of`): one in a paragraph is its text.
-_BLOCK_START_RE = re.compile(r"\s*(#{1,6}(\s|$)|[-*+]\s|[0-9]+[.)]\s|>|\|)")
 _BACKTICKS_RE = re.compile(r"`+")
-_LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]{1,4}|$)")
-# The marker of a block quote or a list item that a line opens with (its indentation first).
-_CONTAINER_MARKER_RE = re.compile(r"[ \t]*(?:(?P<quote>>)[ \t]?|(?:[-*+]|\d{1,9}[.)])[ \t]+)")
+# The marker of a block quote or a list item (and the spaces after it) a line opens with.
+_QUOTE_OPEN_RE = re.compile(r" {0,3}> ?")
+_ITEM_OPEN_RE = re.compile(r" {0,3}(?:[-*+]|(?P<number>\d{1,9})[.)])(?P<spaces> +|$)")
+_SPACES_RE = re.compile(" *")
+MAX_CONTAINERS = 100
+"""The most block quotes and list items read around a line: a marker past them is text
+(a line of 100,000 '>' would cost each line after it as much)."""
 _FENCE_RE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _CLOSING_FENCE_RE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})[ \t]*")
-_QUOTE_MARKER_RE = re.compile(r"[ \t]*>[ \t]?")
 _HEADING_RE = re.compile(r"\s*#{1,6}(\s|$)")
 _REFERENCE_DEFINITION_RE = re.compile(
     r" {0,3}\[(?P<label>[^\[\]]{1,999})\]:[ \t]*<?(?P<url>[^\s>]+)")
@@ -46,7 +47,6 @@ _REFERENCE_DEFINITION_RE = re.compile(
 # shortcut is not followed by '(' or ':' (an inline link, a definition).
 _REFERENCE_USE_RE = re.compile(
     r"!?\[(?P<text>[^\[\]]{1,999})\](?:\[(?P<ref>[^\[\]]{0,999})\]|(?![(:\[]))")
-_QUOTE_RE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 _MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
 _MAX_LABEL, _MAX_DESTINATION, _MAX_TITLE = 500, 2000, 500
 """The longest label, destination and title of an inline link read (see `_inline_links`)."""
@@ -89,7 +89,21 @@ def visible_lines(lines: list[str], first: int) -> Iterator[tuple[int, str, list
     comments hide (a comment's end at its start included): code blocks, raw-text
     HTML blocks (``<pre>``) and comments (a note to self, a link kept for later) show no
     link. A comment hides what it holds, code and ``<pre>`` included."""
+    return _visible_lines(lines, first, _blocks_of(lines, first))
+
+
+def read_body(lines: list[str], first: int) -> Body:
+    """The body of a Markdown article from line ``first`` on, as a reader sees it."""
     blocks = _blocks_of(lines, first)
+    shown = list(_visible_lines(lines, first, blocks))
+    visible = {index: text for index, text, _ in shown}
+    hidden = {index: spans for index, _, spans in shown}
+    return Body(lines, first, visible, hidden, blocks.continued)
+
+
+def _visible_lines(lines: list[str], first: int,
+                   blocks: _Blocks) -> Iterator[tuple[int, str, list[Span]]]:
+    """`visible_lines`, of a body whose blocks are ``blocks``."""
     paragraph_code = _paragraph_code_blanked(lines, first, blocks)
     comment = False  # a comment opened in a paragraph is open
     for index in range(first, len(lines)):
@@ -121,7 +135,7 @@ def _paragraph_code_blanked(lines: list[str], first: int, blocks: _Blocks) -> di
     for index in range(first, len(lines) + 1):
         text = (index < len(lines) and index not in blocks.lines and index not in blocks.code
                 and bool(lines[index].strip()))
-        if paragraph and (not text or _starts_block(lines, index, first)):
+        if paragraph and (not text or index not in blocks.continued):
             blanked.update(_code_blanked(lines, paragraph))
             paragraph = []
         if text:
@@ -192,45 +206,81 @@ def _without(line: str, spans: list[Span]) -> str:
     return "".join(pieces) + line[last:]
 
 
-Columns = tuple[int, ...]
-"""Where the content of each list item around a line starts, outermost first (none:
-outside lists)."""
+Containers = tuple[int, ...]
+"""The block quotes and list items a line is in, outermost first: a block quote (_QUOTE),
+or a list item by the width of its marker and the spaces after it (where its content
+starts, past where the content of the container around it does)."""
+_QUOTE = 0
 
 
-def _columns_reached(columns: Columns, indent: int) -> Columns:
-    """The list items of ``columns`` that a line indented ``indent`` is in: those whose
-    content it reaches (a line left of a sub-item's content goes on its parent item)."""
-    return tuple(column for column in columns if column <= indent)
+def _indent(line: str, at: int) -> int:
+    """How many spaces ``line`` holds from column ``at``."""
+    spaces = _SPACES_RE.match(line, at)
+    return spaces.end() - at if spaces else 0
 
 
-def _with_item(line: str, indent: int, columns: Columns) -> Columns:
-    """``columns`` and the list item ``line`` opens at ``indent``, if it opens one."""
-    item = _LIST_ITEM_RE.match(line, indent)
-    return columns + (indent + len(item[0]),) if item else columns
+def _continued(line: str, containers: Containers) -> tuple[int, int]:
+    """How many of ``containers`` the tab-expanded ``line`` goes on (a block quote on its
+    '>' at most three columns in, a list item on its content's indentation, or a blank),
+    and the column past their markers and indentation."""
+    at, text_end = 0, len(line.rstrip())
+    if not text_end:  # blank: as cheap however many list items it goes on
+        return (containers.index(_QUOTE) if _QUOTE in containers else len(containers)), 0
+    for depth, container in enumerate(containers):
+        if container == _QUOTE:
+            quote = _QUOTE_OPEN_RE.match(line, at)
+            if quote is None:
+                return depth, at
+            at = quote.end()
+        elif at < text_end:
+            if _indent(line, at) < container:
+                return depth, at
+            at += container
+    return len(containers), at
+
+
+def _opened(line: str, at: int, in_paragraph: bool, room: int) -> tuple[Containers, int]:
+    """The block quotes and list items, ``room`` at most, the tab-expanded ``line`` opens
+    from column ``at``, and the column past their markers. ``in_paragraph``: a paragraph
+    goes on there, which an empty list item or one numbered other than 1 does not
+    interrupt."""
+    opened: Containers = ()
+    while len(opened) < room:
+        quote = _QUOTE_OPEN_RE.match(line, at)
+        if quote is not None:
+            opened, at = opened + (_QUOTE,), quote.end()
+            continue
+        item = _ITEM_OPEN_RE.match(line, at)
+        blank = item is not None and not line[item.end():].strip()
+        if item is None or (in_paragraph and not opened and _stays_text(item, blank)):
+            return opened, at
+        spaces = len(item["spaces"])
+        width = item.end() - at - (spaces - 1 if blank or spaces > 4 else 0)
+        opened, at = opened + (width,), min(at + width, len(line))
+    return opened, at
+
+
+def _stays_text(item: re.Match[str], blank: bool) -> bool:
+    """Whether a list marker that a paragraph's line would go on with is its text: an
+    empty item's, or one numbered other than 1."""
+    return blank or (item["number"] is not None and int(item["number"]) != 1)
 
 
 @dataclass(frozen=True)
 class _Contained:
-    """A block open in containers, that each of its lines must go on: how many block
-    quotes, and the column of its list item's content past them (0: none)."""
+    """A block open in containers, that each of its lines must go on."""
 
-    quotes: int
-    column: int
+    containers: Containers
 
     def content(self, line: str) -> str | None:
         """``line`` past the markers and indentation of the block's containers; None
         when the line is not in them (a block quote or list item ended, and the block
         with it). A blank line goes on a list item."""
         line = line.expandtabs(4)
-        for _ in range(self.quotes):
-            quote = _QUOTE_MARKER_RE.match(line)
-            if quote is None:
-                return None
-            line = line[quote.end():]
-        if not line.strip():
-            return ""
-        indent = len(line) - len(line.lstrip())
-        return line[self.column:] if indent >= self.column else None
+        depth, at = _continued(line, self.containers)
+        if depth < len(self.containers):
+            return None
+        return line[at:] if line[at:].strip() else ""
 
 
 @dataclass(frozen=True)
@@ -254,41 +304,31 @@ class _Fence(_Contained):
         return closing is not None and closing["fence"].startswith(self.fence)
 
 
-def _block_opened(line: str, content_column: int) -> _Block | None:
-    """The block ``line`` opens past the markers of the block quotes and list items it
-    opens with, at most three columns past their content (four: indented code, or a
-    paragraph's text): a fence, a raw-text HTML block (``<pre>``) or a comment; None for
-    none. ``content_column``: where the content of the list item around starts, the
-    block's container when the line opens none of its own."""
-    line = line.expandtabs(4)
-    quotes, column, quote_end, at = 0, content_column, 0, 0
-    while marker := _CONTAINER_MARKER_RE.match(line, at):
-        at = marker.end()
-        if marker["quote"]:
-            quotes, column, quote_end = quotes + 1, 0, at
-        else:
-            column = at - quote_end
-    start = len(line) - len(line[at:].lstrip(" "))
-    if start - quote_end - column > 3:
-        return None
-    fence = _FENCE_RE.match(line, start)
+def _block_opened(content: str, containers: Containers) -> _Block | None:
+    """The block a line whose ``content`` (past its containers' markers, at most three
+    columns in) opens in ``containers``: a fence, a raw-text HTML block (``<pre>``) or a
+    comment; None for none."""
+    start = _indent(content, 0)
+    fence = _FENCE_RE.match(content, start)
     if fence is not None:
         backtick_in_info = fence["fence"][0] == "`" and "`" in fence["info"]
-        return None if backtick_in_info else _Fence(quotes, column, fence["fence"])
-    if _RAW_HTML_OPEN_RE.match(line, start):
-        return _Html(quotes, column, _RAW_HTML)
-    return _Html(quotes, column, _COMMENT) if line.startswith("<!--", start) else None
+        return None if backtick_in_info else _Fence(containers, fence["fence"])
+    if _RAW_HTML_OPEN_RE.match(content, start):
+        return _Html(containers, _RAW_HTML)
+    return _Html(containers, _COMMENT) if content.startswith("<!--", start) else None
 
 
 @dataclass
 class _Blocks:
     """The lines of a body's fenced code blocks and HTML blocks (fences and tags included),
     and for a comment's last line, the column past its ``-->``: a reader sees what
-    follows; and the lines of its indented code blocks."""
+    follows; the lines of its indented code blocks; and the lines that go on the paragraph
+    of the line before (a lazy line included)."""
 
     lines: set[int] = field(default_factory=set)
     shown: dict[int, int] = field(default_factory=dict)
     code: set[int] = field(default_factory=set)
+    continued: set[int] = field(default_factory=set)
 
 
 _Block = _Fence | _Html
@@ -297,14 +337,13 @@ _Block = _Fence | _Html
 
 @dataclass
 class _Reading:
-    """Where a pass over a body stands: the block open (None: none), where the content
-    of each list item around starts, and whether a paragraph or an indented code block is
-    open."""
+    """Where a pass over a body stands: the block open (None: none), the block quotes and
+    list items open, and whether a paragraph is open (indented four, a line is its text
+    rather than code)."""
 
     block: _Block | None = None
-    columns: Columns = ()
+    containers: Containers = ()
     paragraph_open: bool = False
-    in_code: bool = False
 
 
 def _blocks_of(lines: list[str], first: int) -> _Blocks:
@@ -315,8 +354,8 @@ def _blocks_of(lines: list[str], first: int) -> _Blocks:
     nothing, nor does a ``<!--`` or ``<pre>`` in a fence. A URL in a fence is code shown,
     not a link (a header pasted from vLLM's sources, ``# Adapted from
     https://github.com/...``). Indented code is indented four columns past the content of
-    the list item it is in (if any), and not the continuation of a paragraph (a block
-    ends one). Block quotes are not looked into for indented code."""
+    the block quotes and list items it is in, and not the continuation of a paragraph (a
+    block ends one)."""
     blocks, reading = _Blocks(), _Reading()
     for index in range(first, len(lines)):
         line, block = lines[index], reading.block
@@ -345,34 +384,36 @@ def _read_in_block(blocks: _Blocks, reading: _Reading, block: _Block, index: int
 
 
 def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: str) -> None:
-    """Read a line that no block holds: a blank one, indented code, a block's opening,
-    or text (of a paragraph, a heading, a list item)."""
+    """Read a line that no block holds, past the block quotes and list items it goes on
+    and those it opens: a blank one, a lazy or indented line of the open paragraph,
+    indented code, a block's opening, or text (of a paragraph, a heading)."""
     expanded = line.expandtabs(4)
-    if not expanded.strip():
+    depth, at = _continued(expanded, reading.containers)
+    in_paragraph = reading.paragraph_open and depth == len(reading.containers)
+    opened, at = _opened(expanded, at, in_paragraph, MAX_CONTAINERS - depth)
+    content = expanded[at:]
+    if reading.paragraph_open and not opened and content.strip() and _goes_on(content):
+        if not content.lstrip().startswith("|"):  # a table's row is a paragraph of its own
+            blocks.continued.add(index)
+        return  # a lazy line keeps the containers that it did not go on
+    reading.containers = reading.containers[:depth] + opened
+    if not content.strip():
         reading.paragraph_open = False
-        return
-    indent = len(expanded) - len(expanded.lstrip())
-    reached = _columns_reached(reading.columns, indent)
-    if indent >= (reached[-1] if reached else 0) + 4:  # code, or the open paragraph's text
-        if reading.in_code or not reading.paragraph_open:
-            blocks.code.add(index)
-            reading.in_code, reading.columns = True, reached
-        return
-    columns = _with_item(expanded, indent, reached)
-    block = _block_opened(line, columns[-1] if columns else 0)
-    if block is not None:
-        reading.block, reading.columns = block, columns
+    elif _indent(content, 0) >= 4:  # no paragraph goes on: indented code
+        blocks.code.add(index)
+        reading.paragraph_open = False
+    elif (block := _block_opened(content, reading.containers)) is not None:
+        reading.block = block
         _read_in_block(blocks, reading, block, index, line, opening=True)
-        return
-    # a heading is a block of one line, and an empty quote line none: no paragraph opens
-    quoted = _QUOTE_RE.match(expanded)
-    text = expanded[quoted.end():] if quoted else expanded
-    no_paragraph = not text.strip() or _HEADING_RE.match(text) is not None
-    # a block quote left of a list item's text ends the item: it is no lazy line
-    lazy = reading.paragraph_open and not no_paragraph and columns == reached and not quoted
-    if not lazy:  # a lazy line of a paragraph stays in its list items
-        reading.columns = columns
-    reading.paragraph_open, reading.in_code = not no_paragraph, False
+    else:  # a heading is a block of one line
+        reading.paragraph_open = _HEADING_RE.match(content) is None
+
+
+def _goes_on(content: str) -> bool:
+    """Whether a line whose ``content`` is past the containers it goes on and opens no
+    other continues an open paragraph: indented four, or text that opens no block."""
+    return _indent(content, 0) >= 4 or not (
+        _HEADING_RE.match(content) or _block_opened(content, ()) is not None)
 
 
 def _block_end(block: _Block, line: str, content: str | None, opening: bool) -> int | None:
@@ -622,11 +663,11 @@ class Body:
     """A Markdown body split into paragraphs once (each link's text is then cheap to find);
     ``visible`` holds its lines as a reader sees them (`visible_lines`): a line it does not
     hold (code, a comment, ``<pre>``) is a block of its own, not text of the paragraph
-    around it."""
+    around it; ``continued``: the lines that go on the paragraph of the line before."""
 
     def __init__(
         self, lines: list[str], first: int, visible: dict[int, str],
-        hidden: dict[int, list[Span]],
+        hidden: dict[int, list[Span]], continued: set[int],
     ) -> None:
         self.lines = lines
         self.visible = visible
@@ -634,7 +675,7 @@ class Body:
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
             edge = index not in visible or index - 1 not in visible  # of a hidden block
-            new = index == first or edge or _starts_block(lines, index, first)
+            new = index == first or edge or index not in continued
             self.starts[index] = index if new else self.starts[index - 1]
         self.cache: dict[int, _Paragraph] = {}
         self.uses: dict[str, tuple[int, str]] | None = None
@@ -728,39 +769,6 @@ def _make_paragraph(start: int, parts: list[str]) -> _Paragraph:
 def _reference_key(label: str) -> str:
     """A link label as CommonMark matches labels: case and inner white space aside."""
     return " ".join(label.split()).casefold()
-
-
-def _starts_block(lines: list[str], index: int, first: int) -> bool:
-    """True when line `index` does not continue the paragraph of the line before it, a
-    body's line past ``first``. A quoted line continues a quoted paragraph no deeper than it
-    is, and one that a line out of the quote went on (a lazy line); an empty quote line or
-    a quoted heading is no paragraph to go on."""
-    line, previous = lines[index], lines[index - 1]
-    quote, previous_quote = _QUOTE_RE.match(line), _QUOTE_RE.match(previous)
-    if quote:
-        depth = (previous_quote[0].count(">") if previous_quote
-                 else _lazy_depth(lines, index - 1, first))
-        if quote[0].count(">") > depth:
-            return True
-        line = line[quote.end():]
-    if previous_quote:
-        previous = previous[previous_quote.end():]
-    return (
-        not line.strip()
-        or not previous.strip()
-        or _BLOCK_START_RE.match(line) is not None
-        or _HEADING_RE.match(previous) is not None
-    )
-
-
-def _lazy_depth(lines: list[str], index: int, first: int) -> int:
-    """How many block quotes deep the paragraph is that line ``index``, out of any quote,
-    goes on lazily (0: none, it is no quote's)."""
-    while not (quote := _QUOTE_RE.match(lines[index])):
-        if index == first or _starts_block(lines, index, first):
-            return 0
-        index -= 1
-    return quote[0].count(">")
 
 
 def _join_lines(parts: list[str]) -> tuple[str, list[int]]:

@@ -183,6 +183,17 @@ def test_a_hostile_markdown_line_is_read_in_linear_time(empty_index: Path) -> No
                              f"{count} unindexed, 0 broken\n")
 
 
+def test_markdown_nested_deep_is_read_in_linear_time(empty_index: Path) -> None:
+    """A line of a million '>' opens MAX_CONTAINERS block quotes, and the rest is text: each
+    quote opened copied the ones before it, and each line after went over all of them."""
+    depth = (MAX_FILE_BYTES - 100 - 2 * len(PERMALINK)) // 4
+    write("articles/deep.md", f"# Deep\n\n{'> ' * depth}{PERMALINK}\n{'> ' * depth}x\n")
+    started = time.monotonic()
+    result = run("link")
+    assert time.monotonic() - started < 20
+    assert result.stdout == "1 article, 1 claim, 1 ref: 0 linked, 1 unindexed, 0 broken\n"
+
+
 # ------------------------------------------------------------------------------ refs are data
 
 SENTINEL = str(Path(tempfile.gettempdir()) / f"annotate-hostile-{os.getpid()}")

@@ -973,6 +973,39 @@ def test_html_blocks_end_with_their_list_item_or_block_quote(body: str, lines: l
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+QUOTED_CONTAINERS = [
+    pytest.param(">     {A}\n\n{B}\n", [5], id="indented-four-in-a-block-quote-is-code"),
+    pytest.param("> Run it so:\n>\n>     {A}\n\n{B}\n", [7],
+                 id="indented-four-after-an-empty-quote-line-is-code"),
+    pytest.param("> - Step one\n>\n>       {A}\n\n{B}\n", [7],
+                 id="indented-four-in-a-list-item-in-a-quote-is-code"),
+    pytest.param("> - Step one\n>\n>     {A}\n", [5],
+                 id="a-paragraph-of-a-list-item-in-a-quote"),
+    pytest.param("- > Quoted in an item\n  >\n  >     {A}\n\n{B}\n", [7],
+                 id="indented-four-in-a-quote-in-a-list-item-is-code"),
+    pytest.param("> - > Deep\n>   >\n>   >     {A}\n\n{B}\n", [7],
+                 id="indented-four-in-a-quote-in-an-item-in-a-quote-is-code"),
+    pytest.param("> > Run `serve\n> with {A}\n> > --x` now\n\n{B}\n", [7],
+                 id="a-deeper-quoted-line-after-a-shallower-lazy-one-goes-on"),
+    pytest.param("- Steps: run `serve\n      - with {A}`\n\n{B}\n", [6],
+                 id="a-marker-indented-four-past-an-items-paragraph-is-its-text"),
+    pytest.param("Pinned at `v0.20\n2. {A}` here\n\n{B}\n", [6],
+                 id="an-item-numbered-2-does-not-interrupt-a-paragraph"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), QUOTED_CONTAINERS)
+def test_block_quotes_and_list_items_nest_as_commonmark_nests_them(
+    body: str, lines: list[int]
+) -> None:
+    """A line goes on the block quotes and list items it is in, each read past the one
+    around it (a quote in an item in a quote): indented four past them it is code, and
+    a paragraph's text goes on over a lazy line and the quoted lines after it. Each
+    expectation was checked against a CommonMark reader (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 def test_a_fenced_line_is_read_past_its_containers_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a line goes on its fence and whether it closes it are read from one reading
     of the line past the fence's block quotes and list item."""
