@@ -587,7 +587,7 @@ def _inline_links(text: str, code: _Spans = _NO_SPANS) -> list[_InlineLink]:
         tail = _link_tail(text, close + 2, ends, quotes)
         if tail is not None:
             destination, after = tail
-            start = label - 1 if label and text[label - 1] == "!" else label
+            start = label - 1 if label and _marks_an_image(text, label - 1) else label
             links.append(_InlineLink(start, after, text[label + 1:close], destination))
     return links
 

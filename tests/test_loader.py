@@ -1089,6 +1089,7 @@ def test_markdown_link_claim_texts(body: str, texts: list[str]) -> None:
     pytest.param("See [a]( <x y> ) now", "See [a]( <x y> ) now", id="space-in-destination"),
     pytest.param("See [a]( <x> ) now", "See a now", id="spaces-and-angle-brackets"),
     pytest.param("See ![a](x) now", "See a now", id="image"),
+    pytest.param("See \\![a](x) now", "See \\!a now", id="an-escaped-bang-is-text"),
     pytest.param("See [a [b](x) now", "See a [b now", id="label-from-the-first-bracket"),
     pytest.param('See [a](x "t" y) now', 'See [a](x "t" y) now', id="text-after-the-title"),
     pytest.param("[" + "a" * 500 + "](x)", "a" * 500, id="label-of-500"),
