@@ -52,6 +52,7 @@ _MAX_LABEL, _MAX_DESTINATION, _MAX_TITLE = 500, 2000, 500
 """The longest label, destination and title of an inline link read (see `_inline_links`)."""
 _DESTINATION_END_RE = re.compile(r"[)\s>]")
 _OPEN_RE, _CLOSE_RE, _QUOTE_MARK_RE = re.compile(r"\["), re.compile(r"\]"), re.compile('"')
+_BRACKET_RE = re.compile(r"[\[\]]")
 _RAW_HTML_OPEN_RE = re.compile(r"<(?:pre|script|style|textarea)(?:[\s>]|$)", re.IGNORECASE)
 _RAW_HTML, _COMMENT = "<pre>", "<!--"
 """The kinds of HTML block read: raw text (``<pre>``, ``<script>``, ...), a comment."""
@@ -458,37 +459,57 @@ def _blank_code_spans(line: str) -> str:
     return _blanked(line, code_span_ranges(line))
 
 
-def find_permalinks(line: str) -> list[str]:
+def find_permalinks(line: str, before: str = "") -> list[str]:
     """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed, but
     those that show a picture (`_shows_a_picture`). A link's destination (``[text](URL)``,
     ``<URL>``) is a URL to its end, raw non-ASCII paths included; in prose a URL ends at
     the first character no URL holds, so the Chinese text that often follows it with no
-    space is not taken in."""
+    space is not taken in. ``before``: the end of the lines of the paragraph before
+    ``line``, where an image's alt text or an ``<img`` tag may start."""
     matches = list(URL_RE.finditer(line))
     ends = _destination_ends(line) if matches else {}
     starts_and_urls = ((match.start(), line[match.start():max(match.end(),
                                                               ends.get(match.start(), 0))])
                        for match in matches)
     return [url.rstrip(URL_TRAILING) for start, url in starts_and_urls
-            if PERMALINK_RE.match(url) and not _shows_a_picture(line, start, url)]
+            if PERMALINK_RE.match(url) and not _shows_a_picture(line, start, url, before)]
 
 
-def _shows_a_picture(line: str, start: int, url: str) -> bool:
+def _shows_a_picture(line: str, start: int, url: str, before: str) -> bool:
     """Whether the URL at column ``start`` of ``line`` is an image's source (``![alt](URL)``,
-    ``<img src="URL">``) or names an image file (``.png``): a picture, not code cited."""
-    return _is_image_destination(line, start) or _is_img_source(line, start) or _names_an_image(url)
+    ``<img src="URL">``, opened on ``line`` or in the text ``before`` it) or names an
+    image file (``.png``): a picture, not code cited."""
+    text, at = (f"{before}\n{line}", len(before) + 1 + start) if before else (line, start)
+    return _is_image_destination(text, at) or _is_img_source(text, at) or _names_an_image(url)
 
 
-def _is_image_destination(line: str, start: int) -> bool:
-    """Whether column ``start`` of ``line`` starts the destination of ``![alt](...)``."""
-    destination = start - line.endswith("<", 0, start)  # ](<URL>), ]( URL), ]( <URL>)
-    destination -= line.endswith(" ", 0, destination)
+def _is_image_destination(text: str, start: int) -> bool:
+    """Whether column ``start`` of ``text`` starts the destination of ``![alt](...)``."""
+    destination = start - text.endswith("<", 0, start)  # ](<URL>), ]( URL), ]( <URL>)
+    destination -= text.endswith(" ", 0, destination)
     close = destination - 2
-    if close < 1 or not line.startswith("](", close):
+    if close < 1 or not text.startswith("](", close):
         return False
-    opening = line.rfind("[", max(close - _MAX_LABEL - 1, 0), close)
-    return (opening > 0 and _marks_an_image(line, opening - 1)
-            and line.find("]", opening, close) < 0)
+    opening = _label_start(text, close)
+    return opening is not None and opening > 0 and _marks_an_image(text, opening - 1)
+
+
+def _label_start(text: str, close: int) -> int | None:
+    """Where the '[' is that the ']' at ``close`` closes, the brackets between balanced (``![a
+    [b] c](URL)``), at most _MAX_LABEL characters before it; None when there is none."""
+    first = max(close - _MAX_LABEL - 1, 0)
+    opening = text.rfind("[", first, close)
+    if opening < 0 or text.find("]", opening, close) < 0:
+        return None if opening < 0 else opening
+    depth = 0
+    for bracket in reversed(list(_BRACKET_RE.finditer(text, first, close))):
+        if bracket[0] == "]":
+            depth += 1
+        elif depth == 0:
+            return bracket.start()
+        else:
+            depth -= 1
+    return None
 
 
 def _marks_an_image(line: str, index: int) -> bool:
@@ -684,11 +705,22 @@ class Body:
     def permalinks(self, index: int) -> list[str]:
         """The permalinks of line ``index`` (`find_permalinks`), but the URL of a reference
         definition that only images use (``![alt][fig]``): a picture's source."""
-        urls = find_permalinks(self.visible[index])
+        urls = find_permalinks(self.visible[index], self._before(index))
         definition = _REFERENCE_DEFINITION_RE.match(self.lines[index])
         if definition is None or not self._only_images_use(definition["label"]):
             return urls
         return [url for url in urls if url != definition["url"]]
+
+    def _before(self, index: int) -> str:
+        """The visible lines of the paragraph before line ``index``, joined, back to one
+        that reaches as far back as an image's alt text or tag may open."""
+        lines: list[str] = []
+        earlier, length = index, 0
+        while earlier > self.starts[index] and length <= _MAX_LABEL + 2:
+            earlier -= 1
+            lines.append(self.visible[earlier])
+            length += len(lines[-1]) + 1
+        return "\n".join(reversed(lines))
 
     def _only_images_use(self, label: str) -> bool:
         return self._use_of(label) is None and _reference_key(label) in self.pictured

@@ -793,6 +793,16 @@ def test_markdown_permalink_urls_end_where_markdown_ends_them(line: str, urls: l
     pytest.param("\\\\![x]({G}/vllm/a.py#L1)", [], id="an-escaped-backslash-before-an-image"),
     pytest.param("[x]({G}/vllm/png.py) {G}/docs/png/a.py", ["{G}/vllm/png.py", "{G}/docs/png/a.py"],
                  id="image-names-in-code-paths"),
+    pytest.param("See ![the scheduler's\nwaiting queue]({G}/vllm/core/scheduler.py?raw=true)", [],
+                 id="image-alt-text-wrapped-onto-the-next-line"),
+    pytest.param("![the [v1] engine]({G}/vllm/v1/engine.py?raw=true)", [],
+                 id="image-alt-text-holding-brackets"),
+    pytest.param('<img alt="the flow"\n     src="{G}/vllm/a.py?raw=true">', [],
+                 id="html-img-source-on-a-later-line"),
+    pytest.param("See ![x] and\n[the engine]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
+                 id="a-link-on-the-line-after-an-image-label"),
+    pytest.param("See [a [b] c]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
+                 id="a-link-whose-text-holds-brackets"),
 ])
 def test_markdown_images_and_links_to_images_are_not_claims(body: str, urls: list[str]) -> None:
     """An image shows a picture, and a picture cites no code: were it a claim, a diagram
