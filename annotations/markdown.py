@@ -54,8 +54,21 @@ _DESTINATION_END_RE = re.compile(r"[)\s>]")
 _OPEN_RE, _CLOSE_RE, _QUOTE_MARK_RE = re.compile(r"\["), re.compile(r"\]"), re.compile('"')
 _BRACKET_RE = re.compile(r"[\[\]]")
 _RAW_HTML_OPEN_RE = re.compile(r"<(?:pre|script|style|textarea)(?:[\s>]|$)", re.IGNORECASE)
-_RAW_HTML, _COMMENT = "<pre>", "<!--"
-"""The kinds of HTML block read: raw text (``<pre>``, ``<script>``, ...), a comment."""
+_RAW_HTML, _COMMENT, _TAGS = "<pre>", "<!--", "<div>"
+"""The kinds of HTML block read: raw text (``<pre>``, ``<script>``, ...), a comment, and
+one of other tags (``<div>``, a lone ``</pre>``), whose text a reader sees."""
+# CommonMark's HTML blocks of types 6 (a block-level tag, which may interrupt a paragraph)
+# and 7 (any other tag alone on its line), which run to a blank line.
+_BLOCK_TAG_RE = re.compile(
+    r"</?(?:address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd"
+    r"|details|dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset"
+    r"|h[1-6]|head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol"
+    r"|optgroup|option|p|param|search|section|summary|table|tbody|td|tfoot|th|thead|title|tr"
+    r"|track|ul)(?:[ \t>]|/>|$)", re.IGNORECASE)
+_ATTRIBUTE = (r"[ \t]+[A-Za-z_:][A-Za-z0-9_.:-]*"
+              r"""(?:[ \t]*=[ \t]*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?""")
+_LONE_TAG_RE = re.compile(
+    rf"(?:<[A-Za-z][A-Za-z0-9-]*(?:{_ATTRIBUTE})*[ \t]*/?>|</[A-Za-z][A-Za-z0-9-]*[ \t]*>)\s*")
 Span = tuple[int, int]
 """A [start, stop) range of columns of a line."""
 _AUTOLINK_RE = re.compile(r"<(https?://[^<>\s]+)>")
@@ -121,10 +134,21 @@ def _visible_lines(lines: list[str], first: int,
             if end < 0:
                 continue
             shown, comment = end + 3, False
-        code_blanked = (paragraph_code[index] if not shown and index in paragraph_code
-                        else _blank_code_spans(" " * shown + line[shown:]))
+        code_blanked = _code_blanked_line(line, index, shown, blocks, paragraph_code)
         spans, comment = _comment_spans(code_blanked)
         yield index, _blanked(code_blanked, spans), ([(0, shown)] if shown else []) + spans
+
+
+def _code_blanked_line(line: str, index: int, shown: int, blocks: _Blocks,
+                       paragraph_code: dict[int, str]) -> str:
+    """Line ``index`` from column ``shown`` on, its code spans blanked: as its paragraph
+    pairs them, or alone past a comment's end; none in an HTML block of other tags (a
+    backtick there is text)."""
+    if index in blocks.tags:
+        return " " * shown + line[shown:]
+    if not shown and index in paragraph_code:
+        return paragraph_code[index]
+    return _blank_code_spans(" " * shown + line[shown:])
 
 
 def _paragraph_code_blanked(lines: list[str], first: int, blocks: _Blocks) -> dict[int, str]:
@@ -134,8 +158,8 @@ def _paragraph_code_blanked(lines: list[str], first: int, blocks: _Blocks) -> di
     blanked: dict[int, str] = {}
     paragraph: list[int] = []
     for index in range(first, len(lines) + 1):
-        text = (index < len(lines) and index not in blocks.lines and index not in blocks.code
-                and bool(lines[index].strip()))
+        text = (index < len(lines) and bool(lines[index].strip())
+                and not any(index in hidden for hidden in (blocks.lines, blocks.code, blocks.tags)))
         if paragraph and (not text or index not in blocks.continued):
             blanked.update(_code_blanked(lines, paragraph))
             paragraph = []
@@ -305,10 +329,12 @@ class _Fence(_Contained):
         return closing is not None and closing["fence"].startswith(self.fence)
 
 
-def _block_opened(content: str, containers: Containers) -> _Block | None:
+def _block_opened(content: str, containers: Containers,
+                  in_paragraph: bool = False) -> _Block | None:
     """The block a line whose ``content`` (past its containers' markers, at most three
-    columns in) opens in ``containers``: a fence, a raw-text HTML block (``<pre>``) or a
-    comment; None for none."""
+    columns in) opens in ``containers``: a fence, a raw-text HTML block (``<pre>``), a
+    comment or an HTML block of other tags (a lone tag but a block-level one does not
+    interrupt a paragraph, ``in_paragraph``); None for none."""
     start = _indent(content, 0)
     fence = _FENCE_RE.match(content, start)
     if fence is not None:
@@ -316,20 +342,25 @@ def _block_opened(content: str, containers: Containers) -> _Block | None:
         return None if backtick_in_info else _Fence(containers, fence["fence"])
     if _RAW_HTML_OPEN_RE.match(content, start):
         return _Html(containers, _RAW_HTML)
-    return _Html(containers, _COMMENT) if content.startswith("<!--", start) else None
+    if content.startswith("<!--", start):
+        return _Html(containers, _COMMENT)
+    lone_tag = not in_paragraph and _LONE_TAG_RE.fullmatch(content, start)
+    return _Html(containers, _TAGS) if lone_tag or _BLOCK_TAG_RE.match(content, start) else None
 
 
 @dataclass
 class _Blocks:
     """The lines of a body's fenced code blocks and HTML blocks (fences and tags included),
     and for a comment's last line, the column past its ``-->``: a reader sees what
-    follows; the lines of its indented code blocks; and the lines that go on the paragraph
-    of the line before (a lazy line included)."""
+    follows; the lines of its indented code blocks; the lines that go on the paragraph
+    of the line before (a lazy line included); and the lines of its HTML blocks of other
+    tags (shown, as they are written: a backtick there is text)."""
 
     lines: set[int] = field(default_factory=set)
     shown: dict[int, int] = field(default_factory=dict)
     code: set[int] = field(default_factory=set)
     continued: set[int] = field(default_factory=set)
+    tags: set[int] = field(default_factory=set)
 
 
 _Block = _Fence | _Html
@@ -361,8 +392,8 @@ def _blocks_of(lines: list[str], first: int) -> _Blocks:
     for index in range(first, len(lines)):
         line, block = lines[index], reading.block
         content = None if block is None else block.content(line)
-        if content is None:
-            block = reading.block = None  # its block quote or list item ended before the line
+        if content is None or (not content and isinstance(block, _Html) and block.kind == _TAGS):
+            block = reading.block = None  # its container ended before the line, or a blank
         if block is not None:
             _read_in_block(blocks, reading, block, index, line, content)
         else:
@@ -375,7 +406,8 @@ def _read_in_block(blocks: _Blocks, reading: _Reading, block: _Block, index: int
     """Read a line of ``block``, open (``opening``: opened on the line; ``content``: the
     line past the block's containers, which it goes on): it ends a paragraph, and may end
     the block (a comment or ``<pre>`` its opening line)."""
-    blocks.lines.add(index)
+    shows_text = isinstance(block, _Html) and block.kind == _TAGS
+    (blocks.tags if shows_text else blocks.lines).add(index)
     reading.paragraph_open = False
     end = _block_end(block, line, content, opening)
     if end is not None:
@@ -414,7 +446,7 @@ def _goes_on(content: str) -> bool:
     """Whether a line whose ``content`` is past the containers it goes on and opens no
     other continues an open paragraph: indented four, or text that opens no block."""
     return _indent(content, 0) >= 4 or not (
-        _HEADING_RE.match(content) or _block_opened(content, ()) is not None)
+        _HEADING_RE.match(content) or _block_opened(content, (), in_paragraph=True) is not None)
 
 
 def _block_end(block: _Block, line: str, content: str | None, opening: bool) -> int | None:
@@ -422,9 +454,11 @@ def _block_end(block: _Block, line: str, content: str | None, opening: bool) -> 
     ``content``: the line past the block's containers (None on its opening line);
     ``opening``: the block opened on the line. A fence closes at one at least as long, with
     no info (never on its own line); ``<pre>`` at any raw-text end tag; a comment at its
-    ``-->``."""
+    ``-->``; one of other tags not on a line (at a blank one, before it)."""
     if isinstance(block, _Fence):
         return len(line) if content is not None and block.closes(content) else None
+    if block.kind == _TAGS:
+        return None
     if block.kind == _COMMENT:
         end = line.find("-->", line.find("<!--") if opening else 0)
         return None if end < 0 else end + 3

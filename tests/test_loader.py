@@ -1016,6 +1016,29 @@ def test_block_quotes_and_list_items_nest_as_commonmark_nests_them(
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+HTML_BLOCKS_OF_OTHER_TAGS = [
+    pytest.param("<details>\n<summary>The scheduler</summary>\n```python\n{A}\n```\n</details>\n"
+                 "\n{B}\n", [6, 10], id="a-fence-in-a-details-block-is-its-text"),
+    pytest.param('<div align="center">\n`{A}`\n</div>\n', [4],
+                 id="backticks-in-a-div-block-are-text"),
+    pytest.param("</pre>\n```\n\n{B}\n", [6], id="a-lone-closing-tag-runs-to-a-blank-line"),
+    pytest.param("- <div>\n  ```\n\n  {B}\n", [6], id="a-div-block-in-a-list-item"),
+    pytest.param("<div>\n\n```\n{A}\n```\n{B}\n", [8], id="a-blank-line-ends-a-div-block"),
+    pytest.param('Run `serve\n<a id="x">\n{A}` now\n', [],
+                 id="a-lone-tag-does-not-interrupt-a-paragraph"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), HTML_BLOCKS_OF_OTHER_TAGS)
+def test_html_blocks_of_other_tags_run_to_a_blank_line(body: str, lines: list[int]) -> None:
+    """A line opened by a block-level tag (``<div>``, ``<details>``), or by any other tag
+    alone on it (``</pre>``) where no paragraph goes on, opens an HTML block that runs to a
+    blank line: its text is shown as written, a fence or a backtick there opens nothing.
+    Each expectation was checked against a CommonMark reader (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 def test_a_fenced_line_is_read_past_its_containers_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a line goes on its fence and whether it closes it are read from one reading
     of the line past the fence's block quotes and list item."""
