@@ -297,7 +297,8 @@ def test_annotated_keeps_cited_symbols_and_names_articles_first(project: Path) -
     ]
     cdiv = report["changed"][1]
     assert cdiv["claims"] == [{"article": "blog/<b>evil</b>.md", "claim": "cdiv",
-                               "version": "v0.1.0", "ref": "vllm/utils.py::cdiv"}]
+                               "version": "v0.1.0", "ref": "vllm/utils.py::cdiv",
+                               "file": "annotations/evil.yml", "line": 7}]
     text = ok(project, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
     assert list(markdown_sections(text))[:2] == ["Affected articles", "Summary"]
     assert "RMSNorm" not in text and "is\\_neuron" not in text
@@ -352,6 +353,51 @@ def test_a_quote_that_still_stands_in_the_changed_symbol_is_not_affected(
              for claim in article["claims"]]
     assert ("notes/quotes.md", "old-return") in cited
     assert ("notes/quotes.md", "signature") not in cited
+
+
+@pytest.fixture(scope="module")
+def two_quotes(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project with a claim citing cdiv through two refs, each quoting a line that
+    v0.2.0 rewrote."""
+    root = tmp_path_factory.mktemp("two-quotes") / "p"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("src"))
+    refs = "".join(f"      - ref: vllm/utils.py::cdiv\n        quote: '{quote}'\n"
+                   for quote in ("return -(a", "a // -b)"))
+    (root / "annotations" / "quotes.yml").write_text(
+        "article: notes/quotes.md\nat: vllm@v0.1.0\nclaims:\n  - id: ceiling\n"
+        f"    text: x\n    refs:\n{refs}", encoding="utf-8")
+    assert run(root, "link").exit_code == 0
+    return root
+
+
+def test_each_citing_ref_is_named_by_its_file_line_and_quote(two_quotes: Path) -> None:
+    """Two refs of one claim to one symbol are two citations an author edits apart: each
+    says where it is written and what it quotes, in every format."""
+    report = diff_json(two_quotes, "v0.1.0", "v0.2.0", "--annotated")
+    cdiv = next(entry for entry in report["changed"] if entry["ref"] == "vllm/utils.py::cdiv")
+    assert [claim for claim in cdiv["claims"] if claim["claim"] == "ceiling"] == [
+        {"article": "notes/quotes.md", "claim": "ceiling", "version": "v0.1.0",
+         "ref": "vllm/utils.py::cdiv", "file": "annotations/quotes.yml", "line": line,
+         "quote": quote}
+        for line, quote in ((7, "return -(a"), (9, "a // -b)"))
+    ]
+    article = next(a for a in report["articles"] if a["article"] == "notes/quotes.md")
+    assert [(c["claim"], c["file"], c["line"]) for c in article["claims"]] == [
+        ("ceiling", "annotations/quotes.yml", 7)]
+    text = ok(two_quotes, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
+    assert ("cited by <code>blog/&lt;b&gt;evil&lt;/b&gt;.md\\#cdiv</code> "
+            "(annotations/evil.yml:7), <code>notes/quotes.md\\#ceiling</code> "
+            "(annotations/quotes.yml:7, quote <code>return -(a</code>), "
+            "<code>notes/quotes.md\\#ceiling</code> (annotations/quotes.yml:9, "
+            "quote <code>a // -b)</code>) |") in text
+    assert ("- <code>ceiling</code> @v0.1.0 in annotations/quotes.yml:7: x<br>"
+            "cites <code>vllm/utils.py::cdiv</code> (changed)") in text
+    page = html_page(two_quotes, "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
+    assert ('<li><code>notes/quotes.md#ceiling</code> <span class="pin">@v0.1.0</span> '
+            '<span class="where">annotations/quotes.yml:9</span> <span class="text">x</span>'
+            '<div class="quote">quote <code>a // -b)</code></div></li>') in page
+    assert ('<code class="claim">#ceiling</code> <span class="pin">@v0.1.0</span> '
+            '<span class="where">annotations/quotes.yml:7</span>') in page
 
 
 def test_annotated_in_another_repo(project: Path) -> None:
@@ -1019,7 +1065,7 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
         "end_line": 1, "url": "https://github.com/example/toy/blob/k1/toy/gone.py#L1-L1",
         "file_gone": True, "new": None, "candidates": [], "code_went_to": None,
         "claims": [{"article": "notes/lines.md", "claim": "file-gone", "version": "k1",
-                    "ref": "toy/gone.py#L1"}]}
+                    "ref": "toy/gone.py#L1", "file": "annotations/lines.yml", "line": 8}]}
     assert (entries[-1]["file_gone"], entries[-1]["new"]) == (True, {
         "path": "toy/kernels/gate.cu", "start_line": 2, "end_line": 3,
         "url": "https://github.com/example/toy/blob/k2/toy/kernels/gate.cu#L2-L3"})
@@ -1030,21 +1076,27 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
     blob = "https://github.com/example/toy/blob"
     assert markdown["Changed lines"].splitlines()[-6:] == [
         f'| <a href="{blob}/k1/toy/gone.py#L1-L1"><code>toy/gone.py\\#L1-L1</code></a><br>cited '
-        "by <code>notes/lines.md\\#file-gone</code> | k1 | file gone |",
+        "by <code>notes/lines.md\\#file-gone</code> (annotations/lines.yml:8) | k1 | file "
+        "gone |",
         f'| <a href="{blob}/k1/toy/kernel.cu#L3-L3"><code>toy/kernel.cu\\#L3-L3</code></a><br>'
-        "cited by <code>notes/lines.md\\#changed-kernel-line</code> | k1 | changed |",
+        "cited by <code>notes/lines.md\\#changed-kernel-line</code> (annotations/lines.yml:6) "
+        "| k1 | changed |",
         f'| <a href="{blob}/k1/toy/kv/rope.cu#L3-L3"><code>toy/kv/rope.cu\\#L3-L3</code></a>'
-        "<br>cited by <code>notes/lines.md\\#kernel-renamed-lines-changed</code> | k1 | file "
+        "<br>cited by <code>notes/lines.md\\#kernel-renamed-lines-changed</code> "
+        "(annotations/lines.yml:11) | k1 | file "
         f'gone; its code went to <a href="{blob}/k2/toy/kv/rotary/rope_kernels.cu"><code>'
         "toy/kv/rotary/rope\\_kernels.cu</code></a> |",
         f'| <a href="{blob}/k1/toy/layer.py#L1-L1"><code>toy/layer.py\\#L1-L1</code></a><br>'
-        "cited by <code>notes/lines.md\\#changed-import</code> | k1 | changed |",
+        "cited by <code>notes/lines.md\\#changed-import</code> (annotations/lines.yml:4) | k1 "
+        "| changed |",
         f'| <a href="{blob}/k1/toy/old_mod.py#L1-L2"><code>toy/old\\_mod.py\\#L1-L2</code></a>'
-        "<br>cited by <code>notes/lines.md\\#module-renamed-lines-changed</code> | k1 | file "
+        "<br>cited by <code>notes/lines.md\\#module-renamed-lines-changed</code> "
+        "(annotations/lines.yml:10) | k1 | file "
         f'gone; its code went to <a href="{blob}/k2/toy/new_mod.py"><code>toy/new\\_mod.py'
         "</code></a> |",
         f'| <a href="{blob}/k1/toy/ops/gate.cu#L2-L3"><code>toy/ops/gate.cu\\#L2-L3</code></a>'
-        "<br>cited by <code>notes/lines.md\\#file-moved</code> | k1 | file gone; moved to "
+        "<br>cited by <code>notes/lines.md\\#file-moved</code> (annotations/lines.yml:9) | k1 "
+        "| file gone; moved to "
         f'<a href="{blob}/k2/toy/kernels/gate.cu#L2-L3"><code>toy/kernels/gate.cu\\#L2-L3'
         "</code></a> |",
     ]

@@ -43,8 +43,8 @@ from db import queries
 from db.database import Database
 
 _SQL = (
-    "SELECT article, title, claim_id, text, version, written, line, path, qualname,"
-    " start_line, end_line, quote FROM claim_links WHERE repo = ? AND path IS NOT NULL"
+    "SELECT article, title, claim_id, text, source_file, version, written, line, path,"
+    " qualname, start_line, end_line, quote FROM claim_links WHERE repo = ? AND path IS NOT NULL"
     " AND state = 'linked' ORDER BY article, line, claim_id"
 )
 
@@ -57,7 +57,8 @@ def cited_refs(database: Database, repo: str) -> list[dict]:
 
 
 _USES_SQL = (
-    "SELECT article, title, claim_id, text, repo, version, written, resolved, line, path,"
+    "SELECT article, title, claim_id, text, source_file, repo, version, written, resolved,"
+    " line, path,"
     " qualname, NULL AS start_line, NULL AS end_line, NULL AS quote, ref_written, ref_version,"
     " ref_path, ref_qualname FROM claim_use_links WHERE ref_repo = ?"
     " AND qualname IS NOT NULL AND ref_qualname IS NOT NULL AND state = 'linked'"
@@ -239,7 +240,8 @@ def citations_of(rows: Iterable[dict]) -> tuple[Citation, ...]:
     }
     return tuple(
         Citation(row["article"], row["title"], row["claim_id"], row["text"], row["version"],
-                 row["written"], row["line"], row["quote"], row.get("ref_written"))
+                 row["written"], row["line"], row["quote"], row.get("ref_written"),
+                 row["source_file"])
         for row in sorted(unique.values(), key=lambda r: (r["article"], r["line"], r["claim_id"]))
     )
 
@@ -255,16 +257,18 @@ def impacts(
     for ref, section, citations in cited:
         for citation in citations:
             entry = claims.setdefault((citation.article, citation.claim), {
-                "citation": citation, "symbols": {},
+                "citation": citation, "symbols": {}, "first": citation,
             })
+            if citation.line < entry["first"].line:
+                entry["first"] = citation
             entry["symbols"][(ref, section)] = None
     articles: dict[str, list[ClaimImpact]] = defaultdict(list)
     titles: dict[str, str | None] = {}
     for (article, claim), entry in claims.items():
-        citation = entry["citation"]
+        citation, first = entry["citation"], entry["first"]
         titles[article] = citation.title
         articles[article].append(ClaimImpact(article, claim, citation.text, citation.version,
-                                             citation.line, tuple(entry["symbols"])))
+                                             first.line, tuple(entry["symbols"]), first.file))
     return tuple(
         ArticleImpact(article, titles[article],
                       tuple(sorted(found, key=lambda c: (c.line, c.claim))))

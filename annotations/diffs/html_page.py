@@ -147,6 +147,7 @@ def _article(article: ArticleImpact) -> str:
     claims = "".join(
         f'<li><div><code class="claim">#{e(claim.claim)}</code> '
         f'<span class="pin">@{e(claim.version)}</span> '
+        f'<span class="where">{e(claim.where)}</span> '
         f'<span class="text">{e(claim.text)}</span></div><div class="cites">'
         + "".join(
             f'<a class="chip v-{e(section)}" href="#{e(_anchor(section, ref))}">'
@@ -353,10 +354,17 @@ def _cited_by(citations: tuple[Citation, ...]) -> str:
         return ""
     items = "".join(
         f'<li><code>{e(c.article)}#{e(c.claim)}</code>{" (in its uses:)" if c.used_by else ""}'
-        f' <span class="pin">@{e(c.version)}</span> <span class="text">{e(c.text)}</span></li>'
+        f' <span class="pin">@{e(c.version)}</span> <span class="where">{e(c.where)}</span>'
+        f' <span class="text">{e(c.text)}</span>{_quote(c)}</li>'
         for c in citations
     )
     return f'<div class="cites-list"><span class="label">cited by</span><ul>{items}</ul></div>'
+
+
+def _quote(citation: Citation) -> str:
+    if citation.quote is None or citation.used_by:
+        return ""
+    return f'<div class="quote">quote <code>{e(citation.quote)}</code></div>'
 
 
 _STYLE = """
@@ -445,7 +453,10 @@ code.name.del{background:var(--removed-bg);color:var(--removed)}
 .claims{list-style:none;padding:0;margin:0}
 .claims li{border-left:3px solid #d8b9ff;padding:4px 10px;margin:6px 0;background:#fcfaff}
 .claims .cites{margin-top:4px;display:flex;flex-wrap:wrap;gap:4px}
-.claim{color:#8250df}.pin{color:var(--muted);font-size:12px}
+.claim{color:#8250df}.pin,.where{color:var(--muted);font-size:12px}
+.where{font-family:var(--mono);overflow-wrap:anywhere}
+.quote{color:var(--muted);font-size:12px;margin:2px 0}
+.quote code{white-space:pre-wrap;background:var(--soft);padding:0 4px;border-radius:4px}
 .article h3 .title{font-weight:400;color:var(--muted)}
 .note{background:#fff8c5;border:1px solid #eed888;border-radius:6px;padding:6px 10px;
 font-size:13px}

@@ -60,8 +60,9 @@ def lines_to_dict(change: LineChange) -> dict[str, Any]:
 def change_to_dict(change: SymbolChange) -> dict[str, Any]:
     """One symbol. Every section has ``ref`` (at A; at B when added), ``kind``,
     ``package``, ``old`` and ``new`` (locations: null when added, or removed) and
-    ``claims`` (``article``, ``claim``, ``version``, ``ref``; and ``used_by``, the ref
-    whose ``uses:`` names the symbol, when the claim cites it there); then
+    ``claims`` (``article``, ``claim``, ``version``, ``ref``, ``file`` and ``line`` where
+    the ref is written, ``quote`` when it has one; and ``used_by``, the ref whose ``uses:``
+    names the symbol, when the claim cites it there); then
 
     * changed: ``kinds``, ``changes`` (one line each), ``started_using``,
       ``stopped_using`` (sorted, at most `usage.MAX_NAMES`) and their ``..._total``;
@@ -100,7 +101,9 @@ def _location(location: Location | None) -> dict[str, Any] | None:
 
 def _citation(citation: Citation) -> dict[str, Any]:
     data = {"article": citation.article, "claim": citation.claim, "version": citation.version,
-            "ref": citation.written}
+            "ref": citation.written, "file": citation.file, "line": citation.line}
+    if citation.quote is not None:
+        data["quote"] = citation.quote
     if citation.used_by is not None:
         data["used_by"] = citation.used_by
     return data
@@ -112,7 +115,7 @@ def _article(article: ArticleImpact) -> dict[str, Any]:
         "title": article.title,
         "claims": [
             {"claim": claim.claim, "text": claim.text, "version": claim.version,
-             "line": claim.line,
+             "file": claim.file, "line": claim.line,
              "symbols": [{"ref": ref, "section": section} for ref, section in claim.symbols]}
             for claim in article.claims
         ],

@@ -13,6 +13,7 @@ from annotations.diffs.model import (
     COUNT_ORDER,
     SECTION_TITLES,
     ArticleImpact,
+    Citation,
     DiffReport,
     LineChange,
     Section,
@@ -90,8 +91,8 @@ def _article(article: ArticleImpact) -> str:
     lines = [f"### {text(article.article, newline=' ')}{title}", ""]
     for claim in article.claims:
         cited = ", ".join(f"{code(ref)} ({section})" for ref, section in claim.symbols)
-        lines.append(f"- {code(claim.claim)} @{text(claim.version)}: {text(claim.text)}"
-                     f"<br>cites {cited}")
+        lines.append(f"- {code(claim.claim)} @{text(claim.version)} in {text(claim.where)}: "
+                     f"{text(claim.text)}<br>cites {cited}")
     return "\n".join(lines)
 
 
@@ -113,8 +114,8 @@ def _lines(report: DiffReport) -> str:
             f"stand as written in their file at {code(report.version_b)}.", "",
             "| Lines | Pinned at | At the new version |", "| --- | --- | --- |"]
     for change in report.lines:
-        claims = ", ".join(code(f"{c.article}#{c.claim}") for c in change.citations)
-        rows.append(f"| {linked(code(change.ref), change.url)}<br>cited by {claims} "
+        rows.append(f"| {linked(code(change.ref), change.url)}<br>"
+                    f"cited by {_cited_by(change.citations)} "
                     f"| {text(change.version)} "
                     f"| {_lines_at_b(change)} |")
     return "\n".join(rows)
@@ -154,10 +155,23 @@ def _symbol(change: SymbolChange, report: DiffReport) -> str:
     if links:
         cell += f"<br>{links}"
     if change.citations:
-        claims = ", ".join(code(f"{c.article}#{c.claim}") + (" (in its uses:)" if c.used_by else "")
-                           for c in change.citations)
-        cell += f"<br>cited by {claims}"
+        cell += f"<br>cited by {_cited_by(change.citations)}"
     return cell
+
+
+def _cited_by(citations: tuple[Citation, ...]) -> str:
+    """Each citing ref's claim, with where the ref is written and what it quotes: two refs
+    of one claim to one symbol are told apart."""
+    return ", ".join(f"{code(f'{c.article}#{c.claim}')} ({_where(c)})" for c in citations)
+
+
+def _where(citation: Citation) -> str:
+    where = text(citation.where)
+    if citation.used_by:
+        return f"{where}, in its uses:"
+    if citation.quote is not None:
+        return f"{where}, quote {code(citation.quote)}"
+    return where
 
 
 def _changes(change: SymbolChange) -> str:

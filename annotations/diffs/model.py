@@ -54,7 +54,8 @@ class Location(NamedTuple):
 
 class Citation(NamedTuple):
     """One claim ref that cites a listed symbol; or a ``uses:`` target of the ref
-    ``used_by`` (the ref as written), whose relation no longer holds."""
+    ``used_by`` (the ref as written), whose relation no longer holds. ``file`` is the
+    annotation file the ref is written in, at ``line``."""
 
     article: str
     title: str | None
@@ -65,6 +66,12 @@ class Citation(NamedTuple):
     line: int
     quote: str | None = None
     used_by: str | None = None
+    file: str = ""
+
+    @property
+    def where(self) -> str:
+        """``FILE:LINE`` of the ref, where its author edits it."""
+        return f"{self.file}:{self.line}"
 
 
 LINES = "lines"
@@ -169,7 +176,8 @@ class SymbolChange(NamedTuple):
 
 @dataclass(frozen=True)
 class ClaimImpact:
-    """A claim that cites listed symbols: ``symbols`` are (ref, section value) pairs."""
+    """A claim that cites listed symbols: ``symbols`` are (ref, section value) pairs;
+    ``file`` and ``line`` where the first of its refs that cite them is written."""
 
     article: str
     claim: str
@@ -177,6 +185,11 @@ class ClaimImpact:
     version: str
     line: int
     symbols: tuple[tuple[str, str], ...]
+    file: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
 
 
 @dataclass(frozen=True)
