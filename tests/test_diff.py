@@ -598,6 +598,28 @@ def test_html_summary_claims_and_side_by_side(project: Path) -> None:
     assert annotated.index('id="claims"') < annotated.index('id="summary"')
 
 
+@pytest.mark.parametrize("options", [
+    pytest.param((), id="with-side-by-side-diffs"),
+    pytest.param(("--max-diffs", "0"), id="without"),
+])
+def test_html_opens_every_cited_symbol_a_claim_links_to(
+    project: Path, tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """A claim's link lands on its symbol with why it is listed in view: what cites it
+    (which ref, which quote), its closest candidates; a removed symbol has no sources."""
+    shutil.copytree(project, tmp_path / "p", ignore=shutil.ignore_patterns("src"))
+    (tmp_path / "p" / "annotations" / "gone.yml").write_text(
+        "article: notes/gone.md\nat: vllm@v0.1.0\nclaims:\n  - id: neuron\n    text: x\n"
+        "    refs: [vllm/utils.py::is_neuron]\n", encoding="utf-8")
+    assert run(tmp_path / "p", "link").exit_code == 0
+    page = html_page(tmp_path / "p", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated", *options)
+    cited = re.findall(r'<(\w+) class="sym[^"]*" id="([^"]*)"([^>]*)>', page)
+    assert {anchor for _, anchor, _ in cited} >= {"removed:vllm/utils.py::is_neuron",
+                                                  "changed:vllm/utils.py::cdiv"}
+    assert [(anchor, tag, rest) for tag, anchor, rest in cited
+            if (tag, rest) != ("details", " open")] == []
+
+
 def test_html_caps_side_by_side_diffs_and_says_so(project: Path) -> None:
     page = html_page(project, "vllm@v0.1.0", "vllm@v0.2.0", "--max-diffs", "1")
     assert page.count('<table class="sbs">') == 1

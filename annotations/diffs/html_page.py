@@ -212,7 +212,7 @@ def _symbol(change: SymbolChange) -> str:
         anchor = f' id="{e(_anchor(change.section.value, change.ref))}"'
     if not _has_details(change):
         return f'<div class="sym line"{anchor}>{_title(change, linked=True)}</div>'
-    opened = " open" if change.citations and change.has_sources else ""
+    opened = " open" if change.citations else ""  # where a claim's link lands
     return (
         f'<details class="sym"{anchor}{opened}>'
         f"<summary>{_title(change)}</summary>"
