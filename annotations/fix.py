@@ -450,16 +450,17 @@ def _fix_move(plan: FixPlan, result: RefResult, its_claims_refs: list[RefResult]
                           f"({places})")
         return
     if result.changes:
-        blocker = _bump_blocker(its_claims_refs)
+        blockers = _bump_blockers(its_claims_refs)
         plan.notes.append(f"{where}: left {result.ref} as it is: "
-                          f"{_moved_and_changed(result, blocker)}")
+                          f"{_moved_and_changed(result, blockers)}")
         return
     _rewrite_at_target(plan, result)
 
 
-def _moved_and_changed(result: RefResult, blocker: tuple[RefResult, str] | None) -> str:
+def _moved_and_changed(result: RefResult, blockers: list[tuple[RefResult, str]]) -> str:
     """What to do about a ref that moved and changed: re-read its claim, then bump it, or
-    first mend what keeps the claim from being bumped (``blocker``)."""
+    first mend every ref that keeps the claim from being bumped (``blockers``); of one a
+    bump can never take, only what to do by hand."""
     changes = ", ".join(result.changes)
     if result.ref.startswith("https://"):
         return (f"it moved to {result.new_url} and changed ({changes}); re-read the text "
@@ -467,12 +468,14 @@ def _moved_and_changed(result: RefResult, blocker: tuple[RefResult, str] | None)
     moved = f"it moved to {result.new_ref} and changed ({changes}); re-read claim " \
             f"'{result.claim}'"
     bump = f"'annotate fix --bump {result.article}#{result.claim}' moves it"
-    if blocker is None:
-        return f"{moved}, then {bump}"
-    other, hint = blocker
-    if other.status in _BUMPED_BY_HAND:
+    by_hand = next(((other, hint) for other, hint in blockers
+                    if other.status in _BUMPED_BY_HAND), None)
+    if by_hand is not None:
+        other, hint = by_hand
         return f"{moved}; as {other.ref} is {other.status.value}, {hint}"
-    return f"{moved}; {other.ref} is {other.status.value}: {hint}, then {bump}"
+    mend = "".join(dict.fromkeys(f"; {other.ref} is {other.status.value}: {hint}"
+                                 for other, hint in blockers))  # a ref written twice, once
+    return f"{moved}{mend}, then {bump}"
 
 
 def _rewrite_at_target(plan: FixPlan, result: RefResult) -> None:
@@ -625,10 +628,10 @@ def _set_pin(plan: FixPlan, wanted: str, first: RefResult, target: str) -> None:
     plan.pins[(first.file, first.claim)] = target
 
 
-def _bump_blocker(results: Iterable[RefResult]) -> tuple[RefResult, str] | None:
-    """The first ref that keeps its claim from being bumped, with what to do about it."""
-    return next(((result, hint) for result in results
-                 if (hint := _blocker_hint(result)) is not None), None)
+def _bump_blockers(results: Iterable[RefResult]) -> list[tuple[RefResult, str]]:
+    """The refs that keep their claim from being bumped, each with what to do about it."""
+    return [(result, hint) for result in results
+            if (hint := _blocker_hint(result)) is not None]
 
 
 def _blocker_hint(result: RefResult) -> str | None:

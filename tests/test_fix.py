@@ -1198,6 +1198,14 @@ def test_a_ref_that_moved_and_changed_is_left_with_a_note() -> None:
     pytest.param("{ref: vllm/utils.py::cdiv, quote: 'return -(a // -b)'}",
                  "; as vllm/utils.py::cdiv is quote-missing, re-read the claim at the target, "
                  "then edit its quote and its 'at:' together by hand", id="quote-missing"),
+    pytest.param("vllm/utils.py::is_neuron, vllm/utils.py::nope", "; vllm/utils.py::is_neuron "
+                 "is removed: edit or drop that ref first; vllm/utils.py::nope is broken: mend "
+                 "that ref first, then 'annotate fix --bump blog/merge.md#merge' moves it",
+                 id="removed-and-broken"),
+    pytest.param("vllm/utils.py::is_neuron, {ref: vllm/utils.py::cdiv, quote: 'return -(a // "
+                 "-b)'}", "; as vllm/utils.py::cdiv is quote-missing, re-read the claim at the "
+                 "target, then edit its quote and its 'at:' together by hand",
+                 id="removed-then-quote-missing"),
 ])
 def test_a_moved_and_changed_refs_note_says_what_keeps_its_claim_from_a_bump(
     ref: str, advice: str
