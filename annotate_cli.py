@@ -165,9 +165,13 @@ def _note_outdated_links(context: Context, database: Any, files: Any = None) -> 
     since the last link, instead of linking again themselves: run from another folder,
     that would replace the links with that folder's claims."""
     from annotations.links import LinkState, link_state
+    from db import claims as claim_store
 
     state = link_state(database, context.config, files)
-    if state is LinkState.CHANGED:
+    if state is LinkState.CHANGED and not claim_store.has_claims(database):
+        _note("Note: no claim is linked yet, so none is shown here; run 'annotate link' (or "
+              "'annotate check') first")
+    elif state is LinkState.CHANGED:
         _note("Note: the annotation files, the index or annotate changed since the last link; "
               "run 'annotate link' (or 'annotate check') to bring the claims shown here up to "
               "date")

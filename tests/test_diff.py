@@ -400,6 +400,24 @@ def test_each_citing_ref_is_named_by_its_file_line_and_quote(two_quotes: Path) -
             '<span class="where">annotations/quotes.yml:7</span>') in page
 
 
+def test_an_annotated_diff_before_any_link_says_it_shows_no_claim(
+    project: Path, tmp_path: Path
+) -> None:
+    """Index, then diff, as the README's release-day steps go: with no link yet the report
+    lists no claim, which must not pass for "no article affected"."""
+    root = tmp_path / "p"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("src", ".annotate"))
+    for tag in ("v0.1.0", "v0.2.0"):
+        ok(root, "index", f"vllm@{tag}", "--from", str(project / "src" / tag))
+    result = run(root, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
+    assert result.exit_code == 0 and "No claim cites a listed symbol." in result.stdout
+    assert result.stderr == (
+        "Note: no claim is linked yet, so none is shown here; run 'annotate link' (or "
+        "'annotate check') first\n")
+    assert run(root, "link").exit_code == 0
+    assert run(root, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated").stderr == ""
+
+
 def test_annotated_in_another_repo(project: Path) -> None:
     text = ok(project, "diff", "evil@h1", "evil@h2", "--annotated")
     sections = markdown_sections(text)
