@@ -355,6 +355,38 @@ def test_a_quote_that_still_stands_in_the_changed_symbol_is_not_affected(
     assert ("notes/quotes.md", "signature") not in cited
 
 
+@pytest.mark.parametrize(("a", "b", "listed"), [
+    pytest.param("v1", "v2", ["before"], id="forwards"),
+    pytest.param("v3", "v2", ["after"], id="backwards"),
+])
+def test_a_claim_written_past_the_newer_version_is_not_affected(
+    tmp_path: Path, a: str, b: str, listed: list[str]
+) -> None:
+    """A diff from v1 to v2 lists what changed under the claims written before v2; one
+    pinned at v3 was written against code that had those changes already, though its
+    symbol changed again after v2 (check, asked from v3 back to v2, calls it changed).
+    A diff backwards, from v3 to v2, leaves out the claim pinned at v1 likewise."""
+    bodies = {"v1": "return a + b", "v2": "return b + a", "v3": "return a + b + 0"}
+    (tmp_path / "annotate.toml").write_text(
+        '[repos.vllm]\nversions = ["v1", "v2", "v3"]\n', encoding="utf-8")
+    (tmp_path / "annotations").mkdir()
+    claims = "".join(f"  - id: {name}\n    at: vllm@{tag}\n    text: x\n"
+                     f"    refs: [vllm/ops.py::add]\n"
+                     for name, tag in (("before", "v1"), ("after", "v3")))
+    (tmp_path / "annotations" / "pins.yml").write_text(
+        f"article: notes/pins.md\nclaims:\n{claims}", encoding="utf-8")
+    config = load_config(tmp_path)
+    with open_database(config.db) as database:
+        for tag, body in bodies.items():
+            source = tmp_path / "src" / tag
+            fakevllm.write_snapshot(source, {"vllm/ops.py": f"def add(a, b):\n    {body}\n"})
+            index_version(database, config, "vllm", tag, from_path=source, workers=1)
+    ok(tmp_path, "link")
+    report = diff_json(tmp_path, a, b, "--annotated")
+    assert [claim["claim"] for article in report["articles"]
+            for claim in article["claims"]] == listed
+
+
 @pytest.fixture(scope="module")
 def two_quotes(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project with a claim citing cdiv through two refs, each quoting a line that

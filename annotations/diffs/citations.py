@@ -41,6 +41,7 @@ from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 from annotations.resolve import split_lines, unnamed_uses
 from db import queries
 from db.database import Database
+from db.version_order import NOT_A_VERSION, version_key
 
 _SQL = (
     "SELECT article, title, claim_id, text, source_file, version, written, line, path,"
@@ -132,14 +133,28 @@ def uncited_lines(
 ) -> list[dict]:
     """The line refs of ``rows`` (`without_standing_lines`'s) that no listed symbol cites
     (lines no definition holds, a module's imports, a file of another language) and whose
-    lines stand as written at A: they changed from A to B. Not those pinned at B."""
+    lines stand as written at A: they changed from A to B. Not those pinned at B or beyond
+    (`written_past`)."""
     keys = {(c.article, c.claim, c.written, c.version, c.line) for found in cited for c in found}
-    return [row for row in rows if row["qualname"] is None and row["version"] != version_b
+    return [row for row in rows if row["qualname"] is None
+            and not written_past(row["version"], version_a, version_b)
             and (row["article"], row["claim_id"], row["written"], row["version"], row["line"])
             not in keys and (row["version"] == version_a or texts.stands(row, key_a))]
 
 
 Pair = tuple[Location | None, Location | None]
+
+
+def written_past(pin: str, version_a: str, version_b: str) -> bool:
+    """Whether a claim pinned at ``pin`` was written against B, or a version beyond B seen
+    from A (v0.25.0, of a diff from v0.20.0 to v0.23.0): its code had the changes from A
+    to B already. A name that is not a version number is ordered by nothing but itself."""
+    if pin == version_b:
+        return True
+    keys = pin_key, a_key, b_key = version_key(pin), version_key(version_a), version_key(version_b)
+    if NOT_A_VERSION in keys or a_key == b_key:
+        return False
+    return pin_key > b_key if a_key < b_key else pin_key < b_key
 
 
 def cite(
@@ -150,7 +165,8 @@ def cite(
     by_symbol: dict[tuple[str, str], list[dict]] = defaultdict(list)
     by_lines: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
-        if row.get("ref_version", row["version"]) == version_b:  # a uses: target's, its ref's
+        pin = row.get("ref_version", row["version"])  # a uses: target's, its ref's
+        if written_past(pin, version_a, version_b):
             continue
         if row["qualname"] is not None:
             by_symbol[(row["path"], row["qualname"])].append(row)
@@ -162,13 +178,13 @@ def cite(
     ]
     for index, row in _innermost(_line_hits(by_lines, changes, version_a)):
         found[index].append(row)
-    for index, row in _through_their_class(rows, changes, version_b):
+    for index, row in _through_their_class(rows, changes, version_a, version_b):
         found[index].append(row)
     return [citations_of(rows_found) for rows_found in found]
 
 
 def _through_their_class(
-    rows: Sequence[dict], changes: Sequence[Pair], version_b: str
+    rows: Sequence[dict], changes: Sequence[Pair], version_a: str, version_b: str
 ) -> Iterable[tuple[int, dict]]:
     """(change index, the ref's row) of each broken ``uses:`` row whose target and ref's
     symbol are not listed, but a class around the ref's symbol is: the bases it changed
@@ -176,7 +192,7 @@ def _through_their_class(
     listed = {location: index for index, change in enumerate(changes)
               for location in _locations(change)}
     for row in rows:
-        if ("ref_qualname" not in row or row["ref_version"] == version_b
+        if ("ref_qualname" not in row or written_past(row["ref_version"], version_a, version_b)
                 or row["qualname"] is None or (row["path"], row["qualname"]) in listed
                 or (row["ref_path"], row["ref_qualname"]) in listed):
             continue
