@@ -642,13 +642,20 @@ class _VersionView:
         return list(self._files.items())
 
     def _ensure(self, path: str) -> bool:
-        """Whether ``path`` is a file of this version (its rows loaded, lazily)."""
+        """Whether ``path`` is a file of this version (its rows loaded, lazily). A path it
+        does not have is not loaded as a file: a whole diff after lookups reads every
+        loaded file's blob."""
         if path in self._files:
             return True
         if self._blobs is not None and path not in self._blobs:
             return False
-        self._add_file(path, mq.file_symbol_rows(self.database, self.key, path))
-        return bool(self._files[path]) or self.blob(path) is not None
+        if path in self._blob_cache and self._blob_cache[path] is None:
+            return False  # asked before
+        rows = mq.file_symbol_rows(self.database, self.key, path)
+        if not rows and self.blob(path) is None:
+            return False
+        self._add_file(path, rows)
+        return True
 
     def _materialize(self, key: _Key) -> SymbolSnapshot:
         found = self._symbols.get(key)

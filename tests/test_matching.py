@@ -1773,6 +1773,37 @@ def test_a_matcher_a_diff_shares_with_check_answers_the_same_whichever_asks_firs
 
 
 @pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
+@pytest.mark.parametrize("diff_first", [True, False], ids=["diff-first", "symbols-first"])
+def test_a_matcher_asked_about_symbols_and_a_whole_diff_answers_the_same_in_either_order(
+    tmp_path: Path, case: MoveCase, diff_first: bool
+) -> None:
+    """A matcher asked about single symbols (their match, where a removed one's code
+    went) loads files lazily, asking A about files it does not have (the file a symbol
+    moved to): a whole diff after them crashed on those (KeyError). Either order gives
+    what a fresh matcher gives for each."""
+    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    keys = (index.database, index.keys["v1"], index.keys["v2"])
+    symbols = [index.symbol("v1", path, row["qualname"]) for path in case.old
+               for row in symbols_in_file(index.database, index.keys["v1"], path)]
+
+    def diffed(matcher: Matcher) -> tuple:
+        found = matcher.diff()
+        return (found.counts, found.packages, found.added,
+                [(m.old.ref, m.verdict, m.new, m.candidates) for m in found.matches])
+
+    def asked(matcher: Matcher) -> list[tuple]:
+        return [(m.verdict, m.new, m.candidates, matcher.code_went_to(symbol)
+                 if m.verdict is Verdict.REMOVED else ())
+                for symbol in symbols for m in [matcher.match(symbol)]]
+
+    both = Matcher(*keys)
+    if diff_first:
+        assert (diffed(both), asked(both)) == (diffed(Matcher(*keys)), asked(Matcher(*keys)))
+    else:
+        assert (asked(both), diffed(both)) == (asked(Matcher(*keys)), diffed(Matcher(*keys)))
+
+
+@pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
 def test_moves(tmp_path: Path, case: MoveCase) -> None:
     index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
     match = index.match("v1", "v2", "a.py", case.qualname)
