@@ -1950,7 +1950,9 @@ class Matcher:
 
     def _moved_to(self, new: SymbolSnapshot) -> list[SymbolSnapshot]:
         """A's definitions gone from their place that moved to ``new``, a definition of B
-        new at its place: of its qualname, or from its file."""
+        new at its place, or to a place about as close (a copy of a class split into
+        per-platform copies: the xpu copy of ``DeepSeekV4MTP`` held its remapping lines
+        as the nvidia one it moved to does): of its qualname, or from its file."""
         pool = self.pool()
         if self._gone_by_path is None:
             self._gone_by_path = defaultdict(list)
@@ -1961,8 +1963,9 @@ class Matcher:
         keys = [gone for gone in named if gone[1] == new.qualname]
         keys += self._gone_by_path.get(new.path, ())
         matches = (self.match(self.a.loaded(gone)) for gone in dict.fromkeys(keys))
-        return [match.old for match in matches
-                if match.new is not None and _key_of(match.new) == _key_of(new)]
+        return [match.old for match in matches if match.new is not None and _key_of(new) in {
+            _key_of(place) for place in (match.new, *(
+                match.candidates if match.verdict is Verdict.MOVED else ()))}]
 
     # -- the unmatched remainder -------------------------------------------------------
 

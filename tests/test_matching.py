@@ -1892,6 +1892,26 @@ EPLB_BODY = ("for layer_idx, layer in enumerate(self.moe_layers):\n"
              "        layer.experts.set_eplb_state(layer_idx, expert_load_view)\n")
 
 
+REMAP_NAMES = """\
+def remap_names(names, renames):
+    for old_pattern, new_pattern in renames:
+        for name in names:
+            if old_pattern in name:
+                name = name.replace(old_pattern, new_pattern)
+"""
+MTP_MODEL = """\
+class MTPModel:
+    def load_weights(self, weights):
+        def _remap_weight_name(name):
+            for old_pattern, new_pattern in self.renames:
+                if old_pattern in name:
+                    name = name.replace(old_pattern, new_pattern)
+            return name
+
+        return self.loader.load((_remap_weight_name(name), tensor) for name, tensor in weights)
+"""
+
+
 @dataclass(frozen=True)
 class WentCase:
     """Where the code of ``a.py::qualname``, removed at v2, went, if anywhere."""
@@ -1943,6 +1963,12 @@ WENT_TO = {
     "a-class-whose-method-moved-into-a-new-one-in-its-file-went-there": WentCase(
         {"a.py": OLD_HEAD + KEPT}, {"a.py": KEPT + "\n\n" + NEW_HEAD}, "OldHead",
         ("a.py::NewHead.head_reduce",),
+    ),
+    "lines-a-class-held-before-it-was-split-in-copies-say-nothing-of-its-copies": WentCase(
+        {"a.py": REMAP_NAMES + KEPT, "mtp.py": MTP_MODEL},
+        {"a.py": KEPT,
+         **{f"{platform}/mtp.py": MTP_MODEL for platform in ("amd", "nvidia", "xpu")}},
+        "remap_names",
     ),
     "boilerplate-lines-say-nothing": WentCase(
         {"a.py": HEAD + KEPT},
