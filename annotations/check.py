@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
@@ -47,9 +47,9 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     results: list[RefResult] = []
     repos: set[str | None] = set()
     pins: dict[str, str] = {}  # their advice, in their first order
-    for row in claim_store.all_refs(database):
-        if options.source_files is not None and row["source_file"] not in options.source_files:
-            continue
+    for row in _selected_refs(database, options):  # where removed symbols' code went: later
+        _compared(comparer, config, options, row, _unchecked(row), where_code_went=False)
+    for row in _selected_refs(database, options):  # and for all of them at once, when asked
         result = _check_ref(comparer, config, options, row)
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
@@ -60,6 +60,12 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     return CheckReport(tuple(results), targets, options.fail_on,
                        unindexed_targets=_unindexed(resolver, targets),
                        unindexed_pins=tuple(pins.items()))
+
+
+def _selected_refs(database: Database, options: CheckOptions) -> Iterator[dict]:
+    """The stored refs to check: those written in ``options.source_files``, if given."""
+    return (row for row in claim_store.all_refs(database)
+            if options.source_files is None or row["source_file"] in options.source_files)
 
 
 def _unindexed(resolver: Resolver, targets: tuple[str, ...]) -> tuple[str, ...]:
@@ -98,7 +104,7 @@ def moved_refs(database: Database, config: ProjectConfig, options: CheckOptions,
         if not lines and row["qualname"] is None:
             continue
         base = _unchecked(row)
-        compared = _compared(comparer, config, options, row, base)
+        compared = _compared(comparer, config, options, row, base, where_code_went=False)
         if isinstance(compared, RefResult):
             continue
         target, _, comparison = compared
@@ -155,10 +161,12 @@ def _check_ref(
 
 def _compared(
     comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict,
-    base: RefResult,
+    base: RefResult, *, where_code_went: bool = True,
 ) -> RefResult | tuple[str, Resolved, Comparison]:
     """The ref's comparison with its target (the target, the pinned symbol and the
-    comparison), or its result when it cannot be compared."""
+    comparison), or its result when it cannot be compared. Without ``where_code_went``,
+    a removed symbol's comparison may not say yet where its code went
+    (`SymbolComparer.compare`)."""
     resolver = comparer.resolver
     if row["state"] == "broken":
         return base
@@ -184,7 +192,8 @@ def _compared(
     if pinned.qualname is None:
         comparison = compare_lines(comparer, pinned, target_key)
     else:
-        comparison = _as_named(resolver, row, version, comparer.compare(pinned, target_key))
+        comparison = _as_named(resolver, row, version, comparer.compare(
+            pinned, target_key, where_code_went=where_code_went))
     return target, pinned, comparison
 
 
@@ -395,7 +404,7 @@ def _successor(comparer: SymbolComparer, use: str, new: Resolved) -> Resolved | 
         return None
     if old.qualname is None or old.repo != new.repo:
         return None
-    moved = comparer.compare(old, new.version_key)
+    moved = comparer.compare(old, new.version_key, where_code_went=False)
     return moved.new if moved.status is Status.MOVED and not moved.candidates else None
 
 

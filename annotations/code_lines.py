@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from itertools import compress
-from operator import and_
 
 MIN_LINE_TEXT = 12
 """Characters of a distinctive line: ``return None`` is not one."""
@@ -52,26 +51,22 @@ def may_be_distinctive(line: str) -> bool:
 
 
 class LinePlaces:
-    """Where each line of some files that may be distinctive stands, as (path, line
-    number): of each file (path, text, which of its lines to take, from line 1, and its
-    text at the older version, empty when it is new), the lines taken; and the lines that
-    more than ``MAX_FILES`` of the files hold, taken or not, at either version
-    (boilerplate). Only those are kept: a count of every line of a version's changed files
-    (290,358 of vLLM v0.20.0 -> v0.25.0) was held as long as the matcher.
-
-    Given ``wanted`` (lines that may be distinctive: those some removed symbols ask
-    about), it places and counts those alone, and may be asked about no other line."""
+    """Where each of the ``wanted`` lines (those some removed symbols ask about) that may
+    be distinctive stands in some files, as (path, line number): of each file (path, text,
+    which of its lines to take, from line 1, and its text at the older version, empty when
+    it is new), the lines taken; and which of them more than ``MAX_FILES`` of the files
+    hold, taken or not, at either version (boilerplate). It may be asked about no other
+    line: an index of every line of a version's changed files (290,358 of vLLM v0.20.0 ->
+    v0.25.0) cost a second of CPU to build."""
 
     def __init__(self, files: Iterable[tuple[str, str, bytes, str]],
-                 wanted: frozenset[str] | None = None) -> None:
+                 wanted: frozenset[str]) -> None:
         places: dict[str, list[tuple[str, int]]] = defaultdict(list)
         files_holding: Counter[str] = Counter()  # how many files hold each line
-        if wanted is not None:
-            wanted = frozenset(filter(may_be_distinctive, wanted))
+        wanted = frozenset(filter(may_be_distinctive, wanted))
         for path, text, taken, former in files:
             lines = normalized_lines(text)
-            held, placed = (_every_line(lines, taken, former) if wanted is None
-                            else _wanted_lines(lines, taken, former, wanted))
+            held, placed = _wanted_lines(lines, taken, former, wanted)
             files_holding.update(held)
             for number, line in placed:
                 places[line].append((path, number))
@@ -86,7 +81,7 @@ class LinePlaces:
         nowhere counts), normalized, once each."""
         lines = [line for line in dict.fromkeys(normalized_lines(text))
                  if may_be_distinctive(line)]
-        assert self._wanted is None or self._wanted.issuperset(lines), "a line not indexed"
+        assert self._wanted.issuperset(lines), "a line not indexed"
         return [line for line in lines if line not in self._boilerplate]
 
     def places(self, line: str) -> list[tuple[str, int]]:
@@ -94,22 +89,11 @@ class LinePlaces:
         return self._places.get(line, [])
 
 
-def _every_line(
-    lines: list[str], taken: bytes, former: str
-) -> tuple[Iterable[str], Iterable[tuple[int, str]]]:
-    """The lines of a file's ``lines`` or ``former`` text long enough to count, and the
-    (number, line) of those taken that may be distinctive."""
-    long_enough = list(map(MIN_LINE_TEXT.__le__, map(len, lines)))  # C loops: a file has
-    held = set(compress(lines, long_enough)).union(  # many lines
-        line for line in normalized_lines(former) if len(line) >= MIN_LINE_TEXT)
-    placed = compress(enumerate(lines, start=1), map(and_, taken, long_enough))
-    return held, ((number, line) for number, line in placed if not line.startswith(_NAMING))
-
-
 def _wanted_lines(
     lines: list[str], taken: bytes, former: str, wanted: frozenset[str]
 ) -> tuple[Iterable[str], Iterable[tuple[int, str]]]:
-    """`_every_line`, of the ``wanted`` lines alone."""
+    """The ``wanted`` lines a file's ``lines`` or ``former`` text holds (to be counted),
+    and the (number, line) of those of ``lines`` taken."""
     held = wanted.intersection(lines)
     placed = compress(enumerate(lines, start=1), taken) if held else ()
     return (held.union(wanted.intersection(normalized_lines(former))),

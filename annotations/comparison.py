@@ -108,7 +108,8 @@ def _changed_lines(
     message = (f"lines {pinned.start_line}-{pinned.end_line} of {pinned.path} no longer "
                f"stand as written at {target}")
     holder = _holder(comparer.resolver, pinned)
-    new = comparer.compare(holder, target_key).new if holder is not None else None
+    new = (comparer.compare(holder, target_key, where_code_went=False).new
+           if holder is not None else None)
     if holder is None or new is None:
         new = _moved_lines(pinned, target_key, blob_id, target, 0)
         return Comparison(Status.CHANGED, message, new, ("body",), (),
@@ -169,7 +170,8 @@ def _lines_elsewhere(
     resolver = comparer.resolver
     gone = f"{pinned.path} does not exist at {target}"
     holder = _holder(resolver, pinned)
-    new = comparer.compare(holder, target_key).new if holder is not None else None
+    new = (comparer.compare(holder, target_key, where_code_went=False).new
+           if holder is not None else None)
     went = (_with_their_definition(comparer, pinned, holder, new, target)
             if holder is not None and new is not None else None)
     if went is not None:  # however short their text: their definition is the evidence
@@ -311,7 +313,8 @@ def _successor_paths(
     around = _holding(definitions.all, pinned)
     above = [d for d in definitions.top_level if d.end_line < pinned.start_line][-1:]
     below = [d for d in definitions.top_level if d.start_line > pinned.end_line][:1]
-    paths = (comparer.compare(d, target_key).new for d in around + above + below)
+    paths = (comparer.compare(d, target_key, where_code_went=False).new
+             for d in around + above + below)
     return list(dict.fromkeys(new.path for new in paths if new is not None))
 
 
@@ -404,8 +407,10 @@ class SymbolComparer:
 
     Indexed versions never change, so neither does a comparison between two of them:
     results are stored in ``match_cache`` (`save`) and read back by later runs.
-    Without ``where_code_went`` (for a caller that reads statuses alone), a removed
-    symbol's comparison does not say where its code went, and none is stored.
+    Where a removed symbol's code went is found for every removed symbol of a version pair
+    compared so far at once (`Matcher.where_code_went`: one index of their lines), when a
+    caller first asks for it, or before `save`. Without ``where_code_went`` (for a caller
+    that reads statuses alone), it is never found, and no comparison is stored.
     """
 
     def __init__(self, resolver: Resolver, *, where_code_went: bool = True) -> None:
@@ -415,7 +420,9 @@ class SymbolComparer:
         self._matchers: dict[tuple[int, int], Matcher] = {}
         # Per version pair: a comparison, or its JSON text as stored until it is asked for
         self._cache: dict[tuple[int, int], dict[tuple, Comparison | str]] = {}
-        self._new_rows: list[tuple] = []
+        self._new_rows: list[tuple[tuple[int, int], tuple]] = []  # (pair, key) to store
+        # Per version pair: the removed symbols not yet told where their code went, by key
+        self._unplaced: dict[tuple[int, int], dict[tuple, SymbolSnapshot]] = {}
         self._renames: dict[tuple[int, str, int], str | None] = {}
         self._file_definitions: dict[tuple[int, str], FileDefinitions] = {}
 
@@ -444,8 +451,17 @@ class SymbolComparer:
         the matcher was asked before)."""
         self._matchers[(matcher.a.key, matcher.b.key)] = matcher
 
-    def compare(self, pinned: Resolved, target_key: int) -> Comparison:
-        return self.stored(pinned, target_key, self._compare)
+    def compare(self, pinned: Resolved, target_key: int, *, where_code_went: bool = True
+                ) -> Comparison:
+        """``pinned`` against ``target_key``. Without ``where_code_went`` (a caller that
+        reads the status and new place alone), a removed symbol's comparison may not say
+        yet where its code went: that is found later, with the others of the pair."""
+        comparison = self.stored(pinned, target_key, self._compare)
+        pair, key = (pinned.version_key, target_key), _cache_key(pinned)
+        if where_code_went and key in self._unplaced.get(pair, {}):
+            self._place_removed(pair)
+            return self._comparison(pair, key)
+        return comparison
 
     def stored(self, pinned: Resolved, target_key: int,
                compare: Callable[[Resolved, int], Comparison]) -> Comparison:
@@ -455,7 +471,7 @@ class SymbolComparer:
         pair = (pinned.version_key, target_key)
         if pair not in self._cache:
             self._cache[pair] = {**queries.cached_matches(self.resolver.database, *pair, ENGINE)}
-        key = (pinned.path, pinned.qualname or "", pinned.exact, pinned.start_line)
+        key = _cache_key(pinned)
         known = self._cache[pair].get(key)
         if isinstance(known, str):  # a symbol cited twice is decoded once
             known = self._cache[pair][key] = Comparison.decode(known)
@@ -464,13 +480,33 @@ class SymbolComparer:
         comparison = compare(pinned, target_key)
         self._cache[pair][key] = comparison  # and compared once
         if self._where_code_went:
-            self._new_rows.append((*pair, *key, comparison.encode()))
+            self._new_rows.append((pair, key))
         return comparison
 
     def save(self) -> None:
-        """Store what this run computed (skipped when another process is writing)."""
-        queries.store_matches(self.resolver.database, ENGINE, self._new_rows)
+        """Store what this run computed (skipped when another process is writing), with
+        where the code of its removed symbols went."""
+        for pair in list(self._unplaced):
+            self._place_removed(pair)
+        queries.store_matches(self.resolver.database, ENGINE, [
+            (*pair, *key, self._comparison(pair, key).encode()) for pair, key in self._new_rows])
         self._new_rows = []
+
+    def _comparison(self, pair: tuple[int, int], key: tuple) -> Comparison:
+        """A comparison this run made."""
+        made = self._cache[pair][key]
+        assert isinstance(made, Comparison)
+        return made
+
+    def _place_removed(self, pair: tuple[int, int]) -> None:
+        """Where the code of every removed symbol of ``pair`` compared so far went, asked
+        of its matcher at once, in their comparisons."""
+        unplaced = self._unplaced.pop(pair)
+        matcher = self._matchers[pair]
+        target = _target_pin(self.resolver, pair[1])
+        places = matcher.where_code_went(list(unplaced.values()))
+        for (key, old), went in zip(unplaced.items(), places, strict=True):
+            self._cache[pair][key] = _comparison(matcher.match(old), target, pair[1], went)
 
     @property
     def store(self) -> SourceStore:
@@ -491,10 +527,11 @@ class SymbolComparer:
         if old is None:
             return Comparison(Status.BROKEN, f"{pinned.canonical} is no longer in the index")
         match = matcher.match(old)
-        went = (matcher.code_went_to(old)
-                if self._where_code_went and match.verdict is Verdict.REMOVED else ())
+        if self._where_code_went and match.verdict is Verdict.REMOVED:
+            self._unplaced.setdefault((pinned.version_key, target_key), {})[
+                _cache_key(pinned)] = old
         comparison = _comparison(match, _target_pin(self.resolver, target_key), target_key,
-                                 went)
+                                 ())
         if comparison.status is Status.CHANGED and comparison.new is not None:
             return replace(comparison, diff=symbol_diff(self.resolver, pinned, comparison.new))
         return comparison
@@ -519,6 +556,11 @@ class SymbolComparer:
             self._matchers[key] = Matcher(self.resolver.database, pin_key, target_key,
                                           self.store)
         return self._matchers[key]
+
+
+def _cache_key(pinned: Resolved) -> tuple[str, str, str, int]:
+    """A comparison's key among its version pair's: lines have an empty qualname."""
+    return (pinned.path, pinned.qualname or "", pinned.exact, pinned.start_line)
 
 
 def _comparison(

@@ -149,7 +149,7 @@ For a symbol ``old`` of A (``Matcher.match``):
    removed methods their method of its name, which blocking may not compare (a class
    merged into one that took another's place: ``DeepseekV4MultiHeadLatentAttentionWrapper``
    and its ``__init__``, one of hundreds of new ones, are ``DeepseekV4Attention``'s now).
-   Apart from its match, `Matcher.code_went_to` tells where a removed symbol's code went,
+   Apart from its match, `Matcher.where_code_went` tells where removed symbols' code went,
    by its distinctive lines (`annotations.code_lines`): a hint, never a move.
 """
 
@@ -976,7 +976,6 @@ class Matcher:
         self._kept_methods: dict[str, list[tuple[str, str]]] | None = None  # _kept_twin
         self._modules: VersionModules | None = None  # _imported_from
         self._named_classes: dict[tuple[str, str], list[tuple[str, str]]] = {}  # _ancestors
-        self._line_places: LinePlaces | None = None  # code_went_to
         self._lines_at_a: dict[_Key, list[tuple[SymbolSnapshot, Container[str]]]] = {}
         self._gone_by_path: dict[str, list[_Key]] | None = None  # _moved_to
 
@@ -1816,30 +1815,28 @@ class Matcher:
 
     # -- where a removed symbol's code went ---------------------------------------------
 
-    def code_went_to(self, old: SymbolSnapshot) -> tuple[SymbolSnapshot, ...]:
-        """The definitions of B that hold the most of ``old``'s distinctive lines
-        (`annotations.code_lines`), lines they did not hold at A, when they hold enough of
-        them (``evidence_bar``): the innermost, or, of several that hold as many, the one
-        holding them all (a class whose methods share them), else each (per-platform
-        copies), at most ``MAX_PLACES``. One line says where only in a definition of
-        ``old``'s name (`_one_line_says_where`); places holding different lines need
-        ``MIN_LINES_APART`` each, and those holding only lines of its header
-        ``MIN_HEADER_LINES``. A hint for a removed
-        symbol, not a match."""
-        return self._code_went_to(old, self._places_of_lines())
-
     def where_code_went(
         self, removed: Sequence[SymbolSnapshot]
     ) -> list[tuple[SymbolSnapshot, ...]]:
-        """`code_went_to` of each of ``removed`` (a whole-version diff's removed symbols),
-        from an index of the lines they ask about alone, not every line of B's changed
-        files (290,358 at vLLM v0.20.0 -> v0.25.0; its 1,983 removed symbols ask about 16,446)."""
-        places = self._line_places or LinePlaces(self._changed_files(), frozenset(
+        """Of each of ``removed`` (symbols of A that B does not have), the definitions of B
+        that hold the most of its distinctive lines (`annotations.code_lines`), lines they
+        did not hold at A, when they hold enough of them (``evidence_bar``): the innermost,
+        or, of several that hold as many, the one holding them all (a class whose methods
+        share them), else each (per-platform copies), at most ``MAX_PLACES``. One line says
+        where only in a definition of its name (`_one_line_says_where`); places holding
+        different lines need ``MIN_LINES_APART`` each, and those holding only lines of its
+        header ``MIN_HEADER_LINES``. A hint for a removed symbol, not a match.
+
+        Asked about all of them at once (a whole-version diff's, a check's), from an index
+        of the lines they ask about alone, B's changed files read once: not every line of
+        them (290,358 at vLLM v0.20.0 -> v0.25.0; its 1,983 removed symbols ask about
+        16,446)."""
+        places = LinePlaces(self._changed_files(), frozenset(
             line for old in removed for line in self._lines_asked(old)))
         return [self._code_went_to(old, places) for old in removed]
 
     def _lines_asked(self, old: SymbolSnapshot) -> list[str]:
-        """The lines `code_went_to` asks the index about: ``old``'s, and its class's when
+        """The lines `where_code_went` asks the index about: ``old``'s, and its class's when
         it is an attribute (`_one_line_says_where`)."""
         lines = normalized_lines(old.source)
         if old.kind == "attribute" and old.parent:
@@ -1883,13 +1880,6 @@ class Matcher:
             return False
         theirs = set(normalized_lines(new_class.source)).difference(normalized_lines(old.source))
         return any(line in theirs for line in places.distinctive(old_class.source))
-
-    def _places_of_lines(self) -> LinePlaces:
-        """The lines of B whose innermost definition is new or changed, B's changed files
-        at both versions telling boilerplate (built once)."""
-        if self._line_places is None:
-            self._line_places = LinePlaces(self._changed_files())
-        return self._line_places
 
     def _changed_files(self) -> Iterator[tuple[str, str, bytes, str]]:
         """Each file of B that changed: its path, its text, which of its lines are new code

@@ -300,11 +300,11 @@ def inlined(inlined_project: Path) -> DiffReport:
 @pytest.fixture
 def line_indexes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[LinePlaces, object]]:
     """Each line index the matchers build during the test, with the lines it was built
-    for (None: every line)."""
+    for."""
     indexes: list[tuple[LinePlaces, object]] = []
 
     class Recorded(LinePlaces):
-        def __init__(self, files: Any, wanted: Any = None) -> None:
+        def __init__(self, files: Any, wanted: Any) -> None:
             super().__init__(files, wanted)
             indexes.append((self, wanted))
 
