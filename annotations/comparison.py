@@ -38,7 +38,10 @@ class Comparison:
     changes: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
     diff: str | None = None
-    code_went_to: tuple[str, ...] = ()  # of a removed symbol: where its code stands now
+    # Of a removed symbol, the places at the target where its code stands now
+    # (Matcher.where_code_went); of lines of a gone file, the file where the code around
+    # them went (successor_file): TARGET:REF each, as check's JSON gives them
+    code_went_to: tuple[str, ...] = ()
 
     def encode(self) -> str:
         return json.dumps({
@@ -178,7 +181,7 @@ def _lines_elsewhere(
         return replace(went, message=f"{gone}; {went.message}")
     old = resolver.text_of(pinned)
     if len("".join(old.split())) < MIN_TEXT_TO_FOLLOW:
-        return _where_code_went(comparer, pinned, target_key, target, gone)
+        return _in_successor_file(comparer, pinned, target_key, target, gone)
     places = (
         (path, blob_id, place)
         for path, blob_id, text in _candidate_files(comparer, pinned, target_key)
@@ -189,7 +192,7 @@ def _lines_elsewhere(
         for path, blob_id, place in itertools.islice(places, MAX_PLACES + 1)
     ]
     if not found:
-        return _where_code_went(comparer, pinned, target_key, target, gone)
+        return _in_successor_file(comparer, pinned, target_key, target, gone)
     if len(found) > MAX_PLACES:  # a licence header, an import: no evidence of a move
         return Comparison(Status.REMOVED, f"{gone}; its lines stand at more than {MAX_PLACES}"
                                           " places in files of its folder or name, or "
@@ -203,13 +206,13 @@ def _lines_elsewhere(
     return Comparison(Status.MOVED, f"{gone}; its lines stand in {listed}", found[0])
 
 
-def _where_code_went(
+def _in_successor_file(
     comparer: SymbolComparer, pinned: Resolved, target_key: int, target: str, gone: str
 ) -> Comparison:
     """Lines of a gone file found in no file searched (or too short to search for): in
     the file where the definitions around them went (a module renamed), when they stand
     there once; else removed, naming that file."""
-    went = code_went_to(comparer, pinned, target_key)
+    went = successor_file(comparer, pinned, target_key)
     if went is None:
         return Comparison(Status.REMOVED, gone)
     resolver = comparer.resolver
@@ -225,7 +228,7 @@ def _where_code_went(
                       code_went_to=(f"{target}:{went}",))
 
 
-def code_went_to(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> str | None:
+def successor_file(comparer: SymbolComparer, pinned: Resolved, target_key: int) -> str | None:
     """Of lines whose file is gone at the target, the target's file where the definitions
     around them went (the one holding them first), else the file it was renamed to (a file
     with no definitions: a kernel, a Markdown page), if any."""

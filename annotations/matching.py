@@ -1833,7 +1833,7 @@ class Matcher:
         16,446)."""
         places = LinePlaces(self._changed_files(), frozenset(
             line for old in removed for line in self._lines_asked(old)))
-        return [self._code_went_to(old, places) for old in removed]
+        return [self._where_its_code_went(old, places) for old in removed]
 
     def _lines_asked(self, old: SymbolSnapshot) -> list[str]:
         """The lines `where_code_went` asks the index about: ``old``'s, and its class's when
@@ -1844,7 +1844,7 @@ class Matcher:
             lines += normalized_lines(old_class.source) if old_class is not None else []
         return lines
 
-    def _code_went_to(
+    def _where_its_code_went(
         self, old: SymbolSnapshot, places: LinePlaces
     ) -> tuple[SymbolSnapshot, ...]:
         lines = places.distinctive(old.source)

@@ -1102,9 +1102,9 @@ def test_a_gone_file_is_compared_with_the_files_added_near_it_once(
         target = resolver.version_key("toy", "k2")
         pinned = [resolver.resolve(parse_ref(ref))
                   for ref in ("toy@k1:toy/kv/rope.cu#L3", "toy@k1:toy/kv/rope.cu#L1-L2")]
-        first = comparison.code_went_to(comparer, pinned[0], target)
+        first = comparison.successor_file(comparer, pinned[0], target)
         once = len(compared)
-        went = [comparison.code_went_to(comparer, lines, target) for lines in pinned * 2]
+        went = [comparison.successor_file(comparer, lines, target) for lines in pinned * 2]
     assert (first, went) == ("toy/kv/rotary/rope_kernels.cu",
                              ["toy/kv/rotary/rope_kernels.cu"] * 4)
     assert len(compared) == once > 0
@@ -1126,7 +1126,7 @@ def test_the_definitions_of_a_gone_file_are_read_once_for_its_line_refs(
         target = resolver.version_key("toy", "k2")
         pinned = [resolver.resolve(parse_ref(f"toy@k1:toy/old_mod.py#{lines}"))
                   for lines in ("L1", "L1-L2", "L2-L3")]
-        went = [comparison.code_went_to(comparer, lines, target) for lines in pinned * 2]
+        went = [comparison.successor_file(comparer, lines, target) for lines in pinned * 2]
     assert (went, read) == (["toy/new_mod.py"] * 6, ["toy@k1:toy/old_mod.py#L1"])
 
 

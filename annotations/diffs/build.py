@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from annotations.changes import Verdict
 from annotations.check import RefKey, fresh_refs
-from annotations.comparison import SymbolComparer, code_went_to, compare_lines
+from annotations.comparison import SymbolComparer, compare_lines, successor_file
 from annotations.diffs.citations import (
     LineTexts,
     broken_uses,
@@ -137,7 +137,7 @@ def build_report(
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
     _add_usage_and_sources(matcher, items, diff_limit, workers)
-    went = _where_code_went(matcher, items)
+    went = _where_removed_code_went(matcher, items)
     changes = tuple(_change(item, repo_config, went.get(index, ()))
                     for index, item in enumerate(items))
     matcher.store.clear()
@@ -186,7 +186,7 @@ def _moved_place(
     except ResolveError:
         return change
     if comparison.status is not Status.MOVED or comparison.new is None:
-        went = code_went_to(comparer, pinned, key_b)
+        went = successor_file(comparer, pinned, key_b)
         return change._replace(code_went_to=_file(repo, version_b, went)) if went else change
     version, new = comparison.new.version, comparison.new
     others = [parse_ref(other) for other in comparison.candidates]
@@ -243,7 +243,7 @@ def _location(symbol: SymbolSnapshot, repo: RepoConfig) -> Location:
                     symbol.end_line, url)
 
 
-def _where_code_went(
+def _where_removed_code_went(
     matcher: Matcher, items: list[_Item]
 ) -> dict[int, tuple[SymbolSnapshot, ...]]:
     """Where the code of each removed symbol of ``items`` went, by its index, all found
