@@ -47,14 +47,18 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     results: list[RefResult] = []
     repos: set[str | None] = set()
     pins: dict[str, str] = {}  # their advice, in their first order
-    for row in _selected_refs(database, options):  # where removed symbols' code went: later
-        _compared(comparer, config, options, row, _unchecked(row), where_code_went=False)
-    for row in _selected_refs(database, options):  # and for all of them at once, when asked
-        result = _check_ref(comparer, config, options, row)
+    removed: list[tuple[int, dict]] = []  # where their code went: asked for all at once
+    for row in _selected_refs(database, options):
+        result = _check_ref(comparer, config, options, row, where_code_went=False)
+        if result.status is Status.REMOVED:
+            removed.append((len(results), row))
         results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
         repos.add(row["repo"])
         if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
             pins.setdefault(pin, resolver.index_advice(pin, config.file_name))
+    for index, row in removed:
+        result = _check_ref(comparer, config, options, row)
+        results[index] = _apply_waivers(result, waivers.get(row["claim_key"], ()), options)
     comparer.save()
     targets = _targets(config, options, repos)
     return CheckReport(tuple(results), targets, options.fail_on,
@@ -149,10 +153,13 @@ def _unchecked(row: dict) -> RefResult:
 
 
 def _check_ref(
-    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict
+    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict,
+    *, where_code_went: bool = True,
 ) -> RefResult:
+    """The ref's result; without ``where_code_went``, a removed symbol's may not say yet
+    where its code went (`_compared`)."""
     base = _unchecked(row)
-    compared = _compared(comparer, config, options, row, base)
+    compared = _compared(comparer, config, options, row, base, where_code_went=where_code_went)
     if isinstance(compared, RefResult):
         return compared
     target, pinned, comparison = compared
