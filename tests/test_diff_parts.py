@@ -11,13 +11,14 @@ from typing import Any
 
 import fakevllm
 import pytest
+from browser import CHROMIUM, Browser
 from inlined_code import FP8_INLINED, SUPPORTS_FP8
 
 from annotations import matching
 from annotations.code_lines import LinePlaces, normalized_lines
 from annotations.diffs import build, html_page, json_format, markdown
 from annotations.diffs.model import DiffReport, Section, SymbolChange
-from annotations.diffs.sidebyside import MAX_ROWS, side_by_side
+from annotations.diffs.sidebyside import MAX_ROWS, OPEN_UP_TO_ROWS, side_by_side
 from annotations.diffs.usage import MAX_NAMES, usage_changes
 from annotations.links import link_if_changed
 from db.database import open_database
@@ -65,6 +66,29 @@ def test_rows_are_capped_and_the_rest_counted() -> None:
 def test_rows_up_to_the_cap_are_all_shown() -> None:
     table = side_by_side(numbered(MAX_ROWS, "old"), numbered(MAX_ROWS, "new"), 1, 1)
     assert (code_rows(table), notes(table)) == (MAX_ROWS, [])
+
+
+def closed_diff(table: str) -> str | None:
+    """The summary of the ``<details>`` a big diff starts closed in; None when open."""
+    closed = re.fullmatch(r'<details class="diff"><summary>([^<]*)</summary><table class="sbs">'
+                          r".*</table></details>", table, re.DOTALL)
+    if closed is None:
+        assert table.startswith('<table class="sbs">'), table[:80]
+    return closed and closed.group(1)
+
+
+@pytest.mark.parametrize(("rows", "summary"), [
+    pytest.param(OPEN_UP_TO_ROWS, None, id="one-screen-open"),
+    pytest.param(OPEN_UP_TO_ROWS + 1, f"show the diff: {OPEN_UP_TO_ROWS + 1} lines",
+                 id="over-it-closed-with-its-size"),
+    pytest.param(MAX_ROWS + 50, f"show the diff: {MAX_ROWS + 50} lines",
+                 id="capped-counts-every-row"),
+])
+def test_a_diff_longer_than_a_screen_starts_closed_and_says_how_long(
+    rows: int, summary: str | None
+) -> None:
+    table = side_by_side(numbered(rows, "old"), numbered(rows, "new"), 1, 1)
+    assert closed_diff(table) == summary
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -212,6 +236,48 @@ def test_html_opens_and_anchors_only_what_claims_cite(nest: Path) -> None:
     assert '<details class="sym" id="changed:nest/box.py::Box.size" open>' in page
     assert page.count('<details class="sym">') == 2  # Box and turn: not cited, closed
     assert '<span class="chip">content' not in page  # a changed symbol's content: no news
+
+
+def with_a_diff_of(report: DiffReport, ref: str, rows: int) -> DiffReport:
+    """``report`` with ``rows`` changed lines in the side-by-side diff of ``ref``."""
+    changes = tuple(change._replace(old_source=numbered(rows, "old"),
+                                    new_source=numbered(rows, "new"))
+                    if change.ref == ref else change for change in report.changes)
+    return replace(report, changes=changes)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
+@pytest.mark.parametrize(("rows", "closed"), [
+    pytest.param(OPEN_UP_TO_ROWS, False, id="one-screen-open"),
+    pytest.param(MAX_ROWS, True, id="long-closed-behind-one-click"),
+])
+def test_html_a_claims_link_lands_on_its_symbol_whose_long_diff_is_one_click_away(
+    nest: Path, tmp_path: Path, rows: int, closed: bool
+) -> None:
+    """In a browser, without script: the claim's link opens the symbol and scrolls to it;
+    a diff longer than a screen takes no room until its summary is clicked."""
+    page = tmp_path / "diff.html"
+    report = with_a_diff_of(nest_diff(nest, diff_limit=5), "nest/box.py::Box.size", rows)
+    page.write_text(html_page.render(report), encoding="utf-8")
+    symbol = "document.getElementById('changed:nest/box.py::Box.size')"
+    table = f"{symbol}.querySelector('table.sbs')"
+    with Browser(tmp_path / "profile", height=400) as browser:
+        browser.open(page.as_uri())
+        link = browser.js("document.querySelector('a.chip').getAttribute('href')")
+        browser.js("document.querySelector('a.chip').click()")
+        assert browser.js("location.hash") == link == "#changed:nest/box.py::Box.size"
+        assert browser.js(f"{symbol}.open") is True
+        top = browser.js(f"{symbol}.getBoundingClientRect().top")
+        assert 0 <= top < browser.js("innerHeight") and browser.js("scrollY") > 0
+        assert browser.js(f"{table}.checkVisibility()") is not closed
+        height = browser.js("document.documentElement.scrollHeight")
+        assert (height < 2000) is closed  # a row is some 17 px tall
+        if closed:
+            summary = f"{symbol}.querySelector('details.diff > summary')"
+            assert browser.js(f"{summary}.textContent") == f"show the diff: {rows} lines"
+            browser.js(f"{summary}.click()")
+            assert browser.js(f"{table}.checkVisibility()") is True
+            assert browser.js("document.documentElement.scrollHeight") > height + rows * 10
 
 
 def test_html_lead_and_package_table(nest: Path) -> None:

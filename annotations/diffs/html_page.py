@@ -428,6 +428,8 @@ align-items:center;gap:6px;list-style:none}
 details.sym>summary::before{content:"▸";color:var(--muted);width:10px}
 details.sym[open]>summary::before{content:"▾"}
 details.sym[open]>summary{border-bottom:1px solid #eaeef2;background:var(--soft)}
+details.diff{margin-top:8px}
+details.diff>summary{color:var(--moved);font-size:13px;width:max-content}
 .kind{font-size:11px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em;
 min-width:60px}
 .ref .path{color:var(--muted)}

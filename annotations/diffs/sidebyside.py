@@ -1,5 +1,6 @@
 """A two-column HTML diff of one symbol: line numbers and code of each version, changed
-lines marked, runs of unchanged lines folded away. Every piece of code is escaped."""
+lines marked, runs of unchanged lines folded away, a long one closed behind one click.
+Every piece of code is escaped."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ from annotations.wording import counted
 CONTEXT_LINES = 3
 MAX_ROWS = 400
 """Rows shown per diff; a note says how many more there were."""
+OPEN_UP_TO_ROWS = 60
+"""A diff of more rows (a screen's worth) starts closed, its summary saying how many."""
 _INTRALINE_MAX = 400  # longer line pairs are marked whole, not character by character
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 
 
 def side_by_side(old: str, new: str, old_start: int, new_start: int) -> str:
-    """``old`` (starting at line ``old_start``) beside ``new`` as an HTML table."""
+    """``old`` (starting at line ``old_start``) beside ``new`` as an HTML table, inside a
+    closed ``<details>`` when it has more than `OPEN_UP_TO_ROWS` rows."""
     before, after = _lines(old), _lines(new)
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     rows: list[str] = []
@@ -36,8 +40,12 @@ def side_by_side(old: str, new: str, old_start: int, new_start: int) -> str:
         rows.append(_note(f"… {total - MAX_ROWS} more rows not shown"))
     if total == 0:
         rows.append(_note("No line differs."))
-    return ('<table class="sbs"><colgroup><col class="ln"><col><col class="ln"><col>'
-            "</colgroup><tbody>" + "".join(rows) + "</tbody></table>")
+    table = ('<table class="sbs"><colgroup><col class="ln"><col><col class="ln"><col>'
+             "</colgroup><tbody>" + "".join(rows) + "</tbody></table>")
+    if total <= OPEN_UP_TO_ROWS:
+        return table
+    summary = html.escape(f"show the diff: {counted(total, 'line')}")
+    return f'<details class="diff"><summary>{summary}</summary>{table}</details>'
 
 
 def _fold(unchanged: int) -> str:
