@@ -280,6 +280,20 @@ def test_html_a_claims_link_lands_on_its_symbol_whose_long_diff_is_one_click_awa
             assert browser.js("document.documentElement.scrollHeight") > height + rows * 10
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
+def test_html_every_section_links_back_to_the_top(nest: Path, tmp_path: Path) -> None:
+    page = tmp_path / "diff.html"
+    page.write_text(html_page.render(nest_diff(nest)), encoding="utf-8")
+    with Browser(tmp_path / "profile", height=400) as browser:
+        browser.open(page.as_uri())
+        sections = browser.js("document.querySelectorAll('section').length")
+        assert browser.js("document.querySelectorAll('section h2 a.top').length") == sections
+        browser.js("scrollTo(0, document.documentElement.scrollHeight)")
+        assert browser.js("scrollY") > 400
+        browser.js("[...document.querySelectorAll('a.top')].pop().click()")
+        assert browser.js("scrollY") == 0
+
+
 def test_html_lead_and_package_table(nest: Path) -> None:
     page = html_page.render(nest_diff(nest))
     assert '<p class="lead">4 symbols of n1 compared; <b>4</b> symbols changed' in page

@@ -97,7 +97,7 @@ def _summary(report: DiffReport) -> str:
         for verdict in COUNT_ORDER
     )
     return (
-        f'<section id="summary"><h2>Summary</h2><div class="cards">{cards}</div>'
+        f'<section id="summary">{_h2("Summary")}<div class="cards">{cards}</div>'
         f"{_packages(report)}</section>"
     )
 
@@ -124,6 +124,12 @@ def _packages(report: DiffReport) -> str:
     )
 
 
+def _h2(title: str) -> str:
+    """A section's heading, with a link back to the top of the page (``#top`` is the top
+    of the document when no element has that id)."""
+    return f'<h2>{title}<a class="top" href="#top">↑ top</a></h2>'
+
+
 def _count(value: int) -> str:
     return str(value) if value else '<span class="muted">·</span>'
 
@@ -132,7 +138,7 @@ def _count(value: int) -> str:
 
 
 def _articles(report: DiffReport) -> str:
-    head = '<section id="claims"><h2>Affected articles and claims</h2>'
+    head = f'<section id="claims">{_h2("Affected articles and claims")}'
     if not report.articles:
         return head + '<p class="muted">No claim cites a listed symbol.</p></section>'
     count = report.claim_count
@@ -170,8 +176,9 @@ def _anchor(section: str, ref: str) -> str:
 
 def _section(report: DiffReport, section: Section) -> str:
     changes = report.section(section)
-    head = (f'<section id="{section.value}"><h2><span class="dot v-{section.value}"></span>'
-            f'{e(SECTION_TITLES[section])} <span class="count">{len(changes)}</span></h2>')
+    title = (f'<span class="dot v-{section.value}"></span>{e(SECTION_TITLES[section])} '
+             f'<span class="count">{len(changes)}</span>')
+    head = f'<section id="{section.value}">{_h2(title)}'
     if not changes:
         return head + '<p class="muted">None.</p></section>'
     note = _diff_note(report) if section is Section.CHANGED else ""
@@ -222,10 +229,10 @@ def _symbol(change: SymbolChange) -> str:
 
 def _lines(report: DiffReport) -> str:
     rows = "".join(_line_change(change) for change in report.lines)
-    return (f'<section id="{LINES}"><h2>Changed lines <span class="count">{len(report.lines)}'
-            f'</span></h2><p class="muted">Lines that line refs cite, that no listed symbol '
-            f"holds, and that no longer stand as written in their file at "
-            f"{e(report.version_b)}.</p>"
+    title = f'Changed lines <span class="count">{len(report.lines)}</span>'
+    return (f'<section id="{LINES}">{_h2(title)}<p class="muted">Lines that line refs '
+            f"cite, that no listed symbol holds, and that no longer stand as written in their "
+            f"file at {e(report.version_b)}.</p>"
             f"{rows}</section>")
 
 
@@ -392,6 +399,8 @@ nav a:hover{border-color:var(--moved)}
 section{background:#fff;border:1px solid var(--line);border-radius:10px;padding:16px 20px;
 margin:16px 0}
 h2{font-size:18px;margin:0 0 12px;display:flex;align-items:center;gap:8px}
+h2 a.top{margin-left:auto;font-size:12px;font-weight:400;color:var(--muted);
+text-decoration:none}
 h3{font-size:14px;margin:12px 0 6px}
 .count{display:inline-block;min-width:22px;text-align:center;background:var(--soft);
 border:1px solid var(--line);border-radius:20px;padding:0 7px;font-size:12px;
