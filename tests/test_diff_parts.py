@@ -294,6 +294,28 @@ def test_html_every_section_links_back_to_the_top(nest: Path, tmp_path: Path) ->
         assert browser.js("scrollY") == 0
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
+def test_html_lists_the_articles_first_each_a_link_to_its_claims(
+    nest: Path, tmp_path: Path
+) -> None:
+    report = nest_diff(nest)
+    article = report.articles[0]
+    others = tuple(replace(article, article=f"notes/{name}.md") for name in ("a", "b", "c"))
+    page = tmp_path / "diff.html"
+    page.write_text(html_page.render(replace(report, articles=(article, *others))),
+                    encoding="utf-8")
+    with Browser(tmp_path / "profile", height=300) as browser:
+        browser.open(page.as_uri())
+        index = "document.querySelectorAll('#claims .articles a')"
+        assert browser.js(f"[...{index}].map(a => a.textContent)") == [
+            "notes/nest.md 2", "notes/a.md 2", "notes/b.md 2", "notes/c.md 2"]
+        browser.js(f"{index}[3].click()")
+        assert browser.js("location.hash") == "#article:notes/c.md"
+        top = browser.js("document.getElementById('article:notes/c.md')"
+                         ".getBoundingClientRect().top")
+        assert 0 <= top < 10
+
+
 def test_html_lead_and_package_table(nest: Path) -> None:
     page = html_page.render(nest_diff(nest))
     assert '<p class="lead">4 symbols of n1 compared; <b>4</b> symbols changed' in page

@@ -145,7 +145,22 @@ def _articles(report: DiffReport) -> str:
     lead = (f'<p class="lead">{counted(count, "claim")} in '
             f'{counted(len(report.articles), "article")} {"cites" if count == 1 else "cite"} '
             f"{report.claims_cite}.</p>")
-    return head + lead + "".join(_article(article) for article in report.articles) + "</section>"
+    articles = "".join(_article(article) for article in report.articles)
+    return head + lead + _article_index(report.articles) + articles + "</section>"
+
+
+def _article_index(articles: tuple[ArticleImpact, ...]) -> str:
+    """A link to each article's claims, with how many there are."""
+    links = "".join(
+        f'<li><a href="#{e(_article_anchor(article))}"><code>{e(article.article)}</code> '
+        f'<span class="count">{len(article.claims)}</span></a></li>'
+        for article in articles
+    )
+    return f'<ul class="articles">{links}</ul>'
+
+
+def _article_anchor(article: ArticleImpact) -> str:
+    return f"article:{article.article}"
 
 
 def _article(article: ArticleImpact) -> str:
@@ -163,7 +178,8 @@ def _article(article: ArticleImpact) -> str:
         + "</div></li>"
         for claim in article.claims
     )
-    return (f'<div class="article"><h3><code>{e(article.article)}</code>{title}</h3>'
+    return (f'<div class="article" id="{e(_article_anchor(article))}"><h3><code>'
+            f"{e(article.article)}</code>{title}</h3>"
             f'<ul class="claims">{claims}</ul></div>')
 
 
@@ -468,6 +484,10 @@ code.name.del{background:var(--removed-bg);color:var(--removed)}
 .where{font-family:var(--mono);overflow-wrap:anywhere}
 .quote{color:var(--muted);font-size:12px;margin:2px 0}
 .quote code{white-space:pre-wrap;background:var(--soft);padding:0 4px;border-radius:4px}
+ul.articles{list-style:none;padding:0;margin:0 0 8px;display:flex;flex-wrap:wrap;gap:6px}
+ul.articles a{color:var(--fg);text-decoration:none;border:1px solid var(--line);
+border-radius:20px;padding:1px 10px}
+ul.articles a:hover{border-color:var(--moved)}
 .article h3 .title{font-weight:400;color:var(--muted)}
 .note{background:#fff8c5;border:1px solid #eed888;border-radius:6px;padding:6px 10px;
 font-size:13px}
