@@ -60,6 +60,10 @@ class Browser:
         self._call("Page.navigate", self._session, url=url)
         self._wait_for("Page.loadEventFired")
 
+    def media(self, media: str) -> None:
+        """Lay the page out for ``media`` ("print", "screen")."""
+        self._call("Emulation.setEmulatedMedia", self._session, media=media)
+
     def js(self, expression: str) -> Any:
         """The value of ``expression`` evaluated in the page."""
         result = self._call("Runtime.evaluate", self._session, expression=expression,

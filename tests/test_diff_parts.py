@@ -281,6 +281,23 @@ def test_html_a_claims_link_lands_on_its_symbol_whose_long_diff_is_one_click_awa
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
+def test_html_prints_the_long_diffs_closed_on_screen(nest: Path, tmp_path: Path) -> None:
+    """On paper nothing can be clicked: a long diff is printed, without its summary, and
+    without the links back to the top."""
+    page = tmp_path / "diff.html"
+    report = with_a_diff_of(nest_diff(nest, diff_limit=5), "nest/box.py::Box.size", MAX_ROWS)
+    page.write_text(html_page.render(report), encoding="utf-8")
+    shown = ("[...document.querySelectorAll('{}')].map(element => element.checkVisibility())")
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(page.as_uri())
+        assert browser.js(shown.format("details.diff > table")) == [False]
+        browser.media("print")
+        assert browser.js(shown.format("details.diff > table")) == [True]
+        assert browser.js(shown.format("details.diff > summary")) == [False]
+        assert set(browser.js(shown.format("a.top"))) == {False}
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
 def test_html_every_section_links_back_to_the_top(nest: Path, tmp_path: Path) -> None:
     page = tmp_path / "diff.html"
     page.write_text(html_page.render(nest_diff(nest)), encoding="utf-8")

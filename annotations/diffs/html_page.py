@@ -505,4 +505,8 @@ border-right:1px solid #eaeef2}
 .sbs ins{background:#abf2bc;text-decoration:none;border-radius:2px}
 .sbs tr.fold td{background:#ddf4ff;color:var(--muted);text-align:center;font-family:inherit}
 @media (max-width:800px){.cards{grid-template-columns:repeat(3,1fr)}}
+@media print{h2 a.top{display:none}
+@supports selector(::details-content){
+details.diff::details-content{content-visibility:visible;display:block}
+details.diff>summary{display:none}}}
 """
