@@ -16,7 +16,10 @@
     a member's normalized signature changed; for an attribute member, its statement.
   - ``body``: anything else in the definition (a function's statements, a method body of
     a class, class-level code that is not a member).
-  - ``value``: an attribute's value (or annotation).
+  - ``annotation``: an attribute's type annotation (``x: int = 1``: ``int``), gained,
+    lost or changed.
+  - ``value``: an attribute's value; its whole statement when neither its value nor its
+    annotation differs (its targets do: ``x = y = 1``).
 
 A rename alone (the definition's own name) is not a change: a renamed symbol whose text
 is otherwise identical is ``unchanged`` (``cosmetic`` if it differs only in comments,
@@ -52,6 +55,7 @@ class ChangeKind(str, Enum):
     MEMBERS = "members"
     BODY = "body"
     VALUE = "value"
+    ANNOTATION = "annotation"
 
 
 class KindGroup(str, Enum):
@@ -177,6 +181,23 @@ class ValueChange(Change):
         return f"value changed: {_shorten(_display(self.old))} -> {_shorten(_display(self.new))}"
 
 
+@dataclass(frozen=True)
+class AnnotationChange(Change):
+    """``old``/``new``: an attribute's type annotation as written (``""`` for none)."""
+
+    kind: ClassVar[ChangeKind] = ChangeKind.ANNOTATION
+    old: str
+    new: str
+
+    def explain(self) -> str:
+        old, new = _shorten(_display(self.old)), _shorten(_display(self.new))
+        if not self.old:
+            return f"annotation added: {new}"
+        if not self.new:
+            return f"annotation removed: {old}"
+        return f"annotation changed: {old} -> {new}"
+
+
 # --- classification -------------------------------------------------------------------
 
 
@@ -212,7 +233,7 @@ def describe(old: Comparable, new: Comparable) -> tuple[Change, ...]:
         return (SignatureChange(_display_symbol(old), _display_symbol(new), ("kind",)),
                 BodyChange())
     if group is KindGroup.ATTRIBUTE:
-        return (_value_change(old, new),)
+        return _attribute_changes(old, new)
     if group is KindGroup.CLASS:
         return _class_changes(old, new)
     return _function_changes(old, new)
@@ -335,10 +356,22 @@ def _residual(symbol: Comparable) -> bytes:
     return canonical(b"".join(pieces).decode("utf-8", "replace"))
 
 
-def _value_change(old: Comparable, new: Comparable) -> ValueChange:
+def _attribute_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
+    """Its annotation's change and its value's, each when it differs; when neither does,
+    its statement's (its targets differ: ``x = y = 1``)."""
+    changes: list[Change] = []
+    old_annotation, new_annotation = _annotation(old.source), _annotation(new.source)
+    if not _same_annotation(old_annotation, new_annotation):
+        changes.append(AnnotationChange(old_annotation, new_annotation))
     if not _same_code(old.signature, new.signature):
-        return ValueChange(old.signature, new.signature)
-    return ValueChange(old.source, new.source)
+        changes.append(ValueChange(old.signature, new.signature))
+    return tuple(changes) or (ValueChange(old.source, new.source),)
+
+
+def _same_annotation(old: str, new: str) -> bool:
+    if old == new:
+        return True
+    return bool(old and new) and _part_key("returns", old) == _part_key("returns", new)
 
 
 def _body_text(symbol: Comparable) -> str:
@@ -418,6 +451,29 @@ def parse_header(text: str) -> Header:
         return Header(decorators, keyword, found.group(2), rest.strip(), "")
     return Header(decorators, keyword, found.group(2), rest[:arrow].strip(),
                   rest[arrow + 2:].strip())
+
+
+_ANNOTATION_MARKS = re.compile(r"[()\[\]{}]|:(?!=)|(?<![=!<>:])=(?!=)")
+"""Brackets, and the colons and ``=`` that are not part of ``:=``, ``==``, ``<=``..."""
+
+
+def _annotation(statement: str) -> str:
+    """The type annotation of an attribute's statement (``x: int = 1``: ``int``; ``""`` for
+    ``x = 1`` or ``x = y = 1``): between the first colon outside brackets and strings and
+    the ``=`` after it, if any."""
+    code, masked = _masked(statement)
+    depth, colon = 0, -1
+    for found in _ANNOTATION_MARKS.finditer(masked):
+        char = found.group()
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and char == "=":
+            return code[colon + 1:found.start()].strip() if colon >= 0 else ""
+        elif depth == 0 and colon < 0:
+            colon = found.start()
+    return code[colon + 1:].strip() if colon >= 0 else ""
 
 
 def _masked(text: str) -> tuple[str, str]:

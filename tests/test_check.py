@@ -240,6 +240,13 @@ CASES: dict[str, Case] = {
         "SWAP_SPACE_GIB = 4\n", "SWAP_SPACE_GIB = 8\n", "m.py::SWAP_SPACE_GIB", "changed",
         ("value",), message="value changed: 4 -> 8",
     ),
+    "changed-annotation-and-value": Case(
+        'EFFORT: Literal["low", "high"] | None = None\n',
+        'EFFORT: Literal["low", "high", "max"] | None = "low"\n', "m.py::EFFORT", "changed",
+        ("annotation", "value"),
+        message='annotation changed: Literal["low", "high"] | None -> '
+                'Literal["low", "high", "max"] | None; value changed: None -> "low"',
+    ),
     "moved-to-another-file": Case(
         '"""Old."""\n' + ENGINE, {"v1/m.py": '"""New."""\n' + ENGINE}, "m.py::CacheEngine",
         "moved", new_ref="v1/m.py::CacheEngine",
@@ -753,7 +760,7 @@ def test_a_name_that_still_names_the_moved_symbol_is_changed_when_its_code_is(
 def test_table_covers_every_status_and_kind() -> None:
     assert {case.status for case in CASES.values()} == {status.value for status in Status}
     kinds = {kind for case in CASES.values() if case.status == "changed" for kind in case.kinds}
-    assert kinds == {"signature", "bases", "members", "body", "value"}
+    assert kinds == {"signature", "bases", "members", "body", "value", "annotation"}
 
 
 @pytest.mark.parametrize(("claim", "expected"), [

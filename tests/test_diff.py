@@ -22,7 +22,7 @@ from annotations.diffs import build
 from annotations.forking import can_fork
 from annotations.links import link_if_changed
 from annotations.refs import parse_ref
-from annotations.reports.markdown import code
+from annotations.reports.markdown import code, text
 from annotations.resolve import Resolver
 from db.database import open_database
 from indexer.config import load_config
@@ -94,6 +94,9 @@ def caller(x):
 
 def render():
     return "<script>alert(1)</script>"
+
+
+EFFORT: Literal["low", "high"] | None = None
 '''
 EVIL_H2 = '''\
 """<script>alert(1)</script> in a docstring."""
@@ -114,6 +117,11 @@ def caller(x):
 
 def render():
     return "<script>alert(1)</script></td></tr></table>" + "<script>document.title='pwned'</script>"
+
+
+EFFORT: (
+    Literal["low", "high", "max"] | None
+) = Field(default=None)
 '''
 EVIL = {"h1": {"evil/render.py": EVIL_H1}, "h2": {"evil/render.py": EVIL_H2}}
 
@@ -478,6 +486,24 @@ def test_started_using_in_markdown(project: Path) -> None:
     text = ok(project, "diff", "evil@h1", "evil@h2")
     row = next(line for line in text.splitlines() if "evil/render.py::caller" in line)
     assert row.endswith("| <code>helper</code> | <code>old\\_helper</code> |")
+
+
+def test_every_kind_of_change_of_a_symbol_is_in_every_format(project: Path) -> None:
+    """An attribute whose annotation and value both changed: neither hides the other."""
+    changes = ['annotation changed: Literal["low", "high"] | None -> '
+               '(Literal["low", "high", "max"] | None)',
+               "value changed: None -> Field(default=None)"]
+    effort = {e["ref"]: e for e in evil_json(project)["changed"]}["evil/render.py::EFFORT"]
+    assert (effort["kinds"], effort["changes"]) == (["annotation", "value"], changes)
+    row = next(line for line in ok(project, "diff", "evil@h1", "evil@h2").splitlines()
+               if line.startswith(f"| {code('evil/render.py::EFFORT')}"))
+    assert f"| {'<br>'.join(text(line) for line in changes)} |" in row
+    page = html_page(project, "evil@h1", "evil@h2")
+    entry = page[page.index('<span class="path">evil/render.py::</span>EFFORT</code>'):]
+    entry = entry[:entry.index("</details>")]
+    assert '<span class="chip">annotation</span> <span class="chip">value</span>' in entry
+    assert ('<ul class="changes">' + "".join(f"<li>{html.escape(line)}</li>" for line in changes)
+            + "</ul>") in entry
 
 
 def test_a_class_that_gains_a_base_started_using_it(project: Path) -> None:

@@ -13,6 +13,7 @@ from inlined_code import SUPPORTS_FP8
 
 from annotations import matching
 from annotations.changes import (
+    AnnotationChange,
     BasesChange,
     BodyChange,
     ChangeKind,
@@ -41,9 +42,9 @@ from db.queries import require_version, symbols_in_file
 from indexer.config import load_config
 from indexer.pipeline import index_version
 
-SIG, BASES, MEMBERS, BODY, VALUE = (
+SIG, BASES, MEMBERS, BODY, VALUE, ANNOTATION = (
     ChangeKind.SIGNATURE, ChangeKind.BASES, ChangeKind.MEMBERS, ChangeKind.BODY,
-    ChangeKind.VALUE,
+    ChangeKind.VALUE, ChangeKind.ANNOTATION,
 )
 
 
@@ -208,8 +209,41 @@ SAME_PLACE = {
         "value changed: 4 -> 8",
     ),
     "attribute-annotation": Case(
-        "x: int = 1\n", "x: float = 1\n", "x", Verdict.CHANGED, (VALUE,),
-        "value changed: x: int = 1 -> x: float = 1",
+        "x: int = 1\n", "x: float = 1\n", "x", Verdict.CHANGED, (ANNOTATION,),
+        "annotation changed: int -> float",
+    ),
+    "attribute-annotation-and-value": Case(
+        'effort: Literal["low", "high"] | None = None\n',
+        'effort: (\n    Literal["minimal", "low", "high", "max"] | None\n) = Field(\n'
+        '    default=None,\n)\n', "effort", Verdict.CHANGED, (ANNOTATION, VALUE),
+        'annotation changed: Literal["low", "high"] | None -> '
+        '(Literal["minimal", "low", "high", "max"] | None)',
+    ),
+    "attribute-annotation-added": Case(
+        "x = 1\n", "x: int = 1\n", "x", Verdict.CHANGED, (ANNOTATION,),
+        "annotation added: int",
+    ),
+    "attribute-annotation-removed-and-value": Case(
+        "x: int = 1\n", "x = 2\n", "x", Verdict.CHANGED, (ANNOTATION, VALUE),
+        "annotation removed: int",
+    ),
+    "attribute-annotation-without-a-value": Case(
+        "class C:\n    x: int\n", "class C:\n    x: Optional[int]\n", "C.x",
+        Verdict.CHANGED, (ANNOTATION,), "annotation changed: int -> Optional[int]",
+    ),
+    "attribute-annotation-and-value-holding-colons-and-equals": Case(
+        'x: Annotated[int, Field(ge=0)] = {"a": 1}\n',
+        'x: Annotated[int, Field(ge=1)] = {"a": 1 == 1}\n', "x", Verdict.CHANGED,
+        (ANNOTATION, VALUE),
+        "annotation changed: Annotated[int, Field(ge=0)] -> Annotated[int, Field(ge=1)]",
+    ),
+    "attribute-targets-alone": Case(
+        "x = y = 1\n", "x = 1\n", "x", Verdict.CHANGED, (VALUE,),
+        "value changed: x = y = 1 -> x = 1",
+    ),
+    "class-attribute-annotation-and-value-in-class": Case(
+        "class C:\n    x: int = 1\n", "class C:\n    x: float = 2\n", "C",
+        Verdict.CHANGED, (MEMBERS,), "members changed: changed x",
     ),
     "return-dedented-out-of-a-loop": Case(
         "def f(xs):\n    for x in xs:\n        g(x)\n        return x\n",
@@ -350,8 +384,14 @@ def test_change_objects_explain_themselves() -> None:
         "value changed: {'a': 1} -> {'a': 2}"
     )
     assert ValueChange("x" * 500, "y").explain().endswith("... -> y")
-    assert {c.kind for c in (SignatureChange("", ""), BasesChange("", ""),
-                             MembersChange(), BodyChange(), ValueChange("", ""))} == set(ChangeKind)
+    assert AnnotationChange("int", "(\n    int | None\n)").explain() == (
+        "annotation changed: int -> (int | None)"
+    )
+    assert AnnotationChange("", "int").explain() == "annotation added: int"
+    assert AnnotationChange("int", "").explain() == "annotation removed: int"
+    assert {c.kind for c in (SignatureChange("", ""), BasesChange("", ""), MembersChange(),
+                             BodyChange(), ValueChange("", ""), AnnotationChange("", ""))
+            } == set(ChangeKind)
 
 
 def test_header_parsing_splits_decorators_parameters_and_return() -> None:
