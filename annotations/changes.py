@@ -15,7 +15,7 @@
   - ``members``: a class gained or lost direct members (``Cls.name``, one level down), or
     a member's normalized signature changed; for an attribute member, its statement.
   - ``body``: anything else in the definition (a function's statements, a method body of
-    a class, class-level code that is not a member).
+    a class, what a nested class holds, class-level code that is not a member).
   - ``annotation``: an attribute's type annotation (``x: int = 1``: ``int``), gained,
     lost or changed.
   - ``value``: an attribute's value; its whole statement when neither its value nor its
@@ -333,8 +333,9 @@ def _inner_changed(old: Comparable, new: Comparable) -> bool:
     group = kind_group(old.kind)
     if group is not kind_group(new.kind) or group is KindGroup.ATTRIBUTE:
         return False  # reported as a member change
-    if group is KindGroup.CLASS:
-        return _class_body_changed(old, new)
+    if group is KindGroup.CLASS:  # its members are one level down from the outer class
+        return (_members_change(old.members(), new.members()) is not None
+                or _class_body_changed(old, new))
     if _same_header(old, new):
         return True
     return not _same_body(old, new)

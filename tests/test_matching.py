@@ -340,6 +340,62 @@ SAME_PLACE = {
         "def f(a):\n    if not a:\n        return 1\n",
         "def f(a):\n    if nota:\n        return 1\n", "f", Verdict.CHANGED, (BODY,),
     ),
+    "decorator-and-parameters": Case(
+        "@a\ndef f(x):\n    return x\n", "@b\ndef f(x, y=0):\n    return x\n", "f",
+        Verdict.CHANGED, (SIG,), "signature changed: @a def f(x) -> @b def f(x, y=0)",
+    ),
+    "decorator-and-body": Case(
+        "@a\ndef f(x):\n    return x\n", "@b\ndef f(x):\n    return -x\n", "f",
+        Verdict.CHANGED, (SIG, BODY), "signature changed: @a def f(x) -> @b def f(x)",
+    ),
+    "class-decorator-and-bases": Case(
+        "@a\nclass C(A):\n    x = 1\n", "@b\nclass C(B):\n    x = 1\n", "C",
+        Verdict.CHANGED, (SIG, BASES), "bases changed: (A) -> (B)",
+    ),
+    "bases-and-members": Case(
+        "class C(A):\n    x = 1\n", "class C(B):\n    x = 1\n    y = 2\n", "C",
+        Verdict.CHANGED, (BASES, MEMBERS), "members changed: added y",
+    ),
+    "decorator-bases-members-and-body": Case(
+        "@a\nclass C(A):\n    def m(self):\n        return 1\n",
+        "@b\nclass C(B):\n    def m(self):\n        return 2\n\n    def n(self):\n"
+        "        return 3\n", "C", Verdict.CHANGED, (SIG, BASES, MEMBERS, BODY),
+        "members changed: added n",
+    ),
+    "member-removed-and-another-members-body": Case(
+        "class C:\n    x = 1\n\n    def m(self):\n        return 1\n",
+        "class C:\n    def m(self):\n        return 2\n", "C", Verdict.CHANGED,
+        (MEMBERS, BODY), "members changed: removed x",
+    ),
+    "nested-class-gains-a-method": Case(
+        "class C:\n    class D:\n        def a(self):\n            return 1\n",
+        "class C:\n    class D:\n        def a(self):\n            return 1\n\n"
+        "        def b(self):\n            return 2\n", "C", Verdict.CHANGED, (BODY,),
+    ),
+    "nested-class-attribute-value": Case(
+        "class C:\n    class Config:\n        extra = 'allow'\n",
+        "class C:\n    class Config:\n        extra = 'forbid'\n", "C", Verdict.CHANGED,
+        (BODY,),
+    ),
+    "nested-class-bases-and-a-method-gained": Case(
+        "class C:\n    class D(A):\n        x = 1\n",
+        "class C:\n    class D(B):\n        x = 1\n        y = 2\n", "C",
+        Verdict.CHANGED, (MEMBERS, BODY), "members changed: changed D",
+    ),
+    "nested-class-attribute-renamed": Case(
+        "class C:\n    class D:\n        x = 1\n", "class C:\n    class D:\n        y = 1\n",
+        "C", Verdict.CHANGED, (BODY,),
+    ),
+    "nested-class-method-signature": Case(
+        "class C:\n    class D:\n        def a(self):\n            return 1\n",
+        "class C:\n    class D:\n        def a(self, b=0):\n            return 1\n", "C",
+        Verdict.CHANGED, (BODY,),
+    ),
+    "class-nested-twice-attribute-value": Case(
+        "class C:\n    class D:\n        class E:\n            x = 1\n",
+        "class C:\n    class D:\n        class E:\n            x = 2\n", "C",
+        Verdict.CHANGED, (BODY,),
+    ),
     "method-signature": Case(
         "class C:\n    @property\n    def a(self):\n        return 1\n",
         "class C:\n    @cached_property\n    def a(self):\n        return 1\n", "C.a",
