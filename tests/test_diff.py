@@ -450,12 +450,39 @@ def test_an_annotated_diff_before_any_link_says_it_shows_no_claim(
     for tag in ("v0.1.0", "v0.2.0"):
         ok(root, "index", f"vllm@{tag}", "--from", str(project / "src" / tag))
     result = run(root, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated")
-    assert result.exit_code == 0 and "No claim cites a listed symbol." in result.stdout
+    assert result.exit_code == 0 and "No claim cites a listed symbol." not in result.stdout
     assert result.stderr == (
         "Note: no claim is linked yet, so none is shown here; run 'annotate link' (or "
         "'annotate check') first\n")
     assert run(root, "link").exit_code == 0
     assert run(root, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--annotated").stderr == ""
+
+
+NOT_LINKED = "No claim is linked yet, so none is shown: run <code>annotate link</code> (or " \
+             "<code>annotate check</code>) first."
+NONE_CITED = "No claim cites a listed symbol."
+
+
+@pytest.mark.parametrize("options", [(), ("--annotated",)], ids=["whole", "annotated"])
+def test_a_diff_before_any_link_says_so_in_its_report(
+    project: Path, tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """The report file, which outlives the note on stderr, tells "none linked yet" from
+    "none cites a listed symbol", in every format; once linked, as before."""
+    root = tmp_path / "p"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("src", ".annotate"))
+    for tag in ("v0.1.0", "v0.2.0"):
+        ok(root, "index", f"vllm@{tag}", "--from", str(project / "src" / tag))
+    args = ("diff", "vllm@v0.1.0", "vllm@v0.2.0", *options, "--format")
+    for linked in (False, True):
+        if linked:
+            assert run(root, "link").exit_code == 0
+        assert json.loads(run(root, *args, "json").stdout)["claims_linked"] is linked
+        text = run(root, *args, "markdown").stdout
+        assert ("## Affected articles\n\n" + NOT_LINKED in text) is not linked
+        page = run(root, *args, "html").stdout
+        assert (f'<p class="note">{NOT_LINKED}</p>' in page) is not linked
+        assert (NONE_CITED in text, NONE_CITED in page) == (False, False)
 
 
 def test_annotated_in_another_repo(project: Path) -> None:
@@ -551,8 +578,8 @@ USAGE_KEYS = {"kinds", "changes", "started_using", "started_using_total", "stopp
 
 def test_json_shape(project: Path) -> None:
     report = diff_json(project, "v0.2.0", "v0.3.0")
-    assert list(report) == ["repo", "from", "to", "annotated", "counts", "listed", "packages",
-                            "articles", *TITLES, "lines"]
+    assert list(report) == ["repo", "from", "to", "annotated", "claims_linked", "counts",
+                            "listed", "packages", "articles", *TITLES, "lines"]
     assert (report["repo"], report["from"], report["to"]) == ("vllm", "v0.2.0", "v0.3.0")
     assert list(report["counts"]) == ["unchanged", "cosmetic", "changed", "moved", "removed",
                                       "added"]

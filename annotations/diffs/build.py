@@ -41,6 +41,7 @@ from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
 from annotations.refs import Ref, RefForm, parse_ref
 from annotations.resolve import ResolveError, Resolver
 from annotations.results import Status
+from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig, RepoConfig
 
@@ -144,7 +145,7 @@ def build_report(
     return DiffReport(
         repo, version_a, version_b, annotated, diff.counts, diff.packages, changes,
         impacts(changes, lines), diff_limit, sum(item.sources is not None for item in items),
-        sum(item.diffable for item in items), lines,
+        sum(item.diffable for item in items), lines, claim_store.has_claims(database),
     )
 
 

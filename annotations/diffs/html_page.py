@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from annotations.diffs.model import (
     COUNT_ORDER,
     LINES,
+    NOT_LINKED,
     SECTION_TITLES,
     ArticleImpact,
     Citation,
@@ -139,6 +140,9 @@ def _count(value: int) -> str:
 
 def _articles(report: DiffReport) -> str:
     head = f'<section id="claims">{_h2("Affected articles and claims")}'
+    if not report.claims_linked:
+        commands = {"link": "<code>annotate link</code>", "check": "<code>annotate check</code>"}
+        return f'{head}<p class="note">{NOT_LINKED.format(**commands)}</p></section>'
     if not report.articles:
         return head + '<p class="muted">No claim cites a listed symbol.</p></section>'
     count = report.claim_count

@@ -1,10 +1,11 @@
 """A `DiffReport` as JSON.
 
-``{"repo", "from", "to", "annotated", "counts", "listed", "packages", "articles",
-"changed", "moved", "removed", "added", "cosmetic", "lines"}``: ``counts`` and
-``packages`` cover every symbol; ``listed`` counts what each section lists; each section
-is a list of symbol objects (see `change_to_dict`); ``lines`` lists the cited lines that
-changed where no listed symbol holds them (see `lines_to_dict`).
+``{"repo", "from", "to", "annotated", "claims_linked", "counts", "listed", "packages",
+"articles", "changed", "moved", "removed", "added", "cosmetic", "lines"}``:
+``claims_linked`` is false before any link (no claim is stored, so none is listed);
+``counts`` and ``packages`` cover every symbol; ``listed`` counts what each section
+lists; each section is a list of symbol objects (see `change_to_dict`); ``lines`` lists
+the cited lines that changed where no listed symbol holds them (see `lines_to_dict`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def report_to_dict(report: DiffReport) -> dict[str, Any]:
         "from": report.version_a,
         "to": report.version_b,
         "annotated": report.annotated,
+        "claims_linked": report.claims_linked,
         "counts": report.counts,
         "listed": report.listed,
         "packages": report.packages,

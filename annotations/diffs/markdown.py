@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from annotations.diffs.model import (
     COUNT_ORDER,
+    NOT_LINKED,
     SECTION_TITLES,
     ArticleImpact,
     Citation,
@@ -77,6 +78,9 @@ def _package_table(report: DiffReport) -> str:
 
 
 def _articles(report: DiffReport) -> str:
+    if not report.claims_linked:
+        commands = {"link": code("annotate link"), "check": code("annotate check")}
+        return f"## Affected articles\n\n{NOT_LINKED.format(**commands)}"
     if not report.articles:
         return "## Affected articles\n\nNo claim cites a listed symbol."
     count = report.claim_count

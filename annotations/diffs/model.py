@@ -29,6 +29,10 @@ SECTION_TITLES: dict[Section, str] = {
     Section.COSMETIC: "Cosmetic",
 }
 
+NOT_LINKED = "No claim is linked yet, so none is shown: run {link} (or {check}) first."
+"""What the reports say of claims before any link; ``link`` and ``check`` are the commands,
+as code."""
+
 COUNT_ORDER = ("unchanged", "cosmetic", "changed", "moved", "removed", "added")
 """The verdicts counted in a summary, in display order."""
 
@@ -208,6 +212,8 @@ class DiffReport:
     unchanged, or (``annotated``) only those that claims cite; ``lines``, the cited lines
     that changed where no listed symbol holds them. ``diff_limit`` is how many
     side-by-side diffs were asked for; ``with_sources`` how many symbols have them.
+    ``claims_linked``: whether any claim is stored; before the first link none is, and
+    ``articles`` is empty whatever the annotation files say.
     """
 
     repo: str
@@ -222,6 +228,7 @@ class DiffReport:
     with_sources: int = 0
     diffable: int = 0
     lines: tuple[LineChange, ...] = ()
+    claims_linked: bool = True
 
     @property
     def title(self) -> str:
