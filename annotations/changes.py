@@ -170,15 +170,21 @@ class BodyChange(Change):
 
 @dataclass(frozen=True)
 class ValueChange(Change):
-    """``old``/``new``: the attribute's value, or its whole statement if the value is equal
-    (as written; ``explain`` puts them on one line, shortened)."""
+    """``old``/``new``: the attribute's value (``""`` for none: ``x: int``), or its whole
+    statement if the value is equal (as written; ``explain`` puts them on one line,
+    shortened)."""
 
     kind: ClassVar[ChangeKind] = ChangeKind.VALUE
     old: str
     new: str
 
     def explain(self) -> str:
-        return f"value changed: {_shorten(_display(self.old))} -> {_shorten(_display(self.new))}"
+        old, new = _shorten(_display(self.old)), _shorten(_display(self.new))
+        if not self.old:
+            return f"value added: {new}"
+        if not self.new:
+            return f"value removed: {old}"
+        return f"value changed: {old} -> {new}"
 
 
 @dataclass(frozen=True)

@@ -237,6 +237,14 @@ SAME_PLACE = {
         (ANNOTATION, VALUE),
         "annotation changed: Annotated[int, Field(ge=0)] -> Annotated[int, Field(ge=1)]",
     ),
+    "attribute-value-added": Case(
+        "class C:\n    x: int\n", "class C:\n    x: int = 1\n", "C.x",
+        Verdict.CHANGED, (VALUE,), "value added: 1",
+    ),
+    "attribute-value-removed": Case(
+        "class C:\n    x: int = 1\n", "class C:\n    x: int\n", "C.x",
+        Verdict.CHANGED, (VALUE,), "value removed: 1",
+    ),
     "attribute-targets-alone": Case(
         "x = y = 1\n", "x = 1\n", "x", Verdict.CHANGED, (VALUE,),
         "value changed: x = y = 1 -> x = 1",
