@@ -15,12 +15,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import fakevllm
 import pytest
 from click.testing import CliRunner, Result
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
-from db.database import Database
+from annotations.links import link_if_changed
+from db.database import Database, open_database
+from indexer.config import load_config
+from indexer.pipeline import index_version
 
 
 def undo_uses_pins(conn: sqlite3.Connection) -> None:
@@ -202,3 +206,25 @@ def invoke(*args: str) -> Result:
         result.exception
     )
     return result
+
+
+def indexed_project(
+    root: Path, versions: dict[str, dict[str, str]], claims: str, repo: str = "nest"
+) -> Path:
+    """``repo`` at ``versions`` (its files at each), indexed from snapshots, and the
+    annotation file ``claims`` linked."""
+    listed = ", ".join(f'"{version}"' for version in versions)
+    (root / "annotate.toml").write_text(
+        f'[repos.{repo}]\ngithub = "example/{repo}"\nversions = [{listed}]\n',
+        encoding="utf-8")
+    (root / "annotations").mkdir()
+    (root / "annotations" / f"{repo}.yml").write_text(claims, encoding="utf-8")
+    config = load_config(root)
+    with open_database(config.db) as database:
+        for version, files in versions.items():
+            fakevllm.write_snapshot(root / "src" / version, files)
+            index_version(database, config, repo, version, from_path=root / "src" / version,
+                          workers=1)
+        outcome = link_if_changed(database, config, force=True)
+    assert outcome is not None and not outcome.errors
+    return root

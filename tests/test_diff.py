@@ -13,6 +13,7 @@ from pathlib import Path
 import fakevllm
 import pytest
 from click.testing import CliRunner, Result
+from fakeproject import indexed_project
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -375,21 +376,12 @@ def test_a_claim_written_past_the_newer_version_is_not_affected(
     symbol changed again after v2 (check, asked from v3 back to v2, calls it changed).
     A diff backwards, from v3 to v2, leaves out the claim pinned at v1 likewise."""
     bodies = {"v1": "return a + b", "v2": "return b + a", "v3": "return a + b + 0"}
-    (tmp_path / "annotate.toml").write_text(
-        '[repos.vllm]\nversions = ["v1", "v2", "v3"]\n', encoding="utf-8")
-    (tmp_path / "annotations").mkdir()
     claims = "".join(f"  - id: {name}\n    at: vllm@{tag}\n    text: x\n"
                      f"    refs: [vllm/ops.py::add]\n"
                      for name, tag in (("before", "v1"), ("after", "v3")))
-    (tmp_path / "annotations" / "pins.yml").write_text(
-        f"article: notes/pins.md\nclaims:\n{claims}", encoding="utf-8")
-    config = load_config(tmp_path)
-    with open_database(config.db) as database:
-        for tag, body in bodies.items():
-            source = tmp_path / "src" / tag
-            fakevllm.write_snapshot(source, {"vllm/ops.py": f"def add(a, b):\n    {body}\n"})
-            index_version(database, config, "vllm", tag, from_path=source, workers=1)
-    ok(tmp_path, "link")
+    indexed_project(tmp_path, {tag: {"vllm/ops.py": f"def add(a, b):\n    {body}\n"}
+                               for tag, body in bodies.items()},
+                    f"article: notes/pins.md\nclaims:\n{claims}", repo="vllm")
     report = diff_json(tmp_path, a, b, "--annotated")
     assert [claim["claim"] for article in report["articles"]
             for claim in article["claims"]] == listed

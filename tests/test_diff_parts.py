@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import fakevllm
 import pytest
 from browser import CHROMIUM, Browser
+from fakeproject import indexed_project
 from inlined_code import FP8_INLINED, SUPPORTS_FP8
 
 from annotations import matching
@@ -20,11 +20,9 @@ from annotations.diffs import build, html_page, json_format, markdown
 from annotations.diffs.model import DiffReport, Section, SymbolChange
 from annotations.diffs.sidebyside import MAX_ROWS, OPEN_UP_TO_ROWS, side_by_side
 from annotations.diffs.usage import MAX_NAMES, usage_changes
-from annotations.links import link_if_changed
 from db.database import open_database
 from db.match_queries import MATCH_COLUMNS
 from indexer.config import load_config
-from indexer.pipeline import index_version
 
 # --- side by side ---------------------------------------------------------------------
 
@@ -178,24 +176,6 @@ claims:
     text: a ref written twice
     refs: [nest/box.py::Box.size, nest/box.py::Box.size]
 """
-
-
-def indexed_project(root: Path, versions: dict[str, dict[str, str]], claims: str) -> Path:
-    """The repo ``nest`` at ``versions`` (the first two), indexed, and ``claims`` linked."""
-    listed = ", ".join(f'"{version}"' for version in versions)
-    (root / "annotate.toml").write_text(
-        f'[repos.nest]\ngithub = "example/nest"\nversions = [{listed}]\n', encoding="utf-8")
-    (root / "annotations").mkdir()
-    (root / "annotations" / "nest.yml").write_text(claims, encoding="utf-8")
-    config = load_config(root)
-    with open_database(config.db) as database:
-        for version, files in versions.items():
-            fakevllm.write_snapshot(root / "src" / version, files)
-            index_version(database, config, "nest", version, from_path=root / "src" / version,
-                          workers=1)
-        outcome = link_if_changed(database, config, force=True)
-    assert outcome is not None and not outcome.errors
-    return root
 
 
 @pytest.fixture(scope="module")
