@@ -179,12 +179,7 @@ class ValueChange(Change):
     new: str
 
     def explain(self) -> str:
-        old, new = _shorten(_display(self.old)), _shorten(_display(self.new))
-        if not self.old:
-            return f"value added: {new}"
-        if not self.new:
-            return f"value removed: {old}"
-        return f"value changed: {old} -> {new}"
+        return _added_removed_or_changed("value", self.old, self.new)
 
 
 @dataclass(frozen=True)
@@ -196,12 +191,16 @@ class AnnotationChange(Change):
     new: str
 
     def explain(self) -> str:
-        old, new = _shorten(_display(self.old)), _shorten(_display(self.new))
-        if not self.old:
-            return f"annotation added: {new}"
-        if not self.new:
-            return f"annotation removed: {old}"
-        return f"annotation changed: {old} -> {new}"
+        return _added_removed_or_changed("annotation", self.old, self.new)
+
+
+def _added_removed_or_changed(what: str, old: str, new: str) -> str:
+    """``what`` added, removed (``""`` on one side) or changed, on one line, shortened."""
+    if not old:
+        return f"{what} added: {_shorten(_display(new))}"
+    if not new:
+        return f"{what} removed: {_shorten(_display(old))}"
+    return f"{what} changed: {_shorten(_display(old))} -> {_shorten(_display(new))}"
 
 
 # --- classification -------------------------------------------------------------------
