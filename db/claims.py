@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from db.database import Database
 from db.errors import QueryTooLarge
-from db.queries import inserted_id, is_named, like_escape
+from db.queries import folder_bounds, inserted_id, is_named, like_escape
 
 CLAIM_SEARCH_TABLE = """\
 CREATE VIRTUAL TABLE claim_search USING fts5(
@@ -245,10 +245,9 @@ def links_in_lines(
 
 def links_under(database: Database, folder: str) -> list[dict]:
     """Stored refs into the files of ``folder`` (and the folders below it), by path."""
-    folder = folder.rstrip("/")
     rows = database.query(
         "SELECT * FROM claim_links WHERE path >= ? AND path < ? ORDER BY path, start_line",
-        (f"{folder}/", f"{folder}0"),  # '0' follows '/'
+        folder_bounds(folder),
     )
     return list(rows)
 

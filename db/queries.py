@@ -582,10 +582,16 @@ def is_indexed_path(database: Database, path: str) -> bool:
 
 def is_indexed_folder(database: Database, path: str) -> bool:
     """Whether some indexed version has a file in the folder ``path`` (or below it)."""
-    folder = path.rstrip("/")
     row = database.conn.execute("SELECT 1 FROM files WHERE path >= ? AND path < ? LIMIT 1",
-                                (f"{folder}/", f"{folder}0")).fetchone()  # '0' follows '/'
+                                folder_bounds(path)).fetchone()
     return row is not None
+
+
+def folder_bounds(folder: str) -> tuple[str, str]:
+    """The paths of the files in ``folder`` (and below it) are those from the first bound
+    on and before the second: ``vllm/config/`` to ``vllm/config0`` ('0' follows '/')."""
+    folder = folder.rstrip("/")
+    return f"{folder}/", f"{folder}0"
 
 
 def paths_close_to(database: Database, path: str) -> list[str]:
