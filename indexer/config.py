@@ -156,7 +156,11 @@ class ProjectConfig:
         places in ``versions``. False when the repos differ, or when a name is not listed
         (a SHA says nothing of its order)."""
         (repo, _, version), (other, _, later) = first.partition("@"), second.partition("@")
-        if repo != other or repo not in self.repos:
+        return repo == other and self.comes_before(repo, version, later)
+
+    def comes_before(self, repo: str, version: str, later: str) -> bool:
+        """`older` of two versions of ``repo``."""
+        if repo not in self.repos:
             return False
         keys = version_key(version), version_key(later)
         if NOT_A_VERSION not in keys:

@@ -364,21 +364,26 @@ def test_a_quote_that_still_stands_in_the_changed_symbol_is_not_affected(
     assert ("notes/quotes.md", "signature") not in cited
 
 
-@pytest.mark.parametrize(("a", "b", "listed"), [
-    pytest.param("v1", "v2", ["before"], id="forwards"),
-    pytest.param("v3", "v2", ["after"], id="backwards"),
+@pytest.mark.parametrize(("versions", "a", "b", "listed"), [
+    pytest.param(("v1", "v2", "v3"), "v1", "v2", ["before"], id="forwards"),
+    pytest.param(("v1", "v2", "v3"), "v3", "v2", ["after"], id="backwards"),
+    pytest.param(("v1", "v2", "main"), "v1", "v2", ["before"], id="pinned-at-a-branch-listed-last"),
+    pytest.param(("stable", "next", "main"), "stable", "next", ["before"], id="branches-forwards"),
+    pytest.param(("stable", "next", "main"), "main", "next", ["after"], id="branches-backwards"),
 ])
 def test_a_claim_written_past_the_newer_version_is_not_affected(
-    tmp_path: Path, a: str, b: str, listed: list[str]
+    tmp_path: Path, versions: tuple[str, str, str], a: str, b: str, listed: list[str]
 ) -> None:
     """A diff from v1 to v2 lists what changed under the claims written before v2; one
     pinned at v3 was written against code that had those changes already, though its
     symbol changed again after v2 (check, asked from v3 back to v2, calls it changed).
-    A diff backwards, from v3 to v2, leaves out the claim pinned at v1 likewise."""
-    bodies = {"v1": "return a + b", "v2": "return b + a", "v3": "return a + b + 0"}
+    A diff backwards, from v3 to v2, leaves out the claim pinned at v1 likewise. Names that
+    are not version numbers are ordered as `versions` lists them, oldest first."""
+    bodies = dict(zip(versions, ("return a + b", "return b + a", "return a + b + 0"),
+                      strict=True))
     claims = "".join(f"  - id: {name}\n    at: vllm@{tag}\n    text: x\n"
                      f"    refs: [vllm/ops.py::add]\n"
-                     for name, tag in (("before", "v1"), ("after", "v3")))
+                     for name, tag in (("before", versions[0]), ("after", versions[2])))
     indexed_project(tmp_path, {tag: {"vllm/ops.py": f"def add(a, b):\n    {body}\n"}
                                for tag, body in bodies.items()},
                     f"article: notes/pins.md\nclaims:\n{claims}", repo="vllm")

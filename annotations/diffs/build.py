@@ -9,6 +9,7 @@ its source at both versions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TypedDict
 
 from annotations.changes import Verdict
@@ -119,10 +120,12 @@ def build_report(
     texts = LineTexts(matcher.store, repo)
     rows = without_standing_lines(cited_refs(database, repo), texts, key_b)
     uses = broken_uses(database, matcher, diff.matches, repo)
+    before = partial(config.comes_before, repo)
     found = cite([*rows, *(use for use in uses if use["repo"] == repo)],
-                 [(item.old, item.new) for item in items], version_a, version_b)
-    lines = _line_changes(uncited_lines(rows, found, texts, version_a, version_b, key_a),
-                          matcher, repo_config)
+                 [(item.old, item.new) for item in items], version_a, version_b, before)
+    lines = _line_changes(
+        uncited_lines(rows, found, texts, version_a, version_b, key_a, before),
+        matcher, repo_config)
     comparer = SymbolComparer(Resolver(database, config), where_code_went=False)
     comparer.share(matcher)  # check's answers, with the symbols the diff loaded and matched
     if any(change.file_gone for change in lines):

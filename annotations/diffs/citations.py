@@ -1,8 +1,8 @@
 """Which claims cite the symbols of a version diff.
 
 A stored claim ref of the diff's repo that holds at its pin (one broken there, ``check``'s
-``broken``, was made so by no change) and is not pinned at B (a claim written against B's
-code is not made stale by the changes that led to B) cites a listed symbol when
+``broken``, was made so by no change) and is not pinned at B or past it (a claim written
+against B's code is not made stale by the changes that led to B) cites a listed symbol when
 
 * it names a symbol (``path::qualname``) that is the listed symbol's location at A or
   at B, whatever other version the ref is pinned at; or
@@ -24,7 +24,7 @@ nothing) and that changed from A to B is listed on its own (`uncited_lines`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from annotations.changes import Verdict
 from annotations.comparison import places_of
@@ -41,7 +41,9 @@ from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 from annotations.resolve import split_lines, unnamed_uses
 from db import queries
 from db.database import Database
-from db.version_order import NOT_A_VERSION, version_key
+
+Before = Callable[[str, str], bool]
+"""Whether a version of the diff's repo comes before another (`written_past`)."""
 
 _SQL = (
     "SELECT article, title, claim_id, text, source_file, version, written, line, path,"
@@ -129,7 +131,7 @@ def without_standing_lines(rows: list[dict], texts: LineTexts, key_b: int) -> li
 
 def uncited_lines(
     rows: Sequence[dict], cited: Sequence[tuple[Citation, ...]], texts: LineTexts,
-    version_a: str, version_b: str, key_a: int,
+    version_a: str, version_b: str, key_a: int, before: Before,
 ) -> list[dict]:
     """The line refs of ``rows`` (`without_standing_lines`'s) that no listed symbol cites
     (lines no definition holds, a module's imports, a file of another language) and whose
@@ -137,7 +139,7 @@ def uncited_lines(
     (`written_past`)."""
     keys = {(c.article, c.claim, c.written, c.version, c.line) for found in cited for c in found}
     return [row for row in rows if row["qualname"] is None
-            and not written_past(row["version"], version_a, version_b)
+            and not written_past(row["version"], version_a, version_b, before)
             and (row["article"], row["claim_id"], row["written"], row["version"], row["line"])
             not in keys and (row["version"] == version_a or texts.stands(row, key_a))]
 
@@ -145,28 +147,30 @@ def uncited_lines(
 Pair = tuple[Location | None, Location | None]
 
 
-def written_past(pin: str, version_a: str, version_b: str) -> bool:
+def written_past(pin: str, version_a: str, version_b: str, before: Before) -> bool:
     """Whether a claim pinned at ``pin`` was written against B, or a version beyond B seen
     from A (v0.25.0, of a diff from v0.20.0 to v0.23.0): its code had the changes from A
-    to B already. A name that is not a version number is ordered by nothing but itself."""
+    to B already. ``before`` orders the versions (`ProjectConfig.comes_before`: a name
+    that is not a version number by its place in the configured versions)."""
     if pin == version_b:
         return True
-    keys = pin_key, a_key, b_key = version_key(pin), version_key(version_a), version_key(version_b)
-    if NOT_A_VERSION in keys or a_key == b_key:
-        return False
-    return pin_key > b_key if a_key < b_key else pin_key < b_key
+    if before(version_a, version_b):
+        return before(version_b, pin)
+    return before(version_b, version_a) and before(pin, version_b)
 
 
 def cite(
-    rows: Sequence[dict], changes: Sequence[Pair], version_a: str, version_b: str
+    rows: Sequence[dict], changes: Sequence[Pair], version_a: str, version_b: str,
+    before: Before,
 ) -> list[tuple[Citation, ...]]:
     """The citations of each listed symbol, given as its (location at A, location at B)
-    (one of them None when it was added or removed), in the order of ``changes``."""
+    (one of them None when it was added or removed), in the order of ``changes``; none of
+    a claim pinned at B or past it (`written_past`, by ``before``)."""
     by_symbol: dict[tuple[str, str], list[dict]] = defaultdict(list)
     by_lines: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         pin = row.get("ref_version", row["version"])  # a uses: target's, its ref's
-        if written_past(pin, version_a, version_b):
+        if written_past(pin, version_a, version_b, before):
             continue
         if row["qualname"] is not None:
             by_symbol[(row["path"], row["qualname"])].append(row)
@@ -178,13 +182,14 @@ def cite(
     ]
     for index, row in _innermost(_line_hits(by_lines, changes, version_a)):
         found[index].append(row)
-    for index, row in _through_their_class(rows, changes, version_a, version_b):
+    for index, row in _through_their_class(rows, changes, version_a, version_b, before):
         found[index].append(row)
     return [citations_of(rows_found) for rows_found in found]
 
 
 def _through_their_class(
-    rows: Sequence[dict], changes: Sequence[Pair], version_a: str, version_b: str
+    rows: Sequence[dict], changes: Sequence[Pair], version_a: str, version_b: str,
+    before: Before,
 ) -> Iterable[tuple[int, dict]]:
     """(change index, the ref's row) of each broken ``uses:`` row whose target and ref's
     symbol are not listed, but a class around the ref's symbol is: the bases it changed
@@ -192,7 +197,8 @@ def _through_their_class(
     listed = {location: index for index, change in enumerate(changes)
               for location in _locations(change)}
     for row in rows:
-        if ("ref_qualname" not in row or written_past(row["ref_version"], version_a, version_b)
+        if ("ref_qualname" not in row
+                or written_past(row["ref_version"], version_a, version_b, before)
                 or row["qualname"] is None or (row["path"], row["qualname"]) in listed
                 or (row["ref_path"], row["ref_qualname"]) in listed):
             continue
