@@ -74,8 +74,12 @@ class Citation(NamedTuple):
 
     @property
     def where(self) -> str:
-        """``FILE:LINE`` of the ref, where its author edits it."""
-        return f"{self.file}:{self.line}"
+        return written_at(self.file, self.line)
+
+
+def written_at(file: str, line: int) -> str:
+    """``FILE:LINE`` of a ref in an annotation file, where its author edits it."""
+    return f"{file}:{line}"
 
 
 LINES = "lines"
@@ -193,7 +197,7 @@ class ClaimImpact:
 
     @property
     def where(self) -> str:
-        return f"{self.file}:{self.line}"
+        return written_at(self.file, self.line)
 
 
 @dataclass(frozen=True)
