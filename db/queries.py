@@ -516,8 +516,14 @@ def list_versions(database: Database) -> list[dict]:
 def indexed_versions(database: Database, repo: str) -> list[str]:
     """The repo's indexed versions, oldest first: by version number, then the names that
     are not version numbers (``main``) in the order indexed."""
-    rows = database.conn.execute("SELECT version FROM versions WHERE repo = ? ORDER BY id", (repo,))
-    return in_version_order(row[0] for row in rows)
+    return [version for version, _key in indexed_version_keys(database, repo)]
+
+
+def indexed_version_keys(database: Database, repo: str) -> list[tuple[str, int]]:
+    """(version, key) of each of `indexed_versions`, in its order."""
+    keys = dict(database.conn.execute(
+        "SELECT version, id FROM versions WHERE repo = ? ORDER BY id", (repo,)))
+    return [(version, keys[version]) for version in in_version_order(keys)]
 
 
 def version_symbols(

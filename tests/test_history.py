@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from annotate_cli import cli
+from db import queries
 from db.database import open_database
 from indexer.config import load_config
 from indexer.pipeline import index_version
@@ -254,6 +255,20 @@ def test_history_orders_the_versions_by_number(
     data = timeline(unordered, ref)
     assert data["versions"] == VERSION_ORDER
     assert [(step["version"], step["event"]) for step in data["steps"]] == expected
+
+
+def test_the_versions_are_read_in_order_in_one_query(unordered: Path) -> None:
+    """Each version with its key, from one query, whatever their number."""
+    config = load_config(unordered)
+    statements: list[str] = []
+    with open_database(config.db) as database:
+        database.conn.set_trace_callback(statements.append)
+        versions = queries.indexed_version_keys(database, "vllm")
+        database.conn.set_trace_callback(None)
+        keys = {version: queries.version_id(database, "vllm", version)
+                for version in VERSION_ORDER}
+    assert versions == [(version, keys[version]) for version in VERSION_ORDER]
+    assert len(statements) == 1, statements
 
 
 @pytest.mark.parametrize("output_format", ["table", "json"])

@@ -53,13 +53,6 @@ class Timeline:
     rows: tuple[TimelineRow, ...]
 
 
-def ordered_versions(database: Database, repo: RepoConfig) -> list[tuple[str, int]]:
-    """(version, key) of the repo's indexed versions, oldest first (by version number)."""
-    return [(version, queries.require_version(database, repo.name, version,
-                                                config_name=repo.config_name))
-            for version in queries.indexed_versions(database, repo.name)]
-
-
 def symbol_timeline(
     database: Database, config: ProjectConfig, ref: Ref, default_repo: str = "vllm"
 ) -> Timeline:
@@ -75,7 +68,7 @@ def symbol_timeline(
     if symbol is None:  # resolved from the same index: not expected
         raise ResolveError(f"{resolved.canonical} is not in the index")
     repo = config.repo(resolved.repo)
-    versions = ordered_versions(database, repo)
+    versions = queries.indexed_version_keys(database, repo.name)
     steps = history(database, repo.name, symbol, versions)
     previous = [None, *steps[:-1]]
     rows = [_row(step, repo, before) for step, before in zip(steps, previous, strict=True)]
