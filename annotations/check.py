@@ -50,9 +50,11 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     removed: list[tuple[int, dict]] = []  # where their code went: asked for all at once
     for row in _selected_refs(database, options):
         result = _check_ref(comparer, config, options, row, where_code_went=False)
-        if result.status is Status.REMOVED:
+        if result.status is Status.REMOVED:  # checked again below, then waived
             removed.append((len(results), row))
-        results.append(_apply_waivers(result, waivers.get(row["claim_key"], ()), options))
+        else:
+            result = _apply_waivers(result, waivers.get(row["claim_key"], ()), options)
+        results.append(result)
         repos.add(row["repo"])
         if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
             pins.setdefault(pin, resolver.index_advice(pin, config.file_name))

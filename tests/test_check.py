@@ -1492,6 +1492,21 @@ def test_waiver_of_another_status_does_not_silence(table_index: Path) -> None:
     assert results["waived"]["failing"] is False
 
 
+def test_a_waiver_of_removed_silences_a_removed_ref(table_index: Path) -> None:
+    """A removed ref is checked again once the others are (where its code went is asked
+    for all at once); its waiver holds all the same."""
+    copy_project(table_index)
+    write(Path("annotations/w.yml"), WAIVED.replace(
+        '{status: changed, until: 2027-03-31, reason: "only a change is accepted"}',
+        '{status: removed, until: 2027-03-31, reason: "gone on purpose"}'))
+    code, report = check_json("--today", "2027-01-01")
+    removed = next(r for r in report["results"] if r["claim"] == "other-status")
+    assert code == 0
+    assert (removed["status"], removed["failing"]) == ("removed", False)
+    assert (removed["waived_until"], removed["waiver_reason"]) == (
+        "2027-03-31", "gone on purpose")
+
+
 # --- the fake vLLM: its change cases, through annotate.toml --------------------------------
 
 FAKE_CONFIG = """\
