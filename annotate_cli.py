@@ -794,7 +794,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     A claim whose symbol moved to SYMBOL at the target version cites it too (SYMBOL
     being any of the places of an ambiguous move).
     """
-    from annotations.citations import is_file_path, links_citing
+    from annotations.citations import file_path, is_file_path, links_citing
     from db import claims as claim_store
 
     if (symbol is None) == (article is None):
@@ -817,8 +817,9 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
         rows += _moved_here(context, symbol or "", rows)
         if not rows:
             with context.database() as database:
-                if is_file_path(database, symbol or "") or not _note_member_links(
-                        context, database, symbol or ""):
+                if is_file_path(database, symbol or ""):
+                    _note_unknown_file(database, file_path(symbol or ""))
+                elif not _note_member_links(context, database, symbol or ""):
                     _note_unknown_name(database, symbol or "", context.config.file_name)
     _print_links(rows, output_format, by_symbol=article is None)
 
@@ -915,18 +916,13 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
 def _note_unknown_name(
     database: Any, name: str, config_name: str, version: tuple[str, str] | None = None
 ) -> None:
-    """Say so when nothing (at ``version``, or in any indexed version) defines ``name``:
-    a typo, most likely, that an empty answer would hide; ``config_name``: the config, as
-    hints name it."""
-    from annotations.citations import file_path, is_file_path, names_its_place
+    """Say so when nothing (at ``version``, or in any indexed version) defines ``name``
+    (not a file's path: `_note_unknown_file`): a typo, most likely, that an empty answer
+    would hide; ``config_name``: the config, as hints name it."""
+    from annotations.citations import names_its_place
     from db import queries
 
     if names_its_place(name):
-        return
-    if is_file_path(database, name):
-        path = file_path(name)
-        if not queries.is_indexed_path(database, path):
-            _note(f"Note: no indexed version has a file '{path}'{_file_advice(database, path)}")
         return
     short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
     key = queries.require_version(database, *version, config_name=config_name) if version else None
@@ -936,6 +932,14 @@ def _note_unknown_name(
     where = f"at {version[0]}@{version[1]}" if version else "in any indexed version"
     closest = f" (closest: {', '.join(close)})" if close else ""
     _note(f"Note: nothing named '{short}' is defined {where}{closest}")
+
+
+def _note_unknown_file(database: Any, path: str) -> None:
+    """Say so when no indexed version has a file ``path``, a typo or a folder."""
+    from db import queries
+
+    if not queries.is_indexed_path(database, path):
+        _note(f"Note: no indexed version has a file '{path}'{_file_advice(database, path)}")
 
 
 def _file_advice(database: Any, path: str) -> str:
@@ -1453,6 +1457,7 @@ def xref(
     REPO@VERSION:..., or lines within a symbol (a GitHub permalink or
     REPO@VERSION:PATH#Lx-Ly), which name the innermost symbol covering them.
     """
+    from annotations.citations import is_file_path
     from annotations.xref import locate
     from annotations.xref import xref as find_references
 
@@ -1473,7 +1478,7 @@ def xref(
         result = find_references(database, repo, version, name, path,
                                  config_name=context.config.file_name)
         if not result.definitions and not _note_defined_elsewhere(database, name, repo, version) \
-                and not result.references:
+                and not result.references and not is_file_path(database, name):  # setup.py
             _note_unknown_name(database, name, context.config.file_name, (repo, version))
     if output_format == "json":
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
