@@ -850,7 +850,7 @@ def _moved_refs(context: Context, database: Any) -> list[Any]:
 
 
 MEMBERS_NAMED = 5
-"""Members named in the note on claims that cite a class's members, not the class."""
+"""Members (a folder's files) named in the note on claims that cite them, not the class (folder)."""
 
 
 def _note_member_links(context: Context, database: Any, symbol: str) -> bool:
@@ -861,13 +861,18 @@ def _note_member_links(context: Context, database: Any, symbol: str) -> bool:
     if not rows:
         return False
     members = list(dict.fromkeys(f"{row['path']}::{row['qualname']}" for row in rows))
-    more = f", and {len(members) - MEMBERS_NAMED} more" if len(members) > MEMBERS_NAMED else ""
+    _note(f"Note: {_claims_citing_parts(rows, 'members', members)}")
+    return True
+
+
+def _claims_citing_parts(rows: list[dict], parts_name: str, parts: list[str]) -> str:
+    """How many claims of ``rows`` cite ``parts`` (a class's members, a folder's files),
+    the first `MEMBERS_NAMED` of them, and the command that lists those of one."""
+    more = f", and {len(parts) - MEMBERS_NAMED} more" if len(parts) > MEMBERS_NAMED else ""
     claims = len({(row["article"], row["claim_id"]) for row in rows})
     cite = "claims cite" if claims != 1 else "claim cites"
-    _note(f"Note: {claims} {cite} its members: "
-          f"{', '.join(members[:MEMBERS_NAMED])}{more}; 'annotate links {members[0]}' lists "
-          "those of one")
-    return True
+    return (f"{claims} {cite} its {parts_name}: {', '.join(parts[:MEMBERS_NAMED])}{more}; "
+            f"'annotate links {parts[0]}' lists those of one")
 
 
 def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
@@ -956,11 +961,7 @@ def _file_advice(database: Any, path: str) -> str:
     if not rows:
         return ": it is a folder, and no claim cites a file in it"
     files = sorted({row["path"] for row in rows})
-    more = f", and {len(files) - MEMBERS_NAMED} more" if len(files) > MEMBERS_NAMED else ""
-    claims = len({(row["article"], row["claim_id"]) for row in rows})
-    cite = "claims cite" if claims != 1 else "claim cites"
-    return (f": it is a folder; {claims} {cite} its files: {', '.join(files[:MEMBERS_NAMED])}"
-            f"{more}; 'annotate links {files[0]}' lists those of one")
+    return f": it is a folder; {_claims_citing_parts(rows, 'files', files)}"
 
 
 def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
