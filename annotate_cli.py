@@ -794,7 +794,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     A claim whose symbol moved to SYMBOL at the target version cites it too (SYMBOL
     being any of the places of an ambiguous move).
     """
-    from annotations.citations import file_path, is_file_path, links_citing
+    from annotations.citations import file_path, is_file_path, links_citing, links_moved_here
     from db import claims as claim_store
 
     if (symbol is None) == (article is None):
@@ -814,7 +814,8 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     if article is not None:
         rows = _with_current_status(context, rows)
     else:
-        rows += _moved_here(context, symbol or "", rows)
+        with context.database() as database:
+            rows += links_moved_here(database, context.config, symbol or "", rows)
         if not rows:
             with context.database() as database:
                 if is_file_path(database, symbol or ""):
@@ -822,31 +823,6 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
                 elif not _note_member_links(context, database, symbol or ""):
                     _note_unknown_name(database, symbol or "", context.config.file_name)
     _print_links(rows, output_format, by_symbol=article is None)
-
-
-def _moved_here(context: Context, symbol: str, listed: list[dict]) -> list[dict]:
-    """The links whose symbol moved to ``symbol`` at the target version (a check of the
-    stored links: the annotation files are not read again), but those ``listed``."""
-    from annotations.citations import follows_moves, link_key, links_moved_to
-
-    with context.database() as database:
-        if not follows_moves(database, symbol):
-            return []
-        moved = links_moved_to(database, context.config, symbol,
-                               _moved_refs(context, database))
-    seen = {link_key(row) for row in listed}
-    return [row for row in moved if link_key(row) not in seen]
-
-
-def _moved_refs(context: Context, database: Any) -> list[Any]:
-    """`check`'s results of the stored refs to symbols that moved (their new places
-    only): lines move to lines, which `links_moved_to` never lists."""
-    import datetime
-
-    from annotations.check import CheckOptions, moved_refs
-
-    options = CheckOptions({}, datetime.date.today(), context.config.fail_on)
-    return moved_refs(database, context.config, options, lines=False)
 
 
 MEMBERS_NAMED = 5

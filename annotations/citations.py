@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import posixpath
 from collections.abc import Callable, Iterable
 
@@ -192,6 +193,23 @@ def _by_name_and_definitions(
                 seen.add(link_key(row))
                 rows.append(row)
     return rows
+
+
+def links_moved_here(
+    database: Database, config: ProjectConfig, symbol: str, listed: Iterable[dict]
+) -> list[dict]:
+    """`links_moved_to` ``symbol`` by a check of the stored links (the annotation files
+    are not read again), but those ``listed``. Lines move to lines, never to a symbol:
+    their refs are not compared."""
+    from annotations.check import CheckOptions, moved_refs  # loaded by `links SYMBOL` alone
+
+    if not follows_moves(database, symbol):
+        return []
+    options = CheckOptions({}, datetime.date.today(), config.fail_on)
+    moved = links_moved_to(database, config, symbol,
+                           moved_refs(database, config, options, lines=False))
+    seen = {link_key(row) for row in listed}
+    return [row for row in moved if link_key(row) not in seen]
 
 
 def links_moved_to(

@@ -15,7 +15,7 @@ from fakeproject import DB, copy_project, run_annotate, write_fakes_config
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
-from annotations.citations import links_moved_to
+from annotations.citations import links_moved_here, links_moved_to
 from annotations.loader import link_claim_id
 from annotations.results import RefResult, Status
 from db.claims import MAX_SEARCH_TERMS, all_links
@@ -418,6 +418,23 @@ def test_a_dotted_name_follows_a_move_to_what_it_names_at_the_target_version(
         assert [(link["claim_id"], link["moved_to"]) for link in found] == [
             ("capture", moved_to)]
         assert links_moved_to(database, load_config(), "SamplingParams.copy", [result]) == []
+
+
+@pytest.mark.usefixtures("graphs")
+@pytest.mark.parametrize(("symbol", "listed", "found"), [
+    pytest.param("capture_cudagraph", False, [("capture", f"vllm@v0.3.0:{NEW_GRAPH}")],
+                 id="moved-here"),
+    pytest.param("capture_cudagraph", True, [], id="listed-already"),
+    pytest.param("capture_graph", False, [], id="its-old-name"),
+    pytest.param("vllm/compilation/cuda_graph.py", False, [], id="a-file-names-no-symbol"),
+])
+def test_links_moved_here_are_the_links_checked_moved_to_it_but_those_listed(
+    project: Path, symbol: str, listed: bool, found: list[tuple[str, str]]
+) -> None:
+    with open_database(project / DB) as database:
+        listed_links = all_links(database) if listed else []
+        moved = links_moved_here(database, load_config(), symbol, listed_links)
+    assert [(link["claim_id"], link["moved_to"]) for link in moved] == found
 
 
 def _moved(row: dict, new_ref: str) -> RefResult:
