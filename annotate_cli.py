@@ -27,7 +27,13 @@ import click
 from annotations.wording import counted
 from db.config_names import table_in
 from db.errors import DatabaseError
-from indexer.config import ProjectConfig, check_version_name, load_config, run_from
+from indexer.config import (
+    ProjectConfig,
+    check_version_name,
+    folder_in_repository,
+    load_config,
+    run_from,
+)
 from indexer.errors import ConfigError, IndexerError
 from indexer.stopping import STOPPING_SIGNALS
 
@@ -1084,7 +1090,8 @@ def check(
                                     files=files)
     color = output is None and output_format == "text" and sys.stdout.isatty()
     if output_format in ("github", "sarif"):
-        report = report.with_files_under(_folder_in_repository(context.config.root))
+        report = report.with_files_under(
+            folder_in_repository(context.config.root, os.environ.get("GITHUB_WORKSPACE")))
     _write_report(output, render_chunks(report, output_format, color=color))
     if input_errors:
         raise UserError(f"{_unreadable_files(input_errors)} (see above)")
@@ -1228,22 +1235,6 @@ def _is_file_error(error: Exception) -> bool:
     from annotations.resolve import ResolveError
 
     return not isinstance(error, ResolveError)
-
-
-def _folder_in_repository(root: Path) -> str:
-    """Where the project's folder is in the repository GitHub reads paths from (its
-    ``GITHUB_WORKSPACE``, else the git work tree around it): ``docs`` for a config in
-    ``docs/``; empty at the repository's root, or outside any."""
-    root = root.resolve()
-    workspace = os.environ.get("GITHUB_WORKSPACE")
-    if workspace:
-        base: Path | None = Path(workspace).resolve()
-    else:
-        base = next((folder for folder in (root, *root.parents)
-                     if (folder / ".git").exists()), None)
-    if base is None or base == root or not root.is_relative_to(base):
-        return ""
-    return root.relative_to(base).as_posix()
 
 
 def _refuse_to_overwrite_inputs(

@@ -255,6 +255,21 @@ def load_config(start: Path | None = None, config_file: Path | None = None) -> P
     return _build(table, root, config_file)
 
 
+def folder_in_repository(root: Path, workspace: str | None) -> str:
+    """Where the project's folder ``root`` is in the repository GitHub reads paths from
+    (``workspace``, its ``GITHUB_WORKSPACE``, else the git work tree around ``root``):
+    ``docs`` for a config in ``docs/``; empty at the repository's root, or outside any."""
+    root = root.resolve()
+    if workspace:
+        base: Path | None = Path(workspace).resolve()
+    else:
+        base = next((folder for folder in (root, *root.parents)
+                     if (folder / ".git").exists()), None)
+    if base is None or base == root or not root.is_relative_to(base):
+        return ""
+    return root.relative_to(base).as_posix()
+
+
 def config_above(folder: Path) -> Path | None:
     """The config file of the nearest folder above ``folder`` that has one (annotate.toml,
     or a pyproject.toml with [tool.annotate]), or None: what a command run from a

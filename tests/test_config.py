@@ -12,6 +12,7 @@ from indexer.config import (
     ProjectConfig,
     config_above,
     default_cache_dir,
+    folder_in_repository,
     load_config,
 )
 
@@ -158,3 +159,24 @@ def test_config_above_stops_at_the_repository_it_is_in(
         (tmp_path / name).write_text("")
     (tmp_path / folder).mkdir(parents=True, exist_ok=True)
     assert config_above(tmp_path / folder) == (None if found is None else tmp_path / found)
+
+
+@pytest.mark.parametrize(("git", "workspace", "root", "folder"), [
+    pytest.param("repo/.git", None, "repo/docs", "docs", id="in-a-git-work-tree"),
+    pytest.param("repo/.git", None, "repo", "", id="at-the-work-trees-root"),
+    pytest.param(None, None, "repo/docs", "", id="outside-any-repository"),
+    pytest.param(None, "repo", "repo/docs/site", "docs/site", id="under-the-github-workspace"),
+    pytest.param("repo/docs/.git", "repo", "repo/docs", "docs",
+                 id="the-github-workspace-before-the-work-tree"),
+    pytest.param(None, "other", "repo/docs", "", id="outside-the-github-workspace"),
+])
+def test_the_projects_folder_in_its_repository(
+    tmp_path: Path, git: str | None, workspace: str | None, root: str, folder: str
+) -> None:
+    """Where GitHub reads the project's paths from: its GITHUB_WORKSPACE, else the git work
+    tree around the project's folder."""
+    for made in (git, workspace, root):
+        if made is not None:
+            (tmp_path / made).mkdir(parents=True, exist_ok=True)
+    given = str(tmp_path / workspace) if workspace is not None else None
+    assert folder_in_repository(tmp_path / root, given) == folder
