@@ -893,11 +893,11 @@ def _as_displayed(context: Context, path: str) -> str:
 def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
     """Each stored link's check status against its repo's target version (a query: the
     annotation files are not read again)."""
+    from annotations.citations import links_with_status
+
     report = _run_check(context, (), relink=False,
                         source_files=frozenset(row["source_file"] for row in rows))
-    status = {(r.file, r.line, r.claim, r.ref): r.status.value for r in report.results}
-    return [{**row, "status": status.get(
-        (row["source_file"], row["line"], row["claim_id"], row["written"]))} for row in rows]
+    return links_with_status(rows, report.results)
 
 
 def _note_unknown_name(

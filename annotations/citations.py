@@ -234,7 +234,7 @@ def links_moved_to(
             continue
         if stored is None:
             stored = {link_key(row): row for row in claim_store.all_links(database)}
-        row = stored.get((result.file, result.line, result.claim, result.ref))
+        row = stored.get(result_key(result))
         if row is not None:
             others = [other for other in places if other != place]
             found.append({**row, "moved_to": place,
@@ -292,6 +292,18 @@ def follows_moves(database: Database, symbol: str) -> bool:
 def link_key(row: dict) -> tuple:
     """What tells one stored ref from another: its file, line, claim and text."""
     return row["source_file"], row["line"], row["claim_id"], row["written"]
+
+
+def result_key(result: RefResult) -> tuple:
+    """`link_key` of the stored ref a check ``result`` is of."""
+    return result.file, result.line, result.claim, result.ref
+
+
+def links_with_status(rows: Iterable[dict], results: Iterable[RefResult]) -> list[dict]:
+    """Each stored link of ``rows`` with ``status``, its check result's (None when
+    ``results`` has none for it)."""
+    status = {result_key(result): result.status.value for result in results}
+    return [{**row, "status": status.get(link_key(row))} for row in rows]
 
 
 def _defined_as(

@@ -15,7 +15,7 @@ from fakeproject import DB, copy_project, run_annotate, write_fakes_config
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
-from annotations.citations import links_moved_here, links_moved_to
+from annotations.citations import links_moved_here, links_moved_to, links_with_status
 from annotations.loader import link_claim_id
 from annotations.results import RefResult, Status
 from db.claims import MAX_SEARCH_TERMS, all_links
@@ -435,6 +435,22 @@ def test_links_moved_here_are_the_links_checked_moved_to_it_but_those_listed(
         listed_links = all_links(database) if listed else []
         moved = links_moved_here(database, load_config(), symbol, listed_links)
     assert [(link["claim_id"], link["moved_to"]) for link in moved] == found
+
+
+@pytest.mark.usefixtures("graphs")
+@pytest.mark.parametrize(("lines_below", "status"), [
+    pytest.param(0, "moved", id="checked"),
+    pytest.param(1, None, id="checked-a-ref-on-another-line"),
+])
+def test_links_with_status_are_the_links_with_their_checks_status(
+    project: Path, lines_below: int, status: str | None
+) -> None:
+    """Each stored link with the status of its ref's check result (told apart by file,
+    line, claim and ref as written), None when it was not checked."""
+    with open_database(project / DB) as database:
+        (row,) = all_links(database)
+    result = _moved({**row, "line": row["line"] + lines_below}, "vllm@v0.3.0:x.py::y")
+    assert links_with_status([row], [result]) == [{**row, "status": status}]
 
 
 def _moved(row: dict, new_ref: str) -> RefResult:
