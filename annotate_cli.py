@@ -543,7 +543,8 @@ def versions(context: Context, output_format: str) -> None:
 
     with context.database() as database:
         rows = queries.list_versions(database)
-        missing = _configured_not_indexed(context.config, database, rows)
+        missing = context.config.configured_not_indexed(
+            database, {(row["repo"], row["version"]) for row in rows})
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
     elif not rows:
@@ -557,26 +558,8 @@ def versions(context: Context, output_format: str) -> None:
                 for r in rows
             ),
         )
-    for note in missing:
-        _note(note)
-
-
-def _configured_not_indexed(config: ProjectConfig, database: Any,
-                            rows: list[dict[str, Any]]) -> list[str]:
-    """A note for each version of the config file that ``rows`` (the indexed versions)
-    lack, saying what to do: index it, or give it a source when no source had it. None
-    without a config file: the defaults name no version anyone asked for (an index read
-    with --db from another folder)."""
-    from db import queries
-
-    if config.source_file is None:
-        return []
-    indexed = {(row["repo"], row["version"]) for row in rows}
-    return [f"Note: {repo.name}@{version} is configured but not indexed; "
-            + queries.unindexed(database, repo.name, version, repo.versions,
-                                config_name=config.file_name).hint
-            for repo in sorted(config.repos.values(), key=lambda repo: repo.name)
-            for version in repo.versions if (repo.name, version) not in indexed]
+    for pin, hint in missing:
+        _note(f"Note: {pin} is configured but not indexed; {hint}")
 
 
 def _where_files_are(

@@ -10,7 +10,7 @@ import difflib
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -141,6 +141,21 @@ class ProjectConfig:
         """The versions of repo ``name`` to index (none when it is not configured)."""
         repo = self.repos.get(name)
         return repo.versions if repo else ()
+
+    def configured_not_indexed(
+        self, database: Database, indexed: Collection[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """Each configured ``REPO@VERSION`` that ``indexed`` (its (repo, version) pairs)
+        lacks, repos by name, with what to do (`db.queries.unindexed`'s hint: index it, or
+        give it a source when no source had it). None without a config file: the defaults
+        name no version anyone asked for (an index read with --db from another folder)."""
+        if self.source_file is None:
+            return []
+        return [(f"{repo.name}@{version}",
+                 queries.unindexed(database, repo.name, version, repo.versions,
+                                   config_name=self.file_name).hint)
+                for repo in sorted(self.repos.values(), key=lambda repo: repo.name)
+                for version in repo.versions if (repo.name, version) not in indexed]
 
     def require_version(self, database: Database, repo: str, version: str) -> int:
         """The key of the indexed ``repo@version``; else `db.queries.require_version`'s

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from db.database import open_database
 from indexer.config import (
     DEFAULT_FAIL_ON,
     ProjectConfig,
@@ -180,3 +181,21 @@ def test_the_projects_folder_in_its_repository(
             (tmp_path / made).mkdir(parents=True, exist_ok=True)
     given = str(tmp_path / workspace) if workspace is not None else None
     assert folder_in_repository(tmp_path / root, given) == folder
+
+
+@pytest.mark.parametrize(("config", "indexed", "missing"), [
+    pytest.param('[repos.vllm]\nversions = ["v1", "v2"]\n', set(),
+                 ["lmcache@v0.5.1", "vllm@v1", "vllm@v2"], id="none-indexed"),
+    pytest.param('[repos.vllm]\nversions = ["v1", "v2"]\n', {("vllm", "v1")},
+                 ["lmcache@v0.5.1", "vllm@v2"], id="one-indexed"),
+    pytest.param(None, set(), [], id="no-config-file-names-no-version-anyone-asked-for"),
+])
+def test_the_configured_versions_not_indexed_say_what_to_do(
+    config: str | None, indexed: set[tuple[str, str]], missing: list[str]
+) -> None:
+    project = loaded(config) if config is not None else load_config()
+    with open_database(Path("index.db"), create=True) as database:
+        found = project.configured_not_indexed(database, indexed)
+    assert [pin for pin, _hint in found] == missing
+    assert [hint for pin, hint in found if pin.startswith("vllm@")] == [
+        f"run 'annotate index {pin}'" for pin in missing if pin.startswith("vllm@")]
