@@ -54,9 +54,15 @@ _DESTINATION_END_RE = re.compile(r"[)\s>]")
 _OPEN_RE, _CLOSE_RE, _QUOTE_MARK_RE = re.compile(r"\["), re.compile(r"\]"), re.compile('"')
 _BRACKET_RE = re.compile(r"[\[\]]")
 _RAW_HTML_OPEN_RE = re.compile(r"<(?:pre|script|style|textarea)(?:[\s>]|$)", re.IGNORECASE)
-_RAW_HTML, _COMMENT, _TAGS = "<pre>", "<!--", "<div>"
-"""The kinds of HTML block read: raw text (``<pre>``, ``<script>``, ...), a comment, and
-one of other tags (``<div>``, a lone ``</pre>``), whose text a reader sees."""
+_RAW_HTML, _TAGS = "<pre>", "<div>"
+"""Two kinds of HTML block read: raw text (``<pre>``, ``<script>``, ...), and one of other
+tags (``<div>``, a lone ``</pre>``), whose text a reader sees; the others are hidden to an
+end (`_HIDDEN_HTML_ENDS`)."""
+_HIDDEN_HTML_RE = re.compile(r"<!--|<\?|<!\[CDATA\[|<![A-Za-z]")
+_HIDDEN_HTML_ENDS = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
+"""CommonMark's HTML blocks of types 2 to 5, that a browser shows nothing of up to their
+end (a comment, ``<?php ... ?>``, ``<![CDATA[ ... ]]>``, a declaration ``<!DOCTYPE ...>``),
+by their opening: the end of each (a declaration's, '<!' and a letter, is '>')."""
 # CommonMark's HTML blocks of types 6 (a block-level tag, which may interrupt a paragraph)
 # and 7 (any other tag alone on its line), which run to a blank line.
 _BLOCK_TAG_RE = re.compile(
@@ -310,8 +316,9 @@ class _Contained:
 
 @dataclass(frozen=True)
 class _Html(_Contained):
-    """An open HTML block: a comment (_COMMENT) or a raw-text one such as ``<pre>``
-    (_RAW_HTML)."""
+    """An open HTML block: a raw-text one such as ``<pre>`` (_RAW_HTML), one of other tags
+    (_TAGS), or one hidden to its end, by its opening (``<!--``, ``<?``, ``<![CDATA[``, or
+    ``<!`` for a declaration)."""
 
     kind: str
 
@@ -333,7 +340,8 @@ def _block_opened(content: str, containers: Containers,
                   in_paragraph: bool = False) -> _Block | None:
     """The block a line whose ``content`` (past its containers' markers, at most three
     columns in) opens in ``containers``: a fence, a raw-text HTML block (``<pre>``), a
-    comment or an HTML block of other tags (a lone tag but a block-level one does not
+    comment (or a ``<?...?>``, ``<!DOCTYPE ...>`` or ``<![CDATA[...]]>``: hidden to its
+    end), or an HTML block of other tags (a lone tag but a block-level one does not
     interrupt a paragraph, ``in_paragraph``); None for none."""
     start = _indent(content, 0)
     fence = _FENCE_RE.match(content, start)
@@ -342,8 +350,9 @@ def _block_opened(content: str, containers: Containers,
         return None if backtick_in_info else _Fence(containers, fence["fence"])
     if _RAW_HTML_OPEN_RE.match(content, start):
         return _Html(containers, _RAW_HTML)
-    if content.startswith("<!--", start):
-        return _Html(containers, _COMMENT)
+    hidden = _HIDDEN_HTML_RE.match(content, start)
+    if hidden is not None:
+        return _Html(containers, hidden[0] if hidden[0] in _HIDDEN_HTML_ENDS else "<!")
     lone_tag = not in_paragraph and _LONE_TAG_RE.fullmatch(content, start)
     return _Html(containers, _TAGS) if lone_tag or _BLOCK_TAG_RE.match(content, start) else None
 
@@ -411,7 +420,7 @@ def _read_in_block(blocks: _Blocks, reading: _Reading, block: _Block, index: int
     reading.paragraph_open = False
     end = _block_end(block, line, content, opening)
     if end is not None:
-        if isinstance(block, _Html) and block.kind == _COMMENT:
+        if isinstance(block, _Html) and block.kind != _RAW_HTML:
             blocks.shown[index] = end
         reading.block = None
 
@@ -454,15 +463,17 @@ def _block_end(block: _Block, line: str, content: str | None, opening: bool) -> 
     ``content``: the line past the block's containers (None on its opening line);
     ``opening``: the block opened on the line. A fence closes at one at least as long, with
     no info (never on its own line); ``<pre>`` at any raw-text end tag; a comment at its
-    ``-->``; one of other tags not on a line (at a blank one, before it)."""
+    ``-->`` (``<?`` at ``?>``, ...: `_HIDDEN_HTML_ENDS`); one of other tags not on a line
+    (at a blank one, before it)."""
     if isinstance(block, _Fence):
         return len(line) if content is not None and block.closes(content) else None
     if block.kind == _TAGS:
         return None
-    if block.kind == _COMMENT:
-        end = line.find("-->", line.find("<!--") if opening else 0)
-        return None if end < 0 else end + 3
-    return len(line) if _closes_raw_html(line) else None
+    if block.kind == _RAW_HTML:
+        return len(line) if _closes_raw_html(line) else None
+    closing = _HIDDEN_HTML_ENDS.get(block.kind, ">")
+    end = line.find(closing, line.find(block.kind) if opening else 0)
+    return None if end < 0 else end + len(closing)
 
 
 def code_span_ranges(line: str) -> list[tuple[int, int]]:

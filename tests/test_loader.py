@@ -1039,6 +1039,30 @@ def test_html_blocks_of_other_tags_run_to_a_blank_line(body: str, lines: list[in
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+HIDDEN_HTML_BLOCKS = [
+    pytest.param("<?php\n{A}\n?>\n{B}\n", [6], id="a-processing-instruction-hides-its-lines"),
+    pytest.param("<!DOCTYPE html\n{A}\n>\n{B}\n", [6], id="a-declaration-hides-its-lines"),
+    pytest.param("<![CDATA[\n{A}\n]]>\n{B}\n", [6], id="a-cdata-section-hides-its-lines"),
+    pytest.param("- <?php\n  {A}\n{B}\n", [5], id="a-processing-instruction-ends-with-its-item"),
+    pytest.param("Text\n<?php {A} ?>\n{B}\n", [5], id="a-processing-instruction-ends-a-paragraph"),
+    pytest.param("<![CDATA[\n```\n]]>\n{B}\n", [6], id="a-fence-in-a-cdata-section-opens-nothing"),
+    pytest.param("```\n<?php\n```\n{B}\n", [6], id="a-processing-instruction-in-a-fence-is-code"),
+    pytest.param("<!doctype html>\n{B}\n", [4], id="a-declaration-on-one-line-ends-there"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), HIDDEN_HTML_BLOCKS)
+def test_html_blocks_a_browser_shows_nothing_of_hide_their_permalinks(
+    body: str, lines: list[int]
+) -> None:
+    """CommonMark's HTML blocks of types 3 to 5 (``<?php ... ?>``, ``<!DOCTYPE ...>``,
+    ``<![CDATA[ ... ]]>``) run, as a comment does, to the line holding their end, and a
+    browser shows nothing of them: a permalink there is no claim. Each expectation was
+    checked against a CommonMark reader (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 def test_a_fenced_line_is_read_past_its_containers_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a line goes on its fence and whether it closes it are read from one reading
     of the line past the fence's block quotes and list item."""
