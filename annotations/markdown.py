@@ -512,19 +512,22 @@ def find_permalinks(line: str, before: str = "") -> list[str]:
     space is not taken in. ``before``: the end of the lines of the paragraph before
     ``line``, where an image's alt text or an ``<img`` tag may start."""
     matches = list(URL_RE.finditer(line))
-    ends = _destination_ends(line) if matches else {}
+    if not matches:
+        return []
+    ends = _destination_ends(line)
     starts_and_urls = ((match.start(), line[match.start():max(match.end(),
                                                               ends.get(match.start(), 0))])
                        for match in matches)
+    # joined once: each URL's joining them copied the line (quadratic in its URLs)
+    text, offset = (f"{before}\n{line}", len(before) + 1) if before else (line, 0)
     return [url.rstrip(URL_TRAILING) for start, url in starts_and_urls
-            if PERMALINK_RE.match(url) and not _shows_a_picture(line, start, url, before)]
+            if PERMALINK_RE.match(url) and not _shows_a_picture(text, offset + start, url)]
 
 
-def _shows_a_picture(line: str, start: int, url: str, before: str) -> bool:
-    """Whether the URL at column ``start`` of ``line`` is an image's source (``![alt](URL)``,
-    ``<img src="URL">``, opened on ``line`` or in the text ``before`` it) or names an
-    image file (``.png``): a picture, not code cited."""
-    text, at = (f"{before}\n{line}", len(before) + 1 + start) if before else (line, start)
+def _shows_a_picture(text: str, at: int, url: str) -> bool:
+    """Whether the URL at ``at`` of ``text`` (a line and the lines of its paragraph before
+    it) is an image's source (``![alt](URL)``, ``<img src="URL">``) or names an image file
+    (``.png``): a picture, not code cited."""
     return _is_image_destination(text, at) or _is_img_source(text, at) or _names_an_image(url)
 
 
@@ -750,7 +753,10 @@ class Body:
     def permalinks(self, index: int) -> list[str]:
         """The permalinks of line ``index`` (`find_permalinks`), but the URL of a reference
         definition that only images use (``![alt][fig]``): a picture's source."""
-        urls = find_permalinks(self.visible[index], self._before(index))
+        visible = self.visible[index]
+        if URL_RE.search(visible) is None:  # most lines: the lines before it are not read
+            return []
+        urls = find_permalinks(visible, self._before(index))
         definition = _REFERENCE_DEFINITION_RE.match(self.lines[index])
         if definition is None or not self._only_images_use(definition["label"]):
             return urls
