@@ -41,6 +41,11 @@ MAX_CONTAINERS = 100
 _FENCE_RE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 _CLOSING_FENCE_RE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})[ \t]*")
 _HEADING_RE = re.compile(r"\s*#{1,6}(\s|$)")
+_THEMATIC_BREAK_RE = re.compile(r" {0,3}([-*_])(?: *\1){2,} *$")
+"""A thematic break (``---``, ``* * *``): a block of one line, which may interrupt a
+paragraph, and no list item (``- - -``)."""
+_SETEXT_UNDERLINE_RE = re.compile(r" {0,3}(?:=+|-+) *")
+"""What makes the paragraph above it a heading (``===``, ``---``) and ends it."""
 _REFERENCE_DEFINITION_RE = re.compile(
     r" {0,3}\[(?P<label>[^\[\]]{1,999})\]:[ \t]*<?(?P<url>[^\s>]+)")
 # A full ([text][label]), collapsed ([label][]) or shortcut ([label]) reference link; a
@@ -281,6 +286,8 @@ def _opened(line: str, at: int, in_paragraph: bool, room: int) -> tuple[Containe
         if quote is not None:
             opened, at = opened + (_QUOTE,), quote.end()
             continue
+        if _THEMATIC_BREAK_RE.match(line, at):
+            return opened, at
         item = _ITEM_OPEN_RE.match(line, at)
         blank = item is not None and not line[item.end():].strip()
         if item is None or (in_paragraph and not opened and _stays_text(item, blank)):
@@ -434,6 +441,9 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
     in_paragraph = reading.paragraph_open and depth == len(reading.containers)
     opened, at = _opened(expanded, at, in_paragraph, MAX_CONTAINERS - depth)
     content = expanded[at:]
+    if in_paragraph and not opened and _SETEXT_UNDERLINE_RE.fullmatch(content):
+        reading.paragraph_open = False  # the paragraph is a heading's text, and ends
+        return
     if reading.paragraph_open and not opened and content.strip() and _goes_on(content):
         if not content.lstrip().startswith("|"):  # a table's row is a paragraph of its own
             blocks.continued.add(index)
@@ -447,15 +457,17 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
     elif (block := _block_opened(content, reading.containers)) is not None:
         reading.block = block
         _read_in_block(blocks, reading, block, index, line, opening=True)
-    else:  # a heading is a block of one line
-        reading.paragraph_open = _HEADING_RE.match(content) is None
+    else:  # a heading or a thematic break is a block of one line
+        one_line = _HEADING_RE.match(content) or _THEMATIC_BREAK_RE.match(content)
+        reading.paragraph_open = not one_line
 
 
 def _goes_on(content: str) -> bool:
     """Whether a line whose ``content`` is past the containers it goes on and opens no
     other continues an open paragraph: indented four, or text that opens no block."""
     return _indent(content, 0) >= 4 or not (
-        _HEADING_RE.match(content) or _block_opened(content, (), in_paragraph=True) is not None)
+        _HEADING_RE.match(content) or _THEMATIC_BREAK_RE.match(content)
+        or _block_opened(content, (), in_paragraph=True) is not None)
 
 
 def _block_end(block: _Block, line: str, content: str | None, opening: bool) -> int | None:

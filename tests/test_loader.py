@@ -1063,6 +1063,30 @@ def test_html_blocks_a_browser_shows_nothing_of_hide_their_permalinks(
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+HEADINGS_AND_BREAKS = [
+    pytest.param("Text\n***\n    {A}\n\n{B}\n", [7], id="a-thematic-break-interrupts-a-paragraph"),
+    pytest.param("Text\n---\n    {A}\n\n{B}\n", [7], id="a-dash-underline-ends-a-heading"),
+    pytest.param("Text\n===\n    {A}\n\n{B}\n", [7], id="an-equals-underline-ends-a-heading"),
+    pytest.param("- - -\n    {A}\n\n{B}\n", [6], id="a-spaced-dash-line-is-a-break-not-an-item"),
+    pytest.param("Text `a\n---\n{A}`\n", [5], id="a-code-span-does-not-pair-over-an-underline"),
+    pytest.param("> Text\n---\n    {A}\n\n{B}\n", [7], id="a-dash-line-after-a-quote-is-a-break"),
+    pytest.param("- Item\n  ---\n      {A}\n\n{B}\n", [7], id="an-underline-in-a-list-item"),
+    pytest.param("> Text\n===\n{A}\n", [5], id="a-lazy-equals-line-is-text"),
+    pytest.param("Text\n    ---\n{A}\n", [5], id="a-dash-line-indented-four-is-text"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), HEADINGS_AND_BREAKS)
+def test_setext_headings_and_thematic_breaks_end_a_paragraph(body: str, lines: list[int]) -> None:
+    """A thematic break (``***``, ``- - -``: no list item) interrupts a paragraph, and an
+    underline (``===``, ``---``) in the paragraph's containers makes it a heading and ends
+    it: the line indented four after either is code, and no code span pairs over them; a
+    lazy ``===`` line is text. Each expectation was checked against a CommonMark reader
+    (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 def test_a_fenced_line_is_read_past_its_containers_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a line goes on its fence and whether it closes it are read from one reading
     of the line past the fence's block quotes and list item."""
@@ -1144,6 +1168,9 @@ def test_visible_lines_blank_comments_through_their_last_character(
                  id="blank-quote-line-ends-a-paragraph"),
     pytest.param(f"> ## 为什么\n见 {GH}/v1/a.py#L1\n", [f"见 {GH}/v1/a.py#L1"],
                  id="a-line-after-a-quoted-heading-starts-a-paragraph"),
+    pytest.param(f"Why {GH}/v1/a.py#L1\n===\nThe rest {GH}/v1/b.py#L1\n---\n",
+                 [f"Why {GH}/v1/a.py#L1", f"The rest {GH}/v1/b.py#L1"],
+                 id="a-setext-heading-is-its-text-without-its-underline"),
     pytest.param(f"<!--\nsecret note\n-->\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
                  id="a-comment-block-is-no-text-of-the-paragraph-after-it"),
     pytest.param(f"<pre>\nsecret\n</pre>\nsee {GH}/v1/a.py#L1\n", [f"see {GH}/v1/a.py#L1"],
