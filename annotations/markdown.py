@@ -386,12 +386,14 @@ _Block = _Fence | _Html
 @dataclass
 class _Reading:
     """Where a pass over a body stands: the block open (None: none), the block quotes and
-    list items open, and whether a paragraph is open (indented four, a line is its text
-    rather than code)."""
+    list items open, whether a paragraph is open (indented four, a line is its text
+    rather than code), and where in the containers a list item opened empty on the line
+    before is (None: none), which a blank line ends."""
 
     block: _Block | None = None
     containers: Containers = ()
     paragraph_open: bool = False
+    empty_item: int | None = None
 
 
 def _blocks_of(lines: list[str], first: int) -> _Blocks:
@@ -441,6 +443,7 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
     in_paragraph = reading.paragraph_open and depth == len(reading.containers)
     opened, at = _opened(expanded, at, in_paragraph, MAX_CONTAINERS - depth)
     content = expanded[at:]
+    empty_item, reading.empty_item = reading.empty_item, None
     if in_paragraph and not opened and _SETEXT_UNDERLINE_RE.fullmatch(content):
         reading.paragraph_open = False  # the paragraph is a heading's text, and ends
         return
@@ -451,6 +454,10 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
     reading.containers = reading.containers[:depth] + opened
     if not content.strip():
         reading.paragraph_open = False
+        if opened and opened[-1] != _QUOTE:
+            reading.empty_item = len(reading.containers) - 1
+        elif empty_item is not None and not opened:  # an item opens with one blank line at most
+            reading.containers = reading.containers[:empty_item]
     elif _indent(content, 0) >= 4:  # no paragraph goes on: indented code
         blocks.code.add(index)
         reading.paragraph_open = False

@@ -1087,6 +1087,25 @@ def test_setext_headings_and_thematic_breaks_end_a_paragraph(body: str, lines: l
     assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
 
 
+EMPTY_LIST_ITEMS = [
+    pytest.param("-\n\n    {A}\n\n{B}\n", [7], id="a-blank-line-ends-an-empty-item"),
+    pytest.param("1.\n\n      {A}\n\n{B}\n", [7], id="a-blank-line-ends-an-empty-numbered-item"),
+    pytest.param("- a\n-\n\n    {A}\n\n{B}\n", [8], id="a-blank-line-ends-an-empty-second-item"),
+    pytest.param("> -\n>\n>     {A}\n\n{B}\n", [7], id="a-blank-line-ends-an-empty-quoted-item"),
+    pytest.param("-\n  {A}\n", [4], id="an-empty-item-goes-on-on-the-next-line"),
+    pytest.param("- \n- x\n\n  {A}\n", [6], id="an-empty-item-then-one-with-text"),
+]
+
+
+@pytest.mark.parametrize(("body", "lines"), EMPTY_LIST_ITEMS)
+def test_a_list_item_opens_with_one_blank_line_at_most(body: str, lines: list[int]) -> None:
+    """A list item opened empty (``-`` alone) ends at a blank line after it: the line
+    indented four after that is code, not the item's text. Each expectation was checked
+    against a CommonMark reader (markdown-it-py)."""
+    text = "# T\n\n" + body.format(A=f"{GH}/v1/a.py#L1", B=f"see {GH}/v1/b.py#L2")
+    assert [claim.line for claim in load_markdown_text(text, "a.md").claims] == lines
+
+
 def test_a_fenced_line_is_read_past_its_containers_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a line goes on its fence and whether it closes it are read from one reading
     of the line past the fence's block quotes and list item."""
