@@ -523,13 +523,14 @@ def _blank_code_spans(line: str) -> str:
     return _blanked(line, code_span_ranges(line))
 
 
-def find_permalinks(line: str, before: str = "") -> list[str]:
+def find_permalinks(line: str, before: str = "", after: str = "") -> list[str]:
     """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed, but
     those that show a picture (`_shows_a_picture`). A link's destination (``[text](URL)``,
     ``<URL>``) is a URL to its end, raw non-ASCII paths included; in prose a URL ends at
     the first character no URL holds, so the Chinese text that often follows it with no
     space is not taken in. ``before``: the end of the lines of the paragraph before
-    ``line``, where an image's alt text or an ``<img`` tag may start."""
+    ``line``, where an image's alt text or an ``<img`` tag may start; ``after``: the start
+    of those after it, where an image's alt text may end."""
     matches = list(URL_RE.finditer(line))
     if not matches:
         return []
@@ -539,15 +540,38 @@ def find_permalinks(line: str, before: str = "") -> list[str]:
                        for match in matches)
     # joined once: each URL's joining them copied the line (quadratic in its URLs)
     text, offset = (f"{before}\n{line}", len(before) + 1) if before else (line, 0)
+    text += f"\n{after}" if after else ""
     return [url.rstrip(URL_TRAILING) for start, url in starts_and_urls
             if PERMALINK_RE.match(url) and not _shows_a_picture(text, offset + start, url)]
 
 
 def _shows_a_picture(text: str, at: int, url: str) -> bool:
     """Whether the URL at ``at`` of ``text`` (a line and the lines of its paragraph before
-    it) is an image's source (``![alt](URL)``, ``<img src="URL">``) or names an image file
-    (``.png``): a picture, not code cited."""
-    return _is_image_destination(text, at) or _is_img_source(text, at) or _names_an_image(url)
+    it) is an image's source (``![alt](URL)``, ``<img src="URL">``), is in an image's alt
+    text (``![see [x](URL)](fig.png)``: a reader sees the picture, not the link) or names an
+    image file (``.png``): a picture, not code cited."""
+    return (_is_image_destination(text, at) or _is_img_source(text, at)
+            or _names_an_image(url) or _in_alt_text(text, at))
+
+
+def _in_alt_text(text: str, at: int) -> bool:
+    """Whether column ``at`` of ``text`` is in the alt text of an inline or reference image:
+    its '![' found by balancing brackets back from ``at``, its ']' (then '(' or '[') forward,
+    over _MAX_LABEL characters each way at most."""
+    if text.rfind("![", max(at - _MAX_LABEL - 2, 0), at) < 0:  # most URLs: no image near
+        return False
+    opening = _label_start(text, at)
+    if opening is None or opening == 0 or not _marks_an_image(text, opening - 1):
+        return False
+    depth = 0
+    for bracket in _BRACKET_RE.finditer(text, at, at + _MAX_LABEL):
+        if bracket[0] == "[":
+            depth += 1
+        elif depth:
+            depth -= 1
+        else:
+            return text[bracket.end():bracket.end() + 1] in ("(", "[")
+    return False
 
 
 def _is_image_destination(text: str, start: int) -> bool:
@@ -775,7 +799,7 @@ class Body:
         visible = self.visible[index]
         if URL_RE.search(visible) is None:  # most lines: the lines before it are not read
             return []
-        urls = find_permalinks(visible, self._before(index))
+        urls = find_permalinks(visible, self._before(index), self._after(index))
         definition = _REFERENCE_DEFINITION_RE.match(self.lines[index])
         if definition is None or not self._only_images_use(definition["label"]):
             return urls
@@ -791,6 +815,17 @@ class Body:
             lines.append(self.visible[earlier])
             length += len(lines[-1]) + 1
         return "\n".join(reversed(lines))
+
+    def _after(self, index: int) -> str:
+        """The visible lines of the paragraph after line ``index``, joined, on to one that
+        reaches as far as an image's alt text opened before may close."""
+        lines: list[str] = []
+        later, length = index + 1, 0
+        while self.starts.get(later) == self.starts[index] and length <= _MAX_LABEL + 2:
+            lines.append(self.visible[later])
+            length += len(lines[-1]) + 1
+            later += 1
+        return "\n".join(lines)
 
     def _only_images_use(self, label: str) -> bool:
         return self._use_of(label) is None and _reference_key(label) in self.pictured

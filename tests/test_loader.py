@@ -803,6 +803,20 @@ def test_markdown_permalink_urls_end_where_markdown_ends_them(line: str, urls: l
                  id="a-link-on-the-line-after-an-image-label"),
     pytest.param("See [a [b] c]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
                  id="a-link-whose-text-holds-brackets"),
+    pytest.param("![see [the engine]({G}/vllm/a.py#L1)](fig.png)", [],
+                 id="a-link-in-an-images-alt-text"),
+    pytest.param("![the engine at {G}/vllm/a.py#L1](fig.png)", [],
+                 id="a-url-in-an-images-alt-text"),
+    pytest.param("See ![the\n[engine]({G}/vllm/a.py#L1) flow](fig.png)", [],
+                 id="a-link-in-alt-text-opened-on-the-line-before"),
+    pytest.param("![see\n[engine]({G}/vllm/a.py#L1)\nflow](fig.png)", [],
+                 id="a-link-in-alt-text-closed-on-the-line-after"),
+    pytest.param("![see [x]({G}/vllm/a.py#L1)][fig]\n\n[fig]: fig.png", [],
+                 id="a-link-in-a-reference-images-alt-text"),
+    pytest.param("![a [b]({G}/vllm/a.py#L1) c](fig.png) and [d]({G}/vllm/b.py#L2)",
+                 ["{G}/vllm/b.py#L2"], id="a-link-after-an-image-holding-one"),
+    pytest.param("![a]\n[b]({G}/vllm/a.py#L1)", ["{G}/vllm/a.py#L1"],
+                 id="a-link-on-the-line-after-an-image-label-alone"),
 ])
 def test_markdown_images_and_links_to_images_are_not_claims(body: str, urls: list[str]) -> None:
     """An image shows a picture, and a picture cites no code: were it a claim, a diagram
