@@ -52,7 +52,9 @@ _REFERENCE_DEFINITION_RE = re.compile(
 # shortcut is not followed by '(' or ':' (an inline link, a definition).
 _REFERENCE_USE_RE = re.compile(
     r"!?\[(?P<text>[^\[\]]{1,999})\](?:\[(?P<ref>[^\[\]]{0,999})\]|(?![(:\[]))")
-_MARKER_RE = re.compile(r"^(?:#{1,6}\s+|(?:>\s?)+|[-*+]\s+|[0-9]+[.)]\s+)")
+_ATX_OPEN_RE = re.compile(r"#{1,6}(?:[ \t]+|$)")
+_ATX_CLOSE_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+"""The marks of an ATX heading (``## Title ##``) around its text."""
 _MAX_LABEL, _MAX_DESTINATION, _MAX_TITLE = 500, 2000, 500
 """The longest label, destination and title of an inline link read (see `_inline_links`)."""
 _DESTINATION_END_RE = re.compile(r"[)\s>]")
@@ -123,7 +125,7 @@ def read_body(lines: list[str], first: int) -> Body:
     shown = list(_visible_lines(lines, first, blocks))
     visible = {index: text for index, text, _ in shown}
     hidden = {index: spans for index, _, spans in shown}
-    return Body(lines, first, visible, hidden, blocks.continued)
+    return Body(lines, first, visible, hidden, blocks)
 
 
 def _visible_lines(lines: list[str], first: int,
@@ -369,14 +371,18 @@ class _Blocks:
     """The lines of a body's fenced code blocks and HTML blocks (fences and tags included),
     and for a comment's last line, the column past its ``-->``: a reader sees what
     follows; the lines of its indented code blocks; the lines that go on the paragraph
-    of the line before (a lazy line included); and the lines of its HTML blocks of other
-    tags (shown, as they are written: a backtick there is text)."""
+    of the line before (a lazy line included); the lines of its HTML blocks of other
+    tags (shown, as they are written: a backtick there is text); and for each line of a
+    paragraph or heading, where its text starts (past its containers' markers), and which
+    of those are ATX headings (``## Title``)."""
 
     lines: set[int] = field(default_factory=set)
     shown: dict[int, int] = field(default_factory=dict)
     code: set[int] = field(default_factory=set)
     continued: set[int] = field(default_factory=set)
     tags: set[int] = field(default_factory=set)
+    text_at: dict[int, int] = field(default_factory=dict)
+    headings: set[int] = field(default_factory=set)
 
 
 _Block = _Fence | _Html
@@ -450,6 +456,7 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
     if reading.paragraph_open and not opened and content.strip() and _goes_on(content):
         if not content.lstrip().startswith("|"):  # a table's row is a paragraph of its own
             blocks.continued.add(index)
+        blocks.text_at[index] = _column_of(line, at)
         return  # a lazy line keeps the containers that it did not go on
     reading.containers = reading.containers[:depth] + opened
     if not content.strip():
@@ -465,8 +472,24 @@ def _read_outside_blocks(blocks: _Blocks, reading: _Reading, index: int, line: s
         reading.block = block
         _read_in_block(blocks, reading, block, index, line, opening=True)
     else:  # a heading or a thematic break is a block of one line
-        one_line = _HEADING_RE.match(content) or _THEMATIC_BREAK_RE.match(content)
-        reading.paragraph_open = not one_line
+        heading = _HEADING_RE.match(content) is not None
+        if heading:
+            blocks.headings.add(index)
+        blocks.text_at[index] = _column_of(line, at)
+        reading.paragraph_open = not (heading or _THEMATIC_BREAK_RE.match(content))
+
+
+def _column_of(line: str, expanded: int) -> int:
+    """The index in ``line`` of the character at column ``expanded`` of the line with its
+    tabs expanded (a tab part of which is before that column: the tab's)."""
+    if "\t" not in line:
+        return expanded
+    column = 0
+    for index, character in enumerate(line):
+        column += 4 - column % 4 if character == "\t" else 1
+        if column > expanded:
+            return index
+    return len(line)
 
 
 def _goes_on(content: str) -> bool:
@@ -775,15 +798,18 @@ class Body:
     """A Markdown body split into paragraphs once (each link's text is then cheap to find);
     ``visible`` holds its lines as a reader sees them (`visible_lines`): a line it does not
     hold (code, a comment, ``<pre>``) is a block of its own, not text of the paragraph
-    around it; ``continued``: the lines that go on the paragraph of the line before."""
+    around it; ``blocks``: its blocks (`_blocks_of`): which lines go on the paragraph of the
+    line before, where each line's text starts."""
 
     def __init__(
         self, lines: list[str], first: int, visible: dict[int, str],
-        hidden: dict[int, list[Span]], continued: set[int],
+        hidden: dict[int, list[Span]], blocks: _Blocks,
     ) -> None:
         self.lines = lines
         self.visible = visible
         self.hidden = hidden  # the spans of each line that its comments hide
+        self.blocks = blocks
+        continued = blocks.continued
         self.starts: dict[int, int] = {}
         for index in range(first, len(lines)):
             edge = index not in visible or index - 1 not in visible  # of a hidden block
@@ -865,6 +891,15 @@ class Body:
         """The text around a link on line `index`: its paragraph, or else its sentence."""
         return self._text_in(self._paragraph(self.starts[index]), index, url)
 
+    def _text_of(self, index: int) -> str:
+        """Line ``index`` as a reader sees it in its paragraph or heading: past its block
+        quotes' and list items' markers, without its comments (or a heading's marks)."""
+        line, at = self.lines[index], self.blocks.text_at.get(index, 0)
+        text = _without(" " * at + line[at:], self.hidden.get(index, [])).strip()
+        if index in self.blocks.headings:
+            text = _ATX_CLOSE_RE.sub("", _ATX_OPEN_RE.sub("", text, count=1))
+        return text
+
     def _line_alone(self, index: int) -> _Paragraph:
         """Line `index` as a paragraph of its own."""
         return _make_paragraph(index, [_without(self.lines[index],
@@ -885,9 +920,7 @@ class Body:
             end = start + 1
             while end < len(self.lines) and self.starts.get(end) == start:
                 end += 1
-            parts = [_MARKER_RE.sub("", _without(self.lines[index],
-                                                 self.hidden.get(index, [])).strip())
-                     for index in range(start, end)]
+            parts = [self._text_of(index) for index in range(start, end)]
             self.cache[start] = _make_paragraph(start, parts)
         return self.cache[start]
 
