@@ -210,17 +210,29 @@ def _closes_raw_html(line: str) -> bool:
 
 
 def _comment_spans(line: str) -> tuple[list[Span], bool]:
-    """Where ``line``'s HTML comments (``<!-- ... -->``) are, and whether one is still open
-    at its end."""
+    """Where ``line``'s HTML comments (``<!-- ... -->``) are, and the other inline HTML a
+    browser shows nothing of (``<?...?>``, ``<!DOCTYPE ...>``, ``<![CDATA[...]]>``) closed
+    on the line (one that is not is text), and whether a comment is still open at its end."""
     spans: list[Span] = []
-    position = 0
-    while (start := line.find("<!--", position)) >= 0:
-        end = line.find("-->", start)
-        if end < 0:
-            spans.append((start, len(line)))
-            return spans, True
-        spans.append((start, end + 3))
-        position = end + 3
+    position, unclosed = 0, set()  # the openings that nothing after closes
+    while (opening := _HIDDEN_HTML_RE.search(line, position)) is not None:
+        kind, start = opening[0], opening.start()
+        if kind == "<!--":
+            end = line.find("-->", start)
+            if end < 0:
+                spans.append((start, len(line)))
+                return spans, True
+            end += 3
+        else:
+            closing = _HIDDEN_HTML_ENDS.get(kind, ">")
+            end = -1 if kind in unclosed else line.find(closing, opening.end())
+            if end < 0:  # text; and searched once: linear in the line
+                unclosed.add(kind)
+                position = opening.end()
+                continue
+            end += len(closing)
+        spans.append((start, end))
+        position = end
     return spans, False
 
 

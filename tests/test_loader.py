@@ -744,6 +744,11 @@ CODE_BLOCKS = [
     pytest.param("Text <!-- old\nnote --> is at {B} <!-- more\nnote --> today.\n", [4],
                  id="between-a-comment-closing-and-one-opening"),
     pytest.param("<!-- a\nb --> and {B} <!-- c\nd -->\n", [4], id="between-two-block-comments"),
+    pytest.param("Text <?php {A} ?> then {B}\n", [3], id="inline-processing-instruction"),
+    pytest.param("Text <!DOCTYPE {A}> then {B}\n", [3], id="inline-declaration"),
+    pytest.param("Text <![CDATA[ {A} ]]> then {B}\n", [3], id="inline-cdata-section"),
+    pytest.param("A List<?> of {B}\n", [3], id="an-unclosed-processing-instruction-is-text"),
+    pytest.param("`<?x` {B} `?>`\n", [3], id="a-processing-instruction-in-code-spans-is-code"),
 ]
 
 
