@@ -45,7 +45,7 @@ LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
 in ~1,000 files, in random order (with 256, each was split 2.7 times: 1.1 s of a 9.3 s link)."""
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 14
+LINK_FORMAT = 15
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -61,7 +61,11 @@ HTML comment or <pre> block opens nothing, an HTML block starts at most three co
 (a tab is four) and ends a paragraph (the indented line after it is code); 11: an HTML
 block's lines are not text of the paragraph after them; 12: nor is the end of a comment
 before its '-->'; 13: nor are the comments inside a paragraph; 14: a reference
-definition no link uses has its own line as its text, not its block of definitions'."""
+definition no link uses has its own line as its text, not its block of definitions'; 15:
+Markdown read as CommonMark nests block quotes and list items, with HTML blocks of all
+seven types (a permalink in '<?php ... ?>', '<!DOCTYPE ...>' or '<![CDATA[ ... ]]>' is no
+claim), thematic breaks, setext headings and list items opened empty, a link in an image's
+alt text is no claim, and a claim's text loses its lines' container markers alone."""
 
 
 @dataclass
