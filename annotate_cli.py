@@ -174,7 +174,7 @@ def _note_outdated_links(context: Context, database: Any, files: Any = None) -> 
     from db import claims as claim_store
 
     state = link_state(database, context.config, files)
-    if state is LinkState.CHANGED and not claim_store.has_claims(database):
+    if state is LinkState.CHANGED and not claim_store.was_linked(database):
         _note("Note: no claim is linked yet, so none is shown here; run 'annotate link' (or "
               "'annotate check') first")
     elif state is LinkState.CHANGED:

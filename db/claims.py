@@ -217,6 +217,16 @@ def has_claims(database: Database) -> bool:
     return database.conn.execute("SELECT 1 FROM claims LIMIT 1").fetchone() is not None
 
 
+def claim_count(database: Database) -> int:
+    return database.conn.execute("SELECT count(*) FROM claims").fetchone()[0]
+
+
+def was_linked(database: Database) -> bool:
+    """Whether a link has run: its signature is recorded, or claims are stored (`annotate
+    index` forgets the signature when it parses blobs again, and keeps the claims)."""
+    return link_signature(database) is not None or has_claims(database)
+
+
 def index_state(database: Database) -> str:
     """Changes whenever a version is added to or removed from the index, or indexed again."""
     rows = database.conn.execute(

@@ -482,6 +482,38 @@ def test_a_diff_before_any_link_says_so_in_its_report(
         assert (NONE_CITED in text, NONE_CITED in page) == (False, False)
 
 
+NONE_STORED = "The last link stored no claim, so none is shown: run <code>annotate link</code> " \
+              "to see which annotation files could not be loaded."
+
+
+@pytest.mark.parametrize("options", [(), ("--annotated",)], ids=["whole", "annotated"])
+def test_a_diff_after_a_link_that_stored_no_claim_says_so_in_its_report(
+    project: Path, tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """A link whose every annotation file failed to load stores no claim: the report says
+    the link ran and stored none, not "none linked yet" nor "none cites a listed symbol"."""
+    root = tmp_path / "p"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("src", ".annotate"))
+    for tag in ("v0.1.0", "v0.2.0"):
+        ok(root, "index", f"vllm@{tag}", "--from", str(project / "src" / tag))
+    for path in (root / "annotations").iterdir():
+        path.write_text("claims: [\n", encoding="utf-8")
+    assert run(root, "link").exit_code != 0
+    args = ("diff", "vllm@v0.1.0", "vllm@v0.2.0", *options, "--format")
+    report = json.loads(run(root, *args, "json").stdout)
+    assert (report["claims_linked"], report["claims_stored"], report["articles"]) == (True, 0, [])
+    text = run(root, *args, "markdown")
+    assert "## Affected articles\n\n" + NONE_STORED in text.stdout
+    assert "no claim is linked yet" not in text.stderr
+    page = run(root, *args, "html").stdout
+    assert f'<p class="note">{NONE_STORED}</p>' in page
+    assert (NOT_LINKED in text.stdout, NOT_LINKED in page) == (False, False)
+    assert (NONE_CITED in text.stdout, NONE_CITED in page) == (False, False)
+    (root / "annotations" / "engine.yml").write_text("claims: [{\n", encoding="utf-8")
+    assert run(root, *args, "markdown").stderr.startswith(
+        "Note: the annotation files, the index or annotate changed since the last link")
+
+
 def test_annotated_in_another_repo(project: Path) -> None:
     text = ok(project, "diff", "evil@h1", "evil@h2", "--annotated")
     sections = markdown_sections(text)
@@ -575,8 +607,9 @@ USAGE_KEYS = {"kinds", "changes", "started_using", "started_using_total", "stopp
 
 def test_json_shape(project: Path) -> None:
     report = diff_json(project, "v0.2.0", "v0.3.0")
-    assert list(report) == ["repo", "from", "to", "annotated", "claims_linked", "counts",
-                            "listed", "packages", "articles", *TITLES, "lines"]
+    assert list(report) == ["repo", "from", "to", "annotated", "claims_linked",
+                            "claims_stored", "counts", "listed", "packages", "articles",
+                            *TITLES, "lines"]
     assert (report["repo"], report["from"], report["to"]) == ("vllm", "v0.2.0", "v0.3.0")
     assert list(report["counts"]) == ["unchanged", "cosmetic", "changed", "moved", "removed",
                                       "added"]

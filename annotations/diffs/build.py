@@ -148,7 +148,8 @@ def build_report(
     return DiffReport(
         repo, version_a, version_b, annotated, diff.counts, diff.packages, changes,
         impacts(changes, lines), diff_limit, sum(item.sources is not None for item in items),
-        sum(item.diffable for item in items), lines, claim_store.has_claims(database),
+        sum(item.diffable for item in items), lines, claim_store.was_linked(database),
+        claim_store.claim_count(database),
     )
 
 

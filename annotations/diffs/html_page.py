@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from annotations.diffs.model import (
     COUNT_ORDER,
     LINES,
+    NONE_STORED,
     NOT_LINKED,
     SECTION_TITLES,
     ArticleImpact,
@@ -140,9 +141,11 @@ def _count(value: int) -> str:
 
 def _articles(report: DiffReport) -> str:
     head = f'<section id="claims">{_h2("Affected articles and claims")}'
+    commands = {"link": "<code>annotate link</code>", "check": "<code>annotate check</code>"}
     if not report.claims_linked:
-        commands = {"link": "<code>annotate link</code>", "check": "<code>annotate check</code>"}
         return f'{head}<p class="note">{NOT_LINKED.format(**commands)}</p></section>'
+    if not report.claims_stored:
+        return f'{head}<p class="note">{NONE_STORED.format(**commands)}</p></section>'
     if not report.articles:
         return head + '<p class="muted">No claim cites a listed symbol.</p></section>'
     count = report.claim_count

@@ -1,8 +1,9 @@
 """A `DiffReport` as JSON.
 
-``{"repo", "from", "to", "annotated", "claims_linked", "counts", "listed", "packages",
-"articles", "changed", "moved", "removed", "added", "cosmetic", "lines"}``:
-``claims_linked`` is false before any link (no claim is stored, so none is listed);
+``{"repo", "from", "to", "annotated", "claims_linked", "claims_stored", "counts",
+"listed", "packages", "articles", "changed", "moved", "removed", "added", "cosmetic",
+"lines"}``: ``claims_linked`` is false before any link, ``claims_stored`` how many claims
+the last link stored (none is listed when it is 0);
 ``counts`` and ``packages`` cover every symbol; ``listed`` counts what each section
 lists; each section is a list of symbol objects (see `change_to_dict`); ``lines`` lists
 the cited lines that changed where no listed symbol holds them (see `lines_to_dict`).
@@ -32,6 +33,7 @@ def report_to_dict(report: DiffReport) -> dict[str, Any]:
         "to": report.version_b,
         "annotated": report.annotated,
         "claims_linked": report.claims_linked,
+        "claims_stored": report.claims_stored,
         "counts": report.counts,
         "listed": report.listed,
         "packages": report.packages,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from annotations.diffs.model import (
     COUNT_ORDER,
+    NONE_STORED,
     NOT_LINKED,
     SECTION_TITLES,
     ArticleImpact,
@@ -78,9 +79,11 @@ def _package_table(report: DiffReport) -> str:
 
 
 def _articles(report: DiffReport) -> str:
+    commands = {"link": code("annotate link"), "check": code("annotate check")}
     if not report.claims_linked:
-        commands = {"link": code("annotate link"), "check": code("annotate check")}
         return f"## Affected articles\n\n{NOT_LINKED.format(**commands)}"
+    if not report.claims_stored:
+        return f"## Affected articles\n\n{NONE_STORED.format(**commands)}"
     if not report.articles:
         return "## Affected articles\n\nNo claim cites a listed symbol."
     count = report.claim_count

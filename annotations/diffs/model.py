@@ -33,6 +33,11 @@ NOT_LINKED = "No claim is linked yet, so none is shown: run {link} (or {check}) 
 """What the reports say of claims before any link; ``link`` and ``check`` are the commands,
 as code."""
 
+NONE_STORED = ("The last link stored no claim, so none is shown: run {link} to see which "
+               "annotation files could not be loaded.")
+"""What the reports say of claims after a link that stored none (a link whose files hold
+no claim is refused; one whose files failed to load stores none of theirs)."""
+
 COUNT_ORDER = ("unchanged", "cosmetic", "changed", "moved", "removed", "added")
 """The verdicts counted in a summary, in display order."""
 
@@ -216,8 +221,9 @@ class DiffReport:
     unchanged, or (``annotated``) only those that claims cite; ``lines``, the cited lines
     that changed where no listed symbol holds them. ``diff_limit`` is how many
     side-by-side diffs were asked for; ``with_sources`` how many symbols have them.
-    ``claims_linked``: whether any claim is stored; before the first link none is, and
-    ``articles`` is empty whatever the annotation files say.
+    ``claims_linked``: whether a link has run; before the first one, and after one that
+    stored no claim (``claims_stored``: how many it stored), ``articles`` is empty
+    whatever the annotation files say.
     """
 
     repo: str
@@ -233,6 +239,7 @@ class DiffReport:
     diffable: int = 0
     lines: tuple[LineChange, ...] = ()
     claims_linked: bool = True
+    claims_stored: int = 0
 
     @property
     def title(self) -> str:
