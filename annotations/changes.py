@@ -107,12 +107,16 @@ _EXPLAIN_WIDTH = 120
 
 @dataclass(frozen=True)
 class Change:
-    """One kind of difference; ``explain()`` says it in one line."""
+    """One kind of difference; ``explain()`` says it in one line, ``in_full()`` with the
+    detail a reader wants and the one-line form leaves out."""
 
     kind: ClassVar[ChangeKind]
 
     def explain(self) -> str:
         raise NotImplementedError
+
+    def in_full(self) -> str:
+        return self.explain()
 
 
 @dataclass(frozen=True)
@@ -161,11 +165,31 @@ class MembersChange(Change):
 
 
 @dataclass(frozen=True)
+class NestedChange:
+    """A nested class ``name`` whose own ``changes`` (its members, its body) changed the
+    body of the class around it."""
+
+    name: str
+    changes: tuple[Change, ...]
+
+    def explain(self) -> str:
+        return f"nested {self.name}: " + ", ".join(change.in_full() for change in self.changes)
+
+
+@dataclass(frozen=True)
 class BodyChange(Change):
+    """``nested``: the nested classes among what changed, by name."""
+
     kind: ClassVar[ChangeKind] = ChangeKind.BODY
+    nested: tuple[NestedChange, ...] = ()
 
     def explain(self) -> str:
         return "body changed"
+
+    def in_full(self) -> str:
+        if not self.nested:
+            return self.explain()
+        return f"body changed ({'; '.join(nested.explain() for nested in self.nested)})"
 
 
 @dataclass(frozen=True)
@@ -266,8 +290,24 @@ def _class_changes(old: Comparable, new: Comparable) -> tuple[Change, ...]:
     if members is not None:
         changes.append(members)
     if _class_body_changed(old, new):
-        changes.append(BodyChange())
+        changes.append(BodyChange(_nested_changes(old, new)))
     return tuple(changes)
+
+
+def _nested_changes(old: Comparable, new: Comparable) -> tuple[NestedChange, ...]:
+    """The nested classes of ``old`` whose members or body changed at ``new`` (what
+    `_inner_changed` sees of them), each with those changes."""
+    old_members, new_members = old.members(), new.members()
+    found = []
+    for name in sorted(old_members.keys() & new_members.keys()):
+        for before, after in zip(old_members[name], new_members[name], strict=False):
+            if not (before.kind == after.kind == "class") or before.normalized == after.normalized:
+                continue
+            inner = tuple(change for change in _class_changes(before, after)
+                          if change.kind in (ChangeKind.MEMBERS, ChangeKind.BODY))
+            if inner:
+                found.append(NestedChange(name, inner))
+    return tuple(found)
 
 
 def _class_header_changes(old: Header, new: Header) -> list[Change]:

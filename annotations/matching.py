@@ -490,6 +490,9 @@ class Match:
     def explain(self) -> tuple[str, ...]:
         return tuple(change.explain() for change in self.changes)
 
+    def explain_in_full(self) -> tuple[str, ...]:
+        return tuple(change.in_full() for change in self.changes)
+
 
 @dataclass(frozen=True)
 class VersionDiff:

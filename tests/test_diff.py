@@ -98,6 +98,11 @@ def render():
 
 
 EFFORT: Literal["low", "high"] | None = None
+
+
+class Holder:
+    class Meta:
+        extra = "allow"
 '''
 EVIL_H2 = '''\
 """<script>alert(1)</script> in a docstring."""
@@ -123,6 +128,12 @@ def render():
 EFFORT: (
     Literal["low", "high", "max"] | None
 ) = Field(default=None)
+
+
+class Holder:
+    class Meta:
+        extra = "forbid"
+        strict = True
 '''
 EVIL = {"h1": {"evil/render.py": EVIL_H1}, "h2": {"evil/render.py": EVIL_H2}}
 
@@ -562,6 +573,23 @@ def test_every_kind_of_change_of_a_symbol_is_in_every_format(project: Path) -> N
             + "</ul>") in entry
 
 
+def test_a_body_changed_by_a_nested_class_says_which_in_every_format(project: Path) -> None:
+    """JSON keeps its one-line ``changes`` and gains ``nested``; Markdown and HTML say the
+    nested class and its changes after "body changed"."""
+    holder = {e["ref"]: e for e in evil_json(project)["changed"]}["evil/render.py::Holder"]
+    assert (holder["kinds"], holder["changes"]) == (["body"], ["body changed"])
+    assert holder["nested"] == [{"class": "Meta",
+                                 "changes": ["members changed: added strict; changed extra"]}]
+    line = "body changed (nested Meta: members changed: added strict; changed extra)"
+    row = next(row for row in ok(project, "diff", "evil@h1", "evil@h2").splitlines()
+               if row.startswith(f"| {code('evil/render.py::Holder')}"))
+    assert f"| {text(line)} |" in row
+    page = html_page(project, "evil@h1", "evil@h2")
+    entry = page[page.index('<span class="path">evil/render.py::</span>Holder</code>'):]
+    assert f'<ul class="changes"><li>{html.escape(line)}</li></ul>' in entry[
+        :entry.index("</details>")]
+
+
 def test_a_class_that_gains_a_base_started_using_it(project: Path) -> None:
     changed = {e["ref"]: e for e in diff_json(project, "v0.1.0", "v0.2.0")["changed"]}
     linear = changed["vllm/model_executor/layers/linear.py::ColumnParallelLinear"]
@@ -601,7 +629,7 @@ def test_code_identifiers_on_real_files() -> None:
 
 COMMON_KEYS = {"ref", "kind", "package", "old", "new", "claims"}
 LOCATION_KEYS = {"path", "qualname", "kind", "start_line", "end_line", "url"}
-USAGE_KEYS = {"kinds", "changes", "started_using", "started_using_total", "stopped_using",
+USAGE_KEYS = {"kinds", "changes", "nested", "started_using", "started_using_total", "stopped_using",
               "stopped_using_total"}
 
 

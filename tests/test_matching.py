@@ -433,6 +433,36 @@ def test_same_place(tmp_path: Path, case: Case, stored_keys: bool) -> None:
         assert case.explain in match.explain()
 
 
+NESTED_IN_FULL = {
+    "nested-class-gains-a-method": "body changed (nested D: members changed: added b)",
+    "nested-class-attribute-value":
+        "body changed (nested Config: members changed: changed extra)",
+    "nested-class-bases-and-a-method-gained":
+        "body changed (nested D: members changed: added y)",
+    "nested-class-attribute-renamed":
+        "body changed (nested D: members changed: added y; removed x)",
+    "nested-class-method-signature": "body changed (nested D: members changed: changed a)",
+    "class-nested-twice-attribute-value":
+        "body changed (nested D: body changed (nested E: members changed: changed x))",
+    "member-removed-and-another-members-body": "body changed",
+    "return-dedented-out-of-a-loop": "body changed",
+}
+
+
+@pytest.mark.parametrize("name", NESTED_IN_FULL)
+def test_a_body_changed_by_a_nested_class_says_which_and_how(tmp_path: Path, name: str) -> None:
+    """In full, a class's body change names the nested classes whose own members or body
+    changed, and how; ``explain`` (JSON's ``changes``, check's message) says it as before."""
+    case = SAME_PLACE[name]
+    index = build_index(tmp_path, {"v1": {"m.py": case.old + "\n\nZZ_TRAILER = 1\n"},
+                                   "v2": {"m.py": case.new + "\n\nZZ_TRAILER = 2\n"}})
+    match = index.match("v1", "v2", "m.py", case.qualname)
+    body = match.kinds.index(BODY)
+    assert match.explain_in_full()[body] == NESTED_IN_FULL[name]
+    assert match.explain()[body] == "body changed"
+    assert match.explain_in_full()[:body] == match.explain()[:body]
+
+
 def test_change_objects_explain_themselves() -> None:
     assert SignatureChange("def f(a)", "def f(a, b=1)").explain() == (
         "signature changed: def f(a) -> def f(a, b=1)"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypedDict
 
-from annotations.changes import Verdict
+from annotations.changes import BodyChange, Verdict
 from annotations.check import RefKey, fresh_refs
 from annotations.comparison import SymbolComparer, compare_lines, successor_file
 from annotations.diffs.citations import (
@@ -32,6 +32,7 @@ from annotations.diffs.model import (
     LineChange,
     LinePlace,
     Location,
+    NestedClass,
     Section,
     SymbolChange,
     Usage,
@@ -273,6 +274,7 @@ def _change(
     return SymbolChange(
         item.section, package_of(match.old.path), item.old, item.new,
         kinds=tuple(kind.value for kind in match.kinds), changes=match.explain(),
+        changes_in_full=match.explain_in_full(), nested=_nested(match),
         content=match.content.value if match.content else None,
         how=_how(match) if match.verdict is Verdict.MOVED else None,
         candidates=tuple(_location(symbol, repo) for symbol in match.candidates),
@@ -280,6 +282,13 @@ def _change(
         code_went_to=tuple(_location(symbol, repo) for symbol in went),
         **common,
     )
+
+
+def _nested(match: Match) -> tuple[NestedClass, ...]:
+    """The nested classes whose changes changed the body of ``match``'s class."""
+    return tuple(NestedClass(nested.name, tuple(change.in_full() for change in nested.changes))
+                 for change in match.changes if isinstance(change, BodyChange)
+                 for nested in change.nested)
 
 
 def _how(match: Match) -> str:

@@ -322,7 +322,7 @@ def _details(change: SymbolChange) -> str:
     parts = [_links(change)]
     if change.changes:
         parts.append('<ul class="changes">' + "".join(
-            f"<li>{e(line)}</li>" for line in change.changes) + "</ul>")
+            f"<li>{e(line)}</li>" for line in change.changes_in_full) + "</ul>")
     parts.append(_usage(change))
     parts.append(_candidates(change))
     parts.append(_citations(change))

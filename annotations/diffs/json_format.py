@@ -68,8 +68,10 @@ def change_to_dict(change: SymbolChange) -> dict[str, Any]:
     the ref is written, ``quote`` when it has one; and ``used_by``, the ref whose ``uses:``
     names the symbol, when the claim cites it there); then
 
-    * changed: ``kinds``, ``changes`` (one line each), ``started_using``,
-      ``stopped_using`` (sorted, at most `usage.MAX_NAMES`) and their ``..._total``;
+    * changed: ``kinds``, ``changes`` (one line each), ``nested`` (the nested classes
+      whose own changes changed the body: ``class``, its name, and ``changes``, one line
+      each), ``started_using``, ``stopped_using`` (sorted, at most `usage.MAX_NAMES`) and
+      their ``..._total``;
     * moved: ``how`` (moved, renamed, moved and renamed), ``content`` (unchanged,
       cosmetic, changed), ``score``, ``candidates`` (other targets of an ambiguous move),
       and when the content changed, what a changed symbol has;
@@ -93,6 +95,8 @@ def change_to_dict(change: SymbolChange) -> dict[str, Any]:
         usage = change.usage
         data.update(
             kinds=list(change.kinds), changes=list(change.changes),
+            nested=[{"class": nested.name, "changes": list(nested.changes)}
+                    for nested in change.nested],
             started_using=list(usage.started), started_using_total=usage.started_total,
             stopped_using=list(usage.stopped), stopped_using_total=usage.stopped_total,
         )

@@ -182,7 +182,7 @@ def _where(citation: Citation) -> str:
 
 
 def _changes(change: SymbolChange) -> str:
-    return "<br>".join(text(line) for line in change.changes)
+    return "<br>".join(text(line) for line in change.changes_in_full)
 
 
 def _usage(change: SymbolChange) -> list[str]:

@@ -135,6 +135,14 @@ class LineChange(NamedTuple):
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
+class NestedClass(NamedTuple):
+    """A nested class whose own changes (in full, one line each) changed the body of the
+    class around it."""
+
+    name: str
+    changes: tuple[str, ...]
+
+
 class Usage(NamedTuple):
     """Names of definitions a changed symbol started or stopped using (sorted, capped;
     the totals count them all)."""
@@ -150,7 +158,9 @@ class SymbolChange(NamedTuple):
     removed). For moves, ``how`` is ``moved``, ``renamed`` or ``moved and renamed`` and
     ``content`` how the content compares; ``candidates`` are the other targets of an
     ambiguous move, or the closest symbols of a removed one; ``code_went_to``, of a removed
-    one, the symbols at B where its code stands now (`Matcher.code_went_to`)."""
+    one, the symbols at B where its code stands now (`Matcher.code_went_to`). ``changes``
+    say each kind of change in one line, ``changes_in_full`` with the detail the reports
+    show (the body's: the ``nested`` classes that changed it, and how)."""
 
     section: Section
     package: str
@@ -167,6 +177,8 @@ class SymbolChange(NamedTuple):
     old_source: str | None = None
     new_source: str | None = None
     code_went_to: tuple[Location, ...] = ()
+    changes_in_full: tuple[str, ...] = ()
+    nested: tuple[NestedClass, ...] = ()
 
     @property
     def location(self) -> Location:
