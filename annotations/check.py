@@ -310,6 +310,8 @@ def _finish(
         candidate_urls=tuple(_permalink_of(resolver, config, candidate)
                              for candidate in comparison.candidates),
         code_went_to=comparison.code_went_to,
+        code_went_to_urls=tuple(_place_permalink(resolver, config, place)
+                                for place in comparison.code_went_to),
     )
 
 
@@ -320,6 +322,17 @@ def _permalink_of(resolver: Resolver, config: ProjectConfig, ref: str) -> str | 
         return None
     return config.repo(place.repo).permalink(place.version, place.path, place.start_line,
                                              place.end_line)
+
+
+def _place_permalink(resolver: Resolver, config: ProjectConfig, place: str) -> str | None:
+    """The permalink of a place where a removed ref's code went: a symbol's (as a
+    candidate's), or a file's (``REPO@VERSION:PATH``), without lines."""
+    if "::" in place:
+        return _permalink_of(resolver, config, place)
+    pin, _, path = place.partition(":")
+    repo, _, version = pin.partition("@")
+    url = config.repo(repo).permalink(version, path, 1, 1)
+    return url and url.partition("#")[0]
 
 
 def _candidate_place(resolver: Resolver, ref: str) -> Resolved | None:

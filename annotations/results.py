@@ -67,7 +67,12 @@ class RefResult:
     candidate_urls: tuple[str | None, ...] = ()
     """The permalink of each of ``candidates``, in their order (None where there is none)."""
     code_went_to: tuple[str, ...] = ()
-    """Of a removed symbol, the places at the target where its code stands now (a hint)."""
+    """Of a removed symbol, the places at the target where its code stands now (a hint):
+    ``REPO@VERSION:PATH::QUALNAME``; of lines of a gone file, ``REPO@VERSION:PATH``, the
+    file where the code around them went."""
+    code_went_to_urls: tuple[str | None, ...] = ()
+    """The permalink of each of ``code_went_to``, in their order (a file's without lines;
+    None where there is none)."""
     waived_until: str | None = None
     waiver_reason: str | None = None
     waiver_expired: bool = False

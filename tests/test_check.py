@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -645,12 +646,19 @@ def test_status_table(case_id: str, table_report: dict) -> None:
         assert result["diff"].startswith(f"--- vllm@v1:c/{case_id}/")
 
 
+GITHUB = "https://github.com/vllm-project/vllm/blob"
+
+
 def test_where_a_removed_symbols_code_went_is_in_the_json(table_report: dict) -> None:
     """A hint beside the verdict: the status stays removed, with no new ref."""
     [result] = by_claim(table_report)["removed-its-code-went-to"]
     assert result["code_went_to"] == [
         "vllm@v2:c/removed-its-code-went-to/b.py::FlashBackend.supports_dtype"]
-    assert [by_claim(table_report)["removed"][0]["code_went_to"]] == [[]]
+    [url] = result["code_went_to_urls"]  # each place's permalink, as candidate_urls
+    assert re.fullmatch(re.escape(f"{GITHUB}/v2/c/removed-its-code-went-to/b.py") + r"#L\d+-L\d+",
+                        url)
+    removed = by_claim(table_report)["removed"][0]
+    assert (removed["code_went_to"], removed["code_went_to_urls"]) == ([], [])
 
 
 def test_check_asks_where_the_code_of_its_removed_symbols_went_all_at_once(
@@ -699,6 +707,9 @@ def test_where_a_removed_line_refs_code_went_is_in_the_json_as_in_its_message(
             "vllm@v2:c/lines-file-renamed-and-edited-lines-changed/csrc/flash.cu"],
         "lines-file-gone-a-new-file-of-its-name-is-no-rename": [],
     }
+    [url] = by_claim(table_report)["lines-file-gone-changed-where-its-code-went"][0][
+        "code_went_to_urls"]  # the file's, as the diff's code_went_to has it
+    assert url == f"{GITHUB}/v2/c/lines-file-gone-changed-where-its-code-went/pkg/n.py"
 
 
 def test_changed_lines_are_diffed_as_their_definition(table_report: dict) -> None:

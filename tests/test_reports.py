@@ -371,6 +371,7 @@ RESULT_KEYS = [
     "new_url",
     "candidate_urls",
     "code_went_to",
+    "code_went_to_urls",
     "waived_until",
     "waiver_reason",
     "waiver_expired",
