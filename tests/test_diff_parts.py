@@ -313,6 +313,47 @@ def test_html_lists_the_articles_first_each_a_link_to_its_claims(
         assert 0 <= top < 10
 
 
+LANDS = """(target => {
+  const rect = target.getBoundingClientRect();
+  let closed = 0;
+  for (let at = target.parentElement; at; at = at.parentElement) {
+    if (at.tagName === 'DETAILS' && !at.open) closed += 1;
+  }
+  return closed === 0 && target.checkVisibility() && rect.height > 0 && rect.top > -1
+         && rect.top < innerHeight;
+})(document.getElementById(decodeURIComponent(location.hash.slice(1))))"""
+"""Whether the element the page's address points to is open (no closed <details> around
+it), visible and in view."""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
+def test_html_closes_long_package_groups_and_every_link_into_one_opens_it(
+    nest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A section longer than a screen or so lists its packages first, each a link with its
+    count; a package group longer than that starts closed, cited or not, and says how
+    many of its symbols claims cite: a link into it, a claim's or the list's, opens it."""
+    monkeypatch.setattr(html_page, "OPEN_GROUPS_UP_TO", 1)
+    page = tmp_path / "diff.html"
+    page.write_text(html_page.render(nest_diff(nest)), encoding="utf-8")
+    groups = "[...document.querySelectorAll('#changed details.group')]"
+    with Browser(tmp_path / "profile", height=300) as browser:
+        browser.open(page.as_uri())
+        assert browser.js(f"{groups}.map(g => [g.open, g.querySelector('summary')"
+                          ".textContent])") == [[False, "nest 2 1 cited"], [False, "tools 1"]]
+        index = "[...document.querySelectorAll('#changed ul.packages a')]"
+        assert browser.js(f"{index}.map(a => a.textContent)") == ["nest 2 1 cited", "tools 1"]
+        links = browser.js("[...document.querySelectorAll('a[href^=\"#\"]')]"
+                           ".map(a => a.getAttribute('href'))")
+        assert "#changed-package:tools" in links and "#changed:nest/box.py::Box.size" in links
+        for number, link in enumerate(links):
+            browser.js(f"{groups}.forEach(g => g.open = false); history.replaceState(null, '', "
+                       "' '); scrollTo(0, 0)")
+            browser.js(f"document.querySelectorAll('a[href^=\"#\"]')[{number}].click()")
+            if link != "#top":
+                assert browser.js(LANDS) is True, link
+
+
 def test_html_lead_and_package_table(nest: Path) -> None:
     page = html_page.render(nest_diff(nest))
     assert '<p class="lead">4 symbols of n1 compared; <b>4</b> symbols changed' in page

@@ -6,8 +6,9 @@ permalinks are plain ``<a href>``. Every string from code, claims, paths and ver
 escaped (`html.escape`, quotes included, in text and attribute values alike).
 
 With thousands of symbols the page stays usable: each section lists its symbols by
-package in collapsed ``<details>``, and only the symbols the report carries sources for
-(cited ones first, up to a limit the page states) get a side-by-side diff.
+package in ``<details>``, closed in a long section, which lists its packages first, and
+only the symbols the report carries sources for (cited ones first, up to a limit the
+page states) get a side-by-side diff.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from annotations.diffs.sidebyside import side_by_side
 from annotations.wording import counted
 
 OPEN_GROUPS_UP_TO = 60
-"""A section listing at most this many symbols shows its package groups open."""
+"""A section listing at most this many symbols shows its package groups open; in a longer
+one, a group claims cite is open when it lists at most this many (two or three screens),
+and the others start closed, each linked from the package list above them."""
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
@@ -208,9 +211,34 @@ def _section(report: DiffReport, section: Section) -> str:
     groups: dict[str, list[SymbolChange]] = defaultdict(list)
     for change in changes:
         groups[change.package].append(change)
-    opened = len(changes) <= OPEN_GROUPS_UP_TO
-    body = "".join(_group(package, items, opened) for package, items in sorted(groups.items()))
-    return head + note + body + "</section>"
+    packages = sorted(groups.items())
+    if len(changes) <= OPEN_GROUPS_UP_TO:
+        return head + note + "".join(_group(package, items, True)
+                                     for package, items in packages) + "</section>"
+    body = "".join(_group(package, items, _opens(items), _package_anchor(section, package))
+                   for package, items in packages)
+    return head + note + _package_index(section, packages) + body + "</section>"
+
+
+def _opens(changes: list[SymbolChange]) -> bool:
+    """Whether a package group of a long section starts open: claims cite it, and it is
+    short (a link into a closed one opens it: the browser opens the <details> that holds
+    the element an address's #fragment names)."""
+    return len(changes) <= OPEN_GROUPS_UP_TO and any(change.citations for change in changes)
+
+
+def _package_index(section: Section, packages: list[tuple[str, list[SymbolChange]]]) -> str:
+    """A link to each package group, with how many symbols it lists and claims cite."""
+    links = "".join(
+        f'<li><a href="#{e(_package_anchor(section, package))}"><code>{e(package)}</code> '
+        f'<span class="count">{len(changes)}</span>{_cited_note(changes)}</a></li>'
+        for package, changes in packages
+    )
+    return f'<ul class="packages">{links}</ul>'
+
+
+def _package_anchor(section: Section, package: str) -> str:
+    return f"{section.value}-package:{package}"
 
 
 def _diff_note(report: DiffReport) -> str:
@@ -224,14 +252,23 @@ def _diff_note(report: DiffReport) -> str:
     )
 
 
-def _group(package: str, changes: list[SymbolChange], opened: bool) -> str:
-    cited = sum(bool(change.citations) for change in changes)
-    cited_note = f' <span class="chip cited">{cited} cited</span>' if cited else ""
+def _group(package: str, changes: list[SymbolChange], opened: bool,
+           anchor: str | None = None) -> str:
+    """A package's symbols; ``anchor`` names what they are in, which opens the group
+    when a link lands on it."""
+    symbols = "".join(_symbol(change) for change in changes)
+    if anchor is not None:
+        symbols = f'<div class="in" id="{e(anchor)}">{symbols}</div>'
     return (
-        f'<details class="group"{" open" if opened or cited else ""}><summary>'
-        f'<code>{e(package)}</code> <span class="count">{len(changes)}</span>{cited_note}'
-        "</summary>" + "".join(_symbol(change) for change in changes) + "</details>"
+        f'<details class="group"{" open" if opened else ""}><summary>'
+        f'<code>{e(package)}</code> <span class="count">{len(changes)}</span>'
+        f"{_cited_note(changes)}</summary>{symbols}</details>"
     )
+
+
+def _cited_note(changes: list[SymbolChange]) -> str:
+    cited = sum(bool(change.citations) for change in changes)
+    return f' <span class="chip cited">{cited} cited</span>' if cited else ""
 
 
 def _symbol(change: SymbolChange) -> str:
@@ -491,10 +528,12 @@ code.name.del{background:var(--removed-bg);color:var(--removed)}
 .where{font-family:var(--mono);overflow-wrap:anywhere}
 .quote{color:var(--muted);font-size:12px;margin:2px 0}
 .quote code{white-space:pre-wrap;background:var(--soft);padding:0 4px;border-radius:4px}
-ul.articles{list-style:none;padding:0;margin:0 0 8px;display:flex;flex-wrap:wrap;gap:6px}
-ul.articles a{color:var(--fg);text-decoration:none;border:1px solid var(--line);
-border-radius:20px;padding:1px 10px}
-ul.articles a:hover{border-color:var(--moved)}
+ul.articles,ul.packages{list-style:none;padding:0;margin:0 0 8px;display:flex;
+flex-wrap:wrap;gap:6px}
+ul.articles a,ul.packages a{color:var(--fg);text-decoration:none;
+border:1px solid var(--line);border-radius:20px;padding:1px 10px}
+ul.articles a:hover,ul.packages a:hover{border-color:var(--moved)}
+details.group>.in{scroll-margin-top:40px}
 .article h3 .title{font-weight:400;color:var(--muted)}
 .note{background:#fff8c5;border:1px solid #eed888;border-radius:6px;padding:6px 10px;
 font-size:13px}
