@@ -1,0 +1,144 @@
+"""The README's command lines against the CLI: every ``annotate ...`` it shows parses (its
+options exist and have their values, a value chosen among some is one of them, it gives
+no more arguments than its command takes), and its Commands table names every command
+with every option that command takes, and the choices it offers as the CLI offers them.
+
+Nothing runs: click's own parser reads each line, so a placeholder (``REPO@VERSION``,
+``PATH``) stands for any value."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from annotate_cli import cli
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+CODE_SPAN = re.compile(r"`([^`\n]+(?:\n[^`\n]+)*)`")  # GitHub's: it may run over a line end
+NO_COMMAND_LINES = {"fix would make 5 edits in 2 files: ...", "versions = []"}
+"""Spans that start with a command's name but are no command line: what annotate prints,
+a line of annotate.toml."""
+OPTION = re.compile(r"^--?[a-z]")
+
+
+def code_spans(text: str) -> list[str]:
+    """The README's inline code, one line each, ``\\|`` (a ``|`` in a table) as ``|``."""
+    prose = FENCE.sub("", text)
+    return [" ".join(span.split()).replace("\\|", "|") for span in CODE_SPAN.findall(prose)]
+
+
+def block_commands(text: str) -> list[str]:
+    """The ``annotate`` command lines of the fenced blocks (a workflow's ``run:`` too),
+    each ``&&``-joined command apart, without its output redirection."""
+    commands = []
+    for block in FENCE.findall(text):
+        for line in block.splitlines():
+            line = re.sub(r"^\s*-?\s*(?:run:\s*)?", "", line.split("  #")[0])
+            commands += [re.sub(r"\s*>>?.*$", "", part).strip() for part in line.split("&&")]
+    return [command for command in commands if command.startswith("annotate ")]
+
+
+def is_synopsis(span: str) -> bool:
+    return any(mark in span for mark in ("[", "|", "..."))
+
+
+SPANS = code_spans(README)
+EXAMPLES = [span for span in SPANS if span.startswith("annotate ") and not is_synopsis(span)]
+EXAMPLES += block_commands(README)
+EXAMPLES = list(dict.fromkeys(part.strip() for example in EXAMPLES
+                              for part in example.split("&&")))
+SYNOPSES = [span for span in SPANS if span.startswith("annotate ") and is_synopsis(span)]
+MENTIONS = [span for span in SPANS
+            if span.split()[0] in cli.commands and len(span.split()) > 1
+            and span not in NO_COMMAND_LINES]
+"""``links vllm/config``, ``diff -o FILE``: a command and some of its words."""
+
+
+def option_names(command: click.Command) -> dict[str, click.Option]:
+    return {name: param for param in command.params if isinstance(param, click.Option)
+            for name in (*param.opts, *param.secondary_opts)}
+
+
+def command_of(words: list[str]) -> tuple[click.Command, list[str]]:
+    """The command ``annotate WORDS`` runs and the words after its name, once the
+    group's own options before it are parsed (``annotate --version``: the group's)."""
+    group = click.Context(cli, info_name="annotate")
+    values, rest, _ = cli.make_parser(group).parse_args(list(words))
+    if not rest and "version" in values:
+        return cli, []
+    assert rest, f"no command in 'annotate {shlex.join(words)}'"
+    assert rest[0] in cli.commands, f"'{rest[0]}' is no command of annotate"
+    return cli.commands[rest[0]], rest[1:]
+
+
+def parse(words: list[str]) -> None:
+    """Parse ``annotate WORDS`` as click would before running it."""
+    command, rest = command_of(words)
+    context = click.Context(command, info_name=command.name)
+    values, extra, _ = command.make_parser(context).parse_args(rest)
+    assert not extra, f"{command.name} takes no more arguments: {extra}"
+    for param in command.params:
+        value = values.get(param.name or "")
+        if isinstance(param.type, click.Choice) and isinstance(value, str):
+            assert value in param.type.choices, f"{param.opts[0]} {value}: not a choice"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_command_line_the_readme_shows_parses(example: str) -> None:
+    try:
+        parse(shlex.split(example)[1:])
+    except click.UsageError as error:
+        pytest.fail(f"README: '{example}': {error.format_message()}")
+
+
+def options_and_choices(words: list[str]) -> Iterator[tuple[str, set[str] | None]]:
+    """Each option a synopsis or a mention names, with the choices written after it
+    (``--format table|json``), None when it shows a placeholder or nothing."""
+    words = [word.strip("[]()") for word in words]
+    for word, after in zip(words, [*words[1:], ""], strict=True):
+        if OPTION.match(word):
+            choices = set(after.split("|")) if "|" in after and not OPTION.match(after) else None
+            yield word, choices
+
+
+@pytest.mark.parametrize("span", SYNOPSES + MENTIONS)
+def test_every_option_the_readme_names_is_its_commands(span: str) -> None:
+    words = span.split()
+    command, rest = command_of(words[1:] if words[0] == "annotate" else words)
+    options = option_names(command)
+    for name, choices in options_and_choices(rest):
+        assert name in options, f"README: '{span}': {command.name} has no option {name}"
+        if choices is not None:
+            offered = set(getattr(options[name].type, "choices", ()))
+            assert choices == offered, f"README: '{span}': the CLI offers {sorted(offered)}"
+
+
+def table_rows(text: str) -> dict[str, str]:
+    """The Commands table's rows, by the command they describe (a row may describe two)."""
+    section = text.split("## Commands\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, str] = {}
+    for line in section.splitlines():
+        first_cell = line.split(" | ")[0]
+        for name in re.findall(r"`annotate (\w+)", first_cell):
+            rows[name] = rows.get(name, "") + line
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(cli.commands))
+def test_the_commands_table_names_every_option(name: str) -> None:
+    """A newcomer reads the table, not each --help: every command is a row, and every
+    option of it (but the --db that goes before it) is in its row."""
+    row = table_rows(README).get(name)
+    assert row is not None, f"the README's Commands table has no row for 'annotate {name}'"
+    named = {word.strip("[]()") for span in code_spans(row) for word in span.split()}
+    for param in option_names(cli.commands[name]).values():
+        if param.hidden or param.opts == ["--db"]:
+            continue
+        assert named & {*param.opts, *param.secondary_opts}, (
+            f"the README's row for 'annotate {name}' does not name {param.opts[0]}")
