@@ -588,7 +588,9 @@ SYMBOL_FIELDS = (
 
 @cli.command()
 @click.argument("version_ref", metavar="REPO@VERSION")
-@click.option("--path", "path_glob", metavar="GLOB", help="Only files matching this glob.")
+@click.option("--path", "path_glob", metavar="GLOB",
+              help="Only the symbols of this file, this folder (vllm/config/) or the files "
+                   "this glob matches (* crosses folders).")
 @click.option("--kind", type=click.Choice(["class", "function", "method", "attribute"]))
 @click.option("--format", "output_format", type=click.Choice(["table", "jsonl"]),
               default="table")
@@ -1393,7 +1395,8 @@ def _new_file_mode(path: Path) -> int:
 @cli.command()
 @click.argument("name", metavar="NAME|REF")
 @click.argument("version_ref", metavar="[REPO@VERSION]", required=False)
-@click.option("--imports", "show_imports", is_flag=True, help="List the imports of it instead.")
+@click.option("--imports", "show_imports", is_flag=True,
+              help="List the modules that import it instead.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
 @pass_context
@@ -1402,7 +1405,8 @@ def xref(
     context: Context, name: str, version_ref: str | None, show_imports: bool,
     output_format: str,
 ) -> None:
-    """Where NAME is defined and used in one version (default: vllm's target version).
+    """Where NAME is defined and used in one version (default: a ref's own, else vllm's
+    target version).
 
     NAME is a short name, a qualname or a dotted name; REF is PATH::QUALNAME, a ref
     REPO@VERSION:..., or lines within a symbol (a GitHub permalink or

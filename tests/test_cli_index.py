@@ -559,6 +559,13 @@ def test_symbols_path_without_wildcards_or_with_double_star(
     assert found == paths
 
 
+def test_symbols_help_says_path_takes_a_file_or_a_folder() -> None:
+    """As the README says: not only a glob (a newcomer would write vllm/config/**)."""
+    shown = " ".join(run("symbols", "--help").stdout.split())
+    assert ("--path GLOB Only the symbols of this file, this folder (vllm/config/) or the files "
+            "this glob matches (* crosses folders)." in shown)
+
+
 @pytest.mark.parametrize(("glob", "closest"), [
     pytest.param("vllm/confg/", " (closest: vllm/config/)", id="a-misspelt-folder"),
     pytest.param("vllm/model_executor/layer", " (closest: vllm/model_executor/layers/)",

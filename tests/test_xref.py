@@ -572,3 +572,11 @@ def test_check_reports_relation_missing(
             "vllm@v2:vllm/layers/mla.py::MLA.__init__ no longer refers to "
             "vllm@v1:vllm/layers/linear.py::ReplicatedLinear"
         )
+
+
+def test_xref_help_says_what_imports_lists_and_which_version_it_reads() -> None:
+    """As the README says: --imports lists the modules that import it, not the imports
+    it makes; a ref, or a permalink, is read at its own version, not at vllm's target."""
+    shown = " ".join(CliRunner().invoke(cli, ["xref", "--help"]).output.split())
+    assert "--imports List the modules that import it instead." in shown
+    assert "in one version (default: a ref's own, else vllm's target version)." in shown
