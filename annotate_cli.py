@@ -1026,8 +1026,8 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
         rows = claim_store.search(database, text, limit + 1)
     if len(rows) > limit:
         rows = rows[:limit]
-        _note(f"Note: showing the first {limit} claims that match; add words, or raise "
-              "--limit")
+        first = "claim that matches" if limit == 1 else f"{limit} claims that match"
+        _note(f"Note: showing the first {first}; add words, or raise --limit")
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     elif not rows:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, in the plural (``noun + "s"`` unless given) unless it is 1."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+    return f"{count} {of_count(count, noun, plural)}"
+
+
+def of_count(count: int, noun: str, plural: str | None = None) -> str:
+    """``noun`` as ``count`` of it is written: in the plural unless ``count`` is 1."""
+    return noun if count == 1 else plural or noun + "s"
 
 
 def pinned_at_unindexed(message: str, refs: int, claims: int, hint: str) -> str:

@@ -824,6 +824,8 @@ def test_search_says_when_it_shows_only_the_first_claims() -> None:
     assert result.stderr == ("Note: showing the first 2 claims that match; add words, or raise "
                              "--limit\n")
     assert run("search", "--limit", "3", "显存").stderr == ""
+    assert run("search", "--limit", "1", "显存").stderr == (
+        "Note: showing the first claim that matches; add words, or raise --limit\n")
 
 
 def test_search_output_round_trips_the_text() -> None:

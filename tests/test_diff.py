@@ -403,6 +403,28 @@ def test_a_claim_written_past_the_newer_version_is_not_affected(
             for claim in article["claims"]] == listed
 
 
+@pytest.mark.parametrize(("cited", "markdown", "html"), [
+    pytest.param(["add"], "only the 1 changed symbol that claims cite is listed.",
+                 "only the <b>1</b> changed symbol that claims cite is listed", id="one"),
+    pytest.param(["add", "sub"], "only the 2 changed symbols that claims cite are listed.",
+                 "only the <b>2</b> changed symbols that claims cite are listed", id="two"),
+])
+def test_an_annotated_diff_counts_its_symbols_in_words(
+    tmp_path: Path, cited: list[str], markdown: str, html: str
+) -> None:
+    """An article of one claim on a changed symbol read "only the 1 changed symbols that
+    claims cite are listed", which reads as a typo in the report's first line."""
+    bodies = {"v1": ("a + b", "a - b"), "v2": ("b + a", "-(b - a)")}
+    refs = ", ".join(f"vllm/ops.py::{name}" for name in cited)
+    indexed_project(tmp_path, {tag: {"vllm/ops.py": f"def add(a, b):\n    return {add}\n\n\n"
+                                                    f"def sub(a, b):\n    return {sub}\n"}
+                               for tag, (add, sub) in bodies.items()},
+                    f"article: notes/ops.md\nat: vllm@v1\nclaims:\n  - id: ops\n"
+                    f"    text: x\n    refs: [{refs}]\n", repo="vllm")
+    assert markdown in ok(tmp_path, "diff", "vllm@v1", "vllm@v2", "--annotated")
+    assert html in html_page(tmp_path, "vllm@v1", "vllm@v2", "--annotated")
+
+
 @pytest.fixture(scope="module")
 def two_quotes(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project with a claim citing cdiv through two refs, each quoting a line that

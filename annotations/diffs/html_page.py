@@ -33,7 +33,7 @@ from annotations.diffs.model import (
     SymbolChange,
 )
 from annotations.diffs.sidebyside import side_by_side
-from annotations.wording import counted
+from annotations.wording import counted, of_count
 
 OPEN_GROUPS_UP_TO = 60
 """A section listing at most this many symbols shows its package groups open; in a longer
@@ -74,7 +74,8 @@ def _header(report: DiffReport) -> str:
     listed = sum(report.listed.values())
     lines = (f", and {counted(len(report.lines), 'cited line range')} that changed"
              if report.lines else "")
-    scope = (f"only the <b>{listed}</b> changed symbols that claims cite{lines} are listed"
+    scope = (f"only the <b>{listed}</b> {of_count(listed, 'changed symbol')} that claims "
+             f"cite{lines} {of_count(listed + len(report.lines), 'is', 'are')} listed"
              if report.annotated else f"<b>{listed}</b> symbols changed, moved, were removed "
              f"or added{lines}")
     links = "".join(

@@ -22,7 +22,7 @@ from annotations.diffs.model import (
     SymbolChange,
 )
 from annotations.reports.markdown import code, linked, text, version_links
-from annotations.wording import counted
+from annotations.wording import counted, of_count
 
 _COLUMNS: dict[Section, tuple[str, ...]] = {
     Section.CHANGED: ("Symbol", "Kind", "Changes", "Started using", "Stopped using"),
@@ -52,7 +52,8 @@ def _intro(report: DiffReport) -> str:
     lines = (f", and {counted(len(report.lines), 'cited line range')} that changed"
              if report.lines else "")
     if report.annotated:
-        return f"{line}; only the {listed} changed symbols that claims cite{lines} are listed."
+        return (f"{line}; only the {counted(listed, 'changed symbol')} that claims "
+                f"cite{lines} {of_count(listed + len(report.lines), 'is', 'are')} listed.")
     return f"{line}; {listed} are listed (all but the unchanged ones){lines}."
 
 
