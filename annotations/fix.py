@@ -227,6 +227,9 @@ class FixPlan:
     def edited(self) -> list[tuple[str, FilePlan]]:
         return [(name, plan) for name, plan in sorted(self.files.items()) if plan.edits]
 
+    def edit_count(self) -> int:
+        return sum(plan.edits for plan in self.files.values())
+
     def diff(self) -> str:
         return "".join(plan.diff(name) for name, plan in self.edited())
 
@@ -429,10 +432,17 @@ def plan_fixes(
     for result in report.results:
         if result.status is Status.MOVED and result not in bumped:
             _fix_move(plan, result, by_claim[(result.file, result.claim)])
-    pins = [_bump(plan, wanted, results, report.target_versions)
-            for wanted, results in bumps.values()]
+    pins: list[tuple[str, RefResult, str]] = []
+    edits: dict[str, int] = {}  # by claim: the edits its bump made before its pin's
+    for wanted, results in bumps.values():
+        before = plan.edit_count()
+        pins.append(_bump(plan, wanted, results, report.target_versions))
+        edits[wanted] = plan.edit_count() - before
     for wanted, first, target in pins:  # last: an inserted 'at:' line moves the lines below
+        before = plan.edit_count()
         _set_pin(plan, wanted, first, target)
+        if not edits[wanted] and plan.edit_count() == before:
+            plan.notes.append(f"claim '{wanted}' is at {target} already: nothing to bump")
     plan.verify()
     return plan
 

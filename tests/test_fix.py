@@ -799,11 +799,14 @@ def test_two_bumps_in_one_file_in_either_order(order: tuple[str, str]) -> None:
         "    refs: [vllm@v2:vllm/utils.py::cdiv]\n")
 
 
-def test_bump_of_a_claim_already_at_the_target_edits_nothing() -> None:
+def test_bump_of_a_claim_already_at_the_target_edits_nothing_and_says_why() -> None:
+    """Not "0 edits in 0 files" alone, which reads as a bump that failed unsaid."""
     text = BUMP.replace("at: 'vllm@v1'", "at: 'vllm@v2'")
     path = write("annotations/bump.yml", text)
     result = fix("--bump", "own-pin")
-    assert (result.exit_code, result.stdout, result.stderr) == (0, "0 edits in 0 files\n", "")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0, "0 edits in 0 files\n", "Note: claim 'own-pin' is at vllm@v2 already: nothing to "
+        "bump\n")
     assert path.read_text(encoding="utf-8") == text
 
 
