@@ -89,6 +89,17 @@ def parse(words: list[str]) -> None:
             assert value in param.type.choices, f"{param.opts[0]} {value}: not a choice"
 
 
+def test_the_readme_is_read_whole() -> None:
+    """The lines below are found where they stand (a fenced block, a workflow's run:, a
+    span over a line end, a table cell), or the tests of each would pass on nothing."""
+    assert {"annotate index --keep-going", "annotate check --exit-zero",
+            "annotate check --format github", "annotate check --format markdown --exit-zero",
+            "annotate diff vllm@vOLD vllm@vNEW --annotated"} <= set(EXAMPLES)
+    assert "annotate check [--against REPO@VERSION] [--format text|json|github|sarif|markdown] " \
+           "[-o FILE] [--exit-zero]" in SYNOPSES
+    assert {"diff -o FILE", "links vllm/config"} <= set(MENTIONS)
+
+
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_command_line_the_readme_shows_parses(example: str) -> None:
     try:
