@@ -14,15 +14,16 @@ WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 # A string prefix (r, b, f...) stays with the code around it: it is kept either way.
 # Unrolled loops ("normal* (special normal*)*"): the same language as one alternation per
 # character, about 1.2x faster on vLLM (checked identical on 4,463 real files).
-_STRING = (
-    rb"(?:'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+_STRINGS = (
+    rb"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
     rb'|"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
     rb"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
-    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")'
+    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
 )
-# The lookahead adds nothing to the language but lets the regex engine skip, at C speed,
-# every byte that cannot start a literal (1.35x faster on vLLM).
-LITERAL = re.compile(rb"(?=[#'\"])(" + _STRING + rb"|#[^\n]*)", re.DOTALL)
+# Every alternative of the group starts with a quote or '#', so the regex engine skips, at
+# C speed, every byte that cannot start a literal: twice as fast on vLLM as a lookahead
+# (?=[#'"]) before a group holding a group, which it tries at every byte.
+LITERAL = re.compile(rb"(" + _STRINGS + rb"|#[^\n]*)", re.DOTALL)
 """One string literal or comment (strings tried first, so a ``#`` in a string is not a
 comment)."""
 

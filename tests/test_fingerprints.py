@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from db.database import open_database
 from indexer.fingerprints import denoise, digest, normalize
+from indexer.literals import LITERAL
 from indexer.models import Symbol
 from indexer.symbols import parse_blob
 
@@ -528,3 +529,22 @@ ONE_PASS_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n|\s+|;")
                 max_size=40).map(b"".join))
 def test_denoise_is_the_noise_pattern_removed(code: bytes) -> None:
     assert denoise(code) == ONE_PASS_NOISE.sub(b"", code)
+
+
+# A string literal or comment, as LITERAL was first written: one alternation per character.
+ONE_ALTERNATION_LITERAL = re.compile(
+    rb"('''(?:\\.|(?!''')[^\\])*'''"
+    rb'|"""(?:\\.|(?!""")[^\\])*"""'
+    rb"|'(?:\\.|[^'\\\n])*'"
+    rb'|"(?:\\.|[^"\\\n])*"'
+    rb"|#[^\n]*)",
+    re.DOTALL,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([b"'", b'"', b"'''", b'"""', b"#", b"\\", b"\n", b"\\\n",
+                                 b"\\'", b'\\"', b"a", b" "]),
+                max_size=40).map(b"".join))
+def test_literal_is_the_one_alternation_pattern(code: bytes) -> None:
+    assert LITERAL.split(code) == ONE_ALTERNATION_LITERAL.split(code)
