@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import keyword
+import math
 import re
-from bisect import bisect_right
 from collections.abc import Iterable
 
 from indexer.literals import LITERAL, WORD_BYTES
@@ -273,44 +273,52 @@ class NormalizedFile:
         commas = set(split_commas(source) if commas is None else commas)
         # a docstring's start is where its prefix (r, u) starts, before its literal
         stops = sorted(commas.union(boundaries, (start for start, _ in docstrings)))
+        parts = LITERAL.split(source)  # code at even indexes, literals at odd ones
+        self.code_parts: list[bytes] = parts[::2]
         self._positions: dict[int, int] = {}
-        self.code_parts: list[bytes] = []
+        self._text = self._normalized(source, parts, stops, commas, _Docstrings(docstrings))
+
+    def _normalized(
+        self, source: bytes, parts: list[bytes], stops: list[int], commas: set[int],
+        docstrings: _Docstrings,
+    ) -> bytes:
+        """The text of ``parts`` normalized, noting each stop's offset in it. One loop over
+        the parts, the file's hottest in the index: the work per part is inlined."""
+        positions = self._positions
         pieces: list[bytes] = []
         offset = length = 0
-        stop_index = 0
-        for index, part in enumerate(LITERAL.split(source)):
-            end = offset + len(part)
-            is_code = index % 2 == 0
-            if is_code:
-                self.code_parts.append(part)
-            while stop_index < len(stops) and stops[stop_index] < end:
-                position = stops[stop_index]
-                stop_index += 1
+        no_stop = max(len(source), stops[-1] if stops else 0) + 1  # after every stop
+        next_stops = iter(stops)
+        stop = next(next_stops, no_stop)
+        docstring_end, next_docstring = docstrings.reach(0)
+        is_code = False
+        for part in parts:
+            is_code = not is_code
+            start, end = offset, offset + len(part)
+            while stop < end:
                 if is_code:
-                    piece = _strip_layout(source[offset:position])
+                    piece = _strip_layout(source[offset:stop])
                     pieces.append(piece)
                     length += len(piece)
-                    offset = position + (position in commas)
-                self._positions[position] = length  # inside a literal: at its start
-            piece = self._piece(is_code, source[offset:end], offset, docstrings)
+                    offset = stop + (stop in commas)
+                positions[stop] = length  # inside a literal: at its start
+                stop = next(next_stops, no_stop)
+            if offset >= next_docstring:
+                docstring_end, next_docstring = docstrings.reach(offset)
+            if offset < docstring_end:
+                piece = b""  # a docstring's literals, prefixes and the space between them
+            elif is_code:
+                piece = _strip_layout(part if offset == start else source[offset:end])
+            else:
+                piece = b"" if part[:1] == b"#" else part
             pieces.append(piece)
             length += len(piece)
             offset = end
-        for position in stops[stop_index:]:
-            self._positions[position] = length
-        self._text = b"".join(pieces)
-
-    @staticmethod
-    def _piece(
-        is_code: bool, part: bytes, offset: int, docstrings: list[tuple[int, int]]
-    ) -> bytes:
-        if _inside(offset, docstrings):
-            return b""  # a docstring's literals, prefixes and the space between them
-        if is_code:
-            return _strip_layout(part)
-        if part[:1] == b"#":
-            return b""
-        return part
+        if stop != no_stop:
+            positions[stop] = length
+        for stop in next_stops:
+            positions[stop] = length
+        return b"".join(pieces)
 
     def slice(self, start: int, end: int) -> bytes:
         return self._text[self._positions[start]:self._positions[end]]
@@ -337,6 +345,19 @@ def shape_digest(header: bytes, members: Iterable[tuple[str, str, str]]) -> str:
     return digest(b"\1".join(parts))
 
 
-def _inside(offset: int, ranges: list[tuple[int, int]]) -> bool:
-    index = bisect_right(ranges, (offset, float("inf"))) - 1
-    return index >= 0 and ranges[index][0] <= offset < ranges[index][1]
+class _Docstrings:
+    """Sorted (start, end) ranges, walked through by offsets that never decrease."""
+
+    def __init__(self, ranges: list[tuple[int, int]]) -> None:
+        self._ranges = ranges
+        self._next = 0  # the first range that starts after the last offset reached
+        self._end = -1  # the end of the last range that starts at or before it
+
+    def reach(self, offset: int) -> tuple[int, float]:
+        """The end of the last range that starts at or before ``offset`` (an offset holds
+        it when before it), and where the next range starts."""
+        ranges = self._ranges
+        while self._next < len(ranges) and ranges[self._next][0] <= offset:
+            self._end = ranges[self._next][1]
+            self._next += 1
+        return self._end, ranges[self._next][0] if self._next < len(ranges) else math.inf
