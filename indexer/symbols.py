@@ -63,8 +63,12 @@ def _parser() -> tree_sitter.Parser:
 # or a clause on it (``try: import x``). Each hit is checked against the tree (a hit
 # inside a string lands on a string node and is dropped): faster on vLLM than a tree-sitter
 # query, which visits every node of the tree. The keyword is searched first because a
-# pattern that starts with ``^`` is tried at every byte of the file (twice the time).
-_KEYWORD = re.compile(rb"(?:def|class|import|from)[ \t\\(.]")
+# pattern that starts with ``^`` is tried at every byte of the file (twice the time), and
+# each keyword on its own: the engine then looks for the whole word, where one pattern of
+# the four stops at every d, c, i and f of the file (half the time on vLLM). No two hits
+# can overlap (no keyword starts with the end of another and its separator).
+_KEYWORDS = tuple(re.compile(keyword + rb"[ \t\\(.]")
+                  for keyword in (b"def", b"class", b"import", b"from"))
 _BEFORE_KEYWORD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?")
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _IMPORTS = frozenset({"import_statement", "import_from_statement"})
@@ -99,11 +103,11 @@ def _outline(
 
 
 def _statement_keywords(source: bytes) -> Iterator[int]:
-    """Offsets of the keywords that ``_KEYWORD`` finds where a statement may start: at the
+    """Offsets of the keywords that ``_KEYWORDS`` find where a statement may start: at the
     start of a line, or after the last ``;`` or ``:`` before them on their line. A lone CR
     is taken for a character (`universal_newlines` makes it a LF first)."""
-    for match in _KEYWORD.finditer(source):
-        keyword = match.start()
+    found = sorted(match.start() for pattern in _KEYWORDS for match in pattern.finditer(source))
+    for keyword in found:
         line_start = source.rfind(b"\n", 0, keyword) + 1
         statement_start = max(line_start, source.rfind(b";", line_start, keyword) + 1,
                               source.rfind(b":", line_start, keyword) + 1)
