@@ -20,3 +20,13 @@ def table_header(config_name: str, table: str) -> str:
     """`table_in` without the file, for a message that names it already."""
     prefix = "tool.annotate." if config_name == PYPROJECT_CONFIG else ""
     return f"[{prefix}{table}]"
+
+
+def keys_at(path: str, config_name: str, table: str = "") -> str:
+    """Where the keys of the config's table ``table`` (its top, by default) are, as an error
+    about one of them starts: the file ``path`` and the table as the user writes it there:
+    ``/p/annotate.toml``, ``/p/annotate.toml [repos.vllm]``, ``/p/pyproject.toml
+    [tool.annotate]``, ``/p/pyproject.toml [tool.annotate.repos.vllm]``."""
+    if config_name == PYPROJECT_CONFIG:
+        return f"{path} [tool.annotate{f'.{table}' if table else ''}]"
+    return f"{path} [{table}]" if table else path

@@ -24,7 +24,7 @@ else:  # the same parser, before it joined the standard library
 
 from db import queries
 from db.close_matches import did_you_mean
-from db.config_names import PYPROJECT_CONFIG, table_header, table_in
+from db.config_names import PYPROJECT_CONFIG, keys_at, table_header, table_in
 from db.database import Database
 from db.version_order import NOT_A_VERSION, version_key
 from indexer.errors import ConfigError
@@ -349,12 +349,13 @@ _REPO_KEYS = {"git", "pypi", "github", "versions", "target", "sources"}
 
 
 def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> ProjectConfig:
-    where = str(source_file) if source_file else CONFIG_FILE
+    file = str(source_file) if source_file else CONFIG_FILE
+    shown = config_name(source_file)
+    where = keys_at(file, shown)
     _reject_unknown(table, _TOP_KEYS, where)
-    default_sources = _sources(table, where, "") or SOURCE_KINDS
+    default_sources = _sources(table, where) or SOURCE_KINDS
     for key in ("db", "cache_dir"):
         _string(table, key, where)
-    shown = config_name(source_file)
     repos = {name: replace(repo, sources=default_sources, config_name=shown)
              for name, repo in BUILTIN_REPOS.items()}
     repo_tables = table.get("repos", {})
@@ -362,7 +363,7 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
         raise ConfigError(f"{where}: 'repos' must be a table of "
                           f"{table_header(shown, 'repos.NAME')} tables")
     for name, repo_table in repo_tables.items():
-        repos[name] = _repo(name, repo_table, repos.get(name), default_sources, where, root,
+        repos[name] = _repo(name, repo_table, repos.get(name), default_sources, file, root,
                             shown=shown)
     cache_dir = table.get("cache_dir")
     fail_on = _string_list(table, "fail_on", where)
@@ -388,21 +389,20 @@ def _repo(
     table: Any,
     base: RepoConfig | None,
     default_sources: tuple[str, ...],
-    where: str,
+    file: str,
     root: Path,
     *,
     shown: str,
 ) -> RepoConfig:
-    """``[repos.NAME]`` read over ``base``, the built-in repo of that name if any;
-    ``shown``: the config, as hints name it (`config_name`)."""
-    _check_repo_table(name, table, base, where, shown)
-    header = table_header(shown, f"repos.{name}")
-    at = f"{where} {header}"
-    versions = _string_list(table, "versions", where)
+    """``[repos.NAME]`` of the config ``file`` read over ``base``, the built-in repo of that
+    name if any; ``shown``: the config, as hints name it (`config_name`)."""
+    _check_repo_table(name, table, base, file, shown)
+    at = keys_at(file, shown, f"repos.{name}")
+    versions = _string_list(table, "versions", at)
     for version in versions or ():
         _check_version_in(version, f"{at} versions")
     _check_listed_once(versions or (), at)
-    sources = _sources(table, where, f" in {header}")
+    sources = _sources(table, at)
     _check_repo_strings(table, at)
     repo = base or RepoConfig(name=name, sources=default_sources, config_name=shown)
     repo = replace(
@@ -419,18 +419,19 @@ def _repo(
 
 
 def _check_repo_table(
-    name: str, table: Any, base: RepoConfig | None, where: str, shown: str
+    name: str, table: Any, base: RepoConfig | None, file: str, shown: str
 ) -> None:
     """A valid name, a table of known keys, and a place to fetch from (unless the repo is
     built in); ``shown``: the config, as messages name its tables (`table_header`)."""
     if not REPO_NAME.fullmatch(name):
-        raise ConfigError(f"{where}: invalid repo name '{name}'", "use letters, digits, _ . -")
+        raise ConfigError(f"{keys_at(file, shown)}: invalid repo name '{name}'",
+                          "use letters, digits, _ . -")
     if not isinstance(table, dict):
-        raise ConfigError(f"{where}: {table_header(shown, f'repos.{name}')} must be a table")
-    _reject_unknown(table, _REPO_KEYS, f"{where} {table_header(shown, f'repos.{name}')}")
+        raise ConfigError(f"{file}: {table_header(shown, f'repos.{name}')} must be a table")
+    _reject_unknown(table, _REPO_KEYS, keys_at(file, shown, f"repos.{name}"))
     if base is None and not any(table.get(key) for key in ("git", "pypi", "github")):
         close = misspelling_of(name, sorted(BUILTIN_REPOS))
-        raise ConfigError(f"{where}: {table_header(shown, f'repos.{name}')} names no git, "
+        raise ConfigError(f"{file}: {table_header(shown, f'repos.{name}')} names no git, "
                           "pypi or github",
                           did_you_mean([table_header(shown, f"repos.{close}")]) if close else
                           "give it git = \"URL or PATH\", pypi = \"NAME\", or github = "
@@ -532,14 +533,14 @@ def _github_from_url(url: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def _sources(table: dict[str, Any], where: str, context: str) -> tuple[str, ...] | None:
+def _sources(table: dict[str, Any], where: str) -> tuple[str, ...] | None:
     sources = _string_list(table, "sources", where)
     if sources == ():
-        raise ConfigError(f"{where}: 'sources' is empty{context}",
+        raise ConfigError(f"{where}: 'sources' is empty",
                           f"list {' or '.join(SOURCE_KINDS)}, or leave the key out for both")
     for kind in sources or ():
         if kind not in SOURCE_KINDS:
-            raise ConfigError(f"{where}: unknown source '{kind}'{context}",
+            raise ConfigError(f"{where}: unknown source '{kind}'",
                               f"choose from {', '.join(SOURCE_KINDS)}")
     return sources
 

@@ -862,8 +862,16 @@ CONFIGS = [
     ),
     pytest.param(
         "[repos.vllm]\nsources = ['svn']\n",
-        "{path}: unknown source 'svn' in [repos.vllm]; choose from git, pypi",
+        "{path} [repos.vllm]: unknown source 'svn'; choose from git, pypi",
         id="unknown-repo-source",
+    ),
+    pytest.param(
+        "[repos.vllm]\nsources = 'git'\n", "{path} [repos.vllm]: 'sources' must be a list of "
+        "strings", id="repo-sources-not-a-list",
+    ),
+    pytest.param(
+        "fail_on = 'changed'\n", "{path}: 'fail_on' must be a list of strings",
+        id="fail-on-not-a-list",
     ),
     pytest.param("db = 5\n", "{path}: 'db' must be a string", id="db-not-a-string"),
     pytest.param(
@@ -871,7 +879,8 @@ CONFIGS = [
         id="git-not-a-string",
     ),
     pytest.param(
-        "[repos.vllm]\nversions = 'v1'\n", "{path}: 'versions' must be a list of strings",
+        "[repos.vllm]\nversions = 'v1'\n", "{path} [repos.vllm]: 'versions' must be a list of "
+        "strings",
         id="versions-not-a-list",
     ),
     pytest.param(
@@ -925,7 +934,7 @@ CONFIGS = [
         id="sources-empty"),
     pytest.param(
         "[repos.lmcache]\nsources = []\n",
-        "{path}: 'sources' is empty in [repos.lmcache]; list git or pypi, or leave the key out "
+        "{path} [repos.lmcache]: 'sources' is empty; list git or pypi, or leave the key out "
         "for both", id="repo-sources-empty"),
     pytest.param(
         "[repos.vllm]\nversions = ['v0.1.0', 'v0.2.0', 'v0.1.0']\n",
@@ -991,13 +1000,16 @@ def test_invalid_config_is_one_line_with_exit_2(
 def test_invalid_config_in_pyproject_names_its_tables_as_written_there(
     toml: str, message: str
 ) -> None:
-    """[tool.annotate.repos.vllm], not [repos.vllm], which pyproject.toml does not have."""
+    """[tool.annotate.repos.vllm], not [repos.vllm], which pyproject.toml does not have, and
+    [tool.annotate] for its own keys (db, repos...), which annotate.toml has at its top."""
     table = "[tool.annotate.repos."
     Path("pyproject.toml").write_text("[tool.annotate]\n" + toml.replace("[repos.", table))
     result = run("versions")
     assert (result.exit_code, result.stdout) == (2, "")
     path = Path("pyproject.toml").resolve()
-    assert result.stderr == "Error: " + message.replace("[repos.", table).format(path=path) + "\n"
+    expected = re.sub(r"^\{path\}: (?!\[|invalid TOML)", "{path} [tool.annotate]: ",
+                      message.replace("[repos.", table))
+    assert result.stderr == "Error: " + expected.format(path=path) + "\n"
 
 
 PYPROJECTS = [
