@@ -311,6 +311,13 @@ def _a_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
     return value
 
 
+def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """``--output`` as a path; an empty one (``-o "$OUT"`` unset) is refused, where it would
+    be taken for the current folder."""
+    given = _a_path(ctx, param, value)
+    return Path(given) if given is not None else None
+
+
 @click.group(cls=OneLineErrorsGroup)
 @click.version_option(package_name="vllm-annotate")
 @click.option("--db", "db_path", metavar="PATH", callback=_a_path,
@@ -1046,7 +1053,7 @@ CHECK_FORMATS = ["text", "json", "github", "sarif", "markdown"]
 @click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--format", "output_format", type=click.Choice(CHECK_FORMATS), default="text")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
               help="Write the report to this file instead of standard output.")
 @click.option("--exit-zero", is_flag=True,
               help="Exit 0 even when refs fail (an unreadable annotation file still exits 2).")
@@ -1580,7 +1587,7 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
               help="Only the symbols claims cite; the articles and claims come first.")
 @click.option("--format", "output_format", type=click.Choice(["markdown", "json", "html"]),
               default="markdown", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
               help="Write the report to this file instead of standard output.")
 @click.option("--max-diffs", type=click.IntRange(min=0), default=100, show_default=True,
               help="HTML: how many side-by-side diffs to show (cited symbols first).")

@@ -792,6 +792,12 @@ ERRORS = [
           (("--db=", "check"), "--db", "annotate", "empty-db-with-equals"),
           (("--config", "", "check"), "--config", "annotate", "empty-config"),
       )),
+    *(pytest.param(args, "Error: Invalid value for '--output' / '-o': it is empty; give a file "
+                   f"path (see 'annotate {args[0]} --help')", id=name)
+      for args, name in (
+          (("check", "-o", ""), "empty-output-of-check"),
+          (("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--output="), "empty-output-of-diff"),
+      )),
     pytest.param(
         ("index", "vllm@v0.1.0", "vllm@v0.2.0", "--from", "."),
         "Error: --from reads one version: name exactly one REPO@VERSION (see 'annotate index "
