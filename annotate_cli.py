@@ -865,7 +865,8 @@ def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
             did_you_mean(close) if close else "check the path, or run 'annotate link'"))
     shown = _as_displayed(context, article)
     files = annotation_files(context.config)
-    if path.resolve() not in {selected.resolve() for selected in (*files[0], *files[1])}:
+    selected = {os.path.realpath(file) for file in (*files[0], *files[1])}  # loops too
+    if os.path.realpath(path) not in selected:
         return UserError(f"'{shown}' is neither an annotation file nor an article: the "
                          "'annotations' and 'articles' globs of "
                          f"{context.config.file_name} do not select it")

@@ -146,9 +146,17 @@ def _glob(config: ProjectConfig, patterns: tuple[str, ...],
         elif errors:
             raise _unreadable_folder(root, pattern, errors[0], config.file_name)
         for path in sorted(root.glob(pattern)):
-            if path.is_file():  # a symlink to a file too, as a symlinked folder is
-                found.setdefault(path.resolve(), path)  # one file under two names: once
+            if path.is_file() or _leads_nowhere(path):  # a symlink to a file too, as a
+                # symlinked folder is; one file under two names: once
+                found.setdefault(Path(os.path.realpath(path)), path)
     return list(found.values())
+
+
+def _leads_nowhere(path: Path) -> bool:
+    """A symlink to nothing (its target moved away, or a loop): an annotation file that
+    cannot be read, as the loader then says; passed over, its claims would drop out of the
+    links unsaid."""
+    return path.is_symlink() and not path.exists()
 
 
 _WILDCARD = re.compile(r"[*?[]")

@@ -391,6 +391,43 @@ def test_a_link_resolves_only_the_files_that_changed_and_stores_what_a_full_link
     assert reports[0].stdout == reports[1].stdout
 
 
+def _move_the_symlinks_target_away(link: Path) -> None:
+    Path("shared").rename("shared-moved")
+
+
+def _point_the_symlink_at_itself(link: Path) -> None:
+    link.unlink()
+    link.symlink_to(link.name)
+
+
+@pytest.mark.parametrize(("break_it", "problem"), [
+    pytest.param(_move_the_symlinks_target_away, "No such file or directory",
+                 id="its-target-moved-away"),
+    pytest.param(_point_the_symlink_at_itself, "Too many levels of symbolic links",
+                 id="a-symlink-loop"),
+])
+def test_a_symlinked_annotation_file_that_leads_nowhere_keeps_its_claims(
+    project: Path, break_it: Callable[[Path], None], problem: str
+) -> None:
+    """A symlink the globs select is an annotation file, as a symlinked file is read: when
+    it leads to no file, it cannot be read, and its claims stay as a file's that cannot
+    be read; passed over, they were deleted without a word."""
+    write_corpus()
+    shared = write("shared/extra.yml", Path("articles/extra.yml").read_text())
+    extra = Path("articles/extra.yml")
+    extra.unlink()
+    extra.symlink_to(os.path.relpath(shared, extra.parent))
+    assert link().stdout == SUMMARY
+    before = stored()
+    break_it(extra)
+    result = link()
+    assert (result.exit_code, result.stdout) == (
+        2, "2 articles, 5 claims, 8 refs: 8 linked, 0 unindexed, 0 broken\n")
+    assert result.stderr == (f"Error: articles/extra.yml: cannot read file: {problem}\n"
+                             "Error: 1 problem in the annotations (see above)\n")
+    assert stored() == before
+
+
 def break_extra_then_mend_it() -> None:
     """A link that cannot read a file keeps that file's claims: the next one, the file
     mended, writes every claim again."""
