@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
+from annotate_start import INTERRUPTED
 from annotations.wording import counted
 from db.config_names import table_in
 from db.errors import DatabaseError
@@ -89,7 +90,7 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
                 "'annotate index' into a fresh --db PATH"
             ) from None
         except KeyboardInterrupt as interrupt:
-            click.echo("Interrupted; nothing half-written was kept.", err=True)
+            click.echo(INTERRUPTED, err=True)
             sys.exit(128 + getattr(interrupt, "signum", signal.SIGINT))
         except OSError as error:
             if error.errno not in _OUTPUT_ERRNOS:

@@ -186,6 +186,19 @@ def test_interrupted_index_keeps_nothing_half_written(
         ).fetchone() == (FILES, symbols, FILES)
 
 
+def test_ctrl_c_while_annotate_starts_is_the_one_line(tmp_path: Path) -> None:
+    """A Ctrl-C in the first few tenths of a second, while the console script imports the
+    command and its libraries (a module imported then sends it, at once), is the same
+    line as one later: no traceback."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "click.py").write_text("import os, signal, time\n"
+                                   "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n")
+    done = subprocess.run([*_annotate(), "versions"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(shim)}, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", INTERRUPTED + "\n")
+
+
 def test_a_hangup_ignored_by_nohup_stays_ignored(
     big_tree: tuple[Path, int], small_tree: Path
 ) -> None:
