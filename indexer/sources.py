@@ -226,7 +226,12 @@ def _cached_wheel(folder: Path) -> Path | None:
 def _pip_download(
     requirement: str, destination: Path, lock: int | None, config_name: str
 ) -> Path:
-    """Download into ``destination``, handing pip the download's ``lock``."""
+    """Download into ``destination``, handing pip the download's ``lock``. pip keeps its
+    temporary folders (the wheel as it arrives, up to 234 MiB for vLLM) in ``destination``
+    too, and not in TMPDIR: when pip is killed (SIGTERM or SIGKILL to the run's process
+    group, a CI job cancelled), they go with the folder, however the run ended."""
+    temporary = destination / "pip-tmp"
+    temporary.mkdir()
     # pip's console says only "No matching distribution" when the index failed to answer;
     # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"). It is
     # kept off the cache, which may be the full disk pip fails on, in a file with no name
@@ -241,7 +246,7 @@ def _pip_download(
         try:
             done = subprocess.run(
                 command, capture_output=True, text=True, timeout=PIP_TIMEOUT_SECONDS,
-                check=False, pass_fds=inherited,
+                check=False, pass_fds=inherited, env={**os.environ, "TMPDIR": str(temporary)},
             )
         except subprocess.TimeoutExpired:
             raise VersionNotFound(

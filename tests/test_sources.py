@@ -327,7 +327,7 @@ def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
 ) -> None:
     """``kill -9`` runs no cleanup; the orphaned pip may still be writing into the folder, so
     it is left while pip lives, and the next download removes it as soon as pip is gone,
-    not half an hour later."""
+    not half an hour later, with pip's own temporary folders, which pip keeps in it."""
     stalling = _stalling_wheel_folder(tmp_path)
     killed_temp = tmp_path / "killed-tmp"
     killed_temp.mkdir()
@@ -345,6 +345,7 @@ def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
         killed.kill()  # annotate's process only: its pip goes on reading the wheel
         killed.wait()
         (staging,) = (_cache() / "wheels" / "vllm").glob(".download-*")
+        assert [p.name for p in (staging / "pip-tmp").iterdir() if p.name.startswith("pip-")]
         fetch_wheel(_repo(None, ("pypi",)), "v0.2.0", _cache())
         assert staging.is_dir()  # pip still holds it
         os.killpg(killed.pid, signal.SIGKILL)
@@ -357,8 +358,34 @@ def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
     assert not staging.exists()
     assert sorted(p.name for p in (_cache() / "wheels" / "vllm").iterdir()) == ["0.1.0", "0.2.0"]
     assert cached.read_bytes() == (wheels / cached.name).read_bytes()
-    # pip's own temporary folders stay: pip was killed too
-    assert [p.name for p in killed_temp.iterdir() if not p.name.startswith("pip-")] == []
+    assert list(killed_temp.iterdir()) == []  # pip's were in the staging folder
+
+
+def test_a_download_stopped_with_sigterm_leaves_nothing(wheels: Path, tmp_path: Path) -> None:
+    """SIGTERM to the run's process group (a CI job cancelled) ends pip at once, before it
+    removes its temporary folders (the wheel as it arrives): they were in the staging
+    folder, which the run removes as it stops."""
+    stalling = _stalling_wheel_folder(tmp_path)
+    run_temp = tmp_path / "run-tmp"
+    run_temp.mkdir()
+    _write_config('[repos.vllm]\nsources = ["pypi"]\n')
+    run = subprocess.Popen(
+        [sys.executable, "-m", "annotate_cli", "index", "vllm@v0.1.0"],
+        start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PIP_FIND_LINKS": str(stalling), "TMPDIR": str(run_temp)},
+    )
+    try:
+        writer = _open_once_read(stalling / fv.wheel_filename("vllm", "0.1.0"))
+        os.killpg(run.pid, signal.SIGTERM)
+        out, err = run.communicate(timeout=60)
+        os.close(writer)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGKILL)
+    assert (run.returncode, out, err) == (
+        128 + signal.SIGTERM, "", "Interrupted; nothing half-written was kept.\n")
+    assert list(run_temp.iterdir()) == []
+    assert list((_cache() / "wheels" / "vllm").iterdir()) == []
 
 
 def _wait_for_no_process_in_session(session: int, timeout: float = 30) -> None:
