@@ -94,18 +94,7 @@ class Database:
         except sqlite3.DatabaseError as error:
             if connection is not None:
                 connection.close()
-            if isinstance(error, sqlite3.OperationalError) and _locked(error):
-                raise DatabaseBusy(f"cannot open {path}: another process holds it locked",
-                                   LOCKED_HINT) from None
-            if isinstance(error, sqlite3.OperationalError):  # the disk, not the file
-                raise DatabaseError(
-                    f"cannot open {path} ({error})",
-                    "free some space on its disk, and check that its folder is writable",
-                ) from None
-            raise NotADatabase(
-                f"{path} is not an annotate database ({error})",
-                "pass another --db PATH, or move that file away",
-            ) from None
+            raise _cannot_open(path, error) from None
         try:
             if foreign:  # another program's SQLite file: never add tables to it
                 raise NotADatabase(
@@ -289,6 +278,23 @@ class Database:
         except BaseException:
             _remove_with_journals(partial, quiet=True)
             raise
+
+
+def _cannot_open(path: Path, error: sqlite3.DatabaseError) -> DatabaseError:
+    """What keeps the file at ``path`` from being opened as an index, ``error`` said."""
+    if isinstance(error, sqlite3.OperationalError) and _locked(error):
+        return DatabaseBusy(f"cannot open {path}: another process holds it locked",
+                            LOCKED_HINT)
+    if isinstance(error, sqlite3.OperationalError):  # the disk, not the file
+        return DatabaseError(f"cannot open {path} ({error})",
+                             "free some space on its disk, and check that its folder is "
+                             "writable")
+    if "malformed" in str(error):  # SQLite's own header, pages missing or damaged
+        return DatabaseError(f"{path} is damaged ({error})",
+                             "rebuild the index with 'annotate index' into a fresh --db PATH, "
+                             "or move that file away and index again")
+    return NotADatabase(f"{path} is not an annotate database ({error})",
+                        "pass another --db PATH, or move that file away")
 
 
 def _wait_quietly(connection: sqlite3.Connection) -> None:

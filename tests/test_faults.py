@@ -992,6 +992,31 @@ def test_damaged_database_is_one_error_and_left_alone(
     pytest.param(("versions",), id="versions"),
     pytest.param(("link",), id="link"),
     pytest.param(("check",), id="check"),
+    pytest.param(("index", "vllm@v0.2.0", "--from", "."), id="index"),
+])
+def test_a_truncated_database_is_called_damaged_not_another_file(
+    indexed_db: Path, command: tuple[str, ...]
+) -> None:
+    """An index cut short (a copy or download stopped half-way) is the user's index, damaged:
+    not a file to move away as if it were another program's."""
+    with contextlib.closing(sqlite3.connect(indexed_db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    truncated = indexed_db.read_bytes()[:16384]
+    indexed_db.write_bytes(truncated)
+    _an_annotation_file()
+    result = run(*command)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: {indexed_db} is damaged (database disk image is malformed); rebuild the "
+        "index with 'annotate index' into a fresh --db PATH, or move that file away and index "
+        "again\n")
+    assert indexed_db.read_bytes() == truncated
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(("versions",), id="versions"),
+    pytest.param(("link",), id="link"),
+    pytest.param(("check",), id="check"),
     pytest.param(("index", "vllm@v0.1.0", "--from", "."), id="index"),
 ])
 def test_file_that_is_not_a_database_is_refused_by_every_command(
