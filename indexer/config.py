@@ -265,7 +265,7 @@ def load_config(start: Path | None = None, config_file: Path | None = None) -> P
         config_file = root / "pyproject.toml" if table else None
     elif config_file is not None:
         is_pyproject = config_file.name == "pyproject.toml"
-        table = _tool_table(config_file) if is_pyproject else _read_toml(config_file)
+        table = _tool_table(config_file, given=True) if is_pyproject else _read_toml(config_file)
         root = config_file.resolve().parent
     return _build(table, root, config_file)
 
@@ -316,10 +316,15 @@ def _has_tool_table(pyproject: Path) -> bool:
         return False
 
 
-def _tool_table(pyproject: Path) -> dict[str, Any]:
-    """The ``[tool.annotate]`` table of a pyproject.toml, empty when it has none."""
+def _tool_table(pyproject: Path, given: bool = False) -> dict[str, Any]:
+    """The ``[tool.annotate]`` table of a pyproject.toml, empty when it has none, unless
+    the file was ``given`` as the config (``--config``): then it must have one."""
     table: Any = _read_toml(pyproject)
     for key in ("tool", "annotate"):
+        if given and key not in table:
+            raise ConfigError(f"{pyproject} has no [tool.annotate] table",
+                              "write the settings there, or pass --config with the file that "
+                              "holds them")
         table = table.get(key, {})
         if not isinstance(table, dict):
             raise ConfigError(f"{pyproject}: '{key}' must be a table",
@@ -352,6 +357,7 @@ def _build(table: dict[str, Any], root: Path, source_file: Path | None) -> Proje
     file = str(source_file) if source_file else CONFIG_FILE
     shown = config_name(source_file)
     where = keys_at(file, shown)
+    _reject_a_tool_table(table, where, shown)
     _reject_unknown(table, _TOP_KEYS, where)
     default_sources = _sources(table, where) or SOURCE_KINDS
     for key in ("db", "cache_dir"):
@@ -586,6 +592,14 @@ def _glob_problem(pattern: str) -> str | None:
     if any("**" in part and part != "**" for part in parts):
         return "uses '**' inside a name: it can only stand alone between slashes"
     return None
+
+
+def _reject_a_tool_table(table: dict[str, Any], where: str, shown: str) -> None:
+    """A ``[tool.annotate]`` table copied from a pyproject.toml into a config of its own."""
+    tool = table.get("tool")
+    if shown != PYPROJECT_CONFIG and isinstance(tool, dict) and "annotate" in tool:
+        raise ConfigError(f"{where}: unknown key 'tool'", "[tool.annotate] is read from "
+                          f"pyproject.toml only: write its keys at the top of {where}")
 
 
 def _reject_unknown(table: dict[str, Any], allowed: set[str], where: str) -> None:

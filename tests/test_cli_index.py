@@ -1036,6 +1036,26 @@ def test_invalid_pyproject_is_one_line_with_exit_2(toml: bytes, message: str) ->
     )
 
 
+@pytest.mark.parametrize(("name", "text", "message"), [
+    pytest.param("pyproject.toml", "[project]\nname = 'x'\n",
+                 "{path} has no [tool.annotate] table; write the settings there, or pass "
+                 "--config with the file that holds them", id="pyproject-without-the-table"),
+    pytest.param("ci.toml", "[tool.annotate]\ndb = 'ci.db'\n",
+                 "{path}: unknown key 'tool'; [tool.annotate] is read from pyproject.toml "
+                 "only: write its keys at the top of {path}", id="tool-annotate-in-another-file"),
+])
+def test_settings_where_the_config_given_does_not_hold_them_are_one_line(
+    name: str, text: str, message: str
+) -> None:
+    """``--config`` names a file to read settings from: one that holds none where annotate
+    reads them was taken for no settings, every default (the built-in repos' versions)."""
+    Path(name).write_text(text)
+    result = run("--config", name, "versions")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == "Error: " + message.format(path=name) + "\n"
+    assert not Path(".annotate").exists()
+
+
 def _config_folder(path: Path) -> None:
     path.mkdir()
 
