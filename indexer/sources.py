@@ -111,8 +111,23 @@ def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
                               "pass the checkout's top folder")
         return snapshot
     if path.is_file() and path.suffix == ".whl":
+        _refuse_another_projects_wheel(repo, path)
         return open_wheel(repo, version, path)
     raise SourceError(f"{path} is neither a directory nor a .whl file", "pass a checkout or wheel")
+
+
+def _refuse_another_projects_wheel(repo: RepoConfig, wheel: Path) -> None:
+    """``--from vllm-0.20.0-...whl`` for lmcache would keep vLLM's code as a version of
+    lmcache, which never changes once indexed. The project is the file name's first part
+    (PEP 427), compared as PyPI compares names (PEP 503)."""
+    project = wheel.name.split("-", 1)[0]
+    if repo.pypi and _pypi_key(project) != _pypi_key(repo.pypi):
+        raise SourceError(f"{wheel} is a wheel of {project}, not of {repo.pypi} (the pypi of "
+                          f"repo {repo.name})", f"pass a wheel of {repo.pypi}")
+
+
+def _pypi_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _refuse_the_package_folder(repo: RepoConfig, path: Path) -> None:

@@ -206,6 +206,20 @@ def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
         "changes; name the checkout's version otherwise (vllm@v0.3.0-local) to index it\n")
 
 
+def test_index_from_a_wheel_of_another_project_is_refused(
+    project: Path, fake_wheels: Path
+) -> None:
+    """An indexed version never changes: another project's code indexed under a version's
+    name would stay there, every ref to it broken, until a fresh index."""
+    wheel = fake_wheels / fv.wheel_filename("vllm", "0.2.0")
+    result = run("index", "lmcache@v0.2.0", "--from", str(wheel))
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", f"Error: {wheel} is a wheel of vllm, not of lmcache (the pypi of repo lmcache); "
+               "pass a wheel of lmcache\n")
+    assert "Error: lmcache@v0.2.0 is neither indexed nor configured" in run(
+        "symbols", "lmcache@v0.2.0").stderr
+
+
 def noted() -> list[tuple[str, str]]:
     """The ``meta`` notes of versions no source had."""
     with sqlite3.connect(DB) as conn:
