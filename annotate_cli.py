@@ -312,6 +312,14 @@ def _a_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
     return value
 
 
+def _not_empty(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """An empty REF or glob (``annotate show "$REF"`` with REF unset) is refused as such,
+    not read as a ref ("empty reference") or a glob that matches no file."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("it is empty")
+    return value
+
+
 def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     """``--output`` as a path; an empty one (``-o "$OUT"`` unset) is refused, where it would
     be taken for the current folder."""
@@ -596,7 +604,7 @@ SYMBOL_FIELDS = (
 
 @cli.command()
 @click.argument("version_ref", metavar="REPO@VERSION")
-@click.option("--path", "path_glob", metavar="GLOB",
+@click.option("--path", "path_glob", metavar="GLOB", callback=_not_empty,
               help="Only the symbols of this file, this folder (vllm/config/) or the files "
                    "this glob matches (* crosses folders).")
 @click.option("--kind", type=click.Choice(["class", "function", "method", "attribute"]))
@@ -649,7 +657,7 @@ def symbols(
 
 
 @cli.command()
-@click.argument("ref_text", metavar="REF")
+@click.argument("ref_text", metavar="REF", callback=_not_empty)
 @pass_context
 @reports_errors
 def show(context: Context, ref_text: str) -> None:
@@ -1636,7 +1644,7 @@ def _note_compared_with_itself(database: Any, repo: str, version: str) -> None:
 
 
 @cli.command()
-@click.argument("ref_text", metavar="REF")
+@click.argument("ref_text", metavar="REF", callback=_not_empty)
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table", show_default=True)
 @db_option

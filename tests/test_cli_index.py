@@ -818,6 +818,13 @@ ERRORS = [
         "--help')",
         id="from-with-two-versions",
     ),
+    *(pytest.param(args, f"Error: Invalid value for {name}: it is empty (see 'annotate "
+                   f"{args[0]} --help')", id=f"empty-{args[0]}-{name.strip(chr(39))}")
+      for args, name in (
+          (("show", ""), "'REF'"),
+          (("history", "  "), "'REF'"),
+          (("symbols", "vllm@v0.1.0", "--path", ""), "'--path'"),
+      )),
 ]
 
 
