@@ -40,6 +40,9 @@ def open_database(path: Path, *, create: bool = True, notify: Notify | None = No
     if path.is_dir():
         raise DatabaseError(f"{path} is a folder, not an index file",
                             "pass a file path, e.g. --db .annotate/index.db")
+    if path.exists() and not path.is_file():  # SQLite reads it as a disk that fails
+        raise DatabaseError(f"{path} is not a regular file (a device, pipe or socket)",
+                            "pass a file path, e.g. --db .annotate/index.db")
     if not create and path.is_file() and path.stat().st_size == 0:
         raise MissingIndex(f"{path} is an empty file, not an index",
                            f"run 'annotate --db {path} index' to build one there")

@@ -683,6 +683,7 @@ def _broken_files() -> None:
     open_database(Path("empty.db")).close()
     Path("zero.db").touch()
     Path("folder.db").mkdir()
+    os.mkfifo("pipe.db")
 
 
 UNKNOWN_REPO = (
@@ -706,6 +707,11 @@ ERRORS = [
     pytest.param(("--db", "folder.db", "index", "vllm@v1"),
                  "Error: folder.db is a folder, not an index file; pass a file path, e.g. "
                  "--db .annotate/index.db", id="index-into-a-folder"),
+    *(pytest.param(("--db", db, *command),
+                   f"Error: {db} is not a regular file (a device, pipe or socket); pass a file "
+                   "path, e.g. --db .annotate/index.db", id=f"{command[0]}-{name}")
+      for db, name in (("/dev/null", "the-null-device"), ("pipe.db", "a-named-pipe"))
+      for command in (("versions",), ("index", "vllm@v1"))),
     *(pytest.param(("--db", db, "index", "vllm@v1"),
                    f"Error: cannot create the folder {folder} for the index (a file is in the "
                    "way); pass --db with a path in a folder you may write", id=name)
