@@ -302,6 +302,7 @@ class FixPlan:
                 temporary = file_plan.path.with_name(file_plan.path.name + ".annotate-fix")
                 staged.append((temporary, file_plan.path))
                 _write_staged(name, temporary, file_plan)
+            self._refuse_files_changed_meanwhile()
             self._replace_all(staged)
         except BaseException:  # an error, or Ctrl-C or SIGTERM: no temporary file stays
             for temporary, _ in staged:
@@ -309,6 +310,14 @@ class FixPlan:
                     temporary.unlink()
             raise
         return [name for name, _ in self.edited()]
+
+    def _refuse_files_changed_meanwhile(self) -> None:
+        """An edited file saved again since it was read (its author, in an editor): the new
+        text, made from the old one, would replace what was saved."""
+        for name, file_plan in self.edited():
+            if not _as_read(file_plan):
+                raise FixError(f"{name} changed while fix ran; nothing was changed",
+                               hint="run 'annotate fix' again")
 
     def _refuse_read_only(self) -> None:
         names = self.read_only()
@@ -348,6 +357,15 @@ def _read_only(path: Path) -> bool:
     except OSError:
         return False  # gone since it was read: writing it fails, and says why
     return not mode & 0o222 or not os.access(path, os.W_OK)
+
+
+def _as_read(file_plan: FilePlan) -> bool:
+    """Whether the plan's file still holds what the plan was made from (not if it is
+    gone, or cannot be read)."""
+    try:
+        return file_plan.path.read_bytes() == file_plan.original.encode("utf-8")
+    except OSError:
+        return False
 
 
 def _write_staged(name: str, temporary: Path, file_plan: FilePlan) -> None:

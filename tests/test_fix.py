@@ -957,6 +957,24 @@ def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was() -> None:
         "a.yml", "b.yml", "b.yml.annotate-fix"]
 
 
+def test_a_file_edited_while_fix_runs_keeps_the_edit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The author saves the file in an editor after fix has read it: fix's text, made from
+    what it read, would replace the new one whole."""
+    text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
+            f"    refs: [{ENGINE}]\n")
+    path = write("annotations/a.yml", text)
+    saved = text.replace("text: x", "text: x, as the author wrote it meanwhile")
+    stage = fix_module._write_staged
+    monkeypatch.setattr(fix_module, "_write_staged", lambda *args: (
+        path.write_text(saved, encoding="utf-8"), stage(*args)))
+    result = fix()
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == ("Error: annotations/a.yml changed while fix ran; nothing was "
+                             "changed (hint: run 'annotate fix' again)\n")
+    assert path.read_text(encoding="utf-8") == saved
+    assert sorted(p.name for p in path.parent.iterdir()) == ["a.yml"]
+
+
 def test_a_symlinked_annotation_file_is_read_and_edited_where_it_lives() -> None:
     text = (f"article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: c\n    text: x\n"
             f"    refs: [{ENGINE}]\n")
