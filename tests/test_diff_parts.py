@@ -150,6 +150,52 @@ def test_started_using_lists_the_first_names_and_counts_them_all() -> None:
         tuple(used[:2]), (), MAX_NAMES + 5, 0)
 
 
+BARE = "def f(x):\n    return g(x)\n"
+
+
+# A keyword argument's name, `g(default=1)`, names a parameter of the callee, which no
+# index holds: it is no use. Everything else in code is a name used, however it is bound:
+# an attribute after a dot (how a method is called) and the names the symbol binds itself,
+# its parameters as its locals (a parameter's name is also read in its body).
+@pytest.mark.parametrize(("new", "defined", "started"), [
+    pytest.param("def f(x):\n    return g(x, default=1)\n", {"default"}, (),
+                 id="keyword-argument"),
+    pytest.param("def f(x):\n    return g(\n        x,  # a value\n        default = 1,\n    )\n",
+                 {"default"}, (), id="keyword-argument-on-its-own-line"),
+    pytest.param("def f(x):\n    return g(x, default=helper)\n", {"default", "helper"},
+                 ("helper",), id="keyword-argument-value"),
+    pytest.param("def f(x):\n    return g(x, default=1) or default\n", {"default"},
+                 ("default",), id="keyword-argument-and-name"),
+    pytest.param("def f(x):\n    return g(x, x == default)\n", {"default"}, ("default",),
+                 id="comparison-in-an-argument"),
+    pytest.param("def f(x):\n    return g(**options)\n", {"options"}, ("options",),
+                 id="double-star-argument"),
+    pytest.param("def f(x):\n    class C(Base, metaclass=Meta): ...\n    return g(x)\n",
+                 {"Base", "metaclass", "Meta"}, ("Base", "Meta"), id="class-keyword"),
+    pytest.param("def f(x, *, default=None):\n    return g(x)\n", {"default"}, ("default",),
+                 id="keyword-only-parameter"),
+    pytest.param("def f(default=None):\n    return g(x)\n", {"default"}, ("default",),
+                 id="first-parameter"),
+    pytest.param("def f(x, *, size=g(default=1)):\n    return g(x)\n", {"default", "size"},
+                 ("size",), id="keyword-argument-in-a-parameter-default"),
+    pytest.param("def f(x, **options):\n    return g(x)\n", {"options"}, ("options",),
+                 id="double-star-parameter"),
+    pytest.param("def f(x):\n    return g(key=lambda x, default=None: x)\n",
+                 {"key", "default"}, ("default",), id="lambda-parameter"),
+    pytest.param("def f(x):\n    first, default = g(x)\n    return first\n", {"default"},
+                 ("default",), id="tuple-assignment"),
+    pytest.param("def f(x):\n    return x.helper(g(x))\n", {"helper"}, ("helper",),
+                 id="attribute"),
+    pytest.param("def f(x):\n    return g(x)  # helper, not 'helper2'\n",
+                 {"helper", "helper2"}, (), id="comment-and-string"),
+])
+def test_what_a_symbol_started_using(new: str, defined: set[str], started: tuple[str, ...]
+                                     ) -> None:
+    """From ``BARE`` to ``new``; and back, what it started using it stopped using."""
+    assert usage_of(BARE, new, defined | {"g"})[:2] == (started, ())
+    assert usage_of(new, BARE, defined | {"g"})[:2] == ((), started)
+
+
 def test_keywords_are_not_names_used_even_when_a_symbol_is_called_so() -> None:
     """``match`` (a soft keyword) is also the name of many a method."""
     old = "def f(x):\n    return helper(x)\n"

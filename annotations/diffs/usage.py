@@ -1,11 +1,14 @@
 """What a changed symbol started or stopped using.
 
 A symbol *uses* a name when the name occurs in its code (strings and comments excluded:
-`indexer.references.code_identifiers`) and names a definition of the version: at least
-one symbol of that name exists there. Names the symbol defines itself (its own name, its
-members, its local functions and classes) and Python keywords do not count. ``started``
-= names its code uses at B but not at A (definitions of B); ``stopped`` = the reverse
-(definitions of A).
+`used_identifiers`) and names a definition of the version: at least one symbol of that
+name exists there. Names the symbol defines itself (its own name, its members, its local
+functions and classes) and Python keywords do not count, nor does a keyword argument's
+name (``default`` in ``Field(default=None)`` names a parameter of the callee, which no
+index holds). An attribute after a dot (a method called) is a use; so is a parameter of
+the symbol, as any name it binds (its body reads it by that name). ``started`` = names its
+code uses at B but not at A (definitions of B); ``stopped`` = the reverse (definitions of
+A).
 
 Built for whole-version diffs: each blob is decompressed once by the caller, each stretch
 of a blob is tokenized once (a class and its methods share their text), and the defined
@@ -14,6 +17,7 @@ names of both versions come from the rows the matcher loaded anyway.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,7 +25,8 @@ from typing import Protocol
 
 from annotations.diffs.model import Usage
 from db.match_queries import MATCH_COLUMNS
-from indexer.references import KEYWORDS, code_identifiers
+from indexer.literals import WORD_BYTES, blank_literals
+from indexer.references import KEYWORDS, identifiers
 
 MAX_NAMES = 20
 """How many started or stopped names a symbol lists (the totals count them all)."""
@@ -110,7 +115,7 @@ class _BlobNames:
                 code = data[start:end]
                 names = seen.get(code)
                 if names is None:
-                    names = seen[code] = code_identifiers(code)
+                    names = seen[code] = used_identifiers(code)
                 self._starts.append(start)
                 self._names.append(names)
         definitions = sorted((row[_START_BYTE], row[_NAME].encode()) for row in rows)
@@ -141,3 +146,74 @@ def _merged(spans: list[Span]) -> list[Span]:
 def _inside(merged: list[Span], start: int, end: int) -> bool:
     index = bisect_right(merged, (start, float("inf"))) - 1
     return index >= 0 and merged[index][0] <= start and end <= merged[index][1]
+
+
+def used_identifiers(code: bytes) -> set[bytes]:
+    """The identifiers in ``code`` outside string literals, comments and the names of
+    keyword arguments. ``code`` is whole statements (a symbol's stretch)."""
+    blanked = blank_literals(code)
+    keyword_names = _keyword_argument_names(blanked)
+    if keyword_names:
+        text = bytearray(blanked)
+        for start, end in keyword_names:
+            text[start:end] = b" " * (end - start)
+        blanked = bytes(text)
+    return identifiers(blanked)
+
+
+# A name after "(" or "," and before "=" (not "=="): inside brackets, a keyword argument
+# or a parameter's default; outside them, the second target of "a, b = ...".
+_NAME_BEFORE_EQUALS = re.compile(rb"[(,]\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
+_SIGNATURE_OPENS = re.compile(rb"\bdef\s+[A-Za-z_][A-Za-z0-9_]*\s*(?:\[[^\]]*\]\s*)?\(")
+_LAMBDA_PARAMETERS = re.compile(rb"lambda\b[^:]*\Z")
+_BRACKET = re.compile(rb"[()\[\]{}]")
+_LAMBDA_REACH = 300
+"""How far before a name a ``lambda`` whose parameter it is may start."""
+
+
+def _keyword_argument_names(code: bytes) -> list[Span]:
+    """The spans of the keyword arguments' names in ``code`` (literals blanked): those of
+    a def's or a lambda's parameters are not."""
+    signatures = [(opened.end(), _closing(code, opened.end()))
+                  for opened in _SIGNATURE_OPENS.finditer(code)]
+    names = []
+    depth, counted = 0, 0
+    for found in _NAME_BEFORE_EQUALS.finditer(code):
+        start = found.start(1)
+        depth += _depth_change(code[counted:start])
+        counted = start
+        if depth > 0 and not _a_parameter(code, start, signatures):
+            names.append(found.span(1))
+    return names
+
+
+def _a_parameter(code: bytes, start: int, signatures: list[Span]) -> bool:
+    index = bisect_right(signatures, (start, len(code))) - 1  # the last opened by start
+    if index >= 0:
+        opened, closed = signatures[index]
+        if start < closed and _depth_change(code[opened:start]) == 0:
+            return True
+    return _in_lambda_parameters(code, start)
+
+
+def _in_lambda_parameters(code: bytes, start: int) -> bool:
+    lambda_at = code.rfind(b"lambda", max(0, start - _LAMBDA_REACH), start)
+    if lambda_at < 0 or (lambda_at > 0 and code[lambda_at - 1] in WORD_BYTES):
+        return False
+    return _LAMBDA_PARAMETERS.match(code, lambda_at, start) is not None
+
+
+def _closing(code: bytes, opened: int) -> int:
+    """Where the bracket open before ``opened`` closes (the end of ``code`` if it does not)."""
+    depth = 1
+    for bracket in _BRACKET.finditer(code, opened):
+        depth += 1 if bracket.group() in b"([{" else -1
+        if depth == 0:
+            return bracket.start()
+    return len(code)
+
+
+
+def _depth_change(code: bytes) -> int:
+    opened = code.count(b"(") + code.count(b"[") + code.count(b"{")
+    return opened - code.count(b")") - code.count(b"]") - code.count(b"}")
