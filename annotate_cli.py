@@ -801,7 +801,12 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     A claim whose symbol moved to SYMBOL at the target version cites it too (SYMBOL
     being any of the places of an ambiguous move).
     """
-    from annotations.citations import file_path, is_file_path, links_citing, links_moved_here
+    from annotations.citations import (
+        file_path,
+        links_citing,
+        links_moved_here,
+        written_as_a_file,
+    )
     from db import claims as claim_store
 
     if (symbol is None) == (article is None):
@@ -825,7 +830,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
             rows += links_moved_here(database, context.config, symbol or "", rows)
         if not rows:
             with context.database() as database:
-                if is_file_path(database, symbol or ""):
+                if written_as_a_file(symbol or ""):
                     _note_unknown_file(database, file_path(symbol or ""))
                 elif not _note_member_links(context, database, symbol or ""):
                     _note_unknown_name(database, symbol or "", context.config.file_name)

@@ -123,9 +123,14 @@ def names_its_place(symbol: str) -> bool:
 def is_file_path(database: Database, symbol: str) -> bool:
     """Whether ``symbol`` is a repo file's path (``vllm/config/cache.py``), not a ref: a
     top-level file's (``setup.py``) when an indexed version has it, a dotted name if not."""
-    if _is_ref(symbol):
-        return False
-    return "/" in symbol or (symbol.endswith(".py") and is_indexed_path(database, symbol))
+    return written_as_a_file(symbol) and ("/" in symbol or is_indexed_path(database, symbol))
+
+
+def written_as_a_file(symbol: str) -> bool:
+    """Whether ``symbol`` is written as a file's path: with a folder, or a name ending in
+    ``.py`` (``setup.py``, which `is_file_path` reads as a dotted name when no indexed
+    version has that file), not as a ref."""
+    return not _is_ref(symbol) and ("/" in symbol or symbol.endswith(".py"))
 
 
 def file_path(symbol: str) -> str:

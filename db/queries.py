@@ -608,10 +608,16 @@ def paths_close_to(database: Database, path: str) -> list[str]:
 
 def closest_paths(path: str, paths: list[str]) -> list[str]:
     """Up to three of the file ``paths`` close to ``path``, for a "did you mean" (closer
-    than names need be: paths share long prefixes, ``vllm/``); to a path that
+    than names need be: paths share long prefixes, ``vllm/``); to a file's name without its
+    folder (``cache.py``), the files of that name, shallowest first; to a path that
     `looks_like_a_folder`, `closest_in_folder`; none to a glob."""
     if any(char in path for char in GLOB_CHARACTERS):
         return []
+    if "/" not in path and path.endswith(".py"):  # a file's name, without its folder
+        named = sorted((found for found in paths if found.rsplit("/", 1)[-1] == path),
+                       key=lambda found: (found.count("/"), found))
+        if named:
+            return named[:3]
     if not looks_like_a_folder(path):
         return close_matches(path, paths, n=3, cutoff=0.8)
     return closest_in_folder(path.rstrip("/"), paths)

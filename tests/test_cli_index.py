@@ -586,6 +586,8 @@ def test_symbols_help_says_path_takes_a_file_or_a_folder() -> None:
                  id="a-misspelt-folder-without-its-slash"),
     pytest.param("vllm/config/cache", " (closest: vllm/config/cache.py)",
                  id="a-file-without-its-suffix"),
+    pytest.param("cache.py", " (closest: vllm/config/cache.py)",
+                 id="a-file-name-without-its-folder"),
     pytest.param("vllm/nothing/", "", id="nothing-close"),
     pytest.param("vllm/confg/*.py", "", id="a-glob"),
 ])

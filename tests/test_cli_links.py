@@ -529,6 +529,10 @@ def test_links_to_an_uncited_symbol() -> None:
                  id="a-file-not-indexed"),
     pytest.param("vllm/nothing/here.py", "Note: no indexed version has a file "
                  "'vllm/nothing/here.py'\n", id="a-file-nothing-close"),
+    pytest.param("setup.py", "Note: no indexed version has a file 'setup.py'\n",
+                 id="a-top-level-file-not-indexed"),
+    pytest.param("cache.py", "Note: no indexed version has a file 'cache.py' (closest: "
+                 "vllm/config/cache.py)\n", id="a-file-name-without-its-folder"),
     pytest.param("vllm/confg", "Note: no indexed version has a file 'vllm/confg' (closest: "
                  "vllm/config/)\n", id="a-misspelt-folder"),
     pytest.param("vllm/model_executor/layer/", "Note: no indexed version has a file "
