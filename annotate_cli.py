@@ -1046,10 +1046,13 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
     with context.database() as database:
         _note_outdated_links(context, database)
         rows = claim_store.search(database, text, limit + 1)
-    if len(rows) > limit:
-        rows = rows[:limit]
-        first = "claim that matches" if limit == 1 else f"{limit} claims that match"
-        _note(f"Note: showing the first {first}; add words, or raise --limit")
+        if len(rows) > limit:
+            rows = rows[:limit]
+            first = "claim that matches" if limit == 1 else f"{limit} claims that match"
+            _note(f"Note: showing the first {first}; add words, or raise --limit")
+        if output_format == "json":
+            rows = [{**row, "refs": claim_store.refs_of_claim(database, row["article"],
+                                                              row["claim_id"])} for row in rows]
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     elif not rows:

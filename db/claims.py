@@ -388,3 +388,12 @@ def search(database: Database, text: str, limit: int = 50) -> list[dict]:
            f" WHERE {' AND '.join(conditions)}{order} LIMIT ?")
     return list(database.query(sql, (*params, limit)))
 
+
+
+def refs_of_claim(database: Database, article: str, claim_id: str) -> list[dict]:
+    """The claim's refs in the order written: ``ref`` as written, ``resolved`` at its pin
+    (None when it did not resolve) and ``state``, as `links` JSON names them."""
+    return list(database.query(
+        "SELECT r.written AS ref, r.resolved, r.state FROM claim_refs r"
+        " JOIN claims c ON c.id = r.claim WHERE c.article = ? AND c.claim_id = ? ORDER BY r.seq",
+        (article, claim_id)))

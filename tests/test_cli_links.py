@@ -840,8 +840,38 @@ def test_search_output_round_trips_the_text() -> None:
         "article": "blog/mla-tp.md", "claim_id": "forward-rms", "title": "MLA 的 TP 切分",
         "text": TEXTS["forward-rms"],
         "symbols": "vllm/model_executor/layers/layernorm.py RMSNorm.forward",
+        "refs": [{"ref": "vllm/model_executor/layers/layernorm.py::RMSNorm.forward",
+                  "resolved": "vllm@v0.1.0:vllm/model_executor/layers/layernorm.py::"
+                              "RMSNorm.forward", "state": "linked"}],
     }]
     assert ok("search", "无此内容") == "No claims match.\n"
+
+
+def test_search_json_lists_a_claims_refs() -> None:
+    """``symbols`` is the text searched, the refs' paths and qualnames joined by spaces;
+    ``refs`` lists the refs one by one, as written and resolved at their pins (None when
+    not indexed), as `links` JSON names them."""
+    config = Path("annotate.toml")
+    config.write_text(config.read_text().replace('"v0.3.0"]', '"v0.3.0", "v0.4.0"]'))
+    for folder in CORPUS:
+        shutil.rmtree(folder)
+    Path("annotations").mkdir()
+    Path("annotations", "refs.yml").write_text(
+        f"article: blog/refs.md\nat: vllm@v0.1.0\nclaims:\n  - id: four\n    text: 四个引用\n"
+        f"    refs: [{UTIL}, vllm/config/cache.py#L1-L2, 'vllm@v0.4.0:vllm/utils.py::cdiv',"
+        f" {UTIL}]\n", encoding="utf-8")
+    assert run("link").exit_code == 0
+    [found] = json.loads(ok("search", "--format", "json", "四个引用"))
+    assert found["symbols"] == (
+        "vllm/config/cache.py CacheConfig.gpu_memory_utilization vllm/config/cache.py    "
+        "vllm/config/cache.py CacheConfig.gpu_memory_utilization")
+    assert found["refs"] == [
+        {"ref": UTIL, "resolved": f"vllm@v0.1.0:{UTIL}", "state": "linked"},
+        {"ref": "vllm/config/cache.py#L1-L2", "resolved": "vllm@v0.1.0:vllm/config/cache.py#L1-L2",
+         "state": "linked"},
+        {"ref": "vllm@v0.4.0:vllm/utils.py::cdiv", "resolved": None, "state": "unindexed"},
+        {"ref": UTIL, "resolved": f"vllm@v0.1.0:{UTIL}", "state": "linked"},
+    ]
 
 
 HOSTILE = ["*", "NEAR(", "OR", "AND", "NOT", "a OR b", "NEAR(a b, 2)", "(((",
