@@ -255,8 +255,8 @@ def _pip_download(
         log_name, inherited = _passed_to_pip(log, lock)
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-            "--disable-pip-version-check", "--no-input", "--progress-bar", "off",
-            "--log", log_name, "-d", str(destination), requirement,
+            "--ignore-requires-python", "--disable-pip-version-check", "--no-input",
+            "--progress-bar", "off", "--log", log_name, "-d", str(destination), requirement,
         ]
         try:
             done = subprocess.run(

@@ -1016,21 +1016,31 @@ def _record_line(arcname: str, data: bytes) -> str:
     return f"{arcname},sha256={digest},{len(data)}"
 
 
-def _dist_info_files(name: str, version: str) -> dict[str, bytes]:
+PURE_PYTHON = "py3-none-any"
+
+
+def _dist_info_files(
+    name: str, version: str, tag: str, requires_python: str | None
+) -> dict[str, bytes]:
     info = f"{name.replace('-', '_')}-{version}.dist-info"
     metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-    wheel = "Wheel-Version: 1.0\nGenerator: fakevllm\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    if requires_python is not None:
+        metadata += f"Requires-Python: {requires_python}\n"
+    purelib = str(tag == PURE_PYTHON).lower()
+    wheel = f"Wheel-Version: 1.0\nGenerator: fakevllm\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n"
     return {f"{info}/METADATA": metadata.encode(), f"{info}/WHEEL": wheel.encode()}
 
 
-def wheel_filename(name: str, version: str) -> str:
-    return f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+def wheel_filename(name: str, version: str, tag: str = PURE_PYTHON) -> str:
+    return f"{name.replace('-', '_')}-{version}-{tag}.whl"
 
 
-def wheel_members(name: str, version: str) -> dict[str, bytes]:
+def wheel_members(
+    name: str, version: str, tag: str = PURE_PYTHON, requires_python: str | None = None
+) -> dict[str, bytes]:
     """Archive name -> bytes of a wheel (RECORD included, last)."""
     members = dict(sorted(python_files(f"v{version}").items()))
-    members.update(_dist_info_files(name, version))
+    members.update(_dist_info_files(name, version, tag, requires_python))
     record_name = f"{name.replace('-', '_')}-{version}.dist-info/RECORD"
     lines = [_record_line(arc, data) for arc, data in members.items()]
     members[record_name] = ("\n".join([*lines, f"{record_name},,"]) + "\n").encode()
@@ -1052,5 +1062,16 @@ def build_fake_wheels(
     """Write ``{name}-{version}-py3-none-any.whl`` for each version; return ``dest_dir``."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     for version in versions:
-        _write_wheel(dest_dir / wheel_filename(name, version), wheel_members(name, version))
+        write_wheel(dest_dir, name, version)
     return dest_dir
+
+
+def write_wheel(
+    dest_dir: Path, name: str, version: str, tag: str = PURE_PYTHON,
+    requires_python: str | None = None,
+) -> Path:
+    """Write the wheel of ``name==version`` tagged ``tag`` (``cp39-cp39-win_amd64``: any
+    tag, whatever this machine is) into ``dest_dir``; return its path."""
+    path = dest_dir / wheel_filename(name, version, tag)
+    _write_wheel(path, wheel_members(name, version, tag, requires_python))
+    return path

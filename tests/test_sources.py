@@ -63,9 +63,13 @@ def _repo(url: str | None, sources: tuple[str, ...] = ("git",), name: str = "vll
 @pytest.fixture
 def wheels(fake_wheels: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """pip sees only the fake wheels."""
+    return _pip_sees_only(fake_wheels, monkeypatch)
+
+
+def _pip_sees_only(links: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(fake_wheels))
-    return fake_wheels
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    return links
 
 
 def _write_config(text: str) -> None:
@@ -280,6 +284,18 @@ def test_wheel_is_downloaded_with_pip_and_cached(wheels: Path, tag: str) -> None
     assert contents == fv.python_files(tag)  # .py members only, at their repo paths
     assert all(blob_id(contents[e.path]) == e.blob_id for e in info.files)
     assert list((_cache() / "wheels" / "vllm").iterdir()) == [cached.parent]  # no staging left
+
+
+def test_a_wheel_whose_requires_python_excludes_this_python_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requires-Python says which Pythons may run the package (vLLM 0.20.0: <3.15,>=3.10;
+    LMCache 0.5.1: <3.14,>=3.10); annotate only reads its files."""
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    wheel = fv.write_wheel(links, "vllm", "0.1.0", requires_python="<3")
+    fetched = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    assert (fetched.name, fetched.read_bytes()) == (wheel.name, wheel.read_bytes())
 
 
 def test_cached_wheel_is_used_without_pip(wheels: Path, monkeypatch: pytest.MonkeyPatch) -> None:
