@@ -16,11 +16,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import zipfile
 import zlib
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from indexer.config import RepoConfig, check_version_name
 from indexer.errors import SourceError, VersionNotFound
@@ -152,8 +154,8 @@ def pypi_version(version: str) -> str:
 
 def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
     """The cached wheel of ``repo.pypi==version``, downloaded with pip when missing."""
-    requirement = f"{repo.pypi}=={pypi_version(version)}"
-    folder = cache_dir / "wheels" / (repo.pypi or repo.name) / pypi_version(version)
+    name, number = repo.pypi or repo.name, pypi_version(version)
+    folder = cache_dir / "wheels" / name / number
     _reclaim_dead_downloads(cache_dir / "wheels")
     cached = _cached_wheel(folder)
     if cached is not None:
@@ -166,7 +168,7 @@ def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
     lock = None
     try:
         lock = _lock_download(staging)
-        wheel = _pip_download(requirement, staging, lock, repo.config_name)
+        wheel = _pip_download(name, number, staging, lock, repo.config_name)
         folder.mkdir(exist_ok=True)
         final = folder / wheel.name
         os.replace(wheel, final)
@@ -239,14 +241,44 @@ def _cached_wheel(folder: Path) -> Path | None:
 
 
 def _pip_download(
-    requirement: str, destination: Path, lock: int | None, config_name: str
+    name: str, version: str, destination: Path, lock: int | None, config_name: str
 ) -> Path:
-    """Download into ``destination``, handing pip the download's ``lock``. pip keeps its
-    temporary folders (the wheel as it arrives, up to 234 MiB for vLLM) in ``destination``
-    too, and not in TMPDIR: when pip is killed (SIGTERM or SIGKILL to the run's process
-    group, a CI job cancelled), they go with the folder, however the run ended."""
+    """Download the wheel of ``name==version`` into ``destination``, handing pip the
+    download's ``lock``: the one this machine would install, else (only .py members are
+    read) one of another platform or Python that pip skipped, asked for by its tag. pip
+    keeps its temporary folders (the wheel as it arrives, up to 234 MiB for vLLM) in
+    ``destination`` too, and not in TMPDIR: when pip is killed (SIGTERM or SIGKILL to the
+    run's process group, a CI job cancelled), they go with the folder, however the run
+    ended."""
+    requirement = f"{name}=={version}"
+    run = _run_pip(requirement, destination, lock)
+    reasons = [run.reason]
+    other = _tag_of_another_machine(name, version, run)
+    if other is not None:
+        run = _run_pip(requirement, destination, lock, other.pip_options())
+        reasons.append(f"tried again for the wheel {other} of another machine: {run.reason}")
+    if run.wheel is not None:
+        return run.wheel
+    reason = "; ".join(reasons)
+    if is_disk_problem(reason):
+        raise SourceError(f"pip: {requirement}: {reason}", cache_hint(config_name))
+    raise VersionNotFound(f"pip: {requirement}: {reason}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _PipRun:
+    """One ``pip download``: the wheel it saved, else why not; and its debug log."""
+
+    wheel: Path | None
+    reason: str
+    log: str
+
+
+def _run_pip(
+    requirement: str, destination: Path, lock: int | None, options: Sequence[str] = ()
+) -> _PipRun:
     temporary = destination / "pip-tmp"
-    temporary.mkdir()
+    temporary.mkdir(exist_ok=True)
     # pip's console says only "No matching distribution" when the index failed to answer;
     # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"). It is
     # kept off the cache, which may be the full disk pip fails on, in a file with no name
@@ -256,7 +288,8 @@ def _pip_download(
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
             "--ignore-requires-python", "--disable-pip-version-check", "--no-input",
-            "--progress-bar", "off", "--log", log_name, "-d", str(destination), requirement,
+            "--progress-bar", "off", "--log", log_name, "-d", str(destination), *options,
+            requirement,
         ]
         try:
             done = subprocess.run(
@@ -267,14 +300,65 @@ def _pip_download(
             raise VersionNotFound(
                 f"pip: {requirement} timed out after {PIP_TIMEOUT_SECONDS}s"
             ) from None
-        wheels = sorted(destination.glob("*.whl"))
-        if done.returncode != 0 or not wheels:
-            log.seek(0)
-            reason = _pip_reason(done.stderr, log.read().decode(errors="replace"))
-            if is_disk_problem(reason):
-                raise SourceError(f"pip: {requirement}: {reason}", cache_hint(config_name))
-            raise VersionNotFound(f"pip: {requirement}: {reason}")
-        return wheels[0]
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+    wheels = sorted(destination.glob("*.whl"))
+    if done.returncode == 0 and wheels:
+        return _PipRun(wheels[0], "", text)
+    return _PipRun(None, _pip_reason(done.stderr, text), text)
+
+
+class _WheelTag(NamedTuple):
+    """The tag of a wheel file (PEP 425), each part maybe several joined by dots."""
+
+    python: str
+    abi: str
+    platform: str
+
+    def __str__(self) -> str:
+        return "-".join(self)
+
+    def pip_options(self) -> list[str]:
+        """What makes pip take this wheel on any machine."""
+        implementation, python_version = re.findall(r"[a-z]+|\d+", self.python.split(".")[0])
+        return [f"--implementation={implementation}", f"--python-version={python_version}",
+                *(f"--abi={abi}" for abi in self.abi.split(".")),
+                *(f"--platform={platform}" for platform in self.platform.split("."))]
+
+    def is_linux_x86_64(self) -> bool:
+        return any("linux" in platform and platform.endswith("_x86_64")
+                   for platform in self.platform.split("."))
+
+
+_WHEEL_FILE = re.compile(r"[^\s/\\'\"<>,]+\.whl\b")
+_VALID_TAG = re.compile(r"([a-z]+\d+)(\.[a-z]+\d+)*-\w+(\.\w+)*-\w+(\.\w+)*", re.ASCII)
+
+
+def _tag_of_another_machine(name: str, version: str, run: _PipRun) -> _WheelTag | None:
+    """When pip found no wheel of ``name==version`` for this machine, the tag of one its
+    debug log names (it skipped it): a Linux x86-64 one first, the wheel most machines
+    (and CI) fetch, so that they record the same sha256."""
+    if run.wheel is not None or "No matching distribution" not in run.reason:
+        return None
+    tags = {tag for file in _WHEEL_FILE.findall(run.log)
+            if (tag := _wheel_tag(urllib.parse.unquote(file), name, version)) is not None}
+    return min(tags, key=lambda tag: (not tag.is_linux_x86_64(), str(tag)), default=None)
+
+
+def _wheel_tag(file_name: str, name: str, version: str) -> _WheelTag | None:
+    """The tag of ``file_name`` when it is a wheel of ``name==version``."""
+    parts = file_name.removesuffix(".whl").split("-")
+    if len(parts) not in (5, 6) or parts[1].lower() != version.lower():
+        return None
+    if _project_name(parts[0]) != _project_name(name):
+        return None
+    tag = _WheelTag(*parts[-3:])
+    return tag if _VALID_TAG.fullmatch(str(tag)) else None
+
+
+def _project_name(name: str) -> str:
+    """The name as PyPI compares names: ``LM_Cache`` and ``lm.cache`` are ``lm-cache``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _passed_to_pip(log: IO[bytes], lock: int | None) -> tuple[str, tuple[int, ...]]:

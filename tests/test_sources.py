@@ -434,6 +434,93 @@ def test_corrupt_cached_wheel_is_downloaded_again(wheels: Path) -> None:
     assert fetched.read_bytes() == (wheels / corrupt.name).read_bytes()
 
 
+ANOTHER_PLATFORM = "manylinux_2_28_x86_64" if sys.platform == "darwin" else "macosx_11_0_arm64"
+"""A platform whose wheels this machine's pip does not take. No Python annotate runs on
+(3.10 and later) takes a cp39-cp39 wheel, whatever the platform."""
+
+WHEELS_OF_OTHER_MACHINES = [
+    pytest.param([f"cp38-abi3-{ANOTHER_PLATFORM}"], f"cp38-abi3-{ANOTHER_PLATFORM}",
+                 id="another-platform"),
+    pytest.param(["cp39-cp39-manylinux_2_28_x86_64"], "cp39-cp39-manylinux_2_28_x86_64",
+                 id="another-python"),
+    pytest.param(["cp39-cp39-manylinux_2_27_x86_64.manylinux_2_28_x86_64"],
+                 "cp39-cp39-manylinux_2_27_x86_64.manylinux_2_28_x86_64",
+                 id="a-tag-naming-two-platforms"),
+    pytest.param([f"py3-none-{ANOTHER_PLATFORM}"], f"py3-none-{ANOTHER_PLATFORM}",
+                 id="pure-python-for-another-platform"),
+    pytest.param(["pp39-pypy39_pp73-win_amd64"], "pp39-pypy39_pp73-win_amd64", id="pypy"),
+    pytest.param(["cp39-cp39-manylinux_2_28_aarch64", "cp39-cp39-macosx_11_0_arm64",
+                  "cp39-cp39-manylinux_2_28_x86_64", "cp39-cp39-win_amd64"],
+                 "cp39-cp39-manylinux_2_28_x86_64", id="linux-x86-64-first"),
+    pytest.param(["cp39-cp39-manylinux_2_28_x86_64", "py3-none-any"], "py3-none-any",
+                 id="this-machines-wheel-first"),
+]
+
+
+@pytest.mark.parametrize(("tags", "taken"), WHEELS_OF_OTHER_MACHINES)
+def test_a_wheel_of_another_platform_or_python_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tags: list[str], taken: str
+) -> None:
+    """pip takes only the wheels this machine could install: vLLM publishes manylinux ones
+    alone, LMCache 0.5.1 CPython 3.11's; annotate reads their .py members, the same in
+    every wheel of a version."""
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    for tag in tags:
+        fv.write_wheel(links, "vllm", "0.1.0", tag, requires_python=">=3.10")
+    fv.write_wheel(links, "vllm", "0.2.0", "py3-none-any")
+    with open_snapshot(_repo(None, ("pypi",)), "v0.1.0", _cache()) as snapshot:
+        info = snapshot.info
+        contents = {entry.path: snapshot.read(entry) for entry in info.files}
+    wheel = links / fv.wheel_filename("vllm", "0.1.0", taken)
+    (cached,) = (_cache() / "wheels" / "vllm" / "0.1.0").glob("*.whl")
+    assert (cached.name, cached.read_bytes()) == (wheel.name, wheel.read_bytes())
+    assert info.wheel_sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert contents == fv.python_files("v0.1.0")
+
+
+def test_a_wheel_of_another_platform_is_taken_from_an_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As from PyPI: a PEP 503 page whose link says the wheel's Requires-Python."""
+    wheel = fv.write_wheel(tmp_path, "vllm", "0.1.0", "cp39-cp39-manylinux_2_28_aarch64")
+    page = tmp_path / "simple" / "vllm" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<a href="{wheel.as_uri()}" data-requires-python="&lt;3.10">'
+                    f"{wheel.name}</a>\n")
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "simple").as_uri())
+    fetched = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    assert (fetched.name, fetched.read_bytes()) == (wheel.name, wheel.read_bytes())
+
+
+def test_no_wheel_of_the_version_for_any_machine_is_not_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    fv.write_wheel(links, "vllm", "0.1.0", "cp39-cp39-manylinux_2_28_x86_64")
+    with pytest.raises(VersionNotFound) as caught:
+        fetch_wheel(_repo(None, ("pypi",)), "v0.2.0", _cache())
+    assert caught.value.message == (
+        "pip: vllm==0.2.0: No matching distribution found for vllm==0.2.0")
+
+
+def test_a_wheel_of_another_machine_that_pip_refuses_names_its_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    misnamed = fv.write_wheel(links, "vllm", "0.2.0", "cp39-cp39-manylinux_2_28_x86_64")
+    misnamed.rename(links / fv.wheel_filename("vllm", "0.1.0", "cp39-cp39-manylinux_2_28_x86_64"))
+    with pytest.raises(VersionNotFound) as caught:
+        fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    assert caught.value.message == (
+        "pip: vllm==0.1.0: No matching distribution found for vllm==0.1.0; tried again for "
+        "the wheel cp39-cp39-manylinux_2_28_x86_64 of another machine: No matching "
+        "distribution found for vllm==0.1.0")
+    assert list((_cache() / "wheels" / "vllm").iterdir()) == []
+
+
 def test_pip_failure_names_the_requirement(wheels: Path) -> None:
     with pytest.raises(VersionNotFound) as caught:
         open_snapshot(_repo(None, ("pypi",)), "v9.9.9", _cache())
