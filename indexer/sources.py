@@ -20,7 +20,7 @@ import urllib.parse
 import zipfile
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, NamedTuple
 
@@ -32,6 +32,8 @@ if sys.platform != "win32":  # on Windows downloads are reclaimed by age alone
     import fcntl
 
 PIP_TIMEOUT_SECONDS = 1800
+PIP_LOG_HAS_A_NAME = sys.platform == "win32"
+"""Where there is no /dev/fd to hand pip a file with no name (Windows)."""
 
 
 def blob_id(data: bytes) -> str:
@@ -280,10 +282,9 @@ def _run_pip(
     temporary = destination / "pip-tmp"
     temporary.mkdir(exist_ok=True)
     # pip's console says only "No matching distribution" when the index failed to answer;
-    # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"). It is
-    # kept off the cache, which may be the full disk pip fails on, in a file with no name
-    # (pip opens it as /dev/fd/N): no run leaves it behind, not even one killed by SIGKILL.
-    with tempfile.TemporaryFile(prefix="annotate-pip-", suffix=".log") as log:
+    # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"), and
+    # names the wheels it skipped.
+    with _pip_log() as log:
         log_name, inherited = _passed_to_pip(log, lock)
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
@@ -361,12 +362,33 @@ def _project_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+@contextlib.contextmanager
+def _pip_log() -> Iterator[IO[bytes]]:
+    """The file pip writes its debug log to, kept off the cache, which may be the full disk
+    pip fails on. It has no name (pip opens it as /dev/fd/N): no run leaves it behind, not
+    even one killed by SIGKILL. Where there is no /dev/fd, it is a file in the temporary
+    folder, removed once read."""
+    if not PIP_LOG_HAS_A_NAME:
+        with tempfile.TemporaryFile(prefix="annotate-pip-", suffix=".log") as log:
+            yield log
+        return
+    descriptor, name = tempfile.mkstemp(prefix="annotate-pip-", suffix=".log")
+    os.close(descriptor)
+    try:
+        with open(name, "rb") as log:
+            yield log
+    finally:
+        with contextlib.suppress(OSError):  # still held (a virus scan): left, not an error
+            os.unlink(name)
+
+
 def _passed_to_pip(log: IO[bytes], lock: int | None) -> tuple[str, tuple[int, ...]]:
-    """The name pip opens ``log`` by, and the descriptors pip inherits: the log's and the
-    download's ``lock``."""
-    if sys.platform == "win32":  # pragma: no cover - no /dev/fd: the console's reason alone
-        return os.devnull, ()
-    return f"/dev/fd/{log.fileno()}", (log.fileno(),) if lock is None else (log.fileno(), lock)
+    """The name pip opens ``log`` by, and the descriptors pip inherits: the log's, unless
+    it has a name, and the download's ``lock``."""
+    locks = () if lock is None else (lock,)
+    if PIP_LOG_HAS_A_NAME:
+        return log.name, locks
+    return f"/dev/fd/{log.fileno()}", (log.fileno(), *locks)
 
 
 DISK_PROBLEMS = ("No space left on device", "Read-only file system", "Disk quota exceeded")

@@ -493,6 +493,19 @@ def test_a_wheel_of_another_platform_is_taken_from_an_index(
     assert (fetched.name, fetched.read_bytes()) == (wheel.name, wheel.read_bytes())
 
 
+def test_a_wheel_of_another_platform_is_taken_where_the_log_has_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows has no /dev/fd: pip's debug log, which names the wheels pip skipped, is a
+    file in the temporary folder, which is left empty (the autouse fixture checks)."""
+    monkeypatch.setattr(sources, "PIP_LOG_HAS_A_NAME", True)
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    wheel = fv.write_wheel(links, "vllm", "0.1.0", "cp39-cp39-win_amd64")
+    fetched = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    assert (fetched.name, fetched.read_bytes()) == (wheel.name, wheel.read_bytes())
+
+
 def test_no_wheel_of_the_version_for_any_machine_is_not_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
