@@ -61,8 +61,8 @@ def usage_changes(
     ``SourceStore.blob_rows``)."""
     if not pairs:
         return []
-    tokens = _tokenize(pairs, contents, rows)
     defined_a, defined_b = (_encoded(names) for names in defined())
+    tokens = _tokenize(pairs, contents, rows, defined_a | defined_b)
     usages = []
     for old, new in pairs:
         before = tokens[old.blob_id].used(old.start_byte, old.end_byte)
@@ -80,15 +80,18 @@ def _encoded(names: frozenset[str]) -> frozenset[bytes]:
 
 def _tokenize(
     pairs: Iterable[tuple[Spanned, Spanned]], contents: Mapping[str, bytes],
-    rows: Callable[[str], Sequence[tuple]],
+    rows: Callable[[str], Sequence[tuple]], defined: frozenset[bytes],
 ) -> dict[str, _BlobNames]:
+    """The names of each blob's spans; ``defined``: the names a use may be of (another
+    name's keyword arguments need not be found)."""
     spans: dict[str, list[Span]] = defaultdict(list)
     for pair in pairs:
         for symbol in pair:
             spans[symbol.blob_id].append((symbol.start_byte, symbol.end_byte))
     seen: dict[bytes, set[bytes]] = {}  # a stretch unchanged between A and B: tokenized once
     return {
-        blob_id: _BlobNames(contents.get(blob_id, b""), blob_spans, rows(blob_id), seen)
+        blob_id: _BlobNames(contents.get(blob_id, b""), blob_spans, rows(blob_id), seen,
+                            defined)
         for blob_id, blob_spans in spans.items()
     }
 
@@ -104,7 +107,7 @@ class _BlobNames:
 
     def __init__(
         self, data: bytes, spans: list[Span], rows: Sequence[tuple],
-        seen: dict[bytes, set[bytes]],
+        seen: dict[bytes, set[bytes]], defined: frozenset[bytes],
     ) -> None:
         bounds = sorted({bound for span in spans for bound in span})
         covered = _merged(spans)
@@ -115,7 +118,7 @@ class _BlobNames:
                 code = data[start:end]
                 names = seen.get(code)
                 if names is None:
-                    names = seen[code] = used_identifiers(code)
+                    names = seen[code] = used_identifiers(code, defined)
                 self._starts.append(start)
                 self._names.append(names)
         definitions = sorted((row[_START_BYTE], row[_NAME].encode()) for row in rows)
@@ -148,11 +151,13 @@ def _inside(merged: list[Span], start: int, end: int) -> bool:
     return index >= 0 and merged[index][0] <= start and end <= merged[index][1]
 
 
-def used_identifiers(code: bytes) -> set[bytes]:
+def used_identifiers(code: bytes, defined: frozenset[bytes] | None = None) -> set[bytes]:
     """The identifiers in ``code`` outside string literals, comments and the names of
-    keyword arguments. ``code`` is whole statements (a symbol's stretch)."""
+    keyword arguments. ``code`` is whole statements (a symbol's stretch). Given
+    ``defined``, keyword arguments are looked for only when one may be named so: the
+    others' names are left in (and then count for nothing)."""
     blanked = blank_literals(code)
-    keyword_names = _keyword_argument_names(blanked)
+    keyword_names = _keyword_argument_names(blanked, defined)
     if keyword_names:
         text = bytearray(blanked)
         for start, end in keyword_names:
@@ -171,18 +176,24 @@ _LAMBDA_REACH = 300
 """How far before a name a ``lambda`` whose parameter it is may start."""
 
 
-def _keyword_argument_names(code: bytes) -> list[Span]:
+def _keyword_argument_names(code: bytes, defined: frozenset[bytes] | None) -> list[Span]:
     """The spans of the keyword arguments' names in ``code`` (literals blanked): those of
-    a def's or a lambda's parameters are not."""
-    signatures = [(opened.end(), _closing(code, opened.end()))
-                  for opened in _SIGNATURE_OPENS.finditer(code)]
+    a def's or a lambda's parameters are not; given ``defined``, only those it holds."""
+    signatures: list[Span] | None = None  # found at the first name inside brackets
     names = []
     depth, counted = 0, 0
     for found in _NAME_BEFORE_EQUALS.finditer(code):
+        if defined is not None and found[1] not in defined:
+            continue
         start = found.start(1)
-        depth += _depth_change(code[counted:start])
+        depth += _depth_change(code, counted, start)
         counted = start
-        if depth > 0 and not _a_parameter(code, start, signatures):
+        if depth <= 0:
+            continue
+        if signatures is None:
+            signatures = [(opened.end(), _closing(code, opened.end()))
+                          for opened in _SIGNATURE_OPENS.finditer(code)]
+        if not _a_parameter(code, start, signatures):
             names.append(found.span(1))
     return names
 
@@ -191,7 +202,7 @@ def _a_parameter(code: bytes, start: int, signatures: list[Span]) -> bool:
     index = bisect_right(signatures, (start, len(code))) - 1  # the last opened by start
     if index >= 0:
         opened, closed = signatures[index]
-        if start < closed and _depth_change(code[opened:start]) == 0:
+        if start < closed and _depth_change(code, opened, start) == 0:
             return True
     return _in_lambda_parameters(code, start)
 
@@ -213,7 +224,9 @@ def _closing(code: bytes, opened: int) -> int:
     return len(code)
 
 
-
-def _depth_change(code: bytes) -> int:
-    opened = code.count(b"(") + code.count(b"[") + code.count(b"{")
-    return opened - code.count(b")") - code.count(b"]") - code.count(b"}")
+def _depth_change(code: bytes, start: int, end: int) -> int:
+    """How many more brackets ``code[start:end]`` opens than it closes."""
+    opened = code.count(b"(", start, end) + code.count(b"[", start, end) + code.count(
+        b"{", start, end)
+    return opened - code.count(b")", start, end) - code.count(b"]", start, end) - code.count(
+        b"}", start, end)
