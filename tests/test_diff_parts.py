@@ -400,6 +400,25 @@ def test_html_closes_long_package_groups_and_every_link_into_one_opens_it(
                 assert browser.js(LANDS) is True, link
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed")
+def test_html_prints_the_cited_symbols_of_a_closed_package_group(
+    nest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paper cannot be clicked: the symbols claims cite in a group closed on screen are
+    printed, the group's others are not (its summary counts them)."""
+    monkeypatch.setattr(html_page, "OPEN_GROUPS_UP_TO", 1)
+    page = tmp_path / "diff.html"
+    page.write_text(html_page.render(nest_diff(nest)), encoding="utf-8")
+    shown = ("[...document.querySelectorAll('#changed .sym')]"
+             ".map(symbol => [symbol.id, symbol.checkVisibility()])")
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(page.as_uri())
+        cited = "changed:nest/box.py::Box.size"
+        assert browser.js(shown) == [["", False], [cited, False], ["", False]]
+        browser.media("print")
+        assert browser.js(shown) == [["", False], [cited, True], ["", False]]
+
+
 def test_html_lead_and_package_table(nest: Path) -> None:
     page = html_page.render(nest_diff(nest))
     assert '<p class="lead">4 symbols of n1 compared; <b>4</b> symbols changed' in page

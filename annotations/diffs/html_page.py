@@ -555,5 +555,7 @@ border-right:1px solid #eaeef2}
 @media print{h2 a.top{display:none}
 @supports selector(::details-content){
 details.diff::details-content{content-visibility:visible;display:block}
-details.diff>summary{display:none}}}
+details.diff>summary{display:none}
+details.group::details-content{content-visibility:visible;display:block}
+details.group:not([open]) .sym:not([id]){display:none}}}
 """
