@@ -182,6 +182,8 @@ BARE = "def f(x):\n    return g(x)\n"
                  id="double-star-parameter"),
     pytest.param("def f(x):\n    return g(key=lambda x, default=None: x)\n",
                  {"key", "default"}, ("default",), id="lambda-parameter"),
+    pytest.param("def f(x):\n    return g(lambda x, size=h(default=1): x)\n",
+                 {"default", "h"}, ("h",), id="keyword-argument-in-a-lambda-default"),
     pytest.param("def f(x):\n    first, default = g(x)\n    return first\n", {"default"},
                  ("default",), id="tuple-assignment"),
     pytest.param("def f(x):\n    return x.helper(g(x))\n", {"helper"}, ("helper",),

@@ -208,10 +208,13 @@ def _a_parameter(code: bytes, start: int, signatures: list[Span]) -> bool:
 
 
 def _in_lambda_parameters(code: bytes, start: int) -> bool:
+    """Whether the name at ``start`` is a lambda's parameter: no colon between the lambda
+    and it, nor a bracket left open (``lambda x, size=h(default=1): x``: a call's)."""
     lambda_at = code.rfind(b"lambda", max(0, start - _LAMBDA_REACH), start)
     if lambda_at < 0 or (lambda_at > 0 and code[lambda_at - 1] in WORD_BYTES):
         return False
-    return _LAMBDA_PARAMETERS.match(code, lambda_at, start) is not None
+    return (_LAMBDA_PARAMETERS.match(code, lambda_at, start) is not None
+            and _depth_change(code, lambda_at, start) == 0)
 
 
 def _closing(code: bytes, opened: int) -> int:
