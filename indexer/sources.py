@@ -331,7 +331,9 @@ class _WheelTag(NamedTuple):
                    for platform in self.platform.split("."))
 
 
-_WHEEL_FILE = re.compile(r"[^\s/\\'\"<>,]+\.whl\b")
+_WHEEL_FILE = re.compile(r"(?<![^\s/\\'\"<>,])[^\s/\\'\"<>,]+\.whl\b")
+"""A wheel's file name in pip's log, found from the start of a name only: from each of its
+characters, a long name (a link of a million) was gone over again, quadratic."""
 _VALID_TAG = re.compile(r"([a-z]+\d+)(\.[a-z]+\d+)*-\w+(\.\w+)*-\w+(\.\w+)*", re.ASCII)
 
 

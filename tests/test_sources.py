@@ -506,6 +506,23 @@ def test_a_wheel_of_another_platform_is_taken_where_the_log_has_a_name(
     assert (fetched.name, fetched.read_bytes()) == (wheel.name, wheel.read_bytes())
 
 
+def test_a_link_of_a_million_characters_on_the_index_page_is_read_in_linear_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip's debug log names every link of the page (pip itself reads this one in half a
+    second): looking for wheel names in it went back over the link from each of its
+    characters, about 45 minutes for this one."""
+    wheel = fv.write_wheel(tmp_path, "vllm", "0.1.0", "cp39-cp39-win_amd64")
+    page = tmp_path / "links.html"
+    page.write_text(f'<a href="https://127.0.0.1:9/{"x" * 1_000_000}">x</a>\n'
+                    f'<a href="{wheel.as_uri()}">{wheel.name}</a>\n')
+    _pip_sees_only(page, monkeypatch)
+    started = time.monotonic()
+    fetched = fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
+    assert time.monotonic() - started < 20
+    assert (fetched.name, fetched.read_bytes()) == (wheel.name, wheel.read_bytes())
+
+
 def test_no_wheel_of_the_version_for_any_machine_is_not_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
