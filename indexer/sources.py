@@ -122,16 +122,25 @@ def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
 
 def _refuse_another_projects_wheel(repo: RepoConfig, wheel: Path) -> None:
     """``--from vllm-0.20.0-...whl`` for lmcache would keep vLLM's code as a version of
-    lmcache, which never changes once indexed. The project is the file name's first part
-    (PEP 427), compared as PyPI compares names (PEP 503)."""
-    project = wheel.name.split("-", 1)[0]
-    if repo.pypi and _pypi_key(project) != _pypi_key(repo.pypi):
+    lmcache, which never changes once indexed. The project is the one the wheel's
+    ``NAME-VERSION.dist-info`` folder names (PEP 427), whatever the file is called
+    (``lmcache.whl``), compared as PyPI compares names (PEP 503)."""
+    project = _wheel_project(wheel)
+    if repo.pypi and project and _project_name(project) != _project_name(repo.pypi):
         raise SourceError(f"{wheel} is a wheel of {project}, not of {repo.pypi} (the pypi of "
                           f"repo {repo.name})", f"pass a wheel of {repo.pypi}")
 
 
-def _pypi_key(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+def _wheel_project(wheel: Path) -> str | None:
+    """The project of ``wheel``'s top ``.dist-info`` folder; None when it has none, or does
+    not read (`open_wheel` says why)."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            tops = {name.split("/", 1)[0] for name in archive.namelist()}
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return next((top.split("-", 1)[0] for top in sorted(tops) if top.endswith(".dist-info")),
+                None)
 
 
 def _refuse_the_package_folder(repo: RepoConfig, path: Path) -> None:

@@ -206,18 +206,33 @@ def test_index_from_a_directory(project: Path, tmp_path: Path) -> None:
         "changes; name the checkout's version otherwise (vllm@v0.3.0-local) to index it\n")
 
 
+@pytest.mark.parametrize("named", [
+    pytest.param(fv.wheel_filename("vllm", "0.2.0"), id="named-as-pip-names-it"),
+    pytest.param(fv.wheel_filename("lmcache", "0.2.0"), id="renamed-as-a-wheel-of-the-repo"),
+])
 def test_index_from_a_wheel_of_another_project_is_refused(
-    project: Path, fake_wheels: Path
+    project: Path, fake_wheels: Path, tmp_path: Path, named: str
 ) -> None:
     """An indexed version never changes: another project's code indexed under a version's
-    name would stay there, every ref to it broken, until a fresh index."""
-    wheel = fake_wheels / fv.wheel_filename("vllm", "0.2.0")
+    name would stay there, every ref to it broken, until a fresh index. What the wheel is
+    a wheel of is what it says inside (its .dist-info), whatever its file is named."""
+    wheel = tmp_path / named
+    shutil.copyfile(fake_wheels / fv.wheel_filename("vllm", "0.2.0"), wheel)
     result = run("index", "lmcache@v0.2.0", "--from", str(wheel))
     assert (result.exit_code, result.stdout, result.stderr) == (
         2, "", f"Error: {wheel} is a wheel of vllm, not of lmcache (the pypi of repo lmcache); "
                "pass a wheel of lmcache\n")
     assert "Error: lmcache@v0.2.0 is neither indexed nor configured" in run(
         "symbols", "lmcache@v0.2.0").stderr
+
+
+def test_index_from_a_wheel_of_the_repo_renamed_is_indexed(project: Path, tmp_path: Path) -> None:
+    """A wheel saved under a name of its own (``curl -o lmcache.whl``) names no project: its
+    .dist-info says it is LMCache's."""
+    wheel = fv.write_wheel(tmp_path, "lmcache", "0.2.0").rename(tmp_path / "lmcache.whl")
+    result = run("index", "lmcache@v0.2.0", "--from", str(wheel))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith("lmcache@v0.2.0: ")
 
 
 def noted() -> list[tuple[str, str]]:
