@@ -14,6 +14,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import posixpath
 import re
 import stat
 import zlib
@@ -145,11 +146,32 @@ def _glob(config: ProjectConfig, patterns: tuple[str, ...],
             unreadable.extend(Path(error.filename) for error in errors)
         elif errors:
             raise _unreadable_folder(root, pattern, errors[0], config.file_name)
-        for path in sorted(root.glob(pattern)):
+        for path in sorted(_matches(root, pattern)):
             if path.is_file() or _leads_nowhere(path):  # a symlink to a file too, as a
                 # symlinked folder is; one file under two names: once
                 found.setdefault(Path(os.path.realpath(path)), path)
     return list(found.values())
+
+
+def _matches(root: Path, pattern: str) -> list[Path]:
+    """What ``pattern`` matches under ``root``, with the symlinks its last part names when
+    it has no wildcard: Python before 3.12 finds such a name only where it leads to
+    something, and passes over a symlink to nothing."""
+    found = list(root.glob(pattern))
+    folders, name = posixpath.split(pattern)
+    if name and not _WILDCARD.search(name):
+        found += [folder / name for folder in (root.glob(folders) if folders else [root])
+                  if _is_symlink(folder / name)]
+    return found
+
+
+def _is_symlink(path: Path) -> bool:
+    """Whether ``path`` is a symlink; not when that cannot be told (in a folder that cannot
+    be looked into, passed over as Python's glob passes over it: `_unreadable_folders`)."""
+    try:
+        return path.is_symlink()
+    except OSError:
+        return False
 
 
 def _leads_nowhere(path: Path) -> bool:

@@ -1058,6 +1058,28 @@ def test_a_diff_beside_an_unreadable_folder_says_to_link(
     assert (Path("diff.md").read_text() if output else printed) == expected
 
 
+def test_a_diff_beside_an_unreadable_folder_a_glob_names_a_file_in(
+    stored_links: list[tuple]
+) -> None:
+    """A glob whose last part names a file (``annotations/*/b.yml``) is also looked for as a
+    symlink to nothing, which Python before 3.12 passes over: in a folder that cannot be
+    looked into, that cannot be told, and it is passed over as Python's glob passes over
+    it (``link`` names the folder). ``diff --output`` reads the globs so as not to write
+    over an annotation file."""
+    config = Path("annotate.toml")
+    config.write_text('annotations = ["annotations/*.yml", "annotations/*/b.yml"]\n'
+                      + config.read_text())
+    expected = run("diff", "vllm@v1", "vllm@v2").stdout
+    Path("annotations/private").mkdir()
+    Path("annotations/private").chmod(0)
+    try:
+        code, _, error = _run_as_a_user("diff", "vllm@v1", "vllm@v2", "--output", "diff.md")
+    finally:
+        Path("annotations/private").chmod(0o755)
+    assert code == 0, error
+    assert Path("diff.md").read_text() == expected
+
+
 def test_a_diff_is_not_written_over_a_file_in_a_folder_that_cannot_be_listed(
     stored_links: list[tuple]
 ) -> None:
