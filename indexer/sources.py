@@ -293,7 +293,7 @@ def _run_pip(
     # pip's console says only "No matching distribution" when the index failed to answer;
     # its debug log (--log) says why ("Could not fetch URL ...: Read timed out"), and
     # names the wheels it skipped.
-    with _pip_log() as log:
+    with _pip_log(temporary) as log:
         log_name, inherited = _passed_to_pip(log, lock)
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
@@ -374,16 +374,17 @@ def _project_name(name: str) -> str:
 
 
 @contextlib.contextmanager
-def _pip_log() -> Iterator[IO[bytes]]:
-    """The file pip writes its debug log to, kept off the cache, which may be the full disk
-    pip fails on. It has no name (pip opens it as /dev/fd/N): no run leaves it behind, not
-    even one killed by SIGKILL. Where there is no /dev/fd, it is a file in the temporary
-    folder, removed once read."""
+def _pip_log(folder: Path) -> Iterator[IO[bytes]]:
+    """The file pip writes its debug log to. It has no name (pip opens it as /dev/fd/N), in
+    the temporary folder, off the cache, which may be the full disk pip fails on: no run
+    leaves it behind, not even one killed by SIGKILL. Where there is no /dev/fd, it is a
+    file in ``folder`` (the download's, which goes with it however the run ends), removed
+    once read."""
     if not PIP_LOG_HAS_A_NAME:
         with tempfile.TemporaryFile(prefix="annotate-pip-", suffix=".log") as log:
             yield log
         return
-    descriptor, name = tempfile.mkstemp(prefix="annotate-pip-", suffix=".log")
+    descriptor, name = tempfile.mkstemp(prefix="annotate-pip-", suffix=".log", dir=folder)
     os.close(descriptor)
     try:
         with open(name, "rb") as log:

@@ -338,16 +338,22 @@ def _open_once_read(fifo: Path, timeout: float = 60) -> int:
             time.sleep(0.05)
 
 
+@pytest.mark.parametrize("log_has_a_name", [
+    pytest.param(False, id="a-log-with-no-name"),
+    pytest.param(True, id="a-log-with-a-name-as-on-windows"),
+])
 def test_a_download_killed_with_sigkill_is_reclaimed_once_its_pip_is_gone(
-    wheels: Path, tmp_path: Path
+    wheels: Path, tmp_path: Path, log_has_a_name: bool
 ) -> None:
     """``kill -9`` runs no cleanup; the orphaned pip may still be writing into the folder, so
     it is left while pip lives, and the next download removes it as soon as pip is gone,
-    not half an hour later, with pip's own temporary folders, which pip keeps in it."""
+    not half an hour later, with pip's own temporary folders and its debug log (where it
+    has a name), which are kept in it."""
     stalling = _stalling_wheel_folder(tmp_path)
     killed_temp = tmp_path / "killed-tmp"
     killed_temp.mkdir()
-    fetch = ("import sys; from pathlib import Path; from indexer.config import RepoConfig; "
+    fetch = (f"import indexer.sources; indexer.sources.PIP_LOG_HAS_A_NAME = {log_has_a_name}; "
+             "import sys; from pathlib import Path; from indexer.config import RepoConfig; "
              "from indexer.sources import fetch_wheel; fetch_wheel(RepoConfig(name='vllm', "
              "git=None, pypi='vllm', sources=('pypi',), config_name='annotate.toml'), 'v0.1.0', "
              "Path(sys.argv[1]))")
