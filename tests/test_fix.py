@@ -810,6 +810,18 @@ def test_bump_of_a_claim_already_at_the_target_edits_nothing_and_says_why() -> N
     assert path.read_text(encoding="utf-8") == text
 
 
+def test_bump_of_a_claim_at_the_target_whose_ref_has_an_older_pin_rewrites_it_unnoted() -> None:
+    """The claim is at the target already, its ref is not: the bump moves the ref, so it is
+    no bump with nothing to do."""
+    text = ("article: blog/s.md\nat: vllm@v1\nclaims:\n  - id: two\n    at: vllm@v2\n"
+            "    text: y\n    refs: [vllm@v1:vllm/utils.py::cdiv]\n")
+    path = write("annotations/s.yml", text)
+    result = fix("--bump", "two")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        0, "1 edit in 1 file: annotations/s.yml\n", "")
+    assert path.read_text(encoding="utf-8") == text.replace("[vllm@v1:", "[vllm@v2:")
+
+
 NEW_MERGE = "vllm/core/block_utils.py::merge_blocks"  # as bumped: the claim's pin
 MERGE = "vllm/block_utils.py::merge_blocks"
 ONE_LINE = f"  - {{id: a, text: x, refs: [{MERGE}]}}\n  - {{id: b, text: y, refs: [{MERGE}]}}\n"
