@@ -430,7 +430,7 @@ def _check_repo_table(
     """A valid name, a table of known keys, and a place to fetch from (unless the repo is
     built in); ``shown``: the config, as messages name its tables (`table_header`)."""
     if not REPO_NAME.fullmatch(name):
-        raise ConfigError(f"{keys_at(file, shown)}: invalid repo name '{name}'",
+        raise ConfigError(f"{keys_at(file, shown, 'repos')}: invalid repo name '{name}'",
                           "use letters, digits, _ . -")
     if not isinstance(table, dict):
         raise ConfigError(f"{file}: {table_header(shown, f'repos.{name}')} must be a table")

@@ -938,7 +938,8 @@ CONFIGS = [
         id="repos-not-a-table",
     ),
     pytest.param(
-        "[repos.'bad name']\n", "{path}: invalid repo name 'bad name'; use letters, digits, _ . -",
+        "[repos.'bad name']\n",
+        "{path} [repos]: invalid repo name 'bad name'; use letters, digits, _ . -",
         id="invalid-repo-name",
     ),
     pytest.param(
@@ -1058,7 +1059,7 @@ def test_invalid_config_in_pyproject_names_its_tables_as_written_there(
     assert (result.exit_code, result.stdout) == (2, "")
     path = Path("pyproject.toml").resolve()
     expected = re.sub(r"^\{path\}: (?!\[|invalid TOML)", "{path} [tool.annotate]: ",
-                      message.replace("[repos.", table))
+                      message.replace("[repos.", table).replace("[repos]", table[:-1] + "]"))
     assert result.stderr == "Error: " + expected.format(path=path) + "\n"
 
 
