@@ -646,6 +646,10 @@ def _claim_target(
 
 
 def _set_pin(plan: FixPlan, wanted: str, first: RefResult, target: str) -> None:
+    """Make ``target`` the claim's pin: its own ``at:``, unless its file's pins it there."""
+    claim = plan.loaded(first.file).get(first.claim)
+    if claim is not None and claim.at == target:
+        return
     try:
         edit = plan.file(first.file).claims().pin_edit(first.claim, target)
     except Unwritable as error:

@@ -822,6 +822,27 @@ def test_bump_of_a_claim_at_the_target_whose_ref_has_an_older_pin_rewrites_it_un
     assert path.read_text(encoding="utf-8") == text.replace("[vllm@v1:", "[vllm@v2:")
 
 
+
+@pytest.mark.parametrize(("refs", "fixed_refs", "stdout", "stderr"), [
+    pytest.param("[vllm/utils.py::cdiv]", "[vllm/utils.py::cdiv]", "0 edits in 0 files\n",
+                 "Note: claim 'two' is at vllm@v2 already: nothing to bump\n",
+                 id="nothing-to-bump"),
+    pytest.param("[vllm@v1:vllm/utils.py::cdiv]", "[vllm@v2:vllm/utils.py::cdiv]",
+                 "1 edit in 1 file: annotations/s.yml\n", "", id="a-ref-with-an-older-pin"),
+])
+def test_bump_of_a_claim_at_the_target_by_its_files_pin_writes_it_no_pin_of_its_own(
+    refs: str, fixed_refs: str, stdout: str, stderr: str
+) -> None:
+    """The file's ``at:`` pins the claim at the target already: an ``at:`` of its own
+    saying the same would be a line more that says nothing."""
+    text = ("article: blog/s.md\nat: vllm@v2\nclaims:\n  - id: two\n    text: y\n"
+            f"    refs: {refs}\n")
+    path = write("annotations/s.yml", text)
+    result = fix("--bump", "two")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, stdout, stderr)
+    assert path.read_text(encoding="utf-8") == text.replace(refs, fixed_refs)
+
+
 NEW_MERGE = "vllm/core/block_utils.py::merge_blocks"  # as bumped: the claim's pin
 MERGE = "vllm/block_utils.py::merge_blocks"
 ONE_LINE = f"  - {{id: a, text: x, refs: [{MERGE}]}}\n  - {{id: b, text: y, refs: [{MERGE}]}}\n"
