@@ -320,6 +320,14 @@ def _not_empty(_ctx: click.Context, _param: click.Parameter, value: str | None) 
     return value
 
 
+def _none_empty(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+                ) -> tuple[str, ...]:
+    """`_not_empty` for an option given any number of times (``--bump "$CLAIM"``)."""
+    for value in values:
+        _not_empty(ctx, param, value)
+    return values
+
+
 def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     """``--output`` as a path; an empty one (``-o "$OUT"`` unset) is refused, where it would
     be taken for the current folder."""
@@ -1110,7 +1118,7 @@ def check(
 
 
 @cli.command()
-@click.option("--bump", multiple=True, metavar="CLAIM",
+@click.option("--bump", multiple=True, metavar="CLAIM", callback=_none_empty,
               help="Move this claim's pin to the target version (ARTICLE#ID, FILE#ID or "
                    "ID); the other rewrites are made too.")
 @click.option("--against", "against", multiple=True, metavar="REPO@VERSION",

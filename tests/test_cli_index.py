@@ -847,6 +847,7 @@ ERRORS = [
           (("show", ""), "'REF'"),
           (("history", "  "), "'REF'"),
           (("symbols", "vllm@v0.1.0", "--path", ""), "'--path'"),
+          (("fix", "--bump", "c", "--bump", " "), "'--bump'"),
       )),
 ]
 
