@@ -204,12 +204,27 @@ def _unreadable_folder(
 ) -> UnreadableFolder:
     unreadable = Path(error.filename)
     shown = unreadable.relative_to(root) if unreadable.is_relative_to(root) else unreadable
+    change = f"change 'annotations' or 'articles' in {config_name} so that they do not reach it"
+    if _leads_out_of_sight(unreadable):
+        return UnreadableFolder(
+            f"cannot tell where the symlink {shown} leads ({error.strerror}), which "
+            f"'{pattern}' reaches: the annotation files there would be left out",
+            hint=f"make the folder it leads into readable, or {change}",
+        )
     return UnreadableFolder(
         f"cannot read the folder {shown} ({error.strerror}), which '{pattern}' reaches: "
-        "its annotation files would be left out",
-        hint=f"make it readable, or change 'annotations' or 'articles' in {config_name} so "
-             "that they do not reach it",
+        "its annotation files would be left out", hint=f"make it readable, or {change}",
     )
+
+
+def _leads_out_of_sight(path: Path) -> bool:
+    """A symlink into a folder one may not enter: whether to a file or a folder cannot be
+    told."""
+    try:
+        path.stat()
+    except OSError:
+        return _is_symlink(path)
+    return False
 
 
 def _unreadable(top: Path, folders: tuple[str, ...], name: str) -> list[OSError]:
@@ -246,11 +261,13 @@ def _subfolders(
             return [(entry.name, entry.is_symlink()) for entry in entries if _is_folder(entry)]
     present = []
     for state, part in zip(states, parts, strict=True):
+        path = os.path.join(folder, part)
         try:
-            mode = os.stat(os.path.join(folder, part)).st_mode
+            mode = os.stat(path).st_mode
         except OSError as error:
-            if error.errno not in _NOT_THERE:
-                raise OSError(error.errno, error.strerror, folder) from None
+            if error.errno not in _NOT_THERE:  # the folder, or where a symlink there leads
+                raise OSError(error.errno, error.strerror,
+                              path if _leads_out_of_sight(Path(path)) else folder) from None
             continue
         if state < len(folders) and stat.S_ISDIR(mode):
             present.append((part, False))

@@ -1165,6 +1165,35 @@ def test_a_symlinked_folder_is_checked_where_the_glob_follows_it(
     assert _stored_links() == stored_links
 
 
+@pytest.mark.parametrize("pattern", [
+    pytest.param("annotations/**/*.yml", id="double-star"),
+    pytest.param("annotations/*.yml", id="a-wildcard"),
+    pytest.param("annotations/b.yml", id="its-own-name"),
+])
+def test_a_symlink_into_a_folder_the_user_cannot_enter_is_named_as_a_symlink(
+    stored_links: list[tuple], tmp_path: Path, pattern: str
+) -> None:
+    """Whether it leads to a file or a folder cannot be told: not "the folder annotations/b.yml",
+    nor "the folder annotations", which can be read."""
+    Path("annotate.toml").write_text(f'annotations = ["{pattern}"]\n'
+                                     + Path("annotate.toml").read_text())
+    elsewhere = tmp_path / "elsewhere" / "private"
+    write(elsewhere / "b.yml", _B_CLAIM)
+    Path("annotations/b.yml").symlink_to(elsewhere / "b.yml")
+    elsewhere.chmod(0)
+    try:
+        outcome = _run_as_a_user("check")
+    finally:
+        elsewhere.chmod(0o755)
+    assert outcome == (2, "", (
+        "Error: cannot tell where the symlink annotations/b.yml leads (Permission denied), "
+        f"which '{pattern}' reaches: the annotation files there would be left out (hint: make "
+        "the folder it leads into readable, or change 'annotations' or 'articles' in "
+        "annotate.toml so that they do not reach it)\n"
+    ))
+    assert _stored_links() == stored_links
+
+
 def test_globs_that_differ_in_file_names_only_walk_their_folders_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
