@@ -1059,8 +1059,10 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
             first = "claim that matches" if limit == 1 else f"{limit} claims that match"
             _note(f"Note: showing the first {first}; add words, or raise --limit")
         if output_format == "json":
-            rows = [{**row, "refs": claim_store.refs_of_claim(database, row["article"],
-                                                              row["claim_id"])} for row in rows]
+            refs = claim_store.refs_of_claims(
+                database, [(row["article"], row["claim_id"]) for row in rows])
+            rows = [{**row, "refs": refs.get((row["article"], row["claim_id"]), [])}
+                    for row in rows]
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     elif not rows:

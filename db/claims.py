@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -389,11 +391,20 @@ def search(database: Database, text: str, limit: int = 50) -> list[dict]:
     return list(database.query(sql, (*params, limit)))
 
 
-
-def refs_of_claim(database: Database, article: str, claim_id: str) -> list[dict]:
-    """The claim's refs in the order written: ``ref`` as written, ``resolved`` at its pin
-    (None when it did not resolve) and ``state``, as `links` JSON names them."""
-    return list(database.query(
-        "SELECT r.written AS ref, r.resolved, r.state FROM claim_refs r"
-        " JOIN claims c ON c.id = r.claim WHERE c.article = ? AND c.claim_id = ? ORDER BY r.seq",
-        (article, claim_id)))
+def refs_of_claims(
+    database: Database, claims: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], list[dict]]:
+    """The refs of each claim (``(article, claim_id)``) that has any, in the order written:
+    ``ref`` as written, ``resolved`` at its pin (None when it did not resolve) and
+    ``state``, as `links` JSON names them. One query, for any number of claims."""
+    refs: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in database.query(
+        "SELECT c.article, c.claim_id, r.written AS ref, r.resolved, r.state"
+        " FROM claim_refs r JOIN claims c ON c.id = r.claim"
+        " WHERE (c.article, c.claim_id) IN"
+        " (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+        " ORDER BY r.claim, r.seq",
+        (json.dumps(list(claims)),),
+    ):
+        refs[(row.pop("article"), row.pop("claim_id"))].append(row)
+    return refs

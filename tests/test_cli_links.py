@@ -19,7 +19,7 @@ from annotations.citations import links_moved_here, links_moved_to, links_with_s
 from annotations.loader import link_claim_id
 from annotations.results import RefResult, Status
 from db.claims import MAX_SEARCH_TERMS, all_links
-from db.database import open_database
+from db.database import Database, open_database
 from indexer.config import load_config
 
 GH = "https://github.com/vllm-project/vllm/blob"
@@ -872,6 +872,29 @@ def test_search_json_lists_a_claims_refs() -> None:
         {"ref": "vllm@v0.4.0:vllm/utils.py::cdiv", "resolved": None, "state": "unindexed"},
         {"ref": UTIL, "resolved": f"vllm@v0.1.0:{UTIL}", "state": "linked"},
     ]
+
+
+
+def test_search_json_reads_the_refs_of_every_claim_shown_in_one_query() -> None:
+    """Not one query per claim: the refs of each, in the order written, as they are stored."""
+    statements: list[str] = []
+    connect = Database._connect
+
+    def traced(database: Database) -> sqlite3.Connection:
+        connection = connect(database)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Database, "_connect", traced)
+        found = json.loads(ok("search", "--format", "json", "显存"))
+    assert len(found) == 3
+    assert len([sql for sql in statements if "FROM claim_refs" in sql]) == 1, statements
+    with open_database(DB) as database:
+        assert [claim["refs"] for claim in found] == [list(database.query(
+            "SELECT r.written AS ref, r.resolved, r.state FROM claim_refs r JOIN claims c"
+            " ON c.id = r.claim WHERE c.article = ? AND c.claim_id = ? ORDER BY r.seq",
+            (claim["article"], claim["claim_id"]))) for claim in found]
 
 
 HOSTILE = ["*", "NEAR(", "OR", "AND", "NOT", "a OR b", "NEAR(a b, 2)", "(((",
