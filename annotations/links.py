@@ -147,7 +147,7 @@ def _glob(config: ProjectConfig, patterns: tuple[str, ...],
         elif errors:
             raise _unreadable_folder(root, pattern, errors[0], config.file_name)
         for path in sorted(_matches(root, pattern)):
-            if path.is_file() or _leads_nowhere(path):  # a symlink to a file too, as a
+            if _is_file(path) or _leads_nowhere(path):  # a symlink to a file too, as a
                 # symlinked folder is; one file under two names: once
                 found.setdefault(Path(os.path.realpath(path)), path)
     return list(found.values())
@@ -174,11 +174,25 @@ def _is_symlink(path: Path) -> bool:
         return False
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file or a symlink to one; not when that cannot be told (a
+    symlink into a folder one may not enter, passed over as a folder that cannot be looked
+    into: `_leads_out_of_sight`)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _leads_nowhere(path: Path) -> bool:
     """A symlink to nothing (its target moved away, or a loop): an annotation file that
     cannot be read, as the loader then says; passed over, its claims would drop out of the
     links unsaid."""
-    return path.is_symlink() and not path.exists()
+    try:
+        path.stat()
+    except OSError as error:
+        return error.errno in _NOT_THERE and _is_symlink(path)
+    return False
 
 
 _WILDCARD = re.compile(r"[*?[]")

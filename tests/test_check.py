@@ -1194,6 +1194,31 @@ def test_a_symlink_into_a_folder_the_user_cannot_enter_is_named_as_a_symlink(
     assert _stored_links() == stored_links
 
 
+@pytest.mark.parametrize("pattern", ["annotations/*.yml", "annotations/b.yml"],
+                         ids=["a-wildcard", "its-own-name"])
+def test_a_diff_beside_a_symlink_into_a_folder_the_user_cannot_enter(
+    stored_links: list[tuple], tmp_path: Path, pattern: str
+) -> None:
+    """``diff --output`` reads the globs so as not to write over an annotation file: what
+    the symlink leads to cannot be told, and it is passed over, as a folder that cannot be
+    read is (``link`` names it)."""
+    Path("annotate.toml").write_text(f'annotations = ["{pattern}"]\n'
+                                     + Path("annotate.toml").read_text())
+    expected = run("diff", "vllm@v1", "vllm@v2").stdout
+    elsewhere = tmp_path / "elsewhere" / "private"
+    write(elsewhere / "b.yml", _B_CLAIM)
+    Path("annotations/b.yml").symlink_to(elsewhere / "b.yml")
+    elsewhere.chmod(0)
+    try:
+        code, _, error = _run_as_a_user("diff", "vllm@v1", "vllm@v2", "--output", "diff.md")
+    finally:
+        elsewhere.chmod(0o755)
+    assert (code, error) == (0, (
+        "Note: the annotation files, the index or annotate changed since the last link; run "
+        "'annotate link' (or 'annotate check') to bring the claims shown here up to date\n"))
+    assert Path("diff.md").read_text() == expected
+
+
 def test_globs_that_differ_in_file_names_only_walk_their_folders_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
