@@ -17,9 +17,11 @@ def table_in(config_name: str, table: str) -> str:
 
 
 def table_header(config_name: str, table: str) -> str:
-    """`table_in` without the file, for a message that names it already."""
-    prefix = "tool.annotate." if config_name == PYPROJECT_CONFIG else ""
-    return f"[{prefix}{table}]"
+    """`table_in` without the file, for a message that names it already; empty for the
+    top of annotate.toml, which is no table."""
+    parts = ["tool.annotate"] if config_name == PYPROJECT_CONFIG else []
+    parts += [table] if table else []
+    return f"[{'.'.join(parts)}]" if parts else ""
 
 
 def keys_at(path: str, config_name: str, table: str = "") -> str:
@@ -27,6 +29,5 @@ def keys_at(path: str, config_name: str, table: str = "") -> str:
     about one of them starts: the file ``path`` and the table as the user writes it there:
     ``/p/annotate.toml``, ``/p/annotate.toml [repos.vllm]``, ``/p/pyproject.toml
     [tool.annotate]``, ``/p/pyproject.toml [tool.annotate.repos.vllm]``."""
-    if config_name == PYPROJECT_CONFIG:
-        return f"{path} [tool.annotate{f'.{table}' if table else ''}]"
-    return f"{path} [{table}]" if table else path
+    header = table_header(config_name, table)
+    return f"{path} {header}" if header else path
