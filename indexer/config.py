@@ -275,11 +275,7 @@ def folder_in_repository(root: Path, workspace: str | None) -> str:
     (``workspace``, its ``GITHUB_WORKSPACE``, else the git work tree around ``root``):
     ``docs`` for a config in ``docs/``; empty at the repository's root, or outside any."""
     root = root.resolve()
-    if workspace:
-        base: Path | None = Path(workspace).resolve()
-    else:
-        base = next((folder for folder in (root, *root.parents)
-                     if (folder / ".git").exists()), None)
+    base = Path(workspace).resolve() if workspace else repository_top(root)
     if base is None or base == root or not root.is_relative_to(base):
         return ""
     return root.relative_to(base).as_posix()
@@ -292,16 +288,24 @@ def config_above(folder: Path) -> Path | None:
     git repository ``folder`` is in: a config above it (a stray ``~/annotate.toml``) is
     another project's."""
     folder = folder.resolve()
-    if (folder / ".git").exists():
+    top = repository_top(folder)
+    if top == folder:
         return None
     for parent in folder.parents:
         if (parent / CONFIG_FILE).is_file():
             return parent / CONFIG_FILE
         if (parent / "pyproject.toml").is_file() and _has_tool_table(parent / "pyproject.toml"):
             return parent / "pyproject.toml"
-        if (parent / ".git").exists():
+        if parent == top:
             return None
     return None
+
+
+def repository_top(folder: Path) -> Path | None:
+    """The top of the git work tree ``folder`` (resolved) is in: the nearest of it and the
+    folders above it that holds ``.git``; None outside any."""
+    return next((above for above in (folder, *folder.parents) if (above / ".git").exists()),
+                None)
 
 
 def run_from(found: Path) -> str:
