@@ -1,7 +1,9 @@
-"""The README's command lines against the CLI: every ``annotate ...`` it shows parses (its
-options exist and have their values, a value chosen among some is one of them, it gives
-no more arguments than its command takes), and its Commands table names every command
-with every option that command takes, and the choices it offers as the CLI offers them.
+"""The command lines of the README and of docs/commands.md against the CLI: every
+``annotate ...`` they show parses (its options exist and have their values, a value chosen
+among some is one of them, it gives no more arguments than its command takes), the
+README's Commands table names every command with every option that command takes, and
+the choices it offers as the CLI offers them, and links it to its section of
+docs/commands.md, which names every option again.
 
 Nothing runs: click's own parser reads each line, so a placeholder (``REPO@VERSION``,
 ``PATH``) stands for any value."""
@@ -18,7 +20,9 @@ import pytest
 
 from annotate_cli import cli
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+TOP = Path(__file__).resolve().parent.parent
+README = (TOP / "README.md").read_text(encoding="utf-8")
+COMMANDS_DOC = (TOP / "docs" / "commands.md").read_text(encoding="utf-8")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"`([^`\n]+(?:\n[^`\n]+)*)`")  # GitHub's: it may run over a line end
 NO_COMMAND_LINES = {"fix would make 5 edits in 2 files: ...", "versions = []"}
@@ -34,12 +38,13 @@ def code_spans(text: str) -> list[str]:
 
 
 def block_commands(text: str) -> list[str]:
-    """The ``annotate`` command lines of the fenced blocks (a workflow's ``run:`` too),
-    each ``&&``-joined command apart, without its output redirection."""
+    """The ``annotate`` command lines of the fenced blocks (a workflow's ``run:`` too, a
+    console's ``$`` prompt), each ``&&``-joined command apart, without its output
+    redirection."""
     commands = []
     for block in FENCE.findall(text):
         for line in block.splitlines():
-            line = re.sub(r"^\s*-?\s*(?:run:\s*)?", "", line.split("  #")[0])
+            line = re.sub(r"^\s*(?:\$\s+)?-?\s*(?:run:\s*)?", "", line.split("  #")[0])
             commands += [re.sub(r"\s*>>?.*$", "", part).strip() for part in line.split("&&")]
     return [command for command in commands if command.startswith("annotate ")]
 
@@ -48,9 +53,9 @@ def is_synopsis(span: str) -> bool:
     return any(mark in span for mark in ("[", "|", "..."))
 
 
-SPANS = code_spans(README)
+SPANS = code_spans(README) + code_spans(COMMANDS_DOC)
 EXAMPLES = [span for span in SPANS if span.startswith("annotate ") and not is_synopsis(span)]
-EXAMPLES += block_commands(README)
+EXAMPLES += block_commands(README) + block_commands(COMMANDS_DOC)
 EXAMPLES = list(dict.fromkeys(part.strip() for example in EXAMPLES
                               for part in example.split("&&")))
 SYNOPSES = [span for span in SPANS if span.startswith("annotate ") and is_synopsis(span)]
@@ -91,13 +96,17 @@ def parse(words: list[str]) -> None:
 
 def test_the_readme_is_read_whole() -> None:
     """The lines below are found where they stand (a fenced block, a workflow's run:, a
-    span over a line end, a table cell), or the tests of each would pass on nothing."""
+    console's prompt, a span over a line end, a table cell, docs/commands.md), or the
+    tests of each would pass on nothing."""
     assert {"annotate index --keep-going", "annotate check --exit-zero",
             "annotate check --format github", "annotate check --format markdown --exit-zero",
-            "annotate diff vllm@vOLD vllm@vNEW --annotated"} <= set(EXAMPLES)
+            "annotate diff vllm@vOLD vllm@vNEW --annotated",
+            "annotate links envs.py"} <= set(EXAMPLES)
     assert "annotate check [--against REPO@VERSION] [--format text|json|github|sarif|markdown] " \
            "[-o FILE] [--exit-zero]" in SYNOPSES
     assert {"diff -o FILE", "links vllm/config"} <= set(MENTIONS)
+    assert "annotate search TEXT... [--limit N] [--format table|json]" in SYNOPSES
+    assert set(command_sections(COMMANDS_DOC)) >= {"index", "xref"}
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -105,7 +114,7 @@ def test_every_command_line_the_readme_shows_parses(example: str) -> None:
     try:
         parse(shlex.split(example)[1:])
     except click.UsageError as error:
-        pytest.fail(f"README: '{example}': {error.format_message()}")
+        pytest.fail(f"README or docs/commands.md: '{example}': {error.format_message()}")
 
 
 def options_and_choices(words: list[str]) -> Iterator[tuple[str, set[str] | None]]:
@@ -124,10 +133,10 @@ def test_every_option_the_readme_names_is_its_commands(span: str) -> None:
     command, rest = command_of(words[1:] if words[0] == "annotate" else words)
     options = option_names(command)
     for name, choices in options_and_choices(rest):
-        assert name in options, f"README: '{span}': {command.name} has no option {name}"
+        assert name in options, f"'{span}': {command.name} has no option {name}"
         if choices is not None:
             offered = set(getattr(options[name].type, "choices", ()))
-            assert choices == offered, f"README: '{span}': the CLI offers {sorted(offered)}"
+            assert choices == offered, f"'{span}': the CLI offers {sorted(offered)}"
 
 
 def table_rows(text: str) -> dict[str, str]:
@@ -153,3 +162,31 @@ def test_the_commands_table_names_every_option(name: str) -> None:
             continue
         assert named & {*param.opts, *param.secondary_opts}, (
             f"the README's row for 'annotate {name}' does not name {param.opts[0]}")
+
+
+def command_sections(text: str) -> dict[str, str]:
+    """docs/commands.md's sections, by the command each is headed with."""
+    parts = re.split(r"^## annotate (\w+)\n", text, flags=re.MULTILINE)
+    return {name: body.split("\n## ", 1)[0]
+            for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def options_named(text: str) -> set[str]:
+    return {word.strip("[](),;:") for span in code_spans(text) for word in span.split()}
+
+
+@pytest.mark.parametrize("name", sorted(cli.commands))
+def test_each_command_links_to_its_section_naming_every_option(name: str) -> None:
+    """The table's row links to the command's section of docs/commands.md (GitHub's anchor
+    of its heading), and the section names every option of it but the --db before it."""
+    row = table_rows(README).get(name, "")
+    assert f"](docs/commands.md#annotate-{name})" in row, (
+        f"the README's row for 'annotate {name}' does not link to its section")
+    section = command_sections(COMMANDS_DOC).get(name)
+    assert section is not None, f"docs/commands.md has no section '## annotate {name}'"
+    named = options_named(section)
+    for param in option_names(cli.commands[name]).values():
+        if param.hidden or param.opts == ["--db"]:
+            continue
+        assert named & {*param.opts, *param.secondary_opts}, (
+            f"docs/commands.md's section on 'annotate {name}' does not name {param.opts[0]}")
