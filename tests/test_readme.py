@@ -190,3 +190,30 @@ def test_each_command_links_to_its_section_naming_every_option(name: str) -> Non
             continue
         assert named & {*param.opts, *param.secondary_opts}, (
             f"docs/commands.md's section on 'annotate {name}' does not name {param.opts[0]}")
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lowercase, punctuation but ``-`` dropped, each
+    space a ``-``."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    return {github_anchor(heading) for heading in re.findall(r"^#+ (.+)$", FENCE.sub("", text),
+                                                             flags=re.MULTILINE)}
+
+
+DOCS = {"README.md": README, "docs/commands.md": COMMANDS_DOC}
+LINKS = sorted({(source, (Path(source).parent / target).as_posix().replace("docs/../", "")
+                 if target else source, anchor)
+                for source, text in DOCS.items()
+                for target, anchor in re.findall(r"\]\(((?:\.\./)?[\w/]+\.md)?#([\w-]+)\)", text)})
+"""Each link with an anchor, as (file it is in, file it leads to, anchor)."""
+
+
+@pytest.mark.parametrize(("source", "target", "anchor"), LINKS,
+                         ids=[f"{source}->{target}#{anchor}" for source, target, anchor in LINKS])
+def test_every_link_between_the_readme_and_the_commands_lands_on_a_heading(
+        source: str, target: str, anchor: str) -> None:
+    assert anchor in anchors(DOCS[target]), (
+        f"{source}: the link to {target}#{anchor} lands on no heading")
