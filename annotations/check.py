@@ -294,7 +294,7 @@ def _finish(
     if status is Status.MOVED and comparison.changes:
         message += _evidence_at_new_place(resolver, row, pinned, new)
     if status is Status.REMOVED and row["quote"]:
-        message += _quote_among(resolver, row["quote"], pinned, comparison.candidates)
+        message += _quote_among(resolver, row["quote"], pinned, _symbol_places(comparison))
     repo = config.repo(pinned.repo)
     return replace(
         result,
@@ -361,13 +361,21 @@ def _quote_missing(resolver: Resolver, quote: str, new: Resolved) -> str:
     return message
 
 
+def _symbol_places(comparison: Comparison) -> tuple[str, ...]:
+    """A removed ref's candidates, then the definitions its code went to that are not
+    among them (a file its lines went to is no definition to quote)."""
+    went = (place for place in comparison.code_went_to if "::" in place)
+    return tuple(dict.fromkeys((*comparison.candidates, *went)))
+
+
 def _quote_among(
-    resolver: Resolver, quote: str, pinned: Resolved, candidates: Iterable[str]
+    resolver: Resolver, quote: str, pinned: Resolved, places: Iterable[str]
 ) -> str:
-    """Which candidate of a removed ref its quote stands in, if one: the code it quotes
-    lives on there (a class merged into another, ``DeepseekV4Attention.__init__`` that
-    holds the wrapper's ``if self.compress_ratio > 1:``)."""
-    for candidate in candidates:
+    """Which place of a removed ref (a candidate, or where its code went) its quote stands
+    in, if one: the code it quotes lives on there (a class merged into another,
+    ``DeepseekV4Attention.__init__`` that holds the wrapper's ``if self.compress_ratio >
+    1:``; a function inlined into a method)."""
+    for candidate in places:
         place = _candidate_place(resolver, candidate)
         if place is not None and _holds(resolver, quote, pinned, place):
             return f"; the quote stands in {candidate}"

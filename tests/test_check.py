@@ -109,6 +109,10 @@ class Case:
     uses: tuple[str, ...] = ()
 
 
+# The lines of SUPPORTS_FP8 and FP8_INLINED, which another case has: where its code went
+# are places of these alone.
+FP4_SUPPORT, FP4_INLINED = (text.replace("== 3", "== 4").replace("(90)", "(100)")
+                            for text in (SUPPORTS_FP8, FP8_INLINED))
 TOTAL = "def total(xs):\n    return sum(x for x in xs if x is not None)\n"
 CONNECT = "def connect(host, port):\n    sock = open_socket(host, port)\n    return sock\n"
 CDIV = 'def cdiv(a: int, b: int) -> int:\n    """Ceiling division."""\n    return -(a // -b)\n'
@@ -286,6 +290,12 @@ CASES: dict[str, Case] = {
         SUPPORTS_FP8 + "\n\n" + CDIV, {"m.py": CDIV, "b.py": FP8_INLINED}, "m.py::supports_fp8",
         "removed", message="; its code went to vllm@v2:c/removed-its-code-went-to/b.py"
                            "::FlashBackend.supports_dtype",
+    ),
+    "removed-quote-stands-where-its-code-went": Case(  # no candidate: only its code went there
+        FP4_SUPPORT + "\n\n" + CDIV, {"m.py": CDIV, "b.py": FP4_INLINED}, "m.py::supports_fp8",
+        "removed", quote="get_flash_attn_version() == 4",
+        message="; the quote stands in vllm@v2:c/removed-quote-stands-where-its-code-went/b.py"
+                "::FlashBackend.supports_dtype",
     ),
     "quote-missing": Case(
         CDIV, CDIV_NEW, "m.py::cdiv", "quote-missing", ("body",), quote="-(a // -b)",
@@ -686,7 +696,7 @@ def test_check_asks_where_the_code_of_its_removed_symbols_went_all_at_once(
                    for line in code_lines.normalized_lines(text)}
     [wanted] = indexes  # one index, of lines of the removed refs' files at v1 alone
     assert wanted is not None and wanted <= their_lines
-    assert len(wanted) == 19 and len(their_lines) == 41  # of their 12 cases
+    assert len(wanted) == 21 and len(their_lines) == 43  # of their 13 cases
     [went] = by_claim(report)["removed-its-code-went-to"]
     assert went["code_went_to"] == [
         "vllm@v2:c/removed-its-code-went-to/b.py::FlashBackend.supports_dtype"]
