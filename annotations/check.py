@@ -281,7 +281,7 @@ def _finish(
     if row["quote"] and new is not None and status is not Status.REMOVED:
         if not _holds(resolver, row["quote"], pinned, new):
             status = Status.QUOTE_MISSING
-            message = _quote_missing(resolver, row["quote"], new)
+            message = _quote_missing(resolver, row["quote"], pinned, new, comparison.candidates)
         elif status is Status.CHANGED:
             status = Status.FRESH
             message = f"changed ({', '.join(comparison.changes)}), but the quote still stands"
@@ -354,11 +354,43 @@ def _holds(resolver: Resolver, quote: str, pinned: Resolved, new: Resolved) -> b
     return quote_holds(quote, target, lambda: resolver.text_of(pinned))
 
 
-def _quote_missing(resolver: Resolver, quote: str, new: Resolved) -> str:
+def _quote_missing(
+    resolver: Resolver, quote: str, pinned: Resolved, new: Resolved, candidates: Iterable[str]
+) -> str:
     message = f"the quote '{quote}' no longer stands in {new.canonical}"
     if quote_stands(quote, resolver.text_of(new)):
         message += "; it stands there only in a comment or docstring"
+    elsewhere = _quote_elsewhere(resolver, quote, pinned, new, candidates)
+    if elsewhere:
+        message += f"; it stands in {', '.join(elsewhere)}"
     return message
+
+
+_ELSEWHERE_NAMED = 3
+
+
+def _quote_elsewhere(
+    resolver: Resolver, quote: str, pinned: Resolved, new: Resolved, candidates: Iterable[str]
+) -> tuple[str, ...]:
+    """The innermost definitions that ``quote`` stands in as it stood, in the file of the
+    symbol it no longer stands in, then in its candidates' files: where the code it quotes
+    went (``BlockRemoved(``, made at vLLM v0.25.0 by a helper the method calls)."""
+    files: dict[str, Resolved] = {}
+    for place in (new, *filter(None, (_candidate_place(resolver, c) for c in candidates))):
+        files.setdefault(place.path, place)
+    holding = [definition for place in files.values()
+               for definition in resolver.definitions(place)
+               if _holds(resolver, quote, pinned, definition)]
+    innermost = [outer for outer in holding
+                 if not any(_encloses(outer, inner) for inner in holding)]
+    return tuple(definition.canonical for definition in innermost[:_ELSEWHERE_NAMED])
+
+
+def _encloses(outer: Resolved, inner: Resolved) -> bool:
+    """Whether ``inner`` is another definition inside ``outer`` (a method of its class)."""
+    return (outer.path == inner.path and outer.start_line <= inner.start_line
+            and inner.end_line <= outer.end_line
+            and (outer.start_line, outer.end_line) != (inner.start_line, inner.end_line))
 
 
 def _symbol_places(comparison: Comparison) -> tuple[str, ...]:

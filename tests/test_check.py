@@ -113,6 +113,27 @@ class Case:
 # are places of these alone.
 FP4_SUPPORT, FP4_INLINED = (text.replace("== 3", "== 4").replace("(90)", "(100)")
                             for text in (SUPPORTS_FP8, FP8_INLINED))
+EVICT = """\
+class Pool:
+    def evict(self, block_hash):
+        if self.cached.pop(block_hash, None) is None:
+            return False
+        self.events.append(Removed(block_hash))
+        return True
+"""
+# BlockPool._maybe_evict_cached_block at vLLM v0.25.0: its event is made by a helper.
+EVICT_WITH_HELPER = """\
+class Pool:
+    def evict(self, block_hash):
+        if self.cached.pop(block_hash, None) is None:
+            return False
+        self._emit_removed(block_hash)
+        return True
+
+    def _emit_removed(self, block_hash):
+        if self.enable_events:
+            self.events.append(Removed(block_hash))
+"""
 TOTAL = "def total(xs):\n    return sum(x for x in xs if x is not None)\n"
 CONNECT = "def connect(host, port):\n    sock = open_socket(host, port)\n    return sock\n"
 CDIV = 'def cdiv(a: int, b: int) -> int:\n    """Ceiling division."""\n    return -(a // -b)\n'
@@ -164,6 +185,20 @@ def longest_common_prefix(words):
 LOAD = fakevllm.LOAD_WEIGHTS_FROM_FILE
 FETCH = fakevllm.LOAD_WEIGHTS_FROM_URL
 MODEL = fakevllm.DEEPSEEK_V4_TEMPLATE
+# DeepseekV4DecoderLayer.forward at vLLM v0.25.0: fused in one per-platform copy, and its
+# code in a method of its own in another (a class of its own: not moved-ambiguous's copies).
+KIMI = MODEL.replace("DeepseekV4ForCausalLM", "KimiForCausalLM").replace("hidden_states", "x")
+_FORWARD = """\
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        x, _ = self.norm(x, residual)
+        return self.lm_head(x)
+"""
+KIMI_FUSED = KIMI.replace("return self.lm_head(x)", "return self.fused_head(x)")
+KIMI_UNFUSED = KIMI.replace(_FORWARD, """\
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self._forward_unfused(x, residual)
+
+""" + _FORWARD.replace("def forward", "def _forward_unfused"))
 MLA = "class MLA:\n    def __init__(self):\n        self.proj = Helper()\n        self.dim = 576\n"
 HELPER = "class Helper:\n    def run(self):\n        return 42\n"
 HELPER_USED = PARAMS.replace("SamplingParams", "Helper") + "\n\n" + MLA
@@ -300,6 +335,23 @@ CASES: dict[str, Case] = {
     "quote-missing": Case(
         CDIV, CDIV_NEW, "m.py::cdiv", "quote-missing", ("body",), quote="-(a // -b)",
         message="the quote '-(a // -b)' no longer stands in vllm@v2:c/quote-missing/m.py::cdiv",
+    ),
+    "quote-missing-stands-in-a-helper": Case(
+        EVICT, EVICT_WITH_HELPER, "m.py::Pool.evict", "quote-missing", ("body",),
+        quote="Removed(block_hash)", message=(
+            "the quote 'Removed(block_hash)' no longer stands in vllm@v2:c/quote-missing-stands"
+            "-in-a-helper/m.py::Pool.evict; it stands in vllm@v2:c/quote-missing-stands-in-a-"
+            "helper/m.py::Pool._emit_removed"),
+    ),
+    "quote-missing-stands-in-a-candidates-file": Case(
+        KIMI.format(suffix="", backend="auto"),
+        {"kimi_amd.py": KIMI_UNFUSED.format(suffix=" (amd)", backend="ROCM_AITER_MLA"),
+         "kimi_nvidia.py": KIMI_FUSED.format(suffix=" (nvidia)", backend="FLASHMLA")},
+        "kimi.py::KimiForCausalLM.forward", "quote-missing", ("body",),
+        new_ref="kimi_nvidia.py::KimiForCausalLM.forward", candidates=1, path="kimi.py",
+        quote="return self.lm_head(x)", message=(
+            "; it stands in vllm@v2:c/quote-missing-stands-in-a-candidates-file/kimi_amd.py"
+            "::KimiForCausalLM._forward_unfused"),
     ),
     "quote-stands-in-changed-symbol": Case(
         CDIV, CDIV_NEW, "m.py::cdiv", "fresh", ("body",), quote="def cdiv(a: int,  b: int)",
@@ -809,6 +861,14 @@ def test_a_change_comes_with_a_short_unified_diff_of_the_same_span(
 ) -> None:
     [result] = by_claim(table_report)[claim]
     assert result["diff"] == expected
+
+
+def test_a_missing_quote_is_said_to_stand_in_the_innermost_definition_holding_it(
+    table_report: dict,
+) -> None:
+    """Its method, not also the class around it."""
+    [result] = by_claim(table_report)["quote-missing-stands-in-a-helper"]
+    assert result["message"] == CASES["quote-missing-stands-in-a-helper"].message
 
 
 def test_a_quote_only_in_a_comment_of_a_candidate_is_not_said_to_stand_there(
