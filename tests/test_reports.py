@@ -529,8 +529,8 @@ BEYOND = ("GitHub shows the first 10 annotations of each level a step prints: of
     pytest.param([make(Status.REMOVED, failing=True)] * 10, None, 0, id="ten-errors"),
     pytest.param([make(Status.REMOVED, failing=True)] * 11, "11 errors", 1, id="eleven-errors"),
     pytest.param([make(Status.CHANGED)] * 12, "12 warnings", 2, id="twelve-warnings"),
-    pytest.param([make(Status.REMOVED, failing=True)] * 121 + [make(Status.UNINDEXED)] * 11,
-                 "121 errors and 13 notices", 114, id="the-catalogue"),
+    pytest.param([make(Status.REMOVED, failing=True)] * 122 + [make(Status.UNINDEXED)] * 11,
+                 "122 errors and 13 notices", 115, id="the-catalogue"),
 ])
 def test_github_says_how_many_annotations_it_does_not_show(
     results: list[RefResult], levels: str | None, hidden: int
