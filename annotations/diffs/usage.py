@@ -167,9 +167,14 @@ def used_identifiers(code: bytes, defined: frozenset[bytes] | None = None) -> se
 
 
 # A name after "(" or "," and before "=" (not "=="): inside brackets, a keyword argument
-# or a parameter's default; outside them, the second target of "a, b = ...".
-_NAME_BEFORE_EQUALS = re.compile(rb"[(,]\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
-_SIGNATURE_OPENS = re.compile(rb"\bdef\s+[A-Za-z_][A-Za-z0-9_]*\s*(?:\[[^\]]*\]\s*)?\(")
+# or a parameter's default; outside them, the second target of "a, b = ...". Looked for in
+# the reversed code, from each "=" (the name reversed too): the regex engine jumps from one
+# "=" to the next, where from each "(" and "," it tried every one (1.7x the time on vLLM).
+_NAME_BEFORE_EQUALS_REVERSED = re.compile(rb"=(?<!==)\s*([A-Za-z0-9_]*[A-Za-z_])\s*[(,]")
+# "\bdef" with its word boundary after the literal, which the regex engine then jumps to
+# (six times as fast on vLLM's changed code).
+_SIGNATURE_OPENS = re.compile(
+    rb"def(?<![A-Za-z0-9_]def)\s+[A-Za-z_][A-Za-z0-9_]*\s*(?:\[[^\]]*\]\s*)?\(")
 _LAMBDA_PARAMETERS = re.compile(rb"lambda\b[^:]*\Z")
 _BRACKET = re.compile(rb"[()\[\]{}]")
 _LAMBDA_REACH = 300
@@ -182,10 +187,7 @@ def _keyword_argument_names(code: bytes, defined: frozenset[bytes] | None) -> li
     signatures: list[Span] | None = None  # found at the first name inside brackets
     names = []
     depth, counted = 0, 0
-    for found in _NAME_BEFORE_EQUALS.finditer(code):
-        if defined is not None and found[1] not in defined:
-            continue
-        start = found.start(1)
+    for start, end in _names_before_equals(code, defined):
         depth += _depth_change(code, counted, start)
         counted = start
         if depth <= 0:
@@ -194,8 +196,19 @@ def _keyword_argument_names(code: bytes, defined: frozenset[bytes] | None) -> li
             signatures = [(opened.end(), _closing(code, opened.end()))
                           for opened in _SIGNATURE_OPENS.finditer(code)]
         if not _a_parameter(code, start, signatures):
-            names.append(found.span(1))
+            names.append((start, end))
     return names
+
+
+def _names_before_equals(code: bytes, defined: frozenset[bytes] | None) -> list[Span]:
+    """The spans of the names after "(" or "," and before "=" in ``code``, in order; given
+    ``defined``, of those it holds."""
+    size = len(code)
+    spans = [(size - found.end(1), size - found.start(1))
+             for found in _NAME_BEFORE_EQUALS_REVERSED.finditer(code[::-1])
+             if defined is None or found[1][::-1] in defined]
+    spans.reverse()
+    return spans
 
 
 def _a_parameter(code: bytes, start: int, signatures: list[Span]) -> bool:
