@@ -1,4 +1,5 @@
-"""Split one computation over forked children (POSIX): the first part runs in the caller.
+"""Split one computation over forked children (POSIX): the first part runs in the caller
+(`fork_map`), or another step does (`fork_map_beside`).
 
 A child inherits the caller's memory (the loaded symbols of both versions) instead of
 rebuilding it, computes its part and sends the result back pickled through a pipe. A
@@ -17,6 +18,7 @@ from typing import TypeVar
 
 Part = TypeVar("Part")
 Result = TypeVar("Result")
+Other = TypeVar("Other")
 
 _FAILED = b"!"
 
@@ -45,14 +47,43 @@ def fork_map(
     children: list[tuple[int, int] | None] = []
     try:
         children.extend(_start(function, part, in_child) for part in parts[1:])
-        results = [function(parts[0])]
-        while children:
-            child = children.pop(0)
-            data = _receive(*child) if child is not None else _FAILED
-            results.append(_result(data, function, parts[len(results)]))
+        first = function(parts[0])
+        return [first, *_collected(children, function, parts[1:])]
     except BaseException:
         _abandon([child for child in children if child is not None])
         raise
+
+
+def fork_map_beside(
+    function: Callable[[Part], Result], parts: Sequence[Part], beside: Callable[[], Other],
+    in_child: Callable[[], None] = lambda: None,
+) -> tuple[Other, list[Result]]:
+    """``beside()`` and ``[function(part) for part in parts]``: each part in a forked
+    child while the caller computes ``beside()`` (another step, whose result stays here)."""
+    if not parts or not can_fork():
+        return beside(), [function(part) for part in parts]
+    children: list[tuple[int, int] | None] = []
+    try:
+        children.extend(_start(function, part, in_child) for part in parts)
+        other = beside()
+        return other, _collected(children, function, parts)
+    except BaseException:
+        _abandon([child for child in children if child is not None])
+        raise
+
+
+def _collected(
+    children: list[tuple[int, int] | None], function: Callable[[Part], Result],
+    parts: Sequence[Part],
+) -> list[Result]:
+    """The result of each of ``parts`` from its child, in order, each child taken off
+    ``children`` once waited for; a part whose child failed (or was never started, None)
+    computed here."""
+    results: list[Result] = []
+    while children:
+        child = children.pop(0)
+        data = _receive(*child) if child is not None else _FAILED
+        results.append(_result(data, function, parts[len(results)]))
     return results
 
 

@@ -575,6 +575,26 @@ def test_an_annotated_diff_matches_its_two_versions_once(
     assert len(pairs) == len(set(pairs)) == 1
 
 
+def test_where_removed_code_went_is_found_here_while_children_find_the_usage(
+    tmp_path: Path, forks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forked processes find what the changed symbols started using (two files, one
+    each) while this one finds where the removed symbol's code went: the report is the
+    one a single process writes."""
+    changed = {"w1": INLINED["w1"], "w2": {"fa.py": KNOB.format(2),
+                                           "flash.py": BOX.format(2) + "\n\n" + FP8_INLINED}}
+    root = indexed_project(tmp_path, changed, "article: notes/n.md\nat: nest@w1\nclaims:\n"
+                           "  - id: knob\n    text: x\n    refs: [fa.py::turn]\n")
+    alone = nest_diff(root, ("w1", "w2"), workers=2)
+    assert not forks  # few changed symbols: no fork
+    monkeypatch.setattr(build, "PARALLEL_MIN_PAIRS", 0)
+    forked = nest_diff(root, ("w1", "w2"), workers=2)
+    assert len(forks) == 2, "the usage of each file was not found in a child"
+    [removed] = forked.section(Section.REMOVED)
+    assert [place.qualname for place in removed.code_went_to] == ["FlashBackend.supports_dtype"]
+    assert forked == alone
+
+
 def test_a_removed_symbol_says_where_its_code_went_in_json(inlined: DiffReport) -> None:
     [removed] = json.loads(json_format.render(inlined))["removed"]
     assert (removed["ref"], removed["code_went_to"]) == ("fa.py::supports_fp8", [{

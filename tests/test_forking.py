@@ -1,4 +1,5 @@
-"""fork_map: parts after the first run in forked children; failures are redone here."""
+"""fork_map: parts after the first run in forked children; failures are redone here.
+fork_map_beside: every part in a child while the caller computes another step."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 
 import pytest
 
-from annotations.forking import balanced, can_fork, fork_map
+from annotations.forking import balanced, can_fork, fork_map, fork_map_beside
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs os.fork")
 
@@ -76,6 +77,38 @@ def test_large_results_do_not_block_the_pipe() -> None:
 def test_one_part_forks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
     assert fork_map(where, [5]) == [(25, PARENT)]
+
+
+def test_beside_runs_in_the_caller_while_every_part_runs_in_a_child() -> None:
+    other, results = fork_map_beside(where, [1, 2, 3], lambda: ("beside", os.getpid()))
+    assert other == ("beside", PARENT)
+    assert [square for square, _ in results] == [1, 4, 9]
+    pids = [pid for _, pid in results]
+    assert PARENT not in pids and len(set(pids)) == 3
+
+
+@pytest.mark.parametrize("function", [_fails_in_children, _dies_in_children],
+                         ids=["child-raises", "child-dies"])
+def test_beside_a_failed_child_part_is_redone_by_the_caller(function) -> None:
+    assert fork_map_beside(function, [1, 2], lambda: "beside") == (
+        "beside", [(1, PARENT), (4, PARENT)])
+
+
+def test_an_error_beside_propagates_and_children_are_reaped(forks: list[int]) -> None:
+    def fails() -> None:
+        raise ValueError("beside")
+
+    with pytest.raises(ValueError, match="beside"):
+        fork_map_beside(where, [1, 2], fails)
+    assert len(forks) == 2
+    for pid in forks:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_no_parts_fork_nothing_beside(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("forked"))
+    assert fork_map_beside(where, [], lambda: "beside") == ("beside", [])
 
 
 @pytest.mark.parametrize(

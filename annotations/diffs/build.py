@@ -8,6 +8,7 @@ its source at both versions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TypedDict
@@ -38,7 +39,7 @@ from annotations.diffs.model import (
     Usage,
 )
 from annotations.diffs.usage import usage_changes
-from annotations.forking import balanced, fork_map
+from annotations.forking import balanced, fork_map_beside
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
 from annotations.refs import Ref, RefForm, parse_ref
 from annotations.resolve import ResolveError, Resolver
@@ -46,6 +47,9 @@ from annotations.results import Status
 from db import claims as claim_store
 from db.database import Database
 from indexer.config import ProjectConfig, RepoConfig
+
+_Went = dict[int, tuple[SymbolSnapshot, ...]]
+"""Where the code of removed symbols went, by their index in the report's items."""
 
 PARALLEL_MIN_PAIRS = 500
 """Fewer changed symbols than this: their usage is computed without forking."""
@@ -141,8 +145,7 @@ def build_report(
     if annotated:
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
-    _add_usage_and_sources(matcher, items, diff_limit, workers)
-    went = _where_removed_code_went(matcher, items)
+    went = _add_usage_and_sources(matcher, items, diff_limit, workers)
     changes = tuple(_change(item, repo_config, went.get(index, ()))
                     for index, item in enumerate(items))
     matcher.store.clear()
@@ -249,9 +252,7 @@ def _location(symbol: SymbolSnapshot, repo: RepoConfig) -> Location:
                     symbol.end_line, url)
 
 
-def _where_removed_code_went(
-    matcher: Matcher, items: list[_Item]
-) -> dict[int, tuple[SymbolSnapshot, ...]]:
+def _where_removed_code_went(matcher: Matcher, items: list[_Item]) -> _Went:
     """Where the code of each removed symbol of ``items`` went, by its index, all found
     at once (`Matcher.where_code_went`)."""
     removed = {index: item.match.old for index, item in enumerate(items)
@@ -306,27 +307,34 @@ def _how(match: Match) -> str:
 
 def _add_usage_and_sources(
     matcher: Matcher, items: list[_Item], diff_limit: int, workers: int
-) -> None:
+) -> _Went:
+    """Fill in the usage of the items whose content changed and the sources of those
+    shown side by side; return where the code of the removed ones went
+    (`_where_removed_code_went`), found while forked processes find the usage."""
     used = [item for item in items if item.content_changed]
     shown = _diff_choice(items, diff_limit)
     contents = matcher.store.contents(
         symbol.blob_id for item in (*used, *shown) for symbol in _pair(item)
     )
-    usages = _usages(matcher, [_pair(item) for item in used], contents, workers)
+    went, usages = _usages(matcher, [_pair(item) for item in used], contents, workers,
+                           partial(_where_removed_code_went, matcher, items))
     for item, usage in zip(used, usages, strict=True):
         item.usage = usage
     for item in shown:
         old, new = _pair(item)
         item.sources = (_lines_of(old, contents), _lines_of(new, contents))
+    return went
 
 
 def _usages(
     matcher: Matcher, pairs: list[tuple[SymbolSnapshot, SymbolSnapshot]],
-    contents: dict[str, bytes], workers: int,
-) -> list[Usage]:
-    """`usage_changes` of the pairs, split by file over up to ``workers`` processes."""
+    contents: dict[str, bytes], workers: int, meanwhile: Callable[[], _Went],
+) -> tuple[_Went, list[Usage]]:
+    """``meanwhile()`` and the `usage_changes` of the pairs, these split by file over up
+    to ``workers`` forked processes while this one computes ``meanwhile()`` (all here
+    with one worker, or few pairs)."""
     if not pairs:
-        return []
+        return meanwhile(), []
     defined = matcher.defined_names()
     per_file: dict[str, list[int]] = {}  # a file's pairs together: its code is tokenized once
     for index, (old, _new) in enumerate(pairs):
@@ -338,12 +346,16 @@ def _usages(
         return usage_changes([pairs[index] for index in part], contents, lambda: defined,
                              matcher.store.blob_rows)
 
+    if len(parts) < 2:
+        results = [usages_of(part) for part in parts]
+        other = meanwhile()
+    else:
+        other, results = fork_map_beside(usages_of, parts, meanwhile,
+                                         in_child=matcher.database.reconnect_in_child)
     found: dict[int, Usage] = {}
-    for part, usages in zip(parts, fork_map(usages_of, parts,
-                                            in_child=matcher.database.reconnect_in_child),
-                            strict=True):
+    for part, usages in zip(parts, results, strict=True):
         found.update(zip(part, usages, strict=True))
-    return [found[index] for index in range(len(pairs))]
+    return other, [found[index] for index in range(len(pairs))]
 
 
 def _pair(item: _Item) -> tuple[SymbolSnapshot, SymbolSnapshot]:
