@@ -370,14 +370,17 @@ class SourceStore:
         return found
 
     def contents(self, blob_ids: Iterable[str]) -> dict[str, bytes]:
-        """The content of each blob: cached ones as they are, the others in bulk queries
-        (decompressed once, not cached: a large batch evicts nothing)."""
+        """The content of each blob: cached ones as they are, the others in bulk queries,
+        decompressed once and cached while there is room (a large batch evicts nothing)."""
         wanted = list(dict.fromkeys(blob_ids))
         found = {blob_id: self._contents[blob_id] for blob_id in wanted
                  if blob_id in self._contents}
         missing = [blob_id for blob_id in wanted if blob_id not in found]
         loaded = mq.blob_contents(self.database, missing) if missing else {}
-        found.update((blob_id, universal_newlines(loaded.get(blob_id, b""))) for blob_id in missing)
+        for blob_id in missing:
+            found[blob_id] = universal_newlines(loaded.get(blob_id, b""))
+            if len(self._contents) < self._max_blobs:
+                self._contents[blob_id] = found[blob_id]
         return found
 
     def blob_rows(self, blob_id: str) -> list[tuple]:

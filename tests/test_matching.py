@@ -29,6 +29,7 @@ from annotations.matching import (
     HistoryEvent,
     Match,
     Matcher,
+    SourceStore,
     SymbolSnapshot,
     diff_versions,
     find_symbol,
@@ -2214,6 +2215,36 @@ def test_where_the_code_of_all_removed_symbols_went_is_where_each_ones_went(
     at_once = Matcher(*keys).where_code_went(removed)
     assert [tuple(symbol.ref for symbol in went) for went in at_once] == [
         tuple(symbol.ref for symbol in each.where_code_went([old])[0]) for old in removed]
+
+
+@pytest.mark.parametrize(("room", "read_again"), [
+    pytest.param(2, [], id="room-for-both"),
+    pytest.param(1, ["b.py"], id="room-for-one"),
+])
+def test_blobs_read_in_bulk_are_kept_while_there_is_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int, read_again: list[str]
+) -> None:
+    """A diff reads the changed files in bulk for their usage, again for where removed
+    code went, and one by one for symbols' sources (1,423 blobs of vLLM v0.20.0 ->
+    v0.25.0 decompressed twice): ``contents`` keeps them for ``content``, evicting none."""
+    index = build_index(tmp_path, {"v1": {"a.py": "A = 1\n", "b.py": "B = 2\n"}})
+    blobs = dict(index.database.conn.execute(
+        "SELECT path, blob_id FROM files WHERE version_id = ?", (index.keys["v1"],)))
+    read: list[str] = []
+    real = mq.blob_contents
+
+    def recorded(database: Database, blob_ids: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(blob_ids)
+        read.extend(path for path, blob in sorted(blobs.items()) if blob in wanted)
+        return real(database, wanted)
+
+    monkeypatch.setattr(mq, "blob_contents", recorded)
+    store = SourceStore(index.database, max_blobs=room)
+    assert store.contents([blobs["a.py"], blobs["b.py"]]) == {
+        blobs["a.py"]: b"A = 1\n", blobs["b.py"]: b"B = 2\n"}
+    assert [store.content(blobs[path]) for path in ("a.py", "b.py")] == [b"A = 1\n",
+                                                                          b"B = 2\n"]
+    assert read == ["a.py", "b.py", *read_again]
 
 
 def test_a_line_index_places_and_counts_the_lines_it_is_asked_about_alone() -> None:
