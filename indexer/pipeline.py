@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import signal
 import sqlite3
+import sys
 import threading
 import time
 import zlib
@@ -35,9 +36,17 @@ from indexer.sources import Snapshot, open_local, open_snapshot
 from indexer.stopping import STOPPING_SIGNALS
 from indexer.symbols import parse_blob
 
+if sys.platform == "linux":
+    import fcntl
+
 MAX_STORED_BYTES = 1024 * 1024
 INLINE_PARSE_LIMIT = 64
 BATCH_BYTES = 512 * 1024
+PIPE_BYTES = 1024 * 1024
+"""What the pipes that take batches to the parser workers and bring their rows back hold
+(Linux lets any user ask for up to /proc/sys/fs/pipe-max-size, 1 MiB by default): a batch,
+or its rows, whole. Through the default 64 KiB a worker waited for the main process, busy
+writing rows to SQLite, at every 64 KiB of a batch it took or of the rows it gave back."""
 
 Batch = list[tuple[str, bool, bytes]]
 """(blob id, whether it is Python, content) of a few blobs, parsed by one worker task."""
@@ -266,14 +275,31 @@ def _parsed(
     if count <= INLINE_PARSE_LIMIT or (run.workers or 0) == 1:
         yield from _advancing(map(parse, batches), run.progress)
         return
-    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    workers = run.workers or min(os.cpu_count() or 1, 8)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=start_worker)
+    pool = parser_pool(run.workers or min(os.cpu_count() or 1, 8))
     try:
         yield from _advancing(pool.map(parse, batches), run.progress)
     finally:
         shut_down(pool)
+
+
+def parser_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` parser processes, its pipes widened to `PIPE_BYTES`."""
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                               initializer=start_worker)
+    if sys.platform == "linux":
+        for descriptor in pipe_descriptors(pool):
+            with contextlib.suppress(OSError):  # a lower limit: the pipe stays as it was
+                fcntl.fcntl(descriptor, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    return pool
+
+
+def pipe_descriptors(pool: ProcessPoolExecutor) -> list[int]:
+    """The main process's ends of the pipes that ``pool``'s tasks and results go through.
+    They are CPython's private attributes: where a Python names them otherwise, none."""
+    ends = [getattr(getattr(pool, queue, None), end, None)
+            for queue, end in (("_call_queue", "_writer"), ("_result_queue", "_reader"))]
+    return [end.fileno() for end in ends if end is not None]
 
 
 def shut_down(pool: ProcessPoolExecutor) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import multiprocessing
 import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -186,6 +188,27 @@ def test_worker_pool_gives_the_same_index(
             results[workers] = (outcome.parsed, outcome.symbols, _rows(database, "symbols"))
     assert results[1] == results[2]
     assert results[1][:2] == (count, 3 * count)
+
+
+def _pipes_may_be_widened() -> bool:
+    """Linux lets a user widen a pipe up to /proc/sys/fs/pipe-max-size (root beyond)."""
+    limit = Path("/proc/sys/fs/pipe-max-size")
+    return os.geteuid() == 0 or int(limit.read_text()) >= pipeline.PIPE_BYTES
+
+
+@pytest.mark.skipif(sys.platform != "linux" or not _pipes_may_be_widened(),
+                    reason="pipes are widened on Linux, up to the system's limit")
+def test_the_parser_pools_pipes_hold_a_batch_whole() -> None:
+    """Through Linux's default 64 KiB pipes a worker waited for the main process, busy
+    writing to SQLite, at every 64 KiB of the batch it took and of the rows it gave back:
+    about 11 waits a batch, when indexing vLLM 0.20.0, against 1 with 1 MiB pipes."""
+    pool = pipeline.parser_pool(1)
+    try:
+        sizes = [fcntl.fcntl(end, fcntl.F_GETPIPE_SZ) for end in pipeline.pipe_descriptors(pool)]
+    finally:
+        pool.shutdown()
+    assert len(sizes) == 2
+    assert min(sizes) >= 2 * pipeline.BATCH_BYTES
 
 
 def test_progress_is_reported_per_parsed_blob(
