@@ -42,6 +42,9 @@ if sys.platform == "linux":
 MAX_STORED_BYTES = 1024 * 1024
 INLINE_PARSE_LIMIT = 64
 BATCH_BYTES = 512 * 1024
+TAIL_BATCH_BYTES = 32 * 1024
+"""The least a batch holds once the bytes left are few: each worker parsed last batches of
+up to `BATCH_BYTES` (~0.1 s of a cold index of vLLM), while the other waited for it."""
 PIPE_BYTES = 1024 * 1024
 """What the pipes that take batches to the parser workers and bring their rows back hold
 (Linux lets any user ask for up to /proc/sys/fs/pipe-max-size, 1 MiB by default): a batch,
@@ -260,7 +263,8 @@ def _blob_rows(
         if not (is_python_path(entry.path) or entry.size <= MAX_STORED_BYTES):
             yield queries.BlobRow(entry.blob_id, entry.size, None, skipped=queries.NOT_STORED)
     batches = _content_batches(
-        (entry.blob_id, is_python_path(entry.path), snapshot.read(entry)) for entry in stored
+        ((entry.blob_id, is_python_path(entry.path), snapshot.read(entry)) for entry in stored),
+        to_go=sum(entry.size for entry in stored), workers=_worker_count(run),
     )
     yield from _parsed(batches, len(stored), run,
                        functools.partial(parse_batch, references=run.references))
@@ -275,11 +279,15 @@ def _parsed(
     if count <= INLINE_PARSE_LIMIT or (run.workers or 0) == 1:
         yield from _advancing(map(parse, batches), run.progress)
         return
-    pool = parser_pool(run.workers or min(os.cpu_count() or 1, 8))
+    pool = parser_pool(_worker_count(run))
     try:
         yield from _advancing(pool.map(parse, batches), run.progress)
     finally:
         shut_down(pool)
+
+
+def _worker_count(run: _Run) -> int:
+    return run.workers or min(os.cpu_count() or 1, 8)
 
 
 def parser_pool(workers: int) -> ProcessPoolExecutor:
@@ -359,17 +367,29 @@ def _advancing(
         yield from rows
 
 
-def _content_batches(blobs: Iterable[tuple[str, bool, bytes]]) -> Iterator[Batch]:
+def _content_batches(
+    blobs: Iterable[tuple[str, bool, bytes]], to_go: int | None = None, workers: int = 1
+) -> Iterator[Batch]:
+    """``blobs`` in batches of about `BATCH_BYTES`. Told the bytes ``to_go`` in all, a
+    batch holds no more than a share of what is left, one of 2 x ``workers``, down to
+    `TAIL_BATCH_BYTES`: the last batches are small, and the workers finish together."""
     batch: Batch = []
     size = 0
     for blob in blobs:
         batch.append(blob)
         size += len(blob[2])
-        if size >= BATCH_BYTES:
+        if size >= _batch_limit(to_go, workers):
             yield batch
+            to_go = None if to_go is None else to_go - size
             batch, size = [], 0
     if batch:
         yield batch
+
+
+def _batch_limit(to_go: int | None, workers: int) -> int:
+    if to_go is None:
+        return BATCH_BYTES
+    return max(TAIL_BATCH_BYTES, min(BATCH_BYTES, to_go // (2 * workers)))
 
 
 def parse_batch(batch: Batch, references: bool = True) -> list[queries.BlobRow]:

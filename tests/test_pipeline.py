@@ -190,6 +190,29 @@ def test_worker_pool_gives_the_same_index(
     assert results[1][:2] == (count, 3 * count)
 
 
+def test_the_last_batches_are_small_so_that_the_workers_finish_together(
+    tmp_path: Path, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A last batch of 512 KiB (~0.1 s of a cold index of vLLM) kept one worker busy while
+    the others had nothing left to do. The batches shrink as the bytes left do."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for number in range(32):  # 2 MiB in all: four full batches
+        (tree / f"module_{number:02d}.py").write_text(f"x = {number}\n".ljust(64 * 1024, "#"))
+    batches: list[list[str]] = []
+
+    def recording(batch: pipeline.Batch, references: bool = True) -> list[queries.BlobRow]:
+        batches.append([blob_id for blob_id, _, _ in batch])
+        return parse_batch(batch, references)
+
+    monkeypatch.setattr(pipeline, "parse_batch", recording)
+    with open_database(tmp_path / "index.db") as database:
+        outcome = index_version(database, config, "vllm", "v1", from_path=tree, workers=1)
+    assert outcome.parsed == 32
+    assert [len(batch) for batch in batches] == [8, 8, 8, 4, 2, 1, 1]
+    assert sum(batches, []) == [blob_id(path.read_bytes()) for path in sorted(tree.iterdir())]
+
+
 def _pipes_may_be_widened() -> bool:
     """Linux lets a user widen a pipe up to /proc/sys/fs/pipe-max-size (root beyond)."""
     limit = Path("/proc/sys/fs/pipe-max-size")
