@@ -809,12 +809,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     A claim whose symbol moved to SYMBOL at the target version cites it too (SYMBOL
     being any of the places of an ambiguous move).
     """
-    from annotations.citations import (
-        file_path,
-        links_citing,
-        links_moved_here,
-        written_as_a_file,
-    )
+    from annotations.citations import links_citing, links_moved_here
     from db import claims as claim_store
 
     if (symbol is None) == (article is None):
@@ -838,9 +833,8 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
             rows += links_moved_here(database, context.config, symbol or "", rows)
         if not rows:
             with context.database() as database:
-                if written_as_a_file(symbol or ""):
-                    _note_unknown_file(database, file_path(symbol or ""))
-                elif not _note_member_links(context, database, symbol or ""):
+                if not _noted_as_a_file(database, symbol or "") \
+                        and not _note_member_links(context, database, symbol or ""):
                     _note_unknown_name(database, symbol or "", context.config.file_name)
     _print_links(rows, output_format, by_symbol=article is None)
 
@@ -934,6 +928,17 @@ def _note_unknown_name(
     where = f"at {version[0]}@{version[1]}" if version else "in any indexed version"
     closest = f" (closest: {', '.join(close)})" if close else ""
     _note(f"Note: nothing named '{short}' is defined {where}{closest}")
+
+
+def _noted_as_a_file(database: Any, symbol: str) -> bool:
+    """Whether ``symbol`` is written as a file's path (``setup.py``, which reads as a
+    dotted name too); if so, say so when no indexed version has that file."""
+    from annotations.citations import file_path, written_as_a_file
+
+    if not written_as_a_file(symbol):
+        return False
+    _note_unknown_file(database, file_path(symbol))
+    return True
 
 
 def _note_unknown_file(database: Any, path: str) -> None:
@@ -1447,7 +1452,6 @@ def xref(
     REPO@VERSION:..., or lines within a symbol (a GitHub permalink or
     REPO@VERSION:PATH#Lx-Ly), which name the innermost symbol covering them.
     """
-    from annotations.citations import is_file_path
     from annotations.xref import locate
     from annotations.xref import xref as find_references
 
@@ -1468,7 +1472,7 @@ def xref(
         result = find_references(database, repo, version, name, path,
                                  config_name=context.config.file_name)
         if not result.definitions and not _note_defined_elsewhere(database, name, repo, version) \
-                and not result.references and not is_file_path(database, name):  # setup.py
+                and not _noted_as_a_file(database, name) and not result.references:
             _note_unknown_name(database, name, context.config.file_name, (repo, version))
     if output_format == "json":
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))

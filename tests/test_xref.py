@@ -448,6 +448,26 @@ def test_cli_xref_of_a_name_nothing_defines_says_so(indexed: Path) -> None:
         2, "Error: Invalid value for NAME: the name is empty (see 'annotate xref --help')\n")
 
 
+@pytest.mark.parametrize(("name", "note"), [
+    pytest.param("setup.py", "Note: no indexed version has a file 'setup.py'\n",
+                 id="a-top-level-file-not-indexed"),
+    pytest.param("linear.py", "Note: no indexed version has a file 'linear.py' (closest: "
+                 "vllm/layers/linear.py)\n", id="a-file-name-without-its-folder"),
+])
+def test_cli_xref_of_a_file_name_says_no_version_has_that_file(
+    indexed: Path, tmp_path: Path, name: str, note: str
+) -> None:
+    """As links says (test_links_to_a_name_nothing_defines_says_so): read as a dotted name,
+    setup.py is an attribute 'py', which other code uses; the uses alone are no answer."""
+    source = write_tree(tmp_path / "v2", {**TREE, "vllm/paths.py": "def where(p):\n"
+                                          "    return p.py\n"})
+    with open_database(indexed) as database:
+        index_version(database, load_config(tmp_path), "vllm", "v2", from_path=source)
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", name, "vllm@v2"])
+    assert (result.exit_code, result.stderr) == (0, note)
+    assert result.stdout.endswith("1 reference in 1 file\n")
+
+
 @pytest.mark.parametrize(("query", "note"), [
     pytest.param(["CacheEngine", "vllm@v1"], "Note: nothing named 'CacheEngine' is defined at "
                  "vllm@v1; it is defined at lmcache@v1: 'annotate xref CacheEngine lmcache@v1' "
