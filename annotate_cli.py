@@ -313,8 +313,9 @@ def _a_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 
 
 def _not_empty(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """An empty REF or glob (``annotate show "$REF"`` with REF unset) is refused as such,
-    not read as a ref ("empty reference") or a glob that matches no file."""
+    """An empty text argument (``annotate show "$REF"`` with REF unset) is refused as such,
+    every command's alike, not read as a ref ("empty reference"), a glob that matches no
+    file or a name nothing defines."""
     if value is not None and not value.strip():
         raise click.BadParameter("it is empty")
     return value
@@ -326,6 +327,16 @@ def _none_empty(ctx: click.Context, param: click.Parameter, values: tuple[str, .
     for value in values:
         _not_empty(ctx, param, value)
     return values
+
+
+def _an_existing_path(ctx: click.Context, param: click.Parameter, value: str | None
+                      ) -> Path | None:
+    """``--from`` as a path that exists; an empty one is refused by `_not_empty`, where
+    click would take it for the current folder or say "Path '' does not exist"."""
+    given = _not_empty(ctx, param, value)
+    if given is None:
+        return None
+    return click.Path(exists=True, path_type=Path).convert(given, param, ctx)
 
 
 def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
@@ -403,8 +414,8 @@ def db_option(command: F) -> F:
 
 
 @cli.command()
-@click.argument("versions", nargs=-1, metavar="[REPO@VERSION]...")
-@click.option("--from", "from_path", type=click.Path(exists=True, path_type=Path),
+@click.argument("versions", nargs=-1, metavar="[REPO@VERSION]...", callback=_none_empty)
+@click.option("--from", "from_path", callback=_an_existing_path,
               help="Read the one version given from this checkout or wheel.")
 @click.option("--keep-going", is_flag=True,
               help="Exit 0 even when some versions cannot be fetched (they are reported).")
@@ -611,7 +622,7 @@ SYMBOL_FIELDS = (
 
 
 @cli.command()
-@click.argument("version_ref", metavar="REPO@VERSION")
+@click.argument("version_ref", metavar="REPO@VERSION", callback=_not_empty)
 @click.option("--path", "path_glob", metavar="GLOB", callback=_not_empty,
               help="Only the symbols of this file, this folder (vllm/config/) or the files "
                    "this glob matches (* crosses folders).")
@@ -793,8 +804,9 @@ def _untracked_note(untracked: dict[str, int], config_name: str) -> str:
 
 
 @cli.command()
-@click.argument("symbol", required=False)
-@click.option("--article", metavar="PATH", help="List what this article cites instead.")
+@click.argument("symbol", required=False, callback=_not_empty)
+@click.option("--article", metavar="PATH", callback=_not_empty,
+              help="List what this article cites instead.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
 @pass_context
@@ -814,9 +826,6 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
 
     if (symbol is None) == (article is None):
         raise click.UsageError("give either SYMBOL or --article PATH")
-    given, name = (symbol, "SYMBOL") if symbol is not None else (article, "--article")
-    if not (given or "").strip():
-        raise click.BadParameter("it is empty", param_hint=name)
     with context.database() as database:
         _note_outdated_links(context, database)
         if article is not None:
@@ -1027,7 +1036,7 @@ def _link_json(row: dict) -> dict:
 
 
 @cli.command()
-@click.argument("words", nargs=-1, required=True, metavar="TEXT...")
+@click.argument("words", nargs=-1, required=True, metavar="TEXT...", callback=_none_empty)
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
 @click.option("--limit", type=click.IntRange(min=1, max=1_000_000), default=50, show_default=True,
@@ -1045,8 +1054,6 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
 
     text = " ".join(words)
     phrases = re.findall(r'"([^"]*)"', text)
-    if not text.replace('""', "").strip():  # '""': a phrase of nothing is no search
-        raise click.BadParameter("the search text is empty", param_hint="TEXT")
     if text.count('"') % 2:
         raise click.BadParameter('a " opens a phrase that is not closed: close it '
                                  '(\'"prefix caching"\') or drop it', param_hint="TEXT")
@@ -1084,6 +1091,7 @@ CHECK_FORMATS = ["text", "json", "github", "sarif", "markdown"]
 
 @cli.command()
 @click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
+              callback=_none_empty,
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--format", "output_format", type=click.Choice(CHECK_FORMATS), default="text")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
@@ -1129,6 +1137,7 @@ def check(
               help="Move this claim's pin to the target version (ARTICLE#ID, FILE#ID or "
                    "ID); the other rewrites are made too.")
 @click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
+              callback=_none_empty,
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff; change nothing.")
 @pass_context
@@ -1433,8 +1442,8 @@ def _new_file_mode(path: Path) -> int:
 
 
 @cli.command()
-@click.argument("name", metavar="NAME|REF")
-@click.argument("version_ref", metavar="[REPO@VERSION]", required=False)
+@click.argument("name", metavar="NAME|REF", callback=_not_empty)
+@click.argument("version_ref", metavar="[REPO@VERSION]", required=False, callback=_not_empty)
 @click.option("--imports", "show_imports", is_flag=True,
               help="List the modules that import it instead.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
@@ -1457,8 +1466,6 @@ def xref(
 
     repo, version, name, path = _xref_target(
         context, _symbol_of_lines(context, name, version_ref), version_ref)
-    if not name.strip():
-        raise click.BadParameter("the name is empty", param_hint="NAME")
     if not _QUALNAME.fullmatch(name):
         from annotations.errors import one_line
 
@@ -1613,8 +1620,8 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
 
 
 @cli.command()
-@click.argument("version_a", metavar="REPO@A")
-@click.argument("version_b", metavar="REPO@B")
+@click.argument("version_a", metavar="REPO@A", callback=_not_empty)
+@click.argument("version_b", metavar="REPO@B", callback=_not_empty)
 @click.option("--annotated", is_flag=True,
               help="Only the symbols claims cite; the articles and claims come first.")
 @click.option("--format", "output_format", type=click.Choice(["markdown", "json", "html"]),

@@ -848,6 +848,18 @@ ERRORS = [
           (("history", "  "), "'REF'"),
           (("symbols", "vllm@v0.1.0", "--path", ""), "'--path'"),
           (("fix", "--bump", "c", "--bump", " "), "'--bump'"),
+          (("index", "vllm@v0.1.0", ""), "'[REPO@VERSION]...'"),
+          (("index", "vllm@v0.1.0", "--from", ""), "'--from'"),
+          (("symbols", ""), "'REPO@VERSION'"),
+          (("links", ""), "'[SYMBOL]'"),
+          (("links", "--article", " "), "'--article'"),
+          (("search", "kv", ""), "'TEXT...'"),
+          (("check", "--against", ""), "'--against'"),
+          (("fix", "--against", ""), "'--against'"),
+          (("xref", ""), "'NAME|REF'"),
+          (("xref", "cdiv", ""), "'[REPO@VERSION]'"),
+          (("diff", "", "vllm@v0.2.0"), "'REPO@A'"),
+          (("diff", "vllm@v0.1.0", " "), "'REPO@B'"),
       )),
 ]
 

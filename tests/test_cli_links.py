@@ -698,8 +698,9 @@ def test_links_of_an_article_path_no_file_can_have_is_one_error(article: str) ->
 
 
 @pytest.mark.parametrize(("args", "error"), [
-    pytest.param(["links", ""], "Error: Invalid value for SYMBOL: it is empty", id="empty-symbol"),
-    pytest.param(["links", "--article", " "], "Error: Invalid value for --article: it is empty",
+    pytest.param(["links", ""], "Error: Invalid value for '[SYMBOL]': it is empty",
+                 id="empty-symbol"),
+    pytest.param(["links", "--article", " "], "Error: Invalid value for '--article': it is empty",
                  id="blank-article"),
 ])
 def test_links_of_nothing_is_a_usage_error(args: list[str], error: str) -> None:
@@ -953,14 +954,18 @@ def test_search_refuses_an_empty_phrase(query: str) -> None:
         "it (see 'annotate search --help')\n")
 
 
-@pytest.mark.parametrize("query", [" ", "", '""', '"" ""', ' "" '],
-                         ids=["blank", "empty", "an-empty-phrase", "two-empty-phrases",
-                              "an-empty-phrase-in-blanks"])
-def test_search_refuses_empty_text(query: str) -> None:
+@pytest.mark.parametrize(("query", "error"), [
+    pytest.param(" ", "Invalid value for 'TEXT...': it is empty", id="blank"),
+    pytest.param("", "Invalid value for 'TEXT...': it is empty", id="empty"),
+    *(pytest.param(query, 'Invalid value for TEXT: a "quoted phrase" is empty: put words in it '
+                   "or drop it", id=name)
+      for query, name in (('""', "an-empty-phrase"), ('"" ""', "two-empty-phrases"),
+                          (' "" ', "an-empty-phrase-in-blanks"))),
+])
+def test_search_refuses_empty_text(query: str, error: str) -> None:
     result = run("search", "--", query)
     assert result.exit_code == 2
-    assert result.stderr == ("Error: Invalid value for TEXT: the search text is empty (see "
-                             "'annotate search --help')\n")
+    assert result.stderr == f"Error: {error} (see 'annotate search --help')\n"
 
 
 def test_search_of_many_words() -> None:

@@ -445,7 +445,7 @@ def test_cli_xref_of_a_name_nothing_defines_says_so(indexed: Path) -> None:
     empty = CliRunner().invoke(cli, ["--db", str(indexed), "xref", " ", "vllm@v1"],
                                prog_name="annotate")
     assert (empty.exit_code, empty.stderr) == (
-        2, "Error: Invalid value for NAME: the name is empty (see 'annotate xref --help')\n")
+        2, "Error: Invalid value for 'NAME|REF': it is empty (see 'annotate xref --help')\n")
 
 
 @pytest.mark.parametrize(("name", "note"), [
