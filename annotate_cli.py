@@ -1286,9 +1286,10 @@ def _refuse_to_overwrite_inputs(
     for folder in unreadable:
         if Path(os.path.realpath(output)).is_relative_to(os.path.realpath(folder)):
             raise click.BadParameter(
-                f"{output} is in the folder {display_path(folder, context.config.root)}, "
-                "which cannot be read: it may be an annotation file, which the report would "
-                "replace; write the report to another file", param_hint="--output")
+                f"{display_path(folder, context.config.root)} cannot be listed, so whether "
+                f"{output} is an annotation file, which the report would replace, cannot be "
+                "told; write the report outside that folder, or make it readable",
+                param_hint="--output")
     inputs = [database.with_name(database.name + suffix)
               for database in {context.db_path, context.config.db}
               for suffix in ("", "-wal", "-shm")]

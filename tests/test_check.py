@@ -1163,10 +1163,10 @@ def test_a_diff_is_not_written_over_a_file_in_a_folder_that_cannot_be_listed(
         claim.parent.chmod(0o755)
     assert (code, printed) == (2, "")
     assert error == (
-        "Error: Invalid value for --output: annotations/private/b.yml is in the folder "
-        "annotations/private, which cannot be read: it may be an annotation file, "
-        "which the report would replace; write the report to another file (see 'annotate "
-        "diff --help')\n")
+        "Error: Invalid value for --output: annotations/private cannot be listed, so "
+        "whether annotations/private/b.yml is an annotation file, which the report would "
+        "replace, cannot be told; write the report outside that folder, or make it readable "
+        "(see 'annotate diff --help')\n")
     assert claim.read_text() == _B_CLAIM
 
 
