@@ -29,7 +29,7 @@ from db.database import Database
 from db.errors import DatabaseBusy
 from db.queries import is_python_path
 from indexer.config import ProjectConfig, RepoConfig
-from indexer.errors import SameWheel, VersionNotFound
+from indexer.errors import SameWheel, SourceError, VersionNotFound
 from indexer.extractor import extractor_id
 from indexer.models import FileEntry, ParsedBlob, SnapshotInfo
 from indexer.sources import Snapshot, open_local, open_snapshot
@@ -111,9 +111,27 @@ def index_version(
     else:
         snapshot = _opened_or_recorded(database, repo, version, config.cache_dir)
     with snapshot:
+        _refuse_no_python(snapshot.info, repo, from_path)
         if version not in repo.versions:
             _refuse_a_second_name(database, snapshot.info)
         return _index_snapshot(database, repo, snapshot, run)
+
+
+def _refuse_no_python(info: SnapshotInfo, repo: RepoConfig, from_path: Path | None) -> None:
+    """A version with no .py file has nothing a ref can name, and an indexed version is
+    never replaced: stored, it would stay so."""
+    if any(is_python_path(entry.path) for entry in info.files):
+        return
+    if from_path is None:
+        source = f"{info.source_kind} {(info.commit_sha or info.wheel_sha256 or '')[:12]}"
+        raise SourceError(f"{info.repo}@{info.version} has no .py file to index ({source})",
+                          "check the version name: annotate reads a version's Python code")
+    if from_path.is_dir():
+        raise SourceError(f"{from_path} has no .py file to index (symlinks, .git, __pycache__, "
+                          "virtual environments and files git does not track are skipped)",
+                          "pass the checkout's top folder")
+    raise SourceError(f"{from_path} has no .py file to index",
+                      f"pass a wheel that holds {repo.pypi or repo.name}'s .py files")
 
 
 def _opened_or_recorded(

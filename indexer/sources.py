@@ -109,11 +109,7 @@ def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
     check_version_name(version)
     if path.is_dir():
         _refuse_the_package_folder(repo, path)
-        snapshot = DirectorySnapshot(repo.name, version, path)
-        if not snapshot.info.files:
-            raise SourceError(f"{path} has no files to index (symlinks and .git are skipped)",
-                              "pass the checkout's top folder")
-        return snapshot
+        return DirectorySnapshot(repo.name, version, path)
     if path.is_file() and path.suffix == ".whl":
         _refuse_another_projects_wheel(repo, path)
         return open_wheel(repo, version, path)

@@ -235,6 +235,69 @@ def test_index_from_a_wheel_of_the_repo_renamed_is_indexed(project: Path, tmp_pa
     assert result.stdout.startswith("lmcache@v0.2.0: ")
 
 
+def _folder_of_no_python(folder: Path) -> Path:
+    write_file(folder / "README.md", "# docs\n")
+    write_file(folder / "csrc" / "kernel.cu", "__global__ void k() {}\n")
+    return folder
+
+
+def _folder_of_skipped_python(folder: Path) -> Path:
+    """Its .py files are a virtual environment's, __pycache__'s and a symlink, as is read."""
+    write_file(folder / ".venv" / "pyvenv.cfg", "home = /usr/bin\n")
+    write_file(folder / ".venv" / "lib" / "site.py", "def f():\n    pass\n")
+    write_file(folder / "vllm" / "__pycache__" / "utils.py", "def g():\n    pass\n")
+    (folder / "vllm" / "link.py").symlink_to(folder / ".venv" / "lib" / "site.py")
+    return _folder_of_no_python(folder)
+
+
+def _wheel_of_no_python(folder: Path) -> Path:
+    folder.mkdir()
+    members = fv.wheel_members("vllm", "0.2.0", fv.PURE_PYTHON, None)
+    wheel = folder / fv.wheel_filename("vllm", "0.2.0")
+    fv._write_wheel(wheel, {name: data for name, data in members.items()
+                            if not name.endswith(".py")} | {"vllm/_C.abi3.so": b"\0"})
+    return wheel
+
+
+@pytest.mark.parametrize(("make", "what"), [
+    pytest.param(_folder_of_no_python, "{path} has no .py file to index (symlinks, .git, "
+                 "__pycache__, virtual environments and files git does not track are skipped); "
+                 "pass the checkout's top folder", id="a-folder-of-no-py-file"),
+    pytest.param(_folder_of_skipped_python, "{path} has no .py file to index (symlinks, .git, "
+                 "__pycache__, virtual environments and files git does not track are skipped); "
+                 "pass the checkout's top folder", id="a-folder-whose-py-files-are-skipped"),
+    pytest.param(_wheel_of_no_python, "{path} has no .py file to index; pass a wheel that "
+                 "holds vllm's .py files", id="a-wheel-of-no-py-member"),
+])
+def test_index_from_what_holds_no_python_is_refused(
+    project: Path, tmp_path: Path, make: Callable[[Path], Path], what: str
+) -> None:
+    """An indexed version is never replaced: stored with no file to resolve a ref in, it
+    would stay, every ref to it broken, until a fresh index."""
+    source = make(tmp_path / "source")
+    result = run("index", "vllm@v0.9.0", "--from", str(source))
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", f"Error: {what.format(path=source)}\n")
+    assert "vllm@v0.9.0 is neither indexed nor configured" in run(
+        "symbols", "vllm@v0.9.0").stderr
+
+
+def test_a_git_tag_that_holds_no_python_is_refused(project: Path, tmp_path: Path) -> None:
+    """As from a folder: a tag of the docs or the kernels alone would stay indexed."""
+    checkout = _folder_of_no_python(tmp_path / "docs")
+    fv.git(checkout, "init", "-q")
+    fv.git(checkout, "add", "-A")
+    fv.git(checkout, "commit", "-q", "-m", "docs")
+    fv.git(checkout, "tag", "v1")
+    sha = fv.git(checkout, "rev-parse", "HEAD")
+    project.write_text(f'[repos.docs]\ngit = "{checkout}"\nsources = ["git"]\n')
+    result = run("index", "docs@v1")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", f"Error: docs@v1 has no .py file to index (git {sha[:12]}); check the version "
+               "name: annotate reads a version's Python code\n")
+    assert "docs@v1 is neither indexed nor configured" in run("symbols", "docs@v1").stderr
+
+
 def noted() -> list[tuple[str, str]]:
     """The ``meta`` notes of versions no source had."""
     with sqlite3.connect(DB) as conn:

@@ -367,6 +367,8 @@ def test_what_a_version_lists_does_not_depend_on_the_versions_indexed_before(
 ) -> None:
     monkeypatch.setattr(pipeline, "MAX_STORED_BYTES", store_limit)
     trees = {"v1": _write_tree(tmp_path / "v1", first), "v2": _write_tree(tmp_path / "v2", second)}
+    for tree in trees.values():  # a version of no .py file is refused
+        (tree / "__init__.py").write_text("")
     alone = {}
     for version, tree in trees.items():
         with open_database(tmp_path / f"{version}.db") as database:
@@ -376,7 +378,8 @@ def test_what_a_version_lists_does_not_depend_on_the_versions_indexed_before(
         for version, tree in trees.items():
             index_version(database, config, "vllm", version, from_path=tree)
         assert {version: _listed(database, version) for version in trees} == alone
-        content = database.conn.execute("SELECT content FROM blobs").fetchone()[0]
+        content = database.conn.execute("SELECT content FROM blobs WHERE id = ?",
+                                        (blob_id(SOURCE.encode()),)).fetchone()[0]
     assert zlib.decompress(content) == SOURCE.encode()
     assert {count for _, count in alone.values()} == {0, 3}
 

@@ -662,8 +662,10 @@ def test_local_wheel(fake_wheels: Path) -> None:
 def test_local_directory_without_files_is_refused(tmp_path: Path) -> None:
     (tmp_path / "empty" / ".git").mkdir(parents=True)
     (tmp_path / "empty" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    with pytest.raises(SourceError, match="has no files to index"):
-        open_local(_repo(None), "v1", tmp_path / "empty")
+    _write_config('[repos.vllm]\nversions = ["v1"]\n')
+    with open_database(Path("index.db")) as database, pytest.raises(
+            SourceError, match="has no .py file to index"):
+        index_version(database, load_config(), "vllm", "v1", from_path=tmp_path / "empty")
 
 
 def test_local_path_must_be_a_directory_or_wheel(tmp_path: Path) -> None:
