@@ -32,6 +32,10 @@ if sys.platform != "win32":  # on Windows downloads are reclaimed by age alone
     import fcntl
 
 PIP_TIMEOUT_SECONDS = 1800
+"""The longest one ``pip download`` may run."""
+DOWNLOAD_SECONDS = 2 * PIP_TIMEOUT_SECONDS
+"""The longest a download may take: pip, then pip again for another machine's wheel
+(`_pip_download`); a staging folder with no lock is a live download's until this old."""
 PIP_LOG_HAS_A_NAME = sys.platform == "win32"
 """Where there is no /dev/fd to hand pip a file with no name (Windows)."""
 
@@ -218,7 +222,7 @@ def _reclaim_dead_downloads(wheels: Path) -> None:
     -9``, a power cut) left in the cache: those whose lock no process holds. One without a
     lock (from before locks, or where they are not supported) goes once older than any
     download may take."""
-    cutoff = time.time() - PIP_TIMEOUT_SECONDS
+    cutoff = time.time() - DOWNLOAD_SECONDS
     for staging in wheels.glob("*/.download-*"):
         with contextlib.suppress(OSError):  # a live download's, or a read-only cache
             if (staging / DOWNLOAD_LOCK).exists():

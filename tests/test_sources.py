@@ -305,17 +305,21 @@ def test_cached_wheel_is_used_without_pip(wheels: Path, monkeypatch: pytest.Monk
 
 
 def test_a_lockless_staging_folder_is_removed_only_when_stale(wheels: Path) -> None:
-    """A folder without a lock (left by a version of annotate before locks) is a live
-    download's as long as one may take."""
+    """A folder without a lock (left by a version of annotate before locks, or where there
+    are none: Windows) is a live download's as long as one may take: pip, then pip again
+    for another machine's wheel, each for up to PIP_TIMEOUT_SECONDS."""
     parent = _cache() / "wheels" / "vllm"
-    stale, running = parent / ".download-killed", parent / ".download-running"
-    for folder in (stale, running):
+    stale, running, retrying = (parent / f".download-{name}"
+                                for name in ("killed", "running", "retrying"))
+    for folder in (stale, running, retrying):
         folder.mkdir(parents=True)
         (folder / "part.whl").write_bytes(b"partial")
-    old = time.time() - sources.PIP_TIMEOUT_SECONDS - 60
-    os.utime(stale, (old, old))
+    now = time.time()
+    for folder, age in ((stale, 2 * sources.PIP_TIMEOUT_SECONDS + 60),
+                        (retrying, sources.PIP_TIMEOUT_SECONDS + 60)):
+        os.utime(folder, (now - age, now - age))
     fetch_wheel(_repo(None, ("pypi",)), "v0.1.0", _cache())
-    assert not stale.exists() and running.exists()
+    assert (stale.exists(), running.exists(), retrying.exists()) == (False, True, True)
 
 
 def _stalling_wheel_folder(tmp_path: Path) -> Path:
