@@ -24,6 +24,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, NamedTuple
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from indexer.config import RepoConfig, check_version_name
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
@@ -360,12 +363,21 @@ def _tag_of_another_machine(name: str, version: str, run: _PipRun) -> _WheelTag 
 def _wheel_tag(file_name: str, name: str, version: str) -> _WheelTag | None:
     """The tag of ``file_name`` when it is a wheel of ``name==version``."""
     parts = file_name.removesuffix(".whl").split("-")
-    if len(parts) not in (5, 6) or parts[1].lower() != version.lower():
+    if len(parts) not in (5, 6) or not _matches(version, parts[1]):
         return None
     if _project_name(parts[0]) != _project_name(name):
         return None
     tag = _WheelTag(*parts[-3:])
     return tag if _VALID_TAG.fullmatch(str(tag)) else None
+
+
+def _matches(asked: str, published: str) -> bool:
+    """Whether pip takes the version ``published`` for ``NAME==asked`` (PEP 440: ``0.20``
+    is ``0.20.0``, and ``0.20.0`` takes ``0.20.0+cu129``, not the other way round)."""
+    try:
+        return SpecifierSet(f"=={asked}").contains(Version(published), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):  # pip finds no such version either
+        return False
 
 
 def _project_name(name: str) -> str:

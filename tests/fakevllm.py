@@ -1036,10 +1036,12 @@ def wheel_filename(name: str, version: str, tag: str = PURE_PYTHON) -> str:
 
 
 def wheel_members(
-    name: str, version: str, tag: str = PURE_PYTHON, requires_python: str | None = None
+    name: str, version: str, tag: str = PURE_PYTHON, requires_python: str | None = None,
+    code_of: str | None = None,
 ) -> dict[str, bytes]:
-    """Archive name -> bytes of a wheel (RECORD included, last)."""
-    members = dict(sorted(python_files(f"v{version}").items()))
+    """Archive name -> bytes of a wheel (RECORD included, last); its .py files are those
+    of the tag ``code_of`` (default: ``v{version}``)."""
+    members = dict(sorted(python_files(code_of or f"v{version}").items()))
     members.update(_dist_info_files(name, version, tag, requires_python))
     record_name = f"{name.replace('-', '_')}-{version}.dist-info/RECORD"
     lines = [_record_line(arc, data) for arc, data in members.items()]
@@ -1068,10 +1070,11 @@ def build_fake_wheels(
 
 def write_wheel(
     dest_dir: Path, name: str, version: str, tag: str = PURE_PYTHON,
-    requires_python: str | None = None,
+    requires_python: str | None = None, code_of: str | None = None,
 ) -> Path:
     """Write the wheel of ``name==version`` tagged ``tag`` (``cp39-cp39-win_amd64``: any
-    tag, whatever this machine is) into ``dest_dir``; return its path."""
+    tag, whatever this machine is) into ``dest_dir``; return its path. ``code_of``: the
+    tag whose .py files it holds, for a version the fake repo has not (``0.1.0+cu129``)."""
     path = dest_dir / wheel_filename(name, version, tag)
-    _write_wheel(path, wheel_members(name, version, tag, requires_python))
+    _write_wheel(path, wheel_members(name, version, tag, requires_python, code_of))
     return path

@@ -489,6 +489,42 @@ def test_a_wheel_of_another_platform_or_python_is_taken(
     assert contents == fv.python_files("v0.1.0")
 
 
+@pytest.mark.parametrize(("asked", "published"), [
+    pytest.param("v0.1", "0.1.0", id="a-version-with-fewer-zeros"),
+    pytest.param("v0.1.0.0", "0.1.0", id="a-version-with-more-zeros"),
+    pytest.param("v0.1.0", "0.1.0+cu129", id="a-wheel-with-a-local-part"),
+    pytest.param("v0.1.0+cu129", "0.1.0+cu129", id="the-local-part-asked"),
+    pytest.param("v0.1.0+CU129", "0.1.0+cu129", id="the-local-part-in-capitals"),
+])
+def test_a_wheel_of_another_machine_is_taken_for_the_version_pip_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asked: str, published: str
+) -> None:
+    """pip takes for vllm==0.1 the wheel of 0.1.0, and for vllm==0.1.0 the one of
+    0.1.0+cu129 (PEP 440's ==): of another machine's wheel, annotate asks the same."""
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    wheel = fv.write_wheel(links, "vllm", published, f"cp39-cp39-{ANOTHER_PLATFORM}",
+                           code_of="v0.1.0")
+    with open_snapshot(_repo(None, ("pypi",)), asked, _cache()) as snapshot:
+        assert snapshot.info.wheel_sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(("asked", "published"), [
+    pytest.param("v0.1.0", "0.1.0.post1", id="a-post-release"),
+    pytest.param("v0.1.0+cu129", "0.1.0", id="a-local-part-the-wheel-has-not"),
+    pytest.param("v0.1.0+cu129", "0.1.0+cu130", id="another-local-part"),
+    pytest.param("v0.1", "0.1.1", id="a-later-version"),
+])
+def test_a_wheel_of_another_machine_pip_would_not_match_is_not_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asked: str, published: str
+) -> None:
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    fv.write_wheel(links, "vllm", published, f"cp39-cp39-{ANOTHER_PLATFORM}", code_of="v0.1.0")
+    with pytest.raises(VersionNotFound, match="No matching distribution"):
+        open_snapshot(_repo(None, ("pypi",)), asked, _cache())
+
+
 def test_a_wheel_of_another_platform_is_taken_from_an_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
