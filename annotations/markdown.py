@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -558,14 +558,17 @@ def _blank_code_spans(line: str) -> str:
     return _blanked(line, code_span_ranges(line))
 
 
-def find_permalinks(line: str, before: str = "", after: str = "") -> list[str]:
+def find_permalinks(
+    line: str, before: str = "", after: str = "", *, defined: Collection[str] = ()
+) -> list[str]:
     """The GitHub ``/blob/`` URLs in one Markdown line, trailing punctuation removed, but
     those that show a picture (`_shows_a_picture`). A link's destination (``[text](URL)``,
     ``<URL>``) is a URL to its end, raw non-ASCII paths included; in prose a URL ends at
     the first character no URL holds, so the Chinese text that often follows it with no
     space is not taken in. ``before``: the end of the lines of the paragraph before
     ``line``, where an image's alt text or an ``<img`` tag may start; ``after``: the start
-    of those after it, where an image's alt text may end."""
+    of those after it, where an image's alt text may end; ``defined``: the article's
+    reference labels (`_reference_key`), which make ``![alt][label]`` an image."""
     matches = list(URL_RE.finditer(line))
     if not matches:
         return []
@@ -577,22 +580,23 @@ def find_permalinks(line: str, before: str = "", after: str = "") -> list[str]:
     text, offset = (f"{before}\n{line}", len(before) + 1) if before else (line, 0)
     text += f"\n{after}" if after else ""
     return [url.rstrip(URL_TRAILING) for start, url in starts_and_urls
-            if PERMALINK_RE.match(url) and not _shows_a_picture(text, offset + start, url)]
+            if PERMALINK_RE.match(url)
+            and not _shows_a_picture(text, offset + start, url, defined)]
 
 
-def _shows_a_picture(text: str, at: int, url: str) -> bool:
+def _shows_a_picture(text: str, at: int, url: str, defined: Collection[str]) -> bool:
     """Whether the URL at ``at`` of ``text`` (a line and the lines of its paragraph before
     it) is an image's source (``![alt](URL)``, ``<img src="URL">``), is in an image's alt
     text (``![see [x](URL)](fig.png)``: a reader sees the picture, not the link) or names an
     image file (``.png``): a picture, not code cited."""
     return (_is_image_destination(text, at) or _is_img_source(text, at)
-            or _names_an_image(url) or _in_alt_text(text, at))
+            or _names_an_image(url) or _in_alt_text(text, at, defined))
 
 
-def _in_alt_text(text: str, at: int) -> bool:
+def _in_alt_text(text: str, at: int, defined: Collection[str]) -> bool:
     """Whether column ``at`` of ``text`` is in the alt text of an inline or reference image:
-    its '![' found by balancing brackets back from ``at``, its ']' (then '(' or '[') forward,
-    over _MAX_LABEL characters each way at most."""
+    its '![' found by balancing brackets back from ``at``, its ']' (then '(', or a label
+    ``defined``) forward, over _MAX_LABEL characters each way at most."""
     if text.rfind("![", max(at - _MAX_LABEL - 2, 0), at) < 0:  # most URLs: no image near
         return False
     opening = _label_start(text, at)
@@ -605,8 +609,21 @@ def _in_alt_text(text: str, at: int) -> bool:
         elif depth:
             depth -= 1
         else:
-            return text[bracket.end():bracket.end() + 1] in ("(", "[")
+            return text.startswith("(", bracket.end()) or _names_a_reference(
+                text, bracket.end(), text[opening + 1:bracket.start()], defined)
     return False
+
+
+def _names_a_reference(text: str, at: int, alt: str, defined: Collection[str]) -> bool:
+    """Whether ``[label]`` (or ``[]``: the alt text is the label) at column ``at`` names a
+    reference ``defined``: else, as CommonMark reads it, the brackets before are text and
+    a link in them is a link (``![a [b](URL)][nodef]``)."""
+    if not text.startswith("[", at):
+        return False
+    close = text.find("]", at + 1, at + 2 + _MAX_LABEL)
+    if close < 0 or "[" in text[at + 1:close]:
+        return False
+    return _reference_key(text[at + 1:close] or alt) in defined
 
 
 def _is_image_destination(text: str, start: int) -> bool:
@@ -830,6 +847,7 @@ class Body:
         self.cache: dict[int, _Paragraph] = {}
         self.uses: dict[str, tuple[int, str]] | None = None
         self.pictured: set[str] = set()  # the labels of images (``![alt][label]``)
+        self.defined: frozenset[str] | None = None
 
     def permalinks(self, index: int) -> list[str]:
         """The permalinks of line ``index`` (`find_permalinks`), but the URL of a reference
@@ -837,7 +855,8 @@ class Body:
         visible = self.visible[index]
         if URL_RE.search(visible) is None:  # most lines: the lines before it are not read
             return []
-        urls = find_permalinks(visible, self._before(index), self._after(index))
+        urls = find_permalinks(visible, self._before(index), self._after(index),
+                               defined=self._defined())
         definition = _REFERENCE_DEFINITION_RE.match(self.lines[index])
         if definition is None or not self._only_images_use(definition["label"]):
             return urls
@@ -864,6 +883,14 @@ class Body:
             length += len(lines[-1]) + 1
             later += 1
         return "\n".join(lines)
+
+    def _defined(self) -> frozenset[str]:
+        """The reference labels the article defines (``[label]: URL``), once."""
+        if self.defined is None:
+            self.defined = frozenset(
+                _reference_key(definition["label"]) for index in self.visible
+                if (definition := _REFERENCE_DEFINITION_RE.match(self.lines[index])))
+        return self.defined
 
     def _only_images_use(self, label: str) -> bool:
         return self._use_of(label) is None and _reference_key(label) in self.pictured
