@@ -312,13 +312,22 @@ def _a_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
     return value
 
 
-def _not_empty(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """An empty text argument (``annotate show "$REF"`` with REF unset) is refused as such,
     every command's alike, not read as a ref ("empty reference"), a glob that matches no
     file or a name nothing defines."""
     if value is not None and not value.strip():
-        raise click.BadParameter("it is empty")
+        raise click.BadParameter("it is empty", param_hint=_named(ctx, param))
     return value
+
+
+def _named(ctx: click.Context, param: click.Parameter) -> str:
+    """``param`` as every usage error names it: an option as click does ('--output' /
+    '-o'), an argument by its metavar without the marks of an optional or repeated one
+    ('REPO@VERSION' of ``[REPO@VERSION]...``, which click would keep)."""
+    if not isinstance(param, click.Argument):
+        return param.get_error_hint(ctx)
+    return f"'{(param.metavar or (param.name or '').upper()).strip('[].')}'"
 
 
 def _none_empty(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
@@ -1056,13 +1065,13 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
     phrases = re.findall(r'"([^"]*)"', text)
     if text.count('"') % 2:
         raise click.BadParameter('a " opens a phrase that is not closed: close it '
-                                 '(\'"prefix caching"\') or drop it', param_hint="TEXT")
+                                 '(\'"prefix caching"\') or drop it', param_hint="'TEXT'")
     if "" in phrases:
         raise click.BadParameter('a "quoted phrase" is empty: put words in it or drop it',
-                                 param_hint="TEXT")
+                                 param_hint="'TEXT'")
     if any(phrase.isspace() for phrase in phrases):
         raise click.BadParameter('a "quoted phrase" holds only white space, which every '
-                                 'claim has: put words in it or drop it', param_hint="TEXT")
+                                 'claim has: put words in it or drop it', param_hint="'TEXT'")
     with context.database() as database:
         _note_outdated_links(context, database)
         rows = claim_store.search(database, text, limit + 1)
@@ -1215,10 +1224,10 @@ def _checked(
     from annotations.check import CheckOptions, check_all
     from annotations.links import link_if_changed, require_annotation_files
 
-    pairs = [split_version(text, "--against") for text in against]
+    pairs = [split_version(text, "'--against'") for text in against]
     pins = dict(pairs)
     if len(pins) < len(pairs):
-        raise click.BadParameter("give one version per repo", param_hint="--against")
+        raise click.BadParameter("give one version per repo", param_hint="'--against'")
     for repo in pins:
         context.config.repo(repo)
     if relink and files is None:
@@ -1227,7 +1236,7 @@ def _checked(
                            source_files)
     with context.database() as stored, _linkable(stored, context.config, relink) as database:
         for pin in pins.items():
-            require_indexed(database, context.config, pin, "--against")
+            require_indexed(database, context.config, pin, "'--against'")
         outcome = link_if_changed(database, context.config, files=files) if relink else None
         report = check_all(database, context.config, options)
     input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
@@ -1289,7 +1298,7 @@ def _refuse_to_overwrite_inputs(
                 f"{display_path(folder, context.config.root)} cannot be listed, so whether "
                 f"{output} is an annotation file, which the report would replace, cannot be "
                 "told; write the report outside that folder, or make it readable",
-                param_hint="--output")
+                param_hint="'--output' / '-o'")
     inputs = [database.with_name(database.name + suffix)
               for database in {context.db_path, context.config.db}
               for suffix in ("", "-wal", "-shm")]
@@ -1301,7 +1310,7 @@ def _refuse_to_overwrite_inputs(
         if _same_file(path, output):
             raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "
                                      "would replace; write the report to another file",
-                                     param_hint="--output")
+                                     param_hint="'--output' / '-o'")
 
 
 def _same_file(path: Path, other: Path) -> bool:
@@ -1471,7 +1480,7 @@ def xref(
         from annotations.errors import one_line
 
         raise click.BadParameter(f"'{one_line(name)}' is not a name: write identifiers joined "
-                                 "by '.'", param_hint="NAME")
+                                 "by '.'", param_hint="'NAME|REF'")
     with context.database() as database:
         if path is None:
             path, name = locate(database, context.config, repo, version, name)

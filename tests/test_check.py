@@ -1163,7 +1163,7 @@ def test_a_diff_is_not_written_over_a_file_in_a_folder_that_cannot_be_listed(
         claim.parent.chmod(0o755)
     assert (code, printed) == (2, "")
     assert error == (
-        "Error: Invalid value for --output: annotations/private cannot be listed, so "
+        "Error: Invalid value for '--output' / '-o': annotations/private cannot be listed, so "
         "whether annotations/private/b.yml is an annotation file, which the report would "
         "replace, cannot be told; write the report outside that folder, or make it readable "
         "(see 'annotate diff --help')\n")
@@ -1409,17 +1409,17 @@ def test_nothing_stale_exits_zero(table_index: Path) -> None:
 
 
 @pytest.mark.parametrize(("against", "error"), [
-    pytest.param("vllm", "Error: Invalid value for --against: 'vllm' is not REPO@VERSION",
+    pytest.param("vllm", "Error: Invalid value for '--against': 'vllm' is not REPO@VERSION",
                  id="not-repo-at"),
     pytest.param("nope@v1", "Error: unknown repo 'nope'", id="unknown-repo"),
-    pytest.param("vllm@v9", "Error: Invalid value for --against: vllm@v9 is neither indexed "
+    pytest.param("vllm@v9", "Error: Invalid value for '--against': vllm@v9 is neither indexed "
                  "nor configured (vllm has v0, v1, v2); fix the version, or run 'annotate "
                  "index vllm@v9' to index it (see 'annotate check --help')",
                  id="neither-indexed-nor-configured"),
     pytest.param("vllm@v3:vllm/utils.py::cdiv",
-                 "Error: Invalid value for --against: invalid version 'v3:vllm/utils.py::cdiv'",
+                 "Error: Invalid value for '--against': invalid version 'v3:vllm/utils.py::cdiv'",
                  id="a-ref-not-a-version"),
-    pytest.param(("vllm@v2", "vllm@v3"), "Error: Invalid value for --against: give one "
+    pytest.param(("vllm@v2", "vllm@v3"), "Error: Invalid value for '--against': give one "
                  "version per repo", id="two-for-one-repo"),
 ])
 def test_bad_against_is_a_usage_error(
@@ -1542,8 +1542,8 @@ def test_output_over_an_input_is_refused_and_keeps_it(
     result = run(*command, "--output", output)
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
-        f"Error: Invalid value for --output: {Path(output)} is one of annotate's inputs, which "
-        "the "
+        f"Error: Invalid value for '--output' / '-o': {Path(output)} is one of annotate's "
+        "inputs, which the "
         f"report would replace; write the report to another file (see 'annotate {command[0]} "
         "--help')\n")
     assert Path(output).read_bytes() == before

@@ -698,7 +698,7 @@ def test_links_of_an_article_path_no_file_can_have_is_one_error(article: str) ->
 
 
 @pytest.mark.parametrize(("args", "error"), [
-    pytest.param(["links", ""], "Error: Invalid value for '[SYMBOL]': it is empty",
+    pytest.param(["links", ""], "Error: Invalid value for 'SYMBOL': it is empty",
                  id="empty-symbol"),
     pytest.param(["links", "--article", " "], "Error: Invalid value for '--article': it is empty",
                  id="blank-article"),
@@ -931,7 +931,7 @@ def test_search_refuses_an_unclosed_phrase(query: str) -> None:
     """Not a search for the text with its quote, which matched nothing, silently."""
     result = run("search", "--", query)
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr == ('Error: Invalid value for TEXT: a " opens a phrase that is not '
+    assert result.stderr == ("Error: Invalid value for 'TEXT': a \" opens a phrase that is not "
                              "closed: close it ('\"prefix caching\"') or drop it (see "
                              "'annotate search --help')\n")
 
@@ -941,7 +941,7 @@ def test_search_refuses_an_unclosed_phrase(query: str) -> None:
 def test_search_refuses_a_phrase_of_only_white_space(query: str) -> None:
     """Not a search for a space, which every claim's text holds."""
     assert fails("search", "--", query) == (
-        'Error: Invalid value for TEXT: a "quoted phrase" holds only white space, which every '
+        "Error: Invalid value for 'TEXT': a \"quoted phrase\" holds only white space, which every "
         "claim has: put words in it or drop it (see 'annotate search --help')\n")
 
 
@@ -950,14 +950,14 @@ def test_search_refuses_a_phrase_of_only_white_space(query: str) -> None:
 def test_search_refuses_an_empty_phrase(query: str) -> None:
     """Not a search for two quotes, which matched nothing, silently."""
     assert fails("search", "--", query) == (
-        'Error: Invalid value for TEXT: a "quoted phrase" is empty: put words in it or drop '
+        "Error: Invalid value for 'TEXT': a \"quoted phrase\" is empty: put words in it or drop "
         "it (see 'annotate search --help')\n")
 
 
 @pytest.mark.parametrize(("query", "error"), [
-    pytest.param(" ", "Invalid value for 'TEXT...': it is empty", id="blank"),
-    pytest.param("", "Invalid value for 'TEXT...': it is empty", id="empty"),
-    *(pytest.param(query, 'Invalid value for TEXT: a "quoted phrase" is empty: put words in it '
+    pytest.param(" ", "Invalid value for 'TEXT': it is empty", id="blank"),
+    pytest.param("", "Invalid value for 'TEXT': it is empty", id="empty"),
+    *(pytest.param(query, "Invalid value for 'TEXT': a \"quoted phrase\" is empty: put words in it "
                    "or drop it", id=name)
       for query, name in (('""', "an-empty-phrase"), ('"" ""', "two-empty-phrases"),
                           (' "" ', "an-empty-phrase-in-blanks"))),

@@ -1378,11 +1378,11 @@ def test_bump_of_a_front_matter_claim() -> None:
                  "Markdown permalink (hint: bump it by editing the permalink's version)",
                  id="permalink-claim"),
     pytest.param(("--against", "vllm"),
-                 "Error: Invalid value for --against: 'vllm' is not REPO@VERSION (for example "
+                 "Error: Invalid value for '--against': 'vllm' is not REPO@VERSION (for example "
                  "vllm@v0.20.0) (see 'annotate fix --help')",
                  id="bad-against"),
     pytest.param(("--against", "vllm@v9"),
-                 "Error: Invalid value for --against: vllm@v9 is neither indexed nor configured "
+                 "Error: Invalid value for '--against': vllm@v9 is neither indexed nor configured "
                  "(vllm has v0, v1, v2); fix the version, or run 'annotate index vllm@v9' to "
                  "index it (see 'annotate fix --help')", id="against-not-indexed"),
 ])

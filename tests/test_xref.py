@@ -508,9 +508,9 @@ def test_cli_xref_of_a_ref_that_names_nothing_is_an_error(
 
 
 @pytest.mark.parametrize(("args", "error"), [
-    pytest.param(["a..b", "vllm@v1"], "Invalid value for NAME: 'a..b' is not a name: write "
+    pytest.param(["a..b", "vllm@v1"], "Invalid value for 'NAME|REF': 'a..b' is not a name: write "
                  "identifiers joined by '.'", id="empty-part"),
-    pytest.param([".", "vllm@v1"], "Invalid value for NAME: '.' is not a name: write "
+    pytest.param([".", "vllm@v1"], "Invalid value for 'NAME|REF': '.' is not a name: write "
                  "identifiers joined by '.'", id="a-dot"),
     pytest.param([f"vllm@v1:{TARGET}", "vllm@v2"], f"vllm@v1:{TARGET} names its version; drop "
                  "vllm@v2, or the version in the ref", id="two-versions"),
