@@ -1287,7 +1287,7 @@ def _refuse_to_overwrite_inputs(
     default those the config's globs find, but in the folders ``unreadable``, of which
     none can be told apart) would lose it (``-o .annotate/index.db`` for ``-o
     report.sarif``)."""
-    from annotations.links import annotation_files
+    from annotations.links import annotation_files, glob_selecting
     from annotations.loader import display_path
 
     if output is None:
@@ -1311,6 +1311,12 @@ def _refuse_to_overwrite_inputs(
             raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "
                                      "would replace; write the report to another file",
                                      param_hint="'--output' / '-o'")
+    glob = glob_selecting(context.config, output)
+    if glob is not None:
+        raise click.BadParameter(f"{output} is where the glob '{glob}' of "
+                                 f"{context.config.file_name} looks for annotations: the next "
+                                 "link would read the report as one; write it elsewhere",
+                                 param_hint="'--output' / '-o'")
 
 
 def _same_file(path: Path, other: Path) -> bool:

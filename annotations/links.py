@@ -127,6 +127,25 @@ def readable_annotation_files(config: ProjectConfig) -> tuple[AnnotationFiles, l
     return files, unreadable
 
 
+def glob_selecting(config: ProjectConfig, path: Path) -> str | None:
+    """The config's glob (of annotation files, then of articles) that selects ``path``,
+    which need not exist yet (a report about to be written); None when none does."""
+    try:
+        relative = Path(os.path.realpath(path)).relative_to(os.path.realpath(config.root))
+    except ValueError:  # outside the config's folder, where no glob looks
+        return None
+    *path_folders, name = relative.parts or ("",)
+    for pattern in (*config.annotations, *config.articles):
+        folders, last = posixpath.split(pattern)
+        parts = tuple(part for part in folders.split("/") if part)
+        states = _past_stars(parts, {0})
+        for child in path_folders:
+            states = _states_below(parts, states, child, symlink=False)
+        if len(parts) in states and fnmatch.fnmatchcase(name, last):
+            return pattern
+    return None
+
+
 class UnreadableFolder(AnnotationError):
     """A folder that an annotation glob reaches cannot be listed: Python's glob passes over
     it, and the claims of the files in it would drop out of the links unsaid."""

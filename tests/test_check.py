@@ -1549,6 +1549,34 @@ def test_output_over_an_input_is_refused_and_keeps_it(
     assert Path(output).read_bytes() == before
 
 
+@pytest.mark.parametrize(("output", "glob"), [
+    pytest.param("annotations/b.yml", "annotations/**/*.yml", id="an-annotation-glob"),
+    pytest.param("./annotations/old/b.yaml", "annotations/**/*.yaml", id="below-a-double-star"),
+    pytest.param("articles/diff.md", "articles/**/*.md", id="an-article-glob"),
+])
+@pytest.mark.parametrize("command", [
+    pytest.param(("check", "--format", "markdown"), id="check"),
+    pytest.param(("diff", "vllm@v1", "vllm@v2"), id="diff"),
+])
+def test_output_where_a_glob_finds_annotations_is_refused(
+    table_index: Path, command: tuple[str, ...], output: str, glob: str
+) -> None:
+    """Not there yet, it is no input; written, the next link would read the report as an
+    annotation file (which does not load: check fails) or an article (its permalinks
+    claims)."""
+    copy_project(table_index)
+    _two_claims()
+    Path("annotations/old").mkdir()
+    Path("articles").mkdir()
+    result = run(*command, "--output", output)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: Invalid value for '--output' / '-o': {Path(output)} is where the glob "
+        f"'{glob}' of annotate.toml looks for annotations: the next link would read the "
+        f"report as one; write it elsewhere (see 'annotate {command[0]} --help')\n")
+    assert not Path(output).exists()
+
+
 def test_output_through_a_hard_link_to_an_input_is_refused(table_index: Path) -> None:
     copy_project(table_index)
     _two_claims()
