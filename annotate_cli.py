@@ -1060,18 +1060,13 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
     TEXT may be one argument or several (search kv cache): they are its words.
     """
     from db import claims as claim_store
+    from db.errors import BadSearchText
 
     text = " ".join(words)
-    phrases = re.findall(r'"([^"]*)"', text)
-    if text.count('"') % 2:
-        raise click.BadParameter('a " opens a phrase that is not closed: close it '
-                                 '(\'"prefix caching"\') or drop it', param_hint="'TEXT'")
-    if "" in phrases:
-        raise click.BadParameter('a "quoted phrase" is empty: put words in it or drop it',
-                                 param_hint="'TEXT'")
-    if any(phrase.isspace() for phrase in phrases):
-        raise click.BadParameter('a "quoted phrase" holds only white space, which every '
-                                 'claim has: put words in it or drop it', param_hint="'TEXT'")
+    try:  # before the index is opened
+        claim_store.check_search_text(text)
+    except BadSearchText as error:
+        raise click.BadParameter(str(error), param_hint="'TEXT'") from None
     with context.database() as database:
         _note_outdated_links(context, database)
         rows = claim_store.search(database, text, limit + 1)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from db.database import Database
-from db.errors import QueryTooLarge
+from db.errors import BadSearchText, QueryTooLarge
 from db.queries import folder_bounds, inserted_id, is_named, like_escape
 
 CLAIM_SEARCH_TABLE = """\
@@ -365,13 +365,32 @@ _TERM = re.compile(r'"([^"]+)"|(\S+)')
 """A search term: a "phrase in double quotes", or a word."""
 
 
+def check_search_text(text: str) -> None:
+    """Refuse, as `BadSearchText`, a search ``text`` that asks for nothing (blank, or
+    phrases of nothing: '""'), or whose quotes make no phrase: a " that opens none that
+    is closed, a phrase of nothing, or of white space alone, which every claim has."""
+    phrases = re.findall(r'"([^"]*)"', text)
+    if text.count('"') % 2:
+        raise BadSearchText('a " opens a phrase that is not closed: close it '
+                            '(\'"prefix caching"\') or drop it')
+    if "" in phrases:
+        raise BadSearchText('a "quoted phrase" is empty: put words in it or drop it')
+    if any(phrase.isspace() for phrase in phrases):
+        raise BadSearchText('a "quoted phrase" holds only white space, which every claim '
+                            "has: put words in it or drop it")
+    if not text.strip():
+        raise BadSearchText("the search text is empty")
+
+
 def search(database: Database, text: str, limit: int = 50) -> list[dict]:
     """Claims whose text, article title or cited symbols contain every term of ``text``
     (in any order and place): its words, and its "phrases in double quotes".
 
     FTS5's trigram tokenizer needs three characters; a shorter word (two Chinese
     characters, say) is found by a substring scan of the claims the others matched.
+    A text that searches for nothing is `BadSearchText` (`check_search_text`).
     """
+    check_search_text(text)
     words = list(dict.fromkeys(phrase or word for phrase, word in _TERM.findall(text))) or [text]
     if len(words) > MAX_SEARCH_TERMS:
         raise QueryTooLarge(f"the search has {len(words)} different words or phrases (at most "

@@ -31,3 +31,7 @@ class DatabaseBusy(DatabaseError):
 
 class QueryTooLarge(DatabaseError):
     """A search with more terms than SQLite's expressions hold."""
+
+
+class BadSearchText(DatabaseError):
+    """A search text that searches for nothing, or whose quotes make no phrase."""

@@ -18,8 +18,9 @@ from annotate_cli import cli
 from annotations.citations import links_moved_here, links_moved_to, links_with_status
 from annotations.loader import link_claim_id
 from annotations.results import RefResult, Status
-from db.claims import MAX_SEARCH_TERMS, all_links
+from db.claims import MAX_SEARCH_TERMS, all_links, check_search_text
 from db.database import Database, open_database
+from db.errors import BadSearchText
 from indexer.config import load_config
 
 GH = "https://github.com/vllm-project/vllm/blob"
@@ -966,6 +967,32 @@ def test_search_refuses_empty_text(query: str, error: str) -> None:
     result = run("search", "--", query)
     assert result.exit_code == 2
     assert result.stderr == f"Error: {error} (see 'annotate search --help')\n"
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    pytest.param("", "the search text is empty", id="empty"),
+    pytest.param(' "" ', 'a "quoted phrase" is empty: put words in it or drop it',
+                 id="an-empty-phrase-in-blanks"),
+    pytest.param('swap "Too large', 'a " opens a phrase that is not closed: close it '
+                 "('\"prefix caching\"') or drop it", id="unclosed-phrase"),
+    pytest.param('swap ""', 'a "quoted phrase" is empty: put words in it or drop it',
+                 id="an-empty-phrase"),
+    pytest.param('swap " "', 'a "quoted phrase" holds only white space, which every claim '
+                 "has: put words in it or drop it", id="a-phrase-of-white-space"),
+])
+def test_a_search_text_that_searches_for_nothing_is_refused_by_the_library(
+    text: str, problem: str
+) -> None:
+    """As `search` refuses it, before any database is opened (a docs build searching)."""
+    with pytest.raises(BadSearchText) as caught:
+        check_search_text(text)
+    assert str(caught.value) == problem
+
+
+@pytest.mark.parametrize("text", ['"swap" space', "swap", '"Too large swap"'],
+                         ids=["a-phrase-and-a-word", "a-word", "a-phrase"])
+def test_a_search_text_of_words_and_closed_phrases_is_taken(text: str) -> None:
+    check_search_text(text)
 
 
 def test_search_of_many_words() -> None:
