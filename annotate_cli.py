@@ -40,7 +40,6 @@ from indexer.stopping import STOPPING_SIGNALS
 
 if TYPE_CHECKING:
     from annotations.errors import AnnotationError
-    from annotations.refs import Ref
     from db.database import Database
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -694,10 +693,15 @@ def show(context: Context, ref_text: str) -> None:
     A ref that names no version (PATH::QUALNAME, a name) is shown at vllm's target version.
     """
     from annotations.refs import parse_ref
-    from annotations.resolve import Resolver, linked_lines, split_lines
+    from annotations.resolve import (
+        Resolver,
+        at_indexed_target_version,
+        linked_lines,
+        split_lines,
+    )
 
     with context.database() as database:
-        ref = _at_target_version(context, database, parse_ref(ref_text))
+        ref = at_indexed_target_version(database, context.config, parse_ref(ref_text))
         resolver = Resolver(database, context.config)
         with _unindexed_worded_as_elsewhere():
             resolved = resolver.resolve(ref)
@@ -721,31 +725,6 @@ def show(context: Context, ref_text: str) -> None:
         shown = line.rstrip("\r\n")
         mark = ">" if linked and linked[0] <= number <= linked[1] else " "
         click.echo(f"{str(number).rjust(width)}{mark} {shown}")
-
-
-def _at_target_version(context: Context, database: Database, ref: Ref) -> Ref:
-    """``ref``, pinned at vllm's target version when it names none (`at_target_version`),
-    which must be indexed."""
-    from annotations.resolve import at_target_version
-
-    pinned = at_target_version(context.config, ref)
-    if pinned is not ref and pinned.repo and pinned.version:
-        _require_target(context, database, (pinned.repo, pinned.version))
-    return pinned
-
-
-def _require_target(context: Context, database: Database, pin: tuple[str, str]) -> None:
-    """The repo's target version ``pin``, used where no version is named, indexed: else an
-    error that says it is the target, which the user did not type."""
-    from db.errors import MissingIndex
-
-    repo, version = pin
-    try:
-        context.config.require_version(database, repo, version)
-    except MissingIndex as missing:
-        raise MissingIndex(f"{missing.message} ({repo}'s target version, used where no "
-                           "version is named)", f"{missing.hint}, or name an indexed version"
-                           ) from None
 
 
 def _line_span(start: int, end: int) -> str:
@@ -1511,7 +1490,7 @@ def _symbol_of_lines(context: Context, given: str, version_ref: str | None) -> s
     ``version_ref`` or vllm's target version when it names none), the ref
     ``REPO@VERSION:PATH::QUALNAME`` of the innermost symbol covering them."""
     from annotations.refs import RefForm, parse_ref
-    from annotations.resolve import Resolver
+    from annotations.resolve import Resolver, at_indexed_target_version
     from db.match_queries import version_label
 
     if "#" not in given and "://" not in given:
@@ -1522,7 +1501,7 @@ def _symbol_of_lines(context: Context, given: str, version_ref: str | None) -> s
     if version_ref is not None and not ref.pinned:
         ref = ref.with_pin(*_xref_version(context, version_ref))
     with context.database() as database, _unindexed_worded_as_elsewhere():
-        ref = _at_target_version(context, database, ref)
+        ref = at_indexed_target_version(database, context.config, ref)
         resolved = Resolver(database, context.config).resolve_symbol(ref)
         repo, version = version_label(database, resolved.version_key) or (
             resolved.repo, resolved.version)
@@ -1560,6 +1539,8 @@ def _xref_target(
     context: Context, name: str, version_ref: str | None
 ) -> tuple[str, str, str, str | None]:
     """The repo, version, name and (for ``PATH::QUALNAME``) path that xref looks up."""
+    from annotations.resolve import require_indexed_target
+
     path = None
     if "@" in name or "::" in name:
         from annotations.refs import RefForm, parse_ref
@@ -1579,7 +1560,8 @@ def _xref_target(
     if default is None or default.target_version is None:
         raise click.UsageError("name the version: annotate xref NAME REPO@VERSION")
     with context.database() as database:
-        _require_target(context, database, (default.name, default.target_version))
+        require_indexed_target(database, context.config,
+                               (default.name, default.target_version))
     return default.name, default.target_version, name, path
 
 
@@ -1699,9 +1681,10 @@ def history(context: Context, ref_text: str, output_format: str) -> None:
     from annotations.diff_report import history_of
     from annotations.diffs.timeline import HEADERS, table_rows, timeline_to_dict
     from annotations.refs import parse_ref
+    from annotations.resolve import at_indexed_target_version
 
     with context.database() as database:
-        ref = _at_target_version(context, database, parse_ref(ref_text))
+        ref = at_indexed_target_version(database, context.config, parse_ref(ref_text))
         timeline = history_of(database, context.config, ref)
     if output_format == "json":
         click.echo(json.dumps(timeline_to_dict(timeline), indent=2, ensure_ascii=False))

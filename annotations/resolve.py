@@ -15,6 +15,7 @@ from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
 from db.close_matches import close_matches, did_you_mean, either
 from db.database import Database
+from db.errors import MissingIndex
 from db.version_order import COMMIT
 from indexer.config import ProjectConfig
 from indexer.errors import ConfigError
@@ -103,6 +104,29 @@ def at_target_version(config: ProjectConfig, ref: Ref, default_repo: str = "vllm
         return ref
     target = config.repo(default_repo).target_version
     return ref if target is None else ref.with_pin(default_repo, target)
+
+
+def at_indexed_target_version(database: Database, config: ProjectConfig, ref: Ref) -> Ref:
+    """``ref``, pinned at vllm's target version when it names none (`at_target_version`),
+    which must be indexed (`require_indexed_target`)."""
+    pinned = at_target_version(config, ref)
+    if pinned is not ref and pinned.repo and pinned.version:
+        require_indexed_target(database, config, (pinned.repo, pinned.version))
+    return pinned
+
+
+def require_indexed_target(
+    database: Database, config: ProjectConfig, pin: tuple[str, str]
+) -> None:
+    """The repo's target version ``pin``, used where no version is named, indexed: else
+    MissingIndex that says it is the target, which the user did not type."""
+    repo, version = pin
+    try:
+        config.require_version(database, repo, version)
+    except MissingIndex as missing:
+        raise MissingIndex(f"{missing.message} ({repo}'s target version, used where no "
+                           "version is named)", f"{missing.hint}, or name an indexed version"
+                           ) from None
 
 
 class Resolver:

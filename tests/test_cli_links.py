@@ -17,10 +17,12 @@ from fakevllm import FakeRepo
 from annotate_cli import cli
 from annotations.citations import links_moved_here, links_moved_to, links_with_status
 from annotations.loader import link_claim_id
+from annotations.refs import parse_ref
+from annotations.resolve import at_indexed_target_version
 from annotations.results import RefResult, Status
 from db.claims import MAX_SEARCH_TERMS, all_links, check_search_text
 from db.database import Database, open_database
-from db.errors import BadSearchText
+from db.errors import BadSearchText, MissingIndex
 from indexer.config import load_config
 
 GH = "https://github.com/vllm-project/vllm/blob"
@@ -300,6 +302,32 @@ def test_a_target_version_not_indexed_is_named_as_the_target(
     assert fails(*command) == (
         "Error: vllm@v0.4.0 is not indexed (vllm's target version, used where no version is "
         "named); run 'annotate index vllm@v0.4.0', or name an indexed version\n")
+
+
+@pytest.mark.parametrize(("written", "read_as"), [
+    pytest.param("vllm/utils.py::cdiv", "vllm@v0.3.0:vllm/utils.py::cdiv", id="no-version"),
+    pytest.param("cdiv", "vllm@v0.3.0:cdiv", id="a-name"),
+    pytest.param("vllm@v0.1.0:vllm/utils.py::cdiv", "vllm@v0.1.0:vllm/utils.py::cdiv",
+                 id="its-own-version"),
+])
+def test_a_ref_naming_no_version_is_read_at_the_indexed_target_version(
+    project: Path, written: str, read_as: str
+) -> None:
+    with open_database(project / DB) as database:
+        ref = at_indexed_target_version(database, load_config(), parse_ref(written))
+    assert str(ref) == read_as
+
+
+@pytest.mark.parametrize("written", ["vllm/utils.py::cdiv", "cdiv", "vllm/utils.py#L1"],
+                         ids=["path-and-qualname", "a-name", "lines"])
+def test_a_target_version_not_indexed_is_named_as_the_target_by_the_library(
+    project: Path, pinned_later: None, written: str
+) -> None:
+    with open_database(project / DB) as database, pytest.raises(MissingIndex) as caught:
+        at_indexed_target_version(database, load_config(), parse_ref(written))
+    assert str(caught.value) == (
+        "vllm@v0.4.0 is not indexed (vllm's target version, used where no version is named); "
+        "run 'annotate index vllm@v0.4.0', or name an indexed version")
 
 
 def test_links_of_a_lines_ref_name_its_lines() -> None:
