@@ -1486,26 +1486,18 @@ def xref(
 
 
 def _symbol_of_lines(context: Context, given: str, version_ref: str | None) -> str:
-    """``given``, or when it names lines (a permalink, ``[REPO@VERSION:]PATH#Lx-Ly``, at
-    ``version_ref`` or vllm's target version when it names none), the ref
-    ``REPO@VERSION:PATH::QUALNAME`` of the innermost symbol covering them."""
-    from annotations.refs import RefForm, parse_ref
-    from annotations.resolve import Resolver, at_indexed_target_version
-    from db.match_queries import version_label
+    """``given``, or when it names lines (`lines_named`, at ``version_ref`` when they name
+    no version), the ref ``REPO@VERSION:PATH::QUALNAME`` of the innermost symbol covering
+    them."""
+    from annotations.xref import lines_named, symbol_of_lines
 
-    if "#" not in given and "://" not in given:
-        return given
-    ref = parse_ref(given)
-    if ref.form not in (RefForm.LINES, RefForm.PERMALINK):
+    ref = lines_named(given)
+    if ref is None:
         return given
     if version_ref is not None and not ref.pinned:
         ref = ref.with_pin(*_xref_version(context, version_ref))
     with context.database() as database, _unindexed_worded_as_elsewhere():
-        ref = at_indexed_target_version(database, context.config, ref)
-        resolved = Resolver(database, context.config).resolve_symbol(ref)
-        repo, version = version_label(database, resolved.version_key) or (
-            resolved.repo, resolved.version)
-    return f"{repo}@{version}:{resolved.path}::{resolved.qualname}"
+        return symbol_of_lines(database, context.config, ref)
 
 
 def _note_defined_elsewhere(database: Any, name: str, repo: str, version: str) -> bool:

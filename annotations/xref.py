@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 
 from annotations.errors import AnnotationError
 from annotations.modules import VersionModules
-from annotations.refs import parse_ref
-from annotations.resolve import Resolver
+from annotations.refs import Ref, RefForm, parse_ref
+from annotations.resolve import Resolver, at_indexed_target_version
 from db import queries
 from db import references as store
 from db.database import Database
+from db.match_queries import version_label
 from indexer.config import ProjectConfig
 from indexer.literals import WORD_BYTES, literal_ranges, universal_newlines
 
@@ -72,6 +73,28 @@ def locate(
     if resolved.qualname is None:
         return None, name
     return resolved.path, resolved.qualname
+
+
+def lines_named(text: str) -> Ref | None:
+    """The ref ``text`` is when it is written as lines, which name the innermost symbol
+    covering them (`symbol_of_lines`): a GitHub permalink or ``[REPO@VERSION:]PATH#Lx-Ly``;
+    None for a name, a dotted name or ``PATH::QUALNAME``."""
+    if "#" not in text and "://" not in text:
+        return None
+    ref = parse_ref(text)
+    return ref if ref.form in (RefForm.LINES, RefForm.PERMALINK) else None
+
+
+def symbol_of_lines(database: Database, config: ProjectConfig, ref: Ref) -> str:
+    """The ref ``REPO@VERSION:PATH::QUALNAME`` of the innermost symbol covering the lines
+    ``ref`` names (`lines_named`), at vllm's indexed target version when it names none
+    (`at_indexed_target_version`), under the name its version is indexed as (a
+    permalink's commit SHA is). Raises ResolveError for lines no symbol covers."""
+    ref = at_indexed_target_version(database, config, ref)
+    resolved = Resolver(database, config).resolve_symbol(ref)
+    repo, version = version_label(database, resolved.version_key) or (
+        resolved.repo, resolved.version)
+    return f"{repo}@{version}:{resolved.path}::{resolved.qualname}"
 
 
 def xref(

@@ -11,7 +11,8 @@ from fakeproject import write_tree
 
 from annotate_cli import cli
 from annotations.modules import VersionModules
-from annotations.xref import xref
+from annotations.resolve import ResolveError
+from annotations.xref import lines_named, symbol_of_lines, xref
 from db.database import open_database
 from db.queries import require_version
 from indexer.config import load_config
@@ -434,6 +435,43 @@ def test_cli_xref_of_a_ref_lists_the_definition_it_names(
     data = xref_json(*query)
     assert [d["path"] for d in data["definitions"]] == definitions
     assert data["references"] == xref_json("ReplicatedLinear", "vllm@v1")["references"]
+
+
+@pytest.mark.parametrize(("given", "symbol"), [
+    pytest.param("vllm@v1:vllm/layers/linear.py#L2",
+                 f"vllm@v1:{TARGET}.forward", id="a-line-of-a-method"),
+    pytest.param("vllm@v1:vllm/layers/linear.py#L1-L3", f"vllm@v1:{TARGET}",
+                 id="lines-of-a-class"),
+    pytest.param(f"{GH}/v1/vllm/layers/linear.py#L1C3-L2C9", f"vllm@v1:{TARGET}",
+                 id="permalink"),
+])
+def test_the_symbol_of_lines_is_the_innermost_symbol_covering_them(
+    indexed: Path, given: str, symbol: str
+) -> None:
+    ref = lines_named(given)
+    assert ref is not None
+    with open_database(indexed) as database:
+        assert symbol_of_lines(database, load_config(indexed.parent), ref) == symbol
+
+
+@pytest.mark.parametrize("given", [RL, TARGET, f"vllm@v1:{TARGET}", "vllm.layers.linear.X"],
+                         ids=["short-name", "path-and-qualname", "a-ref", "dotted-name"])
+def test_names_and_symbols_name_no_lines(given: str) -> None:
+    assert lines_named(given) is None
+
+
+@pytest.mark.parametrize(("given", "what"), [
+    pytest.param("vllm@v1:vllm/layers/linear.py#L1-L6", "lines that no symbol covers",
+                 id="lines-across-two-symbols"),
+    pytest.param(f"{GH}/v1/vllm/layers/linear.py", "a whole file, not a symbol",
+                 id="permalink-to-a-file"),
+])
+def test_lines_that_no_symbol_covers_have_no_symbol(indexed: Path, given: str, what: str) -> None:
+    ref = lines_named(given)
+    assert ref is not None
+    with open_database(indexed) as database, pytest.raises(ResolveError) as caught:
+        symbol_of_lines(database, load_config(indexed.parent), ref)
+    assert caught.value.message == f"'{given}' names {what}"
 
 
 def test_cli_xref_of_a_name_nothing_defines_says_so(indexed: Path) -> None:
