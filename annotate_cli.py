@@ -692,7 +692,7 @@ def show(context: Context, ref_text: str) -> None:
 
     A ref that names no version (PATH::QUALNAME, a name) is shown at vllm's target version.
     """
-    from annotations.refs import parse_ref
+    from annotations.refs import line_span, parse_ref
     from annotations.resolve import (
         Resolver,
         at_indexed_target_version,
@@ -713,22 +713,17 @@ def show(context: Context, ref_text: str) -> None:
     if url:
         click.echo(f"# {url}")
     if others:
-        where = ", ".join(f"L{other.start_line}" if other.start_line == other.end_line
-                          else f"L{other.start_line}-L{other.end_line}" for other in others)
+        where = ", ".join(line_span(other.start_line, other.end_line) for other in others)
         click.echo(f"# defined {len(others) + 1} times in its file; the others: {where} "
                    f"(show {resolved.pin}:{resolved.path}#Lx-Ly for one)")
     linked = linked_lines(ref_text, resolved.start_line, resolved.end_line)
     if linked:
-        click.echo(f"# the permalink links {_line_span(*linked)} of it, marked >")
+        click.echo(f"# the permalink links {line_span(*linked)} of it, marked >")
     width = len(str(resolved.end_line))
     for number, line in enumerate(split_lines(text), start=resolved.start_line):
         shown = line.rstrip("\r\n")
         mark = ">" if linked and linked[0] <= number <= linked[1] else " "
         click.echo(f"{str(number).rjust(width)}{mark} {shown}")
-
-
-def _line_span(start: int, end: int) -> str:
-    return f"L{start}" if start == end else f"L{start}-L{end}"
 
 
 @contextlib.contextmanager

@@ -44,7 +44,7 @@ from annotations.markdown import (
     markdown_visible_lines,
 )
 from annotations.model import Article, Claim, RepoFilter
-from annotations.refs import PLAIN_VIEW, RefForm, parse_ref
+from annotations.refs import PLAIN_VIEW, RefForm, line_span, parse_ref
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
 
@@ -559,7 +559,7 @@ def _new_permalink(result: RefResult) -> str | None:
     start, end = new
     if old is not None and old[1] - old[0] == end - start:
         start, end = written[0] + start - old[0], written[1] + start - old[0]
-    return f"{base}#L{start}" if start == end else f"{base}#L{start}-L{end}"
+    return f"{base}#{line_span(start, end)}"
 
 
 def _anchor(url: str | None) -> tuple[int, int] | None:

@@ -316,11 +316,12 @@ def _unquote_path(raw_path: str, whole: str) -> str:
 
 
 def _format_anchor(ref: Ref) -> str:
-    if ref.start_line is None:
-        return ""
-    if ref.end_line is None or ref.end_line == ref.start_line:
-        return f"#L{ref.start_line}"
-    return f"#L{ref.start_line}-L{ref.end_line}"
+    return "" if ref.start_line is None else f"#{line_span(ref.start_line, ref.end_line)}"
+
+
+def line_span(start: int, end: int | None = None) -> str:
+    """Lines as GitHub's anchors write them: ``L5`` for one, ``L5-L7`` for several."""
+    return f"L{start}" if end is None or end == start else f"L{start}-L{end}"
 
 
 def _quote_path(path: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.modules import VersionModules
-from annotations.refs import Ref, RefForm, parse_ref
+from annotations.refs import Ref, RefForm, line_span, parse_ref
 from db import queries
 from db.close_matches import close_matches, did_you_mean, either
 from db.database import Database
@@ -73,9 +73,7 @@ class Resolved:
         base = f"{self.repo}@{self.version}:{self.path}"
         if self.qualname is not None:
             return f"{base}::{self.qualname}"
-        if self.start_line == self.end_line:
-            return f"{base}#L{self.start_line}"
-        return f"{base}#L{self.start_line}-L{self.end_line}"
+        return f"{base}#{line_span(self.start_line, self.end_line)}"
 
     @property
     def pin(self) -> str:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotations.errors import RefSyntaxError
-from annotations.refs import Ref, RefForm, format_ref, parse_pin, parse_ref
+from annotations.refs import Ref, RefForm, format_ref, line_span, parse_pin, parse_ref
 
 LINEAR = "vllm/model_executor/layers/linear.py"
 GH = "https://github.com/vllm-project/vllm/blob"
@@ -491,3 +491,14 @@ def test_a_plain_ref_asks_unicodedata_nothing(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(unicodedata, "category", unasked)
     ref = parse_ref("vllm@v0.20.0:vllm/config/cache.py::CacheConfig.block_size")
     assert (ref.path, ref.qualname) == ("vllm/config/cache.py", "CacheConfig.block_size")
+
+
+@pytest.mark.parametrize(("start", "end", "span"), [
+    pytest.param(5, 5, "L5", id="one-line"),
+    pytest.param(5, None, "L5", id="no-end"),
+    pytest.param(5, 7, "L5-L7", id="several-lines"),
+])
+def test_a_line_span_is_written_as_github_anchors_write_it(
+    start: int, end: int | None, span: str
+) -> None:
+    assert line_span(start, end) == span
