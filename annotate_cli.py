@@ -860,7 +860,7 @@ def _claims_citing_parts(rows: list[dict], parts_name: str, parts: list[str]) ->
 def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
     """Why ``article`` has no stored links: the file holds no claims, or is no annotation
     file or article of the config, or no file or article has that name."""
-    from annotations.links import LinkState, annotation_files, link_state
+    from annotations.links import LinkState, annotation_files, link_state, selects
     from db.claims import claim_order
     from db.close_matches import close_matches, did_you_mean
 
@@ -873,8 +873,7 @@ def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
             did_you_mean(close) if close else "check the path, or run 'annotate link'"))
     shown = _as_displayed(context, article)
     files = annotation_files(context.config)
-    selected = {os.path.realpath(file) for file in (*files[0], *files[1])}  # loops too
-    if os.path.realpath(path) not in selected:
+    if not selects(files, path):
         return UserError(f"'{shown}' is neither an annotation file nor an article: the "
                          "'annotations' and 'articles' globs of "
                          f"{context.config.file_name} do not select it")

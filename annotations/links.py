@@ -117,6 +117,13 @@ def annotation_files(config: ProjectConfig) -> AnnotationFiles:
     return _glob(config, config.annotations), _glob(config, config.articles)
 
 
+def selects(files: AnnotationFiles, path: Path) -> bool:
+    """Whether ``path`` is one of ``files`` (`annotation_files`), told by where it leads:
+    a file named another way, or by a symlink, is the file it leads to (a symlink loop
+    does not stop `os.path.realpath`)."""
+    return os.path.realpath(path) in {os.path.realpath(file) for file in (*files[0], *files[1])}
+
+
 def readable_annotation_files(config: ProjectConfig) -> tuple[AnnotationFiles, list[Path]]:
     """`annotation_files` but those in the folders the globs reach that cannot be looked
     into, passed over as Python's glob passes over them, with those folders: for a command

@@ -16,6 +16,7 @@ from fakevllm import FakeRepo
 
 from annotate_cli import cli
 from annotations.citations import links_moved_here, links_moved_to, links_with_status
+from annotations.links import annotation_files, selects
 from annotations.loader import link_claim_id
 from annotations.refs import parse_ref
 from annotations.resolve import at_indexed_target_version
@@ -712,6 +713,22 @@ def test_links_of_a_file_the_config_does_not_select_says_so() -> None:
     assert fails("links", "--article", "README.md") == (
         "Error: 'README.md' is neither an annotation file nor an article: the 'annotations' "
         "and 'articles' globs of annotate.toml do not select it\n")
+
+
+@pytest.mark.parametrize(("path", "selected"), [
+    pytest.param("annotations/mla.yml", True, id="an-annotation-file"),
+    pytest.param("./articles/post.md", True, id="an-article-by-another-name"),
+    pytest.param("elsewhere.yml", True, id="a-symlink-to-one"),
+    pytest.param("README.md", False, id="a-file-no-glob-selects"),
+    pytest.param("loop.yml", False, id="a-symlink-loop"),
+])
+def test_the_files_the_config_selects_are_told_by_where_they_lead(
+    path: str, selected: bool
+) -> None:
+    Path("README.md").write_text("# 说明\n", encoding="utf-8")
+    Path("elsewhere.yml").symlink_to("annotations/mla.yml")
+    Path("loop.yml").symlink_to("loop.yml")
+    assert selects(annotation_files(load_config()), Path(path)) is selected
 
 
 @pytest.mark.parametrize("article", [
