@@ -1189,8 +1189,8 @@ def _checked(
     the report."""
     import datetime
 
-    from annotations.check import CheckOptions, check_all
-    from annotations.links import link_if_changed, require_annotation_files
+    from annotations.check import CheckOptions, check_linked
+    from annotations.links import require_annotation_files
 
     pairs = [split_version(text, "'--against'") for text in against]
     pins = dict(pairs)
@@ -1205,14 +1205,12 @@ def _checked(
     with context.database() as stored, _linkable(stored, context.config, relink) as database:
         for pin in pins.items():
             require_indexed(database, context.config, pin, "'--against'")
-        outcome = link_if_changed(database, context.config, files=files) if relink else None
-        report = check_all(database, context.config, options)
-    input_errors = [e for e in outcome.errors if _is_file_error(e)] if outcome else []
-    for error in input_errors:
+        checked = check_linked(database, context.config, options, files, relink=relink)
+    for error in checked.unreadable:
         click.echo(f"Error: {error}", err=True)
-    for warning in outcome.split if outcome else ():  # CI runs check, not link
+    for warning in checked.split:  # CI runs check, not link
         click.echo(f"Warning: {warning}", err=True)
-    return report.with_input_errors(tuple(_input_error(e) for e in input_errors)), input_errors
+    return checked.report, checked.unreadable
 
 
 @contextlib.contextmanager
@@ -1231,21 +1229,9 @@ def _linkable(database: Any, config: Any, relink: bool) -> Iterator[Any]:
         yield copy
 
 
-def _input_error(error: AnnotationError) -> Any:
-    from annotations.results import InputError
-
-    return InputError(error.file or "", error.line, error.explained)
-
-
 def _unreadable_files(errors: list[AnnotationError]) -> str:
     files = len({error.file for error in errors})
     return f"{counted(files, 'annotation file')} could not be read"
-
-
-def _is_file_error(error: Exception) -> bool:
-    from annotations.resolve import ResolveError
-
-    return not isinstance(error, ResolveError)
 
 
 def _refuse_to_overwrite_inputs(

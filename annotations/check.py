@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
 from annotations.errors import AnnotationError
+from annotations.links import AnnotationFiles, link_if_changed
 from annotations.model import Waiver, governing_waiver
 from annotations.quotes import quote_holds, quote_stands
 from annotations.refs import RefForm, parse_ref
@@ -24,7 +25,7 @@ from annotations.resolve import (
     UnindexedVersion,
     linked_text,
 )
-from annotations.results import CheckReport, RefResult, Status
+from annotations.results import CheckReport, InputError, RefResult, Status
 from db import claims as claim_store
 from db.database import Database
 from db.queries import is_python_path
@@ -37,6 +38,37 @@ class CheckOptions:
     today: datetime.date
     fail_on: tuple[str, ...]
     source_files: frozenset[str] | None = None  # only the refs written in these files
+
+
+@dataclass(frozen=True)
+class LinkedCheck:
+    """A check of the links brought up to date (`check_linked`)."""
+
+    report: CheckReport
+    """With the annotation files that could not be read as its input errors: their claims
+    are not checked (their old links' lines may no longer be theirs)."""
+    unreadable: list[AnnotationError]
+    """Why each of those files could not be read (a ref that does not resolve is a result,
+    not one of these)."""
+    split: list[AnnotationError]
+    """The link's `LinkOutcome.split`: an article's claims read as two articles', or left
+    unread; said by check too, which CI runs instead of link."""
+
+
+def check_linked(
+    database: Database, config: ProjectConfig, options: CheckOptions,
+    files: AnnotationFiles | None = None, *, relink: bool = True,
+) -> LinkedCheck:
+    """Link ``files`` (default the config's `annotation_files`) again where they changed,
+    unless not ``relink``, then `check_all`."""
+    outcome = link_if_changed(database, config, files=files) if relink else None
+    report = check_all(database, config, options)
+    if outcome is None:
+        return LinkedCheck(report, [], [])
+    unreadable = [error for error in outcome.errors if not isinstance(error, ResolveError)]
+    inputs = tuple(InputError(error.file or "", error.line, error.explained)
+                   for error in unreadable)
+    return LinkedCheck(report.with_input_errors(inputs), unreadable, outcome.split)
 
 
 def check_all(database: Database, config: ProjectConfig, options: CheckOptions) -> CheckReport:

@@ -10,6 +10,7 @@ Two indexes are built once per module and copied into each test's directory:
 from __future__ import annotations
 
 import contextlib
+import datetime
 import gc
 import json
 import os
@@ -35,10 +36,13 @@ from inlined_code import FP8_INLINED, SUPPORTS_FP8
 
 from annotate_cli import cli
 from annotations import code_lines, comparison, links, matching
+from annotations.check import CheckOptions, check_linked
+from annotations.links import annotation_files
 from annotations.loader import link_claim_id
 from annotations.matching import SourceStore
 from annotations.resolve import Resolver
 from annotations.results import Status
+from db.database import open_database
 from indexer.config import load_config
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -1481,6 +1485,30 @@ def test_the_claims_a_broken_file_had_are_not_reported_and_ci_sees_why(
     lines = result.stdout.splitlines()
     assert lines[0].startswith("::error file=annotations/b.yml,line=")
     assert lines[1].endswith("; stale; 1 annotation file could not be read (not checked)")
+
+
+@pytest.mark.parametrize(("b_yml", "claims", "unreadable"), [
+    pytest.param("claims: [\n", {"changed", "removed"}, ["annotations/b.yml"],
+                 id="an-unreadable-file-and-not-its-old-claims"),
+    pytest.param(annotation("blog/b.md", "vllm@v1", claim_yaml("broken", ["m.py::nothing"])),
+                 {"changed", "removed", "broken"}, [], id="a-broken-ref-is-a-result"),
+])
+def test_a_check_of_the_links_brought_up_to_date_says_which_files_it_could_not_read(
+    table_index: Path, b_yml: str, claims: set[str], unreadable: list[str]
+) -> None:
+    copy_project(table_index)
+    _two_claims()
+    write(Path("annotations/b.yml"), annotation(
+        "blog/b.md", "vllm@v1", claim_yaml("gone", [STATUS_REFS["removed"]])))
+    assert run("link").exit_code == 0
+    write(Path("annotations/b.yml"), b_yml)
+    config = load_config()
+    options = CheckOptions({}, datetime.date.today(), config.fail_on)
+    with open_database(DB) as database:
+        checked = check_linked(database, config, options, annotation_files(config))
+    assert {result.claim for result in checked.report.results} == claims
+    assert [error.file for error in checked.unreadable] == unreadable
+    assert [error.file for error in checked.report.input_errors] == unreadable
 
 
 def test_check_help_says_what_fails_and_what_exit_zero_leaves() -> None:
