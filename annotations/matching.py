@@ -196,7 +196,7 @@ __all__ = [
     "UNIQUE_NAME_BONUS",
     "W_BODY", "W_NAME", "W_PARAMS", "W_SCOPE",
     "HistoryEvent", "HistoryStep", "Match", "Matcher", "SourceStore", "SymbolSnapshot",
-    "Verdict", "VersionDiff", "diff_versions", "find_symbol", "history", "match_symbol",
+    "VersionDiff", "diff_versions", "find_symbol", "history", "match_symbol",
     "package_of",
 ]
 

@@ -6,12 +6,13 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import fakevllm
 import pytest
 from inlined_code import SUPPORTS_FP8
 
-from annotations import matching
+from annotations import matching, reports
 from annotations.changes import (
     AnnotationChange,
     BasesChange,
@@ -2633,3 +2634,13 @@ def test_fake_vllm_history_of_the_scheduler(fake_index: Index) -> None:
     assert steps[-1].symbol.ref == "vllm/v1/core/sched/scheduler.py::Scheduler"
     assert steps[-1].match.content_changed
 
+
+
+@pytest.mark.parametrize("module", [matching, reports], ids=["matching", "reports"])
+def test_a_module_exports_only_what_it_defines(module: ModuleType) -> None:
+    """A name in ``__all__`` that another module defines is one object under two import
+    paths."""
+    own = module.__name__
+    borrowed = [name for name in module.__all__
+                if getattr(getattr(module, name), "__module__", own) != own]
+    assert borrowed == []
