@@ -25,6 +25,8 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
 import click
 
 from annotate_start import INTERRUPTED
+from annotations.diff_report import DIFF_FORMATS
+from annotations.reports import FORMATS
 from annotations.wording import counted
 from db.config_names import table_in
 from db.errors import DatabaseError
@@ -36,6 +38,7 @@ from indexer.config import (
     run_from,
 )
 from indexer.errors import ConfigError, IndexerError
+from indexer.models import SymbolKind
 from indexer.stopping import STOPPING_SIGNALS
 
 if TYPE_CHECKING:
@@ -634,7 +637,7 @@ SYMBOL_FIELDS = (
 @click.option("--path", "path_glob", metavar="GLOB", callback=_not_empty,
               help="Only the symbols of this file, this folder (vllm/config/) or the files "
                    "this glob matches (* crosses folders).")
-@click.option("--kind", type=click.Choice(["class", "function", "method", "attribute"]))
+@click.option("--kind", type=click.Choice([kind.value for kind in SymbolKind]))
 @click.option("--format", "output_format", type=click.Choice(["table", "jsonl"]),
               default="table")
 @db_option
@@ -1063,14 +1066,11 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
 
 # --- check ---------------------------------------------------------------------------
 
-CHECK_FORMATS = ["text", "json", "github", "sarif", "markdown"]
-
-
 @cli.command()
 @click.option("--against", "against", multiple=True, metavar="REPO@VERSION",
               callback=_none_empty,
               help="Compare with this version instead of the repo's configured target.")
-@click.option("--format", "output_format", type=click.Choice(CHECK_FORMATS), default="text")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
               help="Write the report to this file instead of standard output.")
 @click.option("--exit-zero", is_flag=True,
@@ -1589,7 +1589,7 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
 @click.argument("version_b", metavar="REPO@B", callback=_not_empty)
 @click.option("--annotated", is_flag=True,
               help="Only the symbols claims cite; the articles and claims come first.")
-@click.option("--format", "output_format", type=click.Choice(["markdown", "json", "html"]),
+@click.option("--format", "output_format", type=click.Choice(DIFF_FORMATS),
               default="markdown", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
               help="Write the report to this file instead of standard output.")

@@ -20,8 +20,9 @@ from fakeproject import copy_project, invoke, isolate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from annotate_cli import CHECK_FORMATS, cli
+from annotate_cli import cli
 from annotations.loader import CLAIM_KEYS, REF_KEYS, TOP_KEYS, WAIVER_KEYS
+from annotations.reports import FORMATS
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -111,7 +112,7 @@ documents = st.one_of(
                           optional={"at": st.one_of(refs, yamlish), "title": yamlish}),
     yamlish,
 )
-formats = st.sampled_from(CHECK_FORMATS)
+formats = st.sampled_from(FORMATS)
 
 
 def dump(document: object) -> str:
