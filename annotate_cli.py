@@ -1241,7 +1241,7 @@ def _refuse_to_overwrite_inputs(
     default those the config's globs find, but in the folders ``unreadable``, of which
     none can be told apart) would lose it (``-o .annotate/index.db`` for ``-o
     report.sarif``)."""
-    from annotations.links import annotation_files, glob_selecting
+    from annotations.links import annotation_files, glob_selecting, replaces_an_input
     from annotations.loader import display_path
 
     if output is None:
@@ -1253,34 +1253,17 @@ def _refuse_to_overwrite_inputs(
                 f"{output} is an annotation file, which the report would replace, cannot be "
                 "told; write the report outside that folder, or make it readable",
                 param_hint="'--output' / '-o'")
-    inputs = [database.with_name(database.name + suffix)
-              for database in {context.db_path, context.config.db}
-              for suffix in ("", "-wal", "-shm")]
-    if context.config.source_file is not None:
-        inputs.append(context.config.source_file)
     found = files if files is not None else annotation_files(context.config)
-    inputs += [path for paths in found for path in paths]
-    for path in inputs:
-        if _same_file(path, output):
-            raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "
-                                     "would replace; write the report to another file",
-                                     param_hint="'--output' / '-o'")
+    if replaces_an_input(output, context.config, found, context.db_path):
+        raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "
+                                 "would replace; write the report to another file",
+                                 param_hint="'--output' / '-o'")
     glob = glob_selecting(context.config, output)
     if glob is not None:
         raise click.BadParameter(f"{output} is where the glob '{glob}' of "
                                  f"{context.config.file_name} looks for annotations: the next "
                                  "link would read the report as one; write it elsewhere",
                                  param_hint="'--output' / '-o'")
-
-
-def _same_file(path: Path, other: Path) -> bool:
-    """The same path, or two names of one file (a hard link)."""
-    try:
-        if path.resolve() == other.resolve():
-            return True
-        return os.path.samefile(path, other)
-    except (OSError, RuntimeError):  # one of them does not exist, or is a symlink loop
-        return False
 
 
 def _write_report(path: Path | None, text: str | Iterable[str]) -> None:

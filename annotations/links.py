@@ -124,6 +124,31 @@ def selects(files: AnnotationFiles, path: Path) -> bool:
     return os.path.realpath(path) in {os.path.realpath(file) for file in (*files[0], *files[1])}
 
 
+def replaces_an_input(
+    output: Path, config: ProjectConfig, files: AnnotationFiles, database: Path
+) -> bool:
+    """Whether a report written to ``output`` would replace a file a run reads: the index
+    in use (``database``) or the config's, each with its -wal and -shm files, the config
+    file, or one of the annotation files ``files``, by its own name or another (a hard
+    link)."""
+    inputs = [index.with_name(index.name + suffix) for index in {database, config.db}
+              for suffix in ("", "-wal", "-shm")]
+    if config.source_file is not None:
+        inputs.append(config.source_file)
+    inputs += [path for paths in files for path in paths]
+    return any(_same_file(path, output) for path in inputs)
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    """The same path, or two names of one file (a hard link)."""
+    try:
+        if path.resolve() == other.resolve():
+            return True
+        return os.path.samefile(path, other)
+    except (OSError, RuntimeError):  # one of them does not exist, or is a symlink loop
+        return False
+
+
 def readable_annotation_files(config: ProjectConfig) -> tuple[AnnotationFiles, list[Path]]:
     """`annotation_files` but those in the folders the globs reach that cannot be looked
     into, passed over as Python's glob passes over them, with those folders: for a command

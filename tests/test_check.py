@@ -37,7 +37,7 @@ from inlined_code import FP8_INLINED, SUPPORTS_FP8
 from annotate_cli import cli
 from annotations import code_lines, comparison, links, matching
 from annotations.check import CheckOptions, check_linked
-from annotations.links import annotation_files
+from annotations.links import annotation_files, replaces_an_input
 from annotations.loader import link_claim_id
 from annotations.matching import SourceStore
 from annotations.resolve import Resolver
@@ -1603,6 +1603,28 @@ def test_output_where_a_glob_finds_annotations_is_refused(
         f"'{glob}' of annotate.toml looks for annotations: the next link would read the "
         f"report as one; write it elsewhere (see 'annotate {command[0]} --help')\n")
     assert not Path(output).exists()
+
+
+@pytest.mark.parametrize(("output", "replaces"), [
+    pytest.param(str(DB), True, id="the-configured-index"),
+    pytest.param(f"{DB}-shm", True, id="its-shared-memory"),
+    pytest.param("other.db-wal", True, id="the-log-of-the-index-in-use"),
+    pytest.param("annotate.toml", True, id="the-config"),
+    pytest.param("./annotations/a.yml", True, id="an-annotation-file"),
+    pytest.param("hard-link.json", True, id="a-hard-link-to-one"),
+    pytest.param("report.json", False, id="a-new-file"),
+    pytest.param("loop.txt", False, id="a-symlink-loop"),
+])
+def test_what_a_report_would_replace_of_the_files_a_run_reads(
+    table_index: Path, output: str, replaces: bool
+) -> None:
+    copy_project(table_index)
+    _two_claims()
+    os.link("annotations/a.yml", "hard-link.json")
+    Path("loop.txt").symlink_to("loop.txt")
+    config = load_config()
+    assert replaces_an_input(Path(output), config, annotation_files(config),
+                             Path("other.db")) is replaces
 
 
 def test_output_through_a_hard_link_to_an_input_is_refused(table_index: Path) -> None:
