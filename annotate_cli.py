@@ -13,14 +13,12 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import sqlite3
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
@@ -1270,13 +1268,15 @@ def _write_report(path: Path | None, text: str | Iterable[str]) -> None:
     """``text`` (or its pieces) into the file at ``path``, or to standard output when there
     is none; either way it ends with one line break, so the file holds what standard
     output would."""
+    from annotations.report_file import replace_whole
+
     pieces = _ending_with_a_line_break((text,) if isinstance(text, str) else text)
     if path is None:
         for piece in pieces:
             click.echo(piece, nl=False)
         return
     try:
-        _replace_whole(path, (piece.encode("utf-8") for piece in pieces))
+        replace_whole(path, (piece.encode("utf-8") for piece in pieces))
     except OSError as error:
         raise UserError(f"cannot write {path}: {error.strerror}; check that its folder exists "
                         "and can be written, or pass another --output") from None
@@ -1290,105 +1290,6 @@ def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:
             yield piece
     if not last.endswith("\n"):
         yield "\n"
-
-
-def _replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
-    """Write ``pieces`` to a file beside ``path``, then rename it over
-    ``path``: a full disk or Ctrl-C leaves the previous report whole, never a part of the
-    new one. A device or pipe (``--output /dev/stdout``) is written to as it is; a file one
-    may write in a folder one may not add a file to, over, once the report is whole."""
-    if path.exists() and not path.is_file():
-        _write_pieces(path, pieces)
-        return
-    target = Path(os.path.realpath(path))  # a symlink stays one
-    try:
-        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                                        dir=target.parent)
-    except PermissionError:
-        if not target.is_file():
-            raise
-        _copy_when_whole(target, pieces)
-        return
-    partial = Path(name)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.writelines(pieces)
-        os.chmod(partial, _new_file_mode(target))
-        os.replace(partial, target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-
-
-def _write_pieces(path: Path, pieces: Iterable[bytes]) -> None:
-    with path.open("wb") as file:
-        file.writelines(pieces)
-
-
-def _copy_when_whole(path: Path, pieces: Iterable[bytes]) -> None:
-    """Write ``pieces`` over the file at ``path`` once they are all made: they are gathered
-    in the system's temporary folder first, so a render that fails or is interrupted leaves
-    the previous report as it was. The file's room for them is reserved before a byte of it
-    changes, and the previous report, copied aside (unless it may not be read), is put
-    back if the copy stops anyway (a file system that reserves nothing, Ctrl-C)."""
-    with tempfile.TemporaryFile() as whole, tempfile.TemporaryFile() as previous:
-        whole.writelines(pieces)
-        with _opened_in_place(path) as (file, readable):
-            if readable:
-                shutil.copyfileobj(file, previous)
-            _reserve(file, whole.tell())
-            try:
-                _overwrite(file, whole)
-            except BaseException:
-                if readable:
-                    _overwrite(file, previous)
-                raise
-
-
-@contextlib.contextmanager
-def _opened_in_place(path: Path) -> Iterator[tuple[IO[bytes], bool]]:
-    """The file at ``path`` open to be written over, not truncated, and whether it can be
-    read (a report of mode 0200 cannot)."""
-    file: IO[bytes]
-    try:
-        file, readable = path.open("r+b"), True
-    except PermissionError:
-        file, readable = os.fdopen(os.open(path, os.O_WRONLY), "wb"), False
-    with file:
-        yield file, readable
-
-
-def _reserve(file: IO[bytes], size: int) -> None:
-    """Allocate ``size`` bytes of ``file`` on its disk (a full disk fails here, the file
-    as it was but for its length), where the system can."""
-    allocate = getattr(os, "posix_fallocate", None)  # not on macOS
-    if allocate is None or size == 0:
-        return
-    length = os.fstat(file.fileno()).st_size
-    try:
-        allocate(file.fileno(), 0, size)
-    except OSError as error:
-        os.ftruncate(file.fileno(), length)
-        if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without it
-            raise
-
-
-def _overwrite(file: IO[bytes], source: IO[bytes]) -> None:
-    """``file``'s bytes replaced by all of ``source``'s."""
-    source.seek(0)
-    file.seek(0)
-    shutil.copyfileobj(source, file)
-    file.truncate()
-    file.flush()
-
-
-def _new_file_mode(path: Path) -> int:
-    """The mode ``path`` has, or the one a new file gets (mkstemp's is owner-only)."""
-    with contextlib.suppress(OSError):
-        return path.stat().st_mode & 0o7777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 # --- xref ----------------------------------------------------------------------------

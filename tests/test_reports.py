@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from annotations.report_file import replace_whole
 from annotations.reports import (
     FORMATS,
     UnknownFormatError,
@@ -1332,3 +1333,53 @@ def test_json_in_pieces_is_json_dumps_of_the_report(
     assert "".join(pieces) == whole == render(report, "json")
     assert all(len(piece) >= chunk_chars for piece in pieces[:-1])
     assert len(pieces) > 1 if len(whole) > chunk_chars else len(pieces) == 1
+
+
+class _RenderFailed(Exception):
+    """A render that stops half-way."""
+
+
+def _half_a_report() -> Iterator[bytes]:
+    yield b"## half"
+    raise _RenderFailed
+
+
+@pytest.mark.parametrize(("previous", "mode"), [
+    pytest.param(None, None, id="a-new-file"),
+    pytest.param("the previous report\n", 0o640, id="over-a-report-keeping-its-mode"),
+])
+def test_a_report_file_is_replaced_whole(
+    tmp_path: Path, previous: str | None, mode: int | None
+) -> None:
+    report = tmp_path / "out" / "report.md"
+    report.parent.mkdir()
+    if previous is not None:
+        report.write_text(previous)
+        report.chmod(mode or 0o644)
+    replace_whole(report, iter([b"## annotate check\n", b"fresh\n"]))
+    assert report.read_bytes() == b"## annotate check\nfresh\n"
+    if mode is not None:
+        assert report.stat().st_mode & 0o777 == mode
+    assert [path.name for path in report.parent.iterdir()] == ["report.md"]
+
+
+def test_a_report_file_through_a_symlink_stays_a_symlink(tmp_path: Path) -> None:
+    (tmp_path / "reports").mkdir()
+    target = tmp_path / "reports" / "latest.md"
+    target.write_text("the previous report\n")
+    (tmp_path / "report.md").symlink_to(target)
+    replace_whole(tmp_path / "report.md", iter([b"fresh\n"]))
+    assert (tmp_path / "report.md").is_symlink()
+    assert target.read_bytes() == b"fresh\n"
+
+
+def test_a_render_that_stops_leaves_the_previous_report_and_no_partial_file(
+    tmp_path: Path
+) -> None:
+    report = tmp_path / "out" / "report.md"
+    report.parent.mkdir()
+    report.write_text("the previous report\n")
+    with pytest.raises(_RenderFailed):
+        replace_whole(report, _half_a_report())
+    assert report.read_text() == "the previous report\n"
+    assert [path.name for path in report.parent.iterdir()] == ["report.md"]
