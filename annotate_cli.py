@@ -1188,7 +1188,7 @@ def _checked(
     import datetime
 
     from annotations.check import CheckOptions, check_linked
-    from annotations.links import require_annotation_files
+    from annotations.links import linkable, require_annotation_files
 
     pairs = [split_version(text, "'--against'") for text in against]
     pins = dict(pairs)
@@ -1200,7 +1200,10 @@ def _checked(
         files = require_annotation_files(context.config)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on,
                            source_files)
-    with context.database() as stored, _linkable(stored, context.config, relink) as database:
+    with context.database() as stored, (
+        linkable(stored, context.config, notify=lambda note: _note(f"Note: {note}"))
+        if relink else contextlib.nullcontext(stored)
+    ) as database:
         for pin in pins.items():
             require_indexed(database, context.config, pin, "'--against'")
         checked = check_linked(database, context.config, options, files, relink=relink)
@@ -1209,22 +1212,6 @@ def _checked(
     for warning in checked.split:  # CI runs check, not link
         click.echo(f"Warning: {warning}", err=True)
     return checked.report, checked.unreadable
-
-
-@contextlib.contextmanager
-def _linkable(database: Any, config: Any, relink: bool) -> Iterator[Any]:
-    """The database to link and check in: a read-only index (a CI cache restored
-    read-only) whose links are outdated is copied to a temporary file, where they are
-    linked again for this check only."""
-    from annotations.links import LinkState, link_state
-
-    if not (relink and database.read_only) or link_state(database, config) is LinkState.CURRENT:
-        yield database
-        return
-    with database.scratch_copy() as copy:
-        _note("Note: the index cannot be written: the annotation files are linked in a "
-              "temporary copy of it, for this check only")
-        yield copy
 
 
 def _unreadable_files(errors: list[AnnotationError]) -> str:

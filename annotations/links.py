@@ -7,6 +7,7 @@ or its ``quote`` or ``uses:`` does not hold in the symbol at its own pin).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime
 import errno
@@ -18,6 +19,7 @@ import posixpath
 import re
 import stat
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -612,6 +614,22 @@ class LinkState(str, Enum):
     CHANGED = "changed"  # the files, the config or the index changed since the last link
     UNREADABLE = "unreadable"  # unchanged, but some file could not be read then
     NO_FILES = "no files"  # claims are stored, and the config finds no annotation file
+
+
+@contextlib.contextmanager
+def linkable(
+    database: Database, config: ProjectConfig, *, notify: Callable[[str], None]
+) -> Iterator[Database]:
+    """The database to link (and check) in: ``database``, unless it is read-only (a CI
+    cache restored read-only) and its links are not current: then a temporary copy of it,
+    where they are linked again for this run only, which ``notify`` is told."""
+    if not database.read_only or link_state(database, config) is LinkState.CURRENT:
+        yield database
+        return
+    with database.scratch_copy() as copy:
+        notify("the index cannot be written: the annotation files are linked in a "
+               "temporary copy of it, for this check only")
+        yield copy
 
 
 def link_state(

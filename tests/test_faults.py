@@ -35,9 +35,12 @@ from click.testing import Result
 from fakeproject import DB, held_writer
 from fakeproject import invoke as run
 
+from annotations.links import linkable
 from db import database as database_module
+from db.database import open_database
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer import git_source, sources
+from indexer.config import load_config
 from indexer.symbols import parse_blob
 
 FILES = 2000
@@ -584,6 +587,29 @@ def test_an_index_on_a_read_only_disk_is_read(
     assert sorted(path.name for path in point.iterdir()) == ["index.db"]
     subprocess.run(["mount", "-o", "remount,rw", str(point)], capture_output=True)
     assert dump(point / "index.db") == before
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["links-current", "links-changed"])
+def test_a_read_only_index_is_linked_in_a_temporary_copy_when_its_links_changed(
+    indexed_db: Path, mounted: list[Path], edited: bool
+) -> None:
+    point = Path("ro").resolve()
+    _mount_tmpfs(point, "size=4m")
+    mounted.append(point)
+    shutil.copyfile(indexed_db, point / "index.db")
+    _an_annotation_file("vllm/utils.py::cdiv")
+    assert run("--db", str(point / "index.db"), "link").exit_code == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    if edited:
+        _an_annotation_file("vllm/utils.py::get_open_port")
+    notes: list[str] = []
+    with open_database(point / "index.db") as database, linkable(
+        database, load_config(), notify=notes.append
+    ) as linked:
+        assert database.read_only
+        assert (linked is not database, linked.read_only) == (edited, not edited)
+    assert notes == (["the index cannot be written: the annotation files are linked in a "
+                      "temporary copy of it, for this check only"] if edited else [])
 
 
 def test_no_room_for_the_copy_of_a_read_only_index_is_one_error(
