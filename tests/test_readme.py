@@ -5,8 +5,9 @@ README's Commands table names every command with every option that command takes
 the choices it offers as the CLI offers them, and links it to its section of
 docs/commands.md, which names every option again.
 
-Nothing runs: click's own parser reads each line, so a placeholder (``REPO@VERSION``,
-``PATH``) stands for any value."""
+Nothing runs but the examples of a usage error, which print the error shown: click's own
+parser reads each line, so a placeholder (``REPO@VERSION``, ``PATH``) stands for any
+value."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import click
 import pytest
+from fakeproject import invoke
 
 from annotate_cli import cli
 
@@ -107,6 +109,7 @@ def test_the_readme_is_read_whole() -> None:
     assert {"diff -o FILE", "links vllm/config"} <= set(MENTIONS)
     assert "annotate search TEXT... [--limit N] [--format table|json]" in SYNOPSES
     assert set(command_sections(COMMANDS_DOC)) >= {"index", "xref"}
+    assert "annotate search '\"unclosed'" in {command for command, _ in USAGE_ERRORS}
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -217,3 +220,25 @@ def test_every_link_between_the_readme_and_the_commands_lands_on_a_heading(
         source: str, target: str, anchor: str) -> None:
     assert anchor in anchors(DOCS[target]), (
         f"{source}: the link to {target}#{anchor} lands on no heading")
+
+
+def usage_error_examples(text: str) -> list[tuple[str, str]]:
+    """The console examples whose output is a usage error ('Error: Invalid value for'),
+    as (the command line, the error line)."""
+    return [(command, error) for block in FENCE.findall(text)
+            for command, error in re.findall(r"^\$ (annotate .+)\n(Error: Invalid value .+)$",
+                                             block, flags=re.MULTILINE)]
+
+
+USAGE_ERRORS = usage_error_examples(README) + usage_error_examples(COMMANDS_DOC)
+
+
+@pytest.mark.parametrize(("command", "error"), USAGE_ERRORS,
+                         ids=[command for command, _ in USAGE_ERRORS])
+def test_a_usage_error_example_is_what_annotate_prints(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, error: str) -> None:
+    """A usage error is refused before anything is read: run in an empty folder, the
+    example prints the line the docs show."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*shlex.split(command)[1:])
+    assert (result.exit_code, result.stderr) == (2, error + "\n")
