@@ -1467,7 +1467,8 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
 @click.option("--max-diffs", type=click.IntRange(min=0), default=100, show_default=True,
               help="HTML: how many side-by-side diffs to show (cited symbols first).")
 @click.option("--workers", type=click.IntRange(1, 64),
-              help="Processes that match symbols (default: cores, at most 4).")
+              help="Processes that match symbols, then find what the changed ones "
+                   "started or stopped using (default: cores, at most 4).")
 @db_option
 @pass_context
 @reports_errors

@@ -286,6 +286,14 @@ def test_forked_workers_write_the_same_report(
     assert forks, "the diff did not fork"
 
 
+def test_the_help_of_workers_names_each_step_they_run() -> None:
+    """--workers N forks N processes for matching and N for the usage step (8a24472):
+    ``diff --help`` says so, as docs/commands.md does."""
+    result = CliRunner().invoke(cli, ["diff", "--help"], terminal_width=200)
+    [workers] = [line for line in result.output.splitlines() if "--workers" in line]
+    assert "match symbols" in workers and "started or stopped using" in workers
+
+
 def test_markdown_lists_sections_counts_and_packages(project: Path) -> None:
     text = ok(project, "diff", "vllm@v0.1.0", "vllm@v0.2.0")
     assert text.startswith("# vllm v0.1.0 → v0.2.0\n")
