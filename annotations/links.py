@@ -164,20 +164,30 @@ def readable_annotation_files(config: ProjectConfig) -> tuple[AnnotationFiles, l
 def glob_selecting(config: ProjectConfig, path: Path) -> str | None:
     """The config's glob (of annotation files, then of articles) that selects ``path``,
     which need not exist yet (a report about to be written); None when none does."""
-    try:
-        relative = Path(os.path.realpath(path)).relative_to(os.path.realpath(config.root))
-    except ValueError:  # outside the config's folder, where no glob looks
-        return None
-    *path_folders, name = relative.parts or ("",)
-    for pattern in (*config.annotations, *config.articles):
-        folders, last = posixpath.split(pattern)
-        parts = tuple(part for part in folders.split("/") if part)
-        states = _past_stars(parts, {0})
-        for child in path_folders:
-            states = _states_below(parts, states, child, symlink=False)
-        if len(parts) in states and fnmatch.fnmatchcase(name, last):
-            return pattern
+    for relative in _below_root(config.root, path):
+        *path_folders, name = relative.parts or ("",)
+        for pattern in (*config.annotations, *config.articles):
+            folders, last = posixpath.split(pattern)
+            parts = tuple(part for part in folders.split("/") if part)
+            states = _past_stars(parts, {0})
+            for depth, child in enumerate(path_folders):
+                symlink = _is_symlink(config.root.joinpath(*path_folders[:depth + 1]))
+                states = _states_below(parts, states, child, symlink)
+            if len(parts) in states and fnmatch.fnmatchcase(name, last):
+                return pattern
     return None
+
+
+def _below_root(root: Path, path: Path) -> list[Path]:
+    """``path`` relative to ``root``, as written (through a symlinked folder, which a glob
+    looks into: ``annotations`` a link to a shared catalogue) and as it really is; none
+    outside ``root``, where no glob looks."""
+    found = []
+    for written, top in ((os.path.abspath(path), os.path.abspath(root)),
+                         (os.path.realpath(path), os.path.realpath(root))):
+        with contextlib.suppress(ValueError):
+            found.append(Path(written).relative_to(top))
+    return found
 
 
 class UnreadableFolder(AnnotationError):

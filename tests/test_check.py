@@ -1627,6 +1627,27 @@ def test_what_a_report_would_replace_of_the_files_a_run_reads(
                              Path("other.db")) is replaces
 
 
+@pytest.mark.parametrize("command", [
+    pytest.param(("check", "--format", "markdown"), id="check"),
+    pytest.param(("diff", "vllm@v1", "vllm@v2"), id="diff"),
+])
+def test_output_in_a_symlinked_annotation_folder_is_refused(
+    table_index: Path, tmp_path_factory: pytest.TempPathFactory, command: tuple[str, ...]
+) -> None:
+    """annotations/ a symlink to a folder outside the project (a shared catalogue): the
+    glob looks through it, so a report written there would be read as an annotation file
+    by the next link (the path was compared as it really is, outside the project)."""
+    copy_project(table_index)
+    shared = tmp_path_factory.mktemp("shared")
+    Path("annotations").symlink_to(shared, target_is_directory=True)
+    _two_claims()
+    result = run(*command, "--output", "annotations/b.yml")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert "annotations/b.yml is where the glob 'annotations/**/*.yml' of annotate.toml " \
+           "looks for annotations" in result.stderr
+    assert not (shared / "b.yml").exists()
+
+
 def test_output_through_a_hard_link_to_an_input_is_refused(table_index: Path) -> None:
     copy_project(table_index)
     _two_claims()
