@@ -424,7 +424,7 @@ def db_option(command: F) -> F:
 
 @cli.command()
 @click.argument("versions", nargs=-1, metavar="[REPO@VERSION]...", callback=_none_empty)
-@click.option("--from", "from_path", callback=_an_existing_path,
+@click.option("--from", "from_path", metavar="PATH", callback=_an_existing_path,
               help="Read the one version given from this checkout or wheel.")
 @click.option("--keep-going", is_flag=True,
               help="Exit 0 even when some versions cannot be fetched (they are reported).")

@@ -142,6 +142,24 @@ def test_every_option_the_readme_names_is_its_commands(span: str) -> None:
             assert choices == offered, f"'{span}': the CLI offers {sorted(offered)}"
 
 
+@pytest.mark.parametrize("synopsis", SYNOPSES)
+def test_a_synopsis_names_each_text_value_as_help_does(synopsis: str) -> None:
+    """``--from PATH`` in the docs is ``--from PATH`` in ``index --help``, not ``--from
+    TEXT``: an option that takes text (a path, a ref, a glob) shows the docs' placeholder;
+    one that takes a number shows click's range instead of ``N``."""
+    command, rest = command_of(synopsis.split()[1:])
+    options = option_names(command)
+    context = click.Context(command, info_name=command.name)
+    words = [word.strip("[]()") for word in rest]
+    for word, after in zip(words, [*words[1:], ""], strict=True):
+        option = options.get(word)
+        if option is None or option.is_flag or not re.fullmatch(r"[A-Z@]+", after):
+            continue
+        shown = (option.get_help_record(context) or ("", ""))[0]
+        if isinstance(option.type, (click.types.StringParamType, click.Path)):
+            assert shown.endswith(f" {after}"), f"'{synopsis}': {command.name} --help shows {shown}"
+
+
 def table_rows(text: str) -> dict[str, str]:
     """The Commands table's rows, by the command they describe (a row may describe two)."""
     section = text.split("## Commands\n", 1)[1].split("\n## ", 1)[0]
