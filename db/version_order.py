@@ -5,8 +5,9 @@
 version number (``main``, a branch) comes after the numbered ones; sorted stably, those
 keep the order they were given in (the order indexed). A commit SHA (7 to 40 lowercase
 hex digits) is such a name, even when its digits read as a number (``9767703351``, or
-``12345a6789``, which PEP 440 reads as an alpha). ``packaging`` is not a dependency: this
-is its ordering of PEP 440's forms, without its classes.
+``12345a6789``, which PEP 440 reads as an alpha). This is ``packaging``'s ordering of
+PEP 440's forms, without its classes, which refuse such names (``packaging`` serves only
+the pypi source's version match, in indexer.sources).
 """
 
 from __future__ import annotations
