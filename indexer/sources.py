@@ -24,9 +24,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, NamedTuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from indexer.config import RepoConfig, check_version_name
 from indexer.errors import SourceError, VersionNotFound
 from indexer.models import FileEntry, SnapshotInfo
@@ -374,6 +371,9 @@ def _wheel_tag(file_name: str, name: str, version: str) -> _WheelTag | None:
 def _matches(asked: str, published: str) -> bool:
     """Whether pip takes the version ``published`` for ``NAME==asked`` (PEP 440: ``0.20``
     is ``0.20.0``, and ``0.20.0`` takes ``0.20.0+cu129``, not the other way round)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # a retry's, 5 ms
+    from packaging.version import InvalidVersion, Version
+
     try:
         return SpecifierSet(f"=={asked}").contains(Version(published), prereleases=True)
     except (InvalidSpecifier, InvalidVersion):  # pip finds no such version either
