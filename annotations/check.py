@@ -325,6 +325,15 @@ def _finish(
             message += "; the linked lines no longer stand"
     if status is Status.MOVED and comparison.changes:
         message += _evidence_at_new_place(resolver, row, pinned, new)
+    kept = _old_name_kept(resolver, pinned, new) if status is Status.MOVED else None
+    alias = alias_line = None
+    if new is not None and kept is not None:
+        aliased, alias_line = kept
+        alias = f"{new.pin}:{pinned.path}#L{alias_line}"
+        message += f"; {pinned.qualname} still stands at {alias}, " + (
+            "an alias of it: code that uses the old name still works"
+            if aliased == f"{new.path}::{new.qualname}" else
+            f"an alias of {new.pin}:{aliased}: code that uses the old name gets that")
     if status is Status.REMOVED and row["quote"]:
         message += _quote_among(resolver, row["quote"], pinned, _symbol_places(comparison))
     repo = config.repo(pinned.repo)
@@ -344,7 +353,23 @@ def _finish(
         code_went_to=comparison.code_went_to,
         code_went_to_urls=tuple(_place_permalink(resolver, config, place)
                                 for place in comparison.code_went_to),
+        alias=alias,
+        alias_url=repo.permalink(new.version, pinned.path, alias_line, alias_line)
+        if new is not None and alias_line is not None else None,
     )
+
+
+def _old_name_kept(
+    resolver: Resolver, pinned: Resolved, new: Resolved | None
+) -> tuple[str, int] | None:
+    """What a moved module-level symbol's file at the target binds its old name to, and on
+    which line, if it does: an alias kept for callers, of the new place
+    (``_get_kv_cache_config_deepseek_v4 = _get_kv_cache_config_packed``, ``from .x import
+    new as old``) or of another (``NixlConnector = NixlPullConnector``, where its base
+    ``NixlBaseConnector`` holds most of its code)."""
+    if new is None or not pinned.qualname or "." in pinned.qualname:
+        return None
+    return resolver.alias_of(new.version_key, pinned.path, pinned.qualname)
 
 
 def _permalink_of(resolver: Resolver, config: ProjectConfig, ref: str) -> str | None:

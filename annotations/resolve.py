@@ -287,6 +287,25 @@ class Resolver:
                        if row["qualname"] == parent and row["kind"] == "class"), "")
         return unnamed_uses(self.text_of(resolved), uses, header)
 
+    def alias_of(self, key: int, path: str, name: str) -> tuple[str, int] | None:
+        """Where module ``path`` at version ``key`` binds ``name`` to a definition of
+        another name, and on which line: ``from .x import new as name``, or ``name = new``
+        (``PATH::QUALNAME`` of that definition, through re-exports); None otherwise."""
+        if path not in self.paths(key):
+            return None
+        modules = self._version_modules(key)
+        for line, module, imported, alias, level in modules.module_imports(path):
+            if alias == name and imported not in (None, "*", name):
+                source = modules.module_path(module, level, path)
+                place = modules.follow(source, imported) if source is not None else None
+                return (place, line) if place is not None else None
+        for row in self.definitions_in_file(key, path, name):
+            value = row["signature"]
+            if row["kind"] == "attribute" and value.isidentifier() and value != name:
+                place = modules.follow(path, value)
+                return (place, row["start_line"]) if place is not None else None
+        return None
+
     def definitions(self, resolved: Resolved) -> list[Resolved]:
         """Every definition in ``resolved``'s file at its version."""
         rows = self.file_symbols(resolved.version_key, resolved.path)

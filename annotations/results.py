@@ -73,6 +73,10 @@ class RefResult:
     code_went_to_urls: tuple[str | None, ...] = ()
     """The permalink of each of ``code_went_to``, in their order (a file's without lines;
     None where there is none)."""
+    alias: str | None = None
+    """Of a moved module-level symbol, the line of its file at the target that still binds
+    its old name to its new place (``REPO@VERSION:PATH#Lx``): an alias kept for callers."""
+    alias_url: str | None = None
     waived_until: str | None = None
     waiver_reason: str | None = None
     waiver_expired: bool = False

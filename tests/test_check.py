@@ -175,6 +175,9 @@ ENGINE = fakevllm.CACHE_ENGINE_CLASS
 SWAP_ENGINE = ENGINE.replace("CacheEngine", "SwapEngine").replace(
     "Manages the KV cache.", "Swaps blocks between the GPU and the CPU.")
 CAPTURE = fakevllm.CAPTURE_TEMPLATE
+TRACE = CAPTURE.replace("synchronize()", "current_stream().synchronize()")
+REPLAY = CAPTURE.replace("torch.cuda.synchronize()", "graph.replay()")
+EAGER = "def replay_eager(model, input_ids, positions):\n    return model(input_ids, positions)\n"
 NEURON = fakevllm.UTILS_V1[fakevllm.UTILS_V1.index("def is_neuron"):]
 PREFIX = '''\
 def longest_common_prefix(words):
@@ -312,6 +315,37 @@ CASES: dict[str, Case] = {
                                ("xpu", "XPU_MLA"))},
         "ds.py::DeepseekV4ForCausalLM", "moved", ("members",), candidates=2, path="ds.py",
         message="several candidates",
+    ),
+    "moved-old-name-kept-as-alias": Case(  # the name callers use stands, bound to the new one
+        CAPTURE.format(name="record_graph"),
+        CAPTURE.format(name="record_cudagraph") + "\n\nrecord_graph = record_cudagraph\n",
+        "m.py::record_graph", "moved", new_ref="m.py::record_cudagraph",
+        message="moved to vllm@v2:c/moved-old-name-kept-as-alias/m.py::record_cudagraph; "
+                "record_graph still stands at vllm@v2:c/moved-old-name-kept-as-alias/m.py#L10"
+                ", an alias of it: code that uses the old name still works",
+    ),
+    "moved-old-name-imported-as-alias": Case(
+        TRACE.format(name="trace_graph"),
+        {"m.py": "from .graphs import trace_cudagraph as trace_graph\n",
+         "graphs.py": TRACE.format(name="trace_cudagraph")},
+        "m.py::trace_graph", "moved", new_ref="graphs.py::trace_cudagraph",
+        message="; trace_graph still stands at vllm@v2:c/moved-old-name-imported-as-alias/"
+                "m.py#L1, an alias of it",
+    ),
+    "moved-old-name-kept-for-another": Case(  # callers of the old name get another function
+        REPLAY.format(name="replay_graph"),
+        f"{REPLAY.format(name='replay_cudagraph')}\n\n{EAGER}\n\nreplay_graph = replay_eager\n",
+        "m.py::replay_graph", "moved", new_ref="m.py::replay_cudagraph",
+        message="; replay_graph still stands at vllm@v2:c/moved-old-name-kept-for-another/m.py"
+                "#L14, an alias of vllm@v2:c/moved-old-name-kept-for-another/m.py::replay_eager: "
+                "code that uses the old name gets that",
+    ),
+    "moved-class-kept-as-alias": Case(
+        ENGINE.replace("CacheEngine", "PagedEngine"),
+        ENGINE.replace("CacheEngine", "PagedKVEngine") + "\n\nPagedEngine = PagedKVEngine\n",
+        "m.py::PagedEngine", "moved", new_ref="m.py::PagedKVEngine",
+        message="; PagedEngine still stands at vllm@v2:c/moved-class-kept-as-alias/m.py#L23, an "
+                "alias of it",
     ),
     "removed": Case(NEURON, NEURON[NEURON.index("def get_open_port"):], "m.py::is_neuron",
                     "removed", message="not found at vllm@v2"),
@@ -776,6 +810,17 @@ def test_where_a_removed_line_refs_code_went_is_in_the_json_as_in_its_message(
     [url] = by_claim(table_report)["lines-file-gone-changed-where-its-code-went"][0][
         "code_went_to_urls"]  # the file's, as the diff's code_went_to has it
     assert url == f"{GITHUB}/v2/c/lines-file-gone-changed-where-its-code-went/pkg/n.py"
+
+
+def test_an_old_name_kept_as_an_alias_is_in_the_json(table_report: dict) -> None:
+    """A hint beside the move, which stays a move (``fix`` rewrites the ref to the
+    definition): the line that keeps the old name, as a line ref, and its permalink."""
+    [kept] = by_claim(table_report)["moved-old-name-kept-as-alias"]
+    assert kept["alias"] == "vllm@v2:c/moved-old-name-kept-as-alias/m.py#L10"
+    assert kept["alias_url"] == f"{GITHUB}/v2/c/moved-old-name-kept-as-alias/m.py#L10-L10"
+    [renamed] = by_claim(table_report)["moved-renamed"]  # no alias left behind
+    assert (renamed["alias"], renamed["alias_url"]) == (None, None)
+    assert "alias" not in renamed["message"]
 
 
 def test_changed_lines_are_diffed_as_their_definition(table_report: dict) -> None:

@@ -373,6 +373,8 @@ RESULT_KEYS = [
     "candidate_urls",
     "code_went_to",
     "code_went_to_urls",
+    "alias",
+    "alias_url",
     "waived_until",
     "waiver_reason",
     "waiver_expired",
