@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-68"  # bump when matching, line comparisons or the stored diffs change: old
+ENGINE = "matcher-69"  # bump when matching, line comparisons or the stored diffs change: old
 # cache rows are ignored
 
 

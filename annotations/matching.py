@@ -92,7 +92,10 @@ For a symbol ``old`` of A (``Matcher.match``):
 
    Candidates within ``AMBIGUITY_MARGIN`` of the best are listed in ``candidates``, and so
    is every other new copy of a class that moved, however it scores (a class split into
-   per-platform copies: the copy a reader runs need not be the closest text). More than
+   per-platform copies: the copy a reader runs need not be the closest text), and every
+   other class of a new name beside the best, a rename, that derives from a new base of the
+   best's file, when it scores at least ``CANDIDATE_FLOOR`` (a class split into a base and
+   renamed subclasses, `Matcher._split_siblings`). More than
    ``MAX_TIES`` ties (boilerplate like ``logger = init_logger(__name__)``) are no evidence
    of a move: ``removed``. A member that left its class (removed, or kept or moved
    without it) moves only to an unambiguous candidate (otherwise it is boilerplate such
@@ -1426,6 +1429,7 @@ class Matcher:
             return self._moved(old, imported.symbol, (), imported.score, via)
         if old.kind == "class":
             ties += self._other_copies(best.symbol, ties)
+            ties += self._split_siblings(old, best.symbol, ties)
         return self._moved(old, best.symbol, tuple(ties), best.score, via)
 
     def _imported_from(self, old: SymbolSnapshot, eligible: list[_Scored]) -> _Scored | None:
@@ -1456,6 +1460,33 @@ class Matcher:
         in a folder beside its own (an unrelated ``Config`` elsewhere is no copy)."""
         beside = [path for path in self._class_copies(cls) if _beside(path, cls.path)]
         return self._defined_at(beside, cls.qualname, cls, known)
+
+    def _split_siblings(
+        self, old: SymbolSnapshot, new: SymbolSnapshot, known: list[SymbolSnapshot]
+    ) -> list[SymbolSnapshot]:
+        """Of ``old`` renamed to ``new``, the classes of names A does not define that B
+        defines in ``new``'s file deriving from a base that B newly defines there and
+        ``new`` derives from, scoring at least ``CANDIDATE_FLOOR`` against ``old``, best
+        first: a class split into a base and renamed subclasses went to each subclass, and
+        the closest text need not be the one a reader runs (classes that kept their names
+        as they moved beside a new base are no split: ``MarlinExperts`` and
+        ``BatchedMarlinExperts``) (``FlashInferMLASparseBackend``, at vLLM v0.25.0
+        ``_FlashInferMLASparseBackendBase`` with ``FlashInferMLASparseTRTLLMBackend`` and
+        ``FlashInferMLASparseSM120Backend``)."""
+        bases = self._new_bases_beside(new) if new.qualname != old.qualname else set()
+        if not bases:
+            return []
+        siblings = [symbol for symbol in self.b.file_symbols(new.path)
+                    if symbol.kind == "class" and not symbol.parent and symbol != new
+                    and symbol not in known and not self._places(self.a, symbol)
+                    and not bases.isdisjoint(self._new_bases_beside(symbol))]
+        return [scored.symbol for scored in self._scorer.ranked(old, siblings, None)]
+
+    def _new_bases_beside(self, cls: SymbolSnapshot) -> set[tuple[str, str]]:
+        """The (path, qualname) of ``cls``'s direct bases that B newly defines in its
+        file."""
+        return {place for name in _bases(cls) for place in self._classes_named_by(cls, name)
+                if place[0] == cls.path and not self.a.has(*place)}
 
     def _eligible(self, old: SymbolSnapshot, scored: _Scored) -> bool:
         """Whether a candidate's score makes it a move target (see the module docstring)."""

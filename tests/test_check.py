@@ -177,6 +177,88 @@ SWAP_ENGINE = ENGINE.replace("CacheEngine", "SwapEngine").replace(
 CAPTURE = fakevllm.CAPTURE_TEMPLATE
 TRACE = CAPTURE.replace("synchronize()", "current_stream().synchronize()")
 REPLAY = CAPTURE.replace("torch.cuda.synchronize()", "graph.replay()")
+SPARSE = """\
+class SparseBackend(AttentionBackend):
+    accept_output_buffer = True
+
+    @staticmethod
+    def get_name() -> str:
+        return "SPARSE_MLA"
+
+    @staticmethod
+    def get_impl_cls():
+        return SparseImpl
+
+    @classmethod
+    def supports_compute_capability(cls, capability) -> bool:
+        return capability.major == 10
+
+    @classmethod
+    def supports_combination(cls, head_size, dtype, kv_cache_dtype, block_size) -> str | None:
+        if kv_cache_dtype not in ("auto", "fp8"):
+            return "only auto and fp8 caches"
+        if block_size not in (32, 64):
+            return "block size must be 32 or 64"
+        return None
+
+    @staticmethod
+    def get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size):
+        return (num_blocks, block_size, head_size)
+"""
+SPARSE_SPLIT = """\
+class _SparseBackendBase(AttentionBackend):
+    accept_output_buffer = True
+
+    @staticmethod
+    def get_name() -> str:
+        return "SPARSE_MLA"
+
+
+class SparseTRTBackend(_SparseBackendBase):
+    @staticmethod
+    def get_impl_cls():
+        return SparseImpl
+
+    @classmethod
+    def supports_compute_capability(cls, capability) -> bool:
+        return capability.major == 10
+
+    @classmethod
+    def supports_combination(cls, head_size, dtype, kv_cache_dtype, block_size) -> str | None:
+        if kv_cache_dtype not in ("auto", "fp8"):
+            return "only auto and fp8 caches"
+        if block_size not in (32, 64):
+            return "block size must be 32 or 64"
+        return None
+
+    @staticmethod
+    def get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size):
+        return (num_blocks, block_size, head_size)
+
+
+class SparseSM120Backend(_SparseBackendBase):
+    @staticmethod
+    def get_name() -> str:
+        return "SPARSE_MLA_SM120"
+
+    @staticmethod
+    def get_impl_cls():
+        return SparseSM120Impl
+
+    @classmethod
+    def supports_compute_capability(cls, capability) -> bool:
+        return capability.major == 12
+
+    @classmethod
+    def supports_combination(cls, head_size, dtype, kv_cache_dtype, block_size) -> str | None:
+        if kv_cache_dtype != "fp8_ds_mla":
+            return "only fp8_ds_mla caches"
+        return None
+
+    @staticmethod
+    def get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size):
+        return (num_blocks, block_size, 656)
+"""
 EAGER = "def replay_eager(model, input_ids, positions):\n    return model(input_ids, positions)\n"
 NEURON = fakevllm.UTILS_V1[fakevllm.UTILS_V1.index("def is_neuron"):]
 PREFIX = '''\
@@ -346,6 +428,19 @@ CASES: dict[str, Case] = {
         "m.py::PagedEngine", "moved", new_ref="m.py::PagedKVEngine",
         message="; PagedEngine still stands at vllm@v2:c/moved-class-kept-as-alias/m.py#L23, an "
                 "alias of it",
+    ),
+    "moved-split-into-subclasses-of-a-new-base": Case(  # each subclass is where it went
+        SPARSE, SPARSE_SPLIT, "m.py::SparseBackend", "moved", ("bases", "members"),
+        new_ref="m.py::SparseTRTBackend", candidates=1,
+        message="moved to vllm@v2:c/moved-split-into-subclasses-of-a-new-base/m.py::"
+                "SparseTRTBackend (several candidates",
+    ),
+    "moved-renamed-beside-a-class-that-moved-too": Case(  # no split: each class moved
+        SPARSE.replace("Sparse", "Grouped") + "\n\n"
+        + SPARSE_SPLIT[SPARSE_SPLIT.index("class SparseSM120"):].replace(
+            "SparseSM120Backend(_SparseBackendBase)", "IndexedBackend(AttentionBackend)"),
+        SPARSE_SPLIT.replace("SparseSM120Backend", "IndexedBackend").replace("Sparse", "Grouped"),
+        "m.py::GroupedBackend", "moved", ("bases", "members"), new_ref="m.py::GroupedTRTBackend",
     ),
     "removed": Case(NEURON, NEURON[NEURON.index("def get_open_port"):], "m.py::is_neuron",
                     "removed", message="not found at vllm@v2"),
