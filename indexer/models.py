@@ -35,17 +35,29 @@ class Symbol:
     body_key: str | None = None
 
 
+SymbolRow = tuple[str, str, str, int, int, int, int, str, str, str, str | None, str | None,
+                  str | None]
+"""A symbol as the ``symbols`` table stores it after its blob and seq: (qualname, name,
+kind, start_line, end_line, start_byte, end_byte, signature, exact, normalized, shape,
+header_key, body_key)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedBlob:
-    """What parsing one blob yields: its symbols, in source order."""
+    """What parsing one blob yields: its symbols, in source order, as rows (the index
+    stores them as they are; a `Symbol` each, made on demand, is for other readers)."""
 
     blob_id: str
-    symbols: tuple[Symbol, ...]
+    rows: tuple[SymbolRow, ...]
     has_errors: bool = False
     decode_errors: bool = False
     skipped: str | None = None
     names: str = ""
     imports: tuple[tuple[int, str, str | None, str | None, int], ...] = ()
+
+    @property
+    def symbols(self) -> tuple[Symbol, ...]:
+        return tuple(Symbol(row[0], SymbolKind(row[2]), *row[3:]) for row in self.rows)
 
 
 @dataclass(frozen=True, slots=True)

@@ -444,11 +444,4 @@ def _parsed_row(
 
 
 def symbol_rows(parsed: ParsedBlob) -> list[tuple]:
-    return [
-        (
-            parsed.blob_id, seq, s.qualname, s.qualname.rsplit(".", 1)[-1], s.kind.value,
-            s.start_line, s.end_line, s.start_byte, s.end_byte, s.signature,
-            s.exact, s.normalized, s.shape, s.header_key, s.body_key,
-        )
-        for seq, s in enumerate(parsed.symbols)
-    ]
+    return [(parsed.blob_id, seq, *row) for seq, row in enumerate(parsed.rows)]

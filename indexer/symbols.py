@@ -32,7 +32,7 @@ import tree_sitter_python
 
 from indexer.fingerprints import NormalizedFile, digest, shape_digest, split_commas
 from indexer.literals import universal_newlines
-from indexer.models import ParsedBlob, Symbol, SymbolKind
+from indexer.models import ParsedBlob, SymbolKind, SymbolRow
 from indexer.references import imports_in, names_in
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
@@ -374,15 +374,15 @@ def _normalized_file(
 
 def _fingerprint(
     source: bytes, definitions: list[_Definition], normalized: NormalizedFile
-) -> tuple[Symbol, ...]:
+) -> tuple[SymbolRow, ...]:
     for definition in definitions:
         definition.normalized_header = normalized.slice(definition.start, definition.header_end)
-    symbols = [_symbol(source, definition, normalized) for definition in definitions]
-    symbols.sort(key=lambda symbol: (symbol.start_byte, -symbol.end_byte))
-    return tuple(symbols)
+    rows = [_symbol_row(source, definition, normalized) for definition in definitions]
+    rows.sort(key=lambda row: (row[5], -row[6]))  # start_byte, then the longer first
+    return tuple(rows)
 
 
-def _symbol(source: bytes, definition: _Definition, normalized: NormalizedFile) -> Symbol:
+def _symbol_row(source: bytes, definition: _Definition, normalized: NormalizedFile) -> SymbolRow:
     shape = None
     if definition.members is not None:
         shape = shape_digest(
@@ -395,19 +395,13 @@ def _symbol(source: bytes, definition: _Definition, normalized: NormalizedFile) 
         )
     start, end = definition.start, definition.end
     is_attribute = definition.kind is SymbolKind.ATTRIBUTE
-    return Symbol(
-        qualname=definition.qualname,
-        kind=definition.kind,
-        start_line=definition.start_line,
-        end_line=definition.end_line,
-        start_byte=start,
-        end_byte=end,
-        signature=definition.signature,
-        exact=digest(source[start:end]),
-        normalized=digest(normalized.slice(start, end)),
-        shape=shape,
-        header_key=None if is_attribute else digest(definition.normalized_header),
-        body_key=None if is_attribute else digest(_normalized_body(definition, normalized)),
+    qualname = definition.qualname
+    return (
+        qualname, qualname.rsplit(".", 1)[-1], definition.kind.value,
+        definition.start_line, definition.end_line, start, end, definition.signature,
+        digest(source[start:end]), digest(normalized.slice(start, end)), shape,
+        None if is_attribute else digest(definition.normalized_header),
+        None if is_attribute else digest(_normalized_body(definition, normalized)),
     )
 
 
