@@ -21,7 +21,7 @@ from annotations.loader import link_claim_id
 from annotations.refs import parse_ref
 from annotations.resolve import at_indexed_target_version
 from annotations.results import RefResult, Status
-from db.claims import MAX_SEARCH_TERMS, all_links, check_search_text
+from db.claims import MAX_SEARCH_TERMS, all_links, check_search_text, search
 from db.database import Database, open_database
 from db.errors import BadSearchText, MissingIndex
 from indexer.config import load_config
@@ -970,9 +970,11 @@ def test_search_has_no_wildcards(query: str, found: list[str]) -> None:
     assert [row["claim_id"] for row in rows] == found
 
 
-@pytest.mark.parametrize("query", ['"', '"prefix', 'swap "Too large', '"swap" "space'],
+@pytest.mark.parametrize("query", ['"', '"prefix', 'swap "Too large', '"swap" "space', '"" "',
+                                   '" " "'],
                          ids=["quote-alone", "unclosed-phrase", "word-then-unclosed",
-                              "closed-then-unclosed"])
+                              "closed-then-unclosed", "empty-then-unclosed",
+                              "white-space-then-unclosed"])
 def test_search_refuses_an_unclosed_phrase(query: str) -> None:
     """Not a search for the text with its quote, which matched nothing, silently."""
     result = run("search", "--", query)
@@ -991,8 +993,8 @@ def test_search_refuses_a_phrase_of_only_white_space(query: str) -> None:
         "claim has: put words in it or drop it (see 'annotate search --help')\n")
 
 
-@pytest.mark.parametrize("query", ['swap ""', '"" "swap"'],
-                         ids=["after-a-word", "before-a-phrase"])
+@pytest.mark.parametrize("query", ['swap ""', '"" "swap"', '" " ""'],
+                         ids=["after-a-word", "before-a-phrase", "after-a-phrase-of-white-space"])
 def test_search_refuses_an_empty_phrase(query: str) -> None:
     """Not a search for two quotes, which matched nothing, silently."""
     assert fails("search", "--", query) == (
@@ -1012,6 +1014,14 @@ def test_search_refuses_empty_text(query: str, error: str) -> None:
     result = run("search", "--", query)
     assert result.exit_code == 2
     assert result.stderr == f"Error: {error} (see 'annotate search --help')\n"
+
+
+def test_search_refuses_its_text_before_it_opens_the_index() -> None:
+    """A text that searches for nothing is the error, not an index that is not there."""
+    assert fails("--db", "missing.db", "search", "--", '"prefix') == (
+        "Error: Invalid value for 'TEXT': a \" opens a phrase that is not closed: close it "
+        "('\"prefix caching\"') or drop it (see 'annotate search --help')\n")
+    assert not Path("missing.db").exists()
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -1038,6 +1048,14 @@ def test_a_search_text_that_searches_for_nothing_is_refused_by_the_library(
                          ids=["a-phrase-and-a-word", "a-word", "a-phrase"])
 def test_a_search_text_of_words_and_closed_phrases_is_taken(text: str) -> None:
     check_search_text(text)
+
+
+@pytest.mark.parametrize("text", ['"prefix', 'swap ""', '" "'],
+                         ids=["unclosed-phrase", "an-empty-phrase", "a-phrase-of-white-space"])
+def test_the_library_search_refuses_a_text_that_searches_for_nothing(text: str) -> None:
+    """Not a search for the word '"prefix' with its quote, which matched nothing."""
+    with open_database(DB) as database, pytest.raises(BadSearchText):
+        search(database, text)
 
 
 def test_search_of_many_words() -> None:
