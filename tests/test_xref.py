@@ -586,6 +586,20 @@ def test_cli_xref_unindexed_version_is_one_line(indexed: Path, name: str) -> Non
         "vllm@v9' to index it (see 'annotate xref --help')\n")
 
 
+@pytest.mark.parametrize("ref", [
+    pytest.param("vllm@v0.20.0:vllm/layers/linear.py#L2", id="lines"),
+    pytest.param(f"{GH}/v0.20.0/vllm/layers/linear.py#L2", id="permalink"),
+])
+def test_cli_xref_of_lines_at_a_version_not_indexed_says_to_index_it(
+    indexed: Path, ref: str
+) -> None:
+    """Worded as show and history word it, not as a ref of an annotation file (hint: ...)."""
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", ref])
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: vllm@v0.20.0 is not indexed; run 'annotate index vllm@v0.20.0'\n")
+
+
 RELATION_ANNOTATION = """\
 article: module_analysis/mla.md
 at: vllm@v1
