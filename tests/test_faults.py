@@ -612,6 +612,27 @@ def test_a_read_only_index_is_linked_in_a_temporary_copy_when_its_links_changed(
                       "temporary copy of it, for this check only"] if edited else [])
 
 
+def test_links_of_an_article_on_a_read_only_index_whose_links_changed_copy_nothing(
+    indexed_db: Path, mounted: list[Path]
+) -> None:
+    """links --article reads the stored links' status, linking nothing: no temporary copy
+    of the index, and no note of one."""
+    point = Path("ro").resolve()
+    _mount_tmpfs(point, "size=4m")
+    mounted.append(point)
+    shutil.copyfile(indexed_db, point / "index.db")
+    _an_annotation_file("vllm/utils.py::cdiv")
+    assert run("--db", str(point / "index.db"), "link").exit_code == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    _an_annotation_file("vllm/utils.py::get_open_port")
+    result = run("--db", str(point / "index.db"), "links", "--article", "annotations/a.yml")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "Note: the annotation files, the index or annotate changed since the last link; run "
+        "'annotate link' (or 'annotate check') to bring the claims shown here up to date\n")
+    assert "vllm/utils.py::cdiv" in result.stdout
+
+
 def test_no_room_for_the_copy_of_a_read_only_index_is_one_error(
     indexed_db: Path, mounted: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
