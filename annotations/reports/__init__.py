@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from annotations.results import CheckReport
+if TYPE_CHECKING:  # the CLI reads FORMATS at every start; a render imports the model
+    from annotations.results import CheckReport
 
 FORMATS: tuple[str, ...] = ("text", "json", "github", "sarif", "markdown")
 """Accepted values of `render`'s `fmt`, the default first."""
