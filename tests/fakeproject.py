@@ -164,7 +164,7 @@ def held_writer(*args: str, ignored: tuple[int, ...] = ()) -> Iterator[HeldWrite
             [sys.executable, str(HELD_INDEX), str(ready_write), str(resume_read), *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
             pass_fds=(ready_write, resume_read), start_new_session=True,
-            preexec_fn=functools.partial(_as_a_foreground_job, ignored),
+            preexec_fn=functools.partial(as_a_foreground_job, ignored),
         )
     finally:
         os.close(ready_write)
@@ -179,7 +179,7 @@ def held_writer(*args: str, ignored: tuple[int, ...] = ()) -> Iterator[HeldWrite
         os.close(resume_write)
 
 
-def _as_a_foreground_job(ignored: tuple[int, ...]) -> None:
+def as_a_foreground_job(ignored: tuple[int, ...] = ()) -> None:
     """Signal dispositions as a shell sets them for a foreground job: pytest run as a
     background job of a script (``pytest &``) has SIGINT ignored, which its children
     would inherit and keep."""

@@ -32,7 +32,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import Result
-from fakeproject import DB, held_writer
+from fakeproject import DB, as_a_foreground_job, held_writer
 from fakeproject import invoke as run
 
 from annotations.links import linkable
@@ -198,7 +198,8 @@ def test_ctrl_c_while_annotate_starts_is_the_one_line(tmp_path: Path) -> None:
     (shim / "click.py").write_text("import os, signal, time\n"
                                    "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n")
     done = subprocess.run([*_annotate(), "versions"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(shim)}, timeout=60)
+                          env={**os.environ, "PYTHONPATH": str(shim)}, timeout=60,
+                          preexec_fn=as_a_foreground_job)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", INTERRUPTED + "\n")
 
 
