@@ -590,10 +590,9 @@ def test_an_index_on_a_read_only_disk_is_read(
     assert dump(point / "index.db") == before
 
 
-@pytest.mark.parametrize("edited", [False, True], ids=["links-current", "links-changed"])
-def test_a_read_only_index_is_linked_in_a_temporary_copy_when_its_links_changed(
-    indexed_db: Path, mounted: list[Path], edited: bool
-) -> None:
+def _linked_on_a_read_only_mount(indexed_db: Path, mounted: list[Path]) -> Path:
+    """A copy of ``indexed_db``, its one annotation file linked, on a tmpfs remounted
+    read-only (the mount point, ro/, holding index.db)."""
     point = Path("ro").resolve()
     _mount_tmpfs(point, "size=4m")
     mounted.append(point)
@@ -601,6 +600,14 @@ def test_a_read_only_index_is_linked_in_a_temporary_copy_when_its_links_changed(
     _an_annotation_file("vllm/utils.py::cdiv")
     assert run("--db", str(point / "index.db"), "link").exit_code == 0
     subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    return point
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["links-current", "links-changed"])
+def test_a_read_only_index_is_linked_in_a_temporary_copy_when_its_links_changed(
+    indexed_db: Path, mounted: list[Path], edited: bool
+) -> None:
+    point = _linked_on_a_read_only_mount(indexed_db, mounted)
     if edited:
         _an_annotation_file("vllm/utils.py::get_open_port")
     notes: list[str] = []
@@ -618,13 +625,7 @@ def test_links_of_an_article_on_a_read_only_index_whose_links_changed_copy_nothi
 ) -> None:
     """links --article reads the stored links' status, linking nothing: no temporary copy
     of the index, and no note of one."""
-    point = Path("ro").resolve()
-    _mount_tmpfs(point, "size=4m")
-    mounted.append(point)
-    shutil.copyfile(indexed_db, point / "index.db")
-    _an_annotation_file("vllm/utils.py::cdiv")
-    assert run("--db", str(point / "index.db"), "link").exit_code == 0
-    subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+    point = _linked_on_a_read_only_mount(indexed_db, mounted)
     _an_annotation_file("vllm/utils.py::get_open_port")
     result = run("--db", str(point / "index.db"), "links", "--article", "annotations/a.yml")
     assert result.exit_code == 0, result.output
