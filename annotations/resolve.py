@@ -306,6 +306,21 @@ class Resolver:
                 return (place, row["start_line"]) if place is not None else None
         return None
 
+    def function_or_class_named(self, at: Resolved, name: str) -> Resolved | None:
+        """The class or function that ``at``'s module binds ``name`` to at its version (one
+        it defines, or imports, through re-exports); None for another kind of definition,
+        or a name the module does not bind (a local, an attribute after a dot)."""
+        if at.path not in self.paths(at.version_key):
+            return None
+        place = self._version_modules(at.version_key).follow(at.path, name)
+        if place is None:
+            return None
+        path, qualname = place.split("::", 1)
+        rows = self.definitions_in_file(at.version_key, path, qualname)
+        if not rows or rows[0]["kind"] not in ("class", "function"):
+            return None
+        return _from_row(at.repo, at.version, at.version_key, rows[0])
+
     def definitions(self, resolved: Resolved) -> list[Resolved]:
         """Every definition in ``resolved``'s file at its version."""
         rows = self.file_symbols(resolved.version_key, resolved.path)

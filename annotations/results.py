@@ -73,6 +73,10 @@ class RefResult:
     code_went_to_urls: tuple[str | None, ...] = ()
     """The permalink of each of ``code_went_to``, in their order (a file's without lines;
     None where there is none)."""
+    users_now_use: tuple[str, ...] = ()
+    """Of a removed module-level symbol, the classes and functions its users at the pin,
+    living on at the target, name in the lines that replaced those naming it
+    (``REPO@VERSION:PATH::QUALNAME``): a hint."""
     alias: str | None = None
     """Of a moved module-level symbol, the line of its file at the target that still binds
     its old name to its new place (``REPO@VERSION:PATH#Lx``): an alias kept for callers."""

@@ -259,6 +259,47 @@ class SparseSM120Backend(_SparseBackendBase):
     def get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size):
         return (num_blocks, block_size, 656)
 """
+HANDLERS = """\
+class IntHandler:
+    pass
+
+
+class StrHandler:
+    pass
+
+
+HANDLERS: dict[type, type] = {
+    int: IntHandler,
+    str: StrHandler,
+}
+
+
+def handler_for(value):
+    handler_class = HANDLERS[type(value)]
+    return handler_class(value)
+"""
+HANDLERS_REGISTERED = HANDLERS[:HANDLERS.index("HANDLERS")] + """\
+class HandlerRegistry:
+    _handlers: dict[type, type] = {}
+
+    @classmethod
+    def register(cls, kind, handler) -> None:
+        cls._handlers[kind] = handler
+
+    @classmethod
+    def get(cls, value):
+        return cls._handlers[type(value)]
+
+
+def register_handlers() -> None:
+    HandlerRegistry.register(int, IntHandler)
+    HandlerRegistry.register(str, StrHandler)
+
+
+def handler_for(value):
+    handler_class = HandlerRegistry.get(value)
+    return handler_class(value)
+"""
 EAGER = "def replay_eager(model, input_ids, positions):\n    return model(input_ids, positions)\n"
 NEURON = fakevllm.UTILS_V1[fakevllm.UTILS_V1.index("def is_neuron"):]
 PREFIX = '''\
@@ -694,6 +735,21 @@ CASES: dict[str, Case] = {
                                 " or name, or where its code went: no evidence of where "
                                 "they went",
     ),
+    "removed-its-users-now-use-another": Case(  # a dict made a registry its users ask
+        HANDLERS, HANDLERS_REGISTERED, "m.py::HANDLERS", "removed",
+        message="; its users at vllm@v1 no longer refer to it: handler_for names "
+                "HandlerRegistry where it did",
+    ),
+    "removed-its-users-now-use-a-parameter": Case(  # a local is no successor to name
+        "MAX_SPLITS = 8\n\n\ndef split_count(total):\n    return min(total, MAX_SPLITS)\n",
+        "def split_count(total, max_splits):\n    return min(total, max_splits)\n",
+        "m.py::MAX_SPLITS", "removed", message="MAX_SPLITS not found at vllm@v2",
+    ),
+    "removed-its-user-in-a-file-no-ref-can-name": Case(  # '::' in its name: passed over
+        "OLD_LIMIT = 4\n", "NEW_LIMIT = 4\n", "m.py::OLD_LIMIT", "removed",
+        message="OLD_LIMIT not found at vllm@v2",
+        both={"odd::use.py": "from .m import OLD_LIMIT\n\n\ndef limit():\n    return OLD_LIMIT\n"},
+    ),
     "lines-file-gone-text-where-its-code-went": Case(  # another folder, another name
         KDA, {"gdn/kimi.py": '"""Kimi layers."""\n' + KDA}, "ops/kda.py#L5-L8", "moved",
         path="ops/kda.py", new_ref="gdn/kimi.py#L6-L9",
@@ -881,7 +937,7 @@ def test_check_asks_where_the_code_of_its_removed_symbols_went_all_at_once(
                    for line in code_lines.normalized_lines(text)}
     [wanted] = indexes  # one index, of lines of the removed refs' files at v1 alone
     assert wanted is not None and wanted <= their_lines
-    assert len(wanted) == 21 and len(their_lines) == 43  # of their 13 cases
+    assert len(wanted) == 27 and len(their_lines) == 59  # of their 16 cases
     [went] = by_claim(report)["removed-its-code-went-to"]
     assert went["code_went_to"] == [
         "vllm@v2:c/removed-its-code-went-to/b.py::FlashBackend.supports_dtype"]
@@ -916,6 +972,17 @@ def test_an_old_name_kept_as_an_alias_is_in_the_json(table_report: dict) -> None
     [renamed] = by_claim(table_report)["moved-renamed"]  # no alias left behind
     assert (renamed["alias"], renamed["alias_url"]) == (None, None)
     assert "alias" not in renamed["message"]
+
+
+def test_what_the_users_of_a_removed_symbol_now_use_is_in_the_json(table_report: dict) -> None:
+    """The classes and functions named where its users named it, as refs; a parameter, a
+    local or an attribute is none (``min``, a builtin, is no definition of the version)."""
+    [registry] = by_claim(table_report)["removed-its-users-now-use-another"]
+    assert registry["users_now_use"] == [
+        "vllm@v2:c/removed-its-users-now-use-another/m.py::HandlerRegistry"]
+    [parameter] = by_claim(table_report)["removed-its-users-now-use-a-parameter"]
+    assert parameter["users_now_use"] == []
+    assert "its users" not in parameter["message"]
 
 
 def test_changed_lines_are_diffed_as_their_definition(table_report: dict) -> None:

@@ -391,6 +391,7 @@ RESULT_KEYS = [
     "candidate_urls",
     "code_went_to",
     "code_went_to_urls",
+    "users_now_use",
     "alias",
     "alias_url",
     "waived_until",
