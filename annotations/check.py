@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
-from annotations.diffs.usage import used_identifiers
 from annotations.errors import AnnotationError
 from annotations.links import AnnotationFiles, link_if_changed
 from annotations.model import Waiver, governing_waiver
@@ -28,10 +26,8 @@ from annotations.resolve import (
     linked_text,
 )
 from annotations.results import CheckReport, InputError, RefResult, Status
-from annotations.xref import xref
 from db import claims as claim_store
 from db.database import Database
-from db.match_queries import version_label
 from db.queries import is_python_path
 from indexer.config import ProjectConfig
 
@@ -336,12 +332,11 @@ def _finish(
         message += _alias_clause(pinned, new, *kept)
     if status is Status.REMOVED and row["quote"]:
         message += _quote_among(resolver, row["quote"], pinned, _symbol_places(comparison))
-    instead = (_used_instead(comparer, config, pinned, result.target)
-               if status is Status.REMOVED and result.target else {})
+    instead = comparison.users_instead if status is Status.REMOVED else ()
     if instead:
         message += f"; its users at {pinned.pin} no longer refer to it: " + ", ".join(
-            f"{user} names {', '.join(place.qualname or '' for place in places)} where it did"
-            for user, places in instead.items())
+            f"{user} names {', '.join(place.rpartition('::')[2] for place in places)} where it did"
+            for user, places in instead)
     repo = config.repo(pinned.repo)
     return replace(
         result,
@@ -359,79 +354,11 @@ def _finish(
         code_went_to=comparison.code_went_to,
         code_went_to_urls=tuple(_place_permalink(resolver, config, place)
                                 for place in comparison.code_went_to),
-        users_now_use=tuple(dict.fromkeys(place.canonical for places in instead.values()
-                                          for place in places)),
+        users_now_use=tuple(dict.fromkeys(place for _, places in instead for place in places)),
         alias=alias,
         alias_url=repo.permalink(new.version, pinned.path, alias_line, alias_line)
         if new is not None and alias_line is not None else None,
     )
-
-
-_USERS_NAMED = 3
-
-
-def _used_instead(
-    comparer: SymbolComparer, config: ProjectConfig, pinned: Resolved, target: str
-) -> dict[str, tuple[Resolved, ...]]:
-    """Of a removed module-level symbol, each of its users at the pin (the innermost
-    definitions that name it, as ``xref`` resolves them: by import or in their module;
-    up to ``_USERS_NAMED``) that lives on at ``target`` naming it no more, with the
-    classes and functions it names in the lines that replaced those naming it:
-    ``spec_manager_map``, a dict that vLLM v0.25.0 replaced by a registry, whose user
-    ``get_manager_for_kv_cache_spec`` now asks ``KVCacheSpecRegistry``."""
-    resolver = comparer.resolver
-    name = pinned.qualname
-    if not name or "." in name:
-        return {}
-    target_key = resolver.version_key(*target.split("@", 1))
-    found: dict[str, tuple[Resolved, ...]] = {}
-    for path, qualname in _users(resolver, config, pinned)[:_USERS_NAMED]:
-        user = _candidate_place(resolver, f"{pinned.pin}:{path}::{qualname}")
-        if user is None:  # a file no ref can name (``a::b.py``)
-            continue
-        new = comparer.compare(user, target_key, where_code_went=False).new
-        if new is not None and new.qualname is not None and (
-                places := _replacing(resolver, name, resolver.text_of(user), new)):
-            found[qualname] = places
-    return found
-
-
-def _users(resolver: Resolver, config: ProjectConfig, pinned: Resolved) -> list[tuple[str, str]]:
-    """(path, qualname) of the innermost definitions at the pin whose code names
-    ``pinned``, a module-level symbol, resolved by import or in their module, in the order
-    ``xref`` finds them; not ``pinned`` itself."""
-    name = pinned.qualname or ""
-    # the version as indexed: a permalink's pin may be its commit
-    repo, version = version_label(resolver.database, pinned.version_key) or (
-        pinned.repo, pinned.version)
-    references = xref(resolver.database, repo, version, name,
-                      config_name=config.file_name).references
-    return list(dict.fromkeys(
-        (found.path, found.enclosing) for found in references
-        if found.enclosing and found.target == f"{pinned.path}::{name}"
-        and found.context != "import" and found.resolution in ("import", "local")
-        and not (found.path == pinned.path and found.enclosing.partition(".")[0] == name)))
-
-
-def _replacing(resolver: Resolver, name: str, before: str, new: Resolved) -> tuple[Resolved, ...]:
-    """The classes and functions that ``new``'s module binds and that ``new`` names, new,
-    in the lines that replaced those of ``before`` naming ``name`` (as ``difflib`` aligns
-    the two, white space aside); none when ``new`` still names it."""
-    after = resolver.text_of(new)
-    if name.encode() in used_identifiers(after.encode()):
-        return ()
-    old_lines = [line.strip() for line in before.splitlines()]
-    new_lines = [line.strip() for line in after.splitlines()]
-    names: dict[bytes, None] = {}
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
-        replaced = used_identifiers("\n".join(old_lines[old_start:old_end]).encode())
-        if tag == "replace" and name.encode() in replaced:
-            names.update(dict.fromkeys(sorted(used_identifiers(
-                "\n".join(new_lines[new_start:new_end]).encode()) - replaced)))
-    places = (resolver.function_or_class_named(new, word.decode()) for word in names)
-    return tuple(dict.fromkeys(place for place in places
-                               if place is not None and place.qualname != new.qualname))
 
 
 def _alias_clause(pinned: Resolved, new: Resolved, aliased: str, line: int) -> str:

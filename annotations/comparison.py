@@ -24,10 +24,11 @@ from indexer.fingerprints import digest
 
 if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cache
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
+    from annotations.used_instead import UsersInstead
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-69"  # bump when matching, line comparisons or the stored diffs change: old
-# cache rows are ignored
+ENGINE = "matcher-70"  # bump when matching, line comparisons or what is stored of them
+# (diffs, hints) change: old cache rows are ignored
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class Comparison:
     # (Matcher.where_code_went); of lines of a gone file, the file where the code around
     # them went (successor_file): TARGET:REF each, as check's JSON gives them
     code_went_to: tuple[str, ...] = ()
+    # Of a removed module-level symbol, what its users name instead (`used_instead`)
+    users_instead: UsersInstead = ()
 
     def encode(self) -> str:
         return json.dumps({
@@ -49,6 +52,7 @@ class Comparison:
             "new": asdict(self.new) if self.new else None, "changes": list(self.changes),
             "candidates": list(self.candidates), "diff": self.diff,
             "code_went_to": list(self.code_went_to),
+            "users_instead": [[user, list(places)] for user, places in self.users_instead],
         })
 
     @classmethod
@@ -59,6 +63,7 @@ class Comparison:
             Resolved(**data["new"]) if data["new"] else None,
             tuple(data["changes"]), tuple(data["candidates"]), data["diff"],
             tuple(data["code_went_to"]),
+            tuple((user, tuple(places)) for user, places in data["users_instead"]),
         )
 
 
@@ -489,8 +494,8 @@ class SymbolComparer:
     def save(self) -> None:
         """Store what this run computed (skipped when another process is writing), with
         where the code of its removed symbols went."""
-        for pair in list(self._unplaced):
-            self._place_removed(pair)
+        while self._unplaced:  # placing some compares their users, which may be removed
+            self._place_removed(next(iter(self._unplaced)))
         queries.store_matches(self.resolver.database, ENGINE, [
             (*pair, *key, self._comparison(pair, key).encode()) for pair, key in self._new_rows])
         self._new_rows = []
@@ -503,13 +508,23 @@ class SymbolComparer:
 
     def _place_removed(self, pair: tuple[int, int]) -> None:
         """Where the code of every removed symbol of ``pair`` compared so far went, asked
-        of its matcher at once, in their comparisons."""
+        of its matcher at once, and what their users name instead, in their comparisons."""
         unplaced = self._unplaced.pop(pair)
         matcher = self._matchers[pair]
         target = _target_pin(self.resolver, pair[1])
         places = matcher.where_code_went(list(unplaced.values()))
         for (key, old), went in zip(unplaced.items(), places, strict=True):
-            self._cache[pair][key] = _comparison(matcher.match(old), target, pair[1], went)
+            self._cache[pair][key] = replace(
+                _comparison(matcher.match(old), target, pair[1], went),
+                users_instead=self._used_instead(old, pair))
+
+    def _used_instead(self, removed: SymbolSnapshot, pair: tuple[int, int]) -> UsersInstead:
+        """What the users of ``removed`` at ``pair``'s pin name instead at its target."""
+        from annotations.used_instead import used_instead
+
+        pinned = _resolved(removed, _target_pin(self.resolver, pair[0]), pair[0])
+        return used_instead(self.resolver, pinned, lambda user: self.compare(
+            user, pair[1], where_code_went=False).new)
 
     @property
     def store(self) -> SourceStore:

@@ -108,20 +108,38 @@ def xref(
     result = XrefResult(name=name, version=f"{repo}@{version}")
     named = queries.symbols_named(database, version_key, name)
     result.definitions = [row for row in named if path is None or row["path"] == path]
-    modules = VersionModules(database, version_key)
     same_name = named if short == name else queries.symbols_named(
         database, version_key, short)
-    unique = _unique_target(same_name)
     candidates = store.files_mentioning(database, version_key, short)
-    definitions = store.definitions_in(database, (blob for _, blob in candidates))
     imports = store.imports_of(database, (blob for _, blob in candidates))
+    result.references = _references(database, version_key, short, candidates, imports,
+                                     _unique_target(same_name))
+    result.importers = _importers(candidates, imports, short)
+    return result
+
+
+def references_to(database: Database, version_key: int, name: str) -> list[Occurrence]:
+    """`xref`'s references to ``name``, a short name, at the version of ``version_key``."""
+    candidates = store.files_mentioning(database, version_key, name)
+    imports = store.imports_of(database, (blob for _, blob in candidates))
+    unique = _unique_target(queries.symbols_named(database, version_key, name))
+    return _references(database, version_key, name, candidates, imports, unique)
+
+
+def _references(
+    database: Database, version_key: int, name: str, candidates: list[tuple[str, str]],
+    imports: dict[str, list[tuple]], unique: str | None,
+) -> list[Occurrence]:
+    """The references to ``name`` in the ``candidates`` files, in their order."""
+    modules = VersionModules(database, version_key)
+    definitions = store.definitions_in(database, (blob for _, blob in candidates))
+    found = []
     for path, blob_id in candidates:
         content = universal_newlines(queries.blob_content(database, blob_id) or b"")
         scanner = _FileScanner(path, content, definitions.get(blob_id, []),
                                imports.get(blob_id, []), modules, unique)
-        result.references.extend(scanner.occurrences(short))
-    result.importers = _importers(candidates, imports, short)
-    return result
+        found.extend(scanner.occurrences(name))
+    return found
 
 
 def _importers(

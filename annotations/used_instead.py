@@ -1,0 +1,89 @@
+"""What the users of a removed module-level symbol name instead: a hint of ``check``.
+
+``spec_manager_map``, a dict that vLLM v0.25.0 replaced by a registry, is not found at
+v0.25.0, and its code went nowhere; its user ``get_manager_for_kv_cache_spec`` lives on
+and now asks ``KVCacheSpecRegistry``. `SymbolComparer` finds it once per removed symbol
+and version pair, with where its code went, and stores it with its comparison.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+from annotations.diffs.usage import used_identifiers
+from annotations.errors import AnnotationError
+from annotations.refs import parse_ref
+from annotations.resolve import Resolved, Resolver
+from annotations.xref import references_to
+
+USERS_NAMED = 3
+
+UsersInstead = tuple[tuple[str, tuple[str, ...]], ...]
+"""(a user's qualname at the pin, the places it names instead: ``REPO@VERSION:PATH::QUALNAME``
+each), in the order of the users."""
+
+
+def used_instead(
+    resolver: Resolver, pinned: Resolved, new_place: Callable[[Resolved], Resolved | None]
+) -> UsersInstead:
+    """Of ``pinned``, a removed module-level symbol, each of its users at the pin (the
+    innermost definitions that name it, as ``xref`` resolves them: by import or in their
+    module; up to `USERS_NAMED`) that lives on at the target (``new_place``) naming it no
+    more, with the classes and functions it names in the lines that replaced those naming
+    it: ``get_manager_for_kv_cache_spec`` names ``KVCacheSpecRegistry`` where it named
+    ``spec_manager_map``."""
+    name = pinned.qualname
+    if not name or "." in name:
+        return ()
+    found: dict[str, tuple[str, ...]] = {}
+    for path, qualname in _users(resolver, pinned)[:USERS_NAMED]:
+        user = _place(resolver, f"{pinned.pin}:{path}::{qualname}")
+        if user is None:  # a file no ref can name (``a::b.py``)
+            continue
+        new = new_place(user)
+        if new is not None and new.qualname is not None and (
+                places := _replacing(resolver, name, resolver.text_of(user), new)):
+            found[qualname] = tuple(place.canonical for place in places)
+    return tuple(found.items())
+
+
+def _users(resolver: Resolver, pinned: Resolved) -> list[tuple[str, str]]:
+    """(path, qualname) of the innermost definitions at the pin whose code names
+    ``pinned``, a module-level symbol, resolved by import or in their module, in the order
+    ``xref`` finds them; not ``pinned`` itself."""
+    name = pinned.qualname or ""
+    references = references_to(resolver.database, pinned.version_key, name)
+    return list(dict.fromkeys(
+        (found.path, found.enclosing) for found in references
+        if found.enclosing and found.target == f"{pinned.path}::{name}"
+        and found.context != "import" and found.resolution in ("import", "local")
+        and not (found.path == pinned.path and found.enclosing.partition(".")[0] == name)))
+
+
+def _place(resolver: Resolver, ref: str) -> Resolved | None:
+    try:
+        return resolver.resolve(parse_ref(ref))
+    except AnnotationError:
+        return None
+
+
+def _replacing(resolver: Resolver, name: str, before: str, new: Resolved) -> tuple[Resolved, ...]:
+    """The classes and functions that ``new``'s module binds and that ``new`` names, new,
+    in the lines that replaced those of ``before`` naming ``name`` (as ``difflib`` aligns
+    the two, white space aside); none when ``new`` still names it."""
+    after = resolver.text_of(new)
+    if name.encode() in used_identifiers(after.encode()):
+        return ()
+    old_lines = [line.strip() for line in before.splitlines()]
+    new_lines = [line.strip() for line in after.splitlines()]
+    names: dict[bytes, None] = {}
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+        replaced = used_identifiers("\n".join(old_lines[old_start:old_end]).encode())
+        if tag == "replace" and name.encode() in replaced:
+            names.update(dict.fromkeys(sorted(used_identifiers(
+                "\n".join(new_lines[new_start:new_end]).encode()) - replaced)))
+    places = (resolver.function_or_class_named(new, word.decode()) for word in names)
+    return tuple(dict.fromkeys(place for place in places
+                               if place is not None and place.qualname != new.qualname))
