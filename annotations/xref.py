@@ -118,12 +118,14 @@ def xref(
     return result
 
 
-def references_to(database: Database, version_key: int, name: str) -> list[Occurrence]:
-    """`xref`'s references to ``name``, a short name, at the version of ``version_key``."""
-    candidates = store.files_mentioning(database, version_key, name)
-    imports = store.imports_of(database, (blob for _, blob in candidates))
+def references_in(
+    database: Database, version_key: int, name: str, files: list[tuple[str, str]]
+) -> list[Occurrence]:
+    """`xref`'s references to ``name``, a short name, at the version of ``version_key``,
+    in those of ``files`` (path, blob_id) that name it."""
+    imports = store.imports_of(database, (blob for _, blob in files))
     unique = _unique_target(queries.symbols_named(database, version_key, name))
-    return _references(database, version_key, name, candidates, imports, unique)
+    return _references(database, version_key, name, files, imports, unique)
 
 
 def _references(

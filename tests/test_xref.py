@@ -11,7 +11,8 @@ from fakeproject import write_tree
 
 from annotate_cli import cli
 from annotations.modules import VersionModules
-from annotations.resolve import ResolveError
+from annotations.resolve import Resolved, ResolveError
+from annotations.used_instead import user_files
 from annotations.xref import lines_named, symbol_of_lines, xref
 from db.database import open_database
 from db.queries import require_version
@@ -82,6 +83,9 @@ TREE = {
         "\n"
         "LAYER = linear.ReplicatedLinear\n"
     ),
+    "vllm/star/__init__.py": "from .impl import *\n",
+    "vllm/star/impl.py": "def starred():\n    return 1\n",
+    "vllm/star_user.py": "import vllm.star as star\n\n\ndef use():\n    return star.starred()\n",
     "vllm/config/__init__.py": "from .cache import CacheConfig\n",
     "vllm/config/cache.py": "class CacheConfig:\n    block_size: int = 16\n",
     "vllm/ext.py": (
@@ -652,3 +656,32 @@ def test_xref_help_says_what_imports_lists_and_which_version_it_reads() -> None:
     shown = " ".join(CliRunner().invoke(cli, ["xref", "--help"]).output.split())
     assert "--imports List the modules that import it instead." in shown
     assert "in one version (default: a ref's own, else vllm's target version)." in shown
+
+
+def test_the_files_searched_for_users_of_a_symbol_hold_all_that_xref_finds(
+    indexed: Path
+) -> None:
+    """check's hint looks for the users of a removed module-level symbol in a few files
+    (`user_files`), not in every file that names it as xref does: for each module-level
+    definition, they hold every file where xref resolves a use of it by import or in its
+    module: by its name, an alias, its module imported whole, a package's re-export or
+    ``*``."""
+    found = set()
+    with open_database(indexed) as database:
+        key = require_version(database, "vllm", "v1", config_name="annotate.toml")
+        rows = database.conn.execute(
+            "SELECT DISTINCT path, qualname FROM version_symbols WHERE version = 'v1'"
+            " AND qualname NOT LIKE '%.%'").fetchall()
+        for path, qualname in rows:
+            target = f"{path}::{qualname}"
+            users = {found.path for found in xref(database, "vllm", "v1", qualname,
+                                                   config_name="annotate.toml").references
+                     if found.target == target and found.resolution in ("import", "local")}
+            pinned = Resolved("vllm", "v1", key, path, "", 1, 1, "", "", qualname)
+            searched = {path for path, _blob in user_files(database, pinned)}
+            assert users <= searched, target
+            found |= {(qualname, user) for user in users - {path}}
+    assert {("ReplicatedLinear", "vllm/models/uses_module.py"),
+            ("ReplicatedLinear", "vllm/models/reexport.py"),
+            ("ReplicatedLinear", "vllm/models/alias.py"),
+            ("starred", "vllm/star_user.py")} <= found
