@@ -629,14 +629,16 @@ class _VersionView:
         """The snapshot of a row that ``rows`` or ``files`` gave the key of."""
         return self._materialize(key)
 
-    def load(self, skip: Callable[[str, str], bool]) -> list[tuple]:
+    def load(self, skip: Callable[[str, str], bool], unless_same_in: int | None = None
+             ) -> list[tuple]:
         """Load every row in one query, but for files where ``skip(path, blob)``.
 
-        Returns the rows of the skipped files (to be counted, not matched).
+        Returns the rows of the skipped files (to be counted, not matched), but those of
+        the files that version ``unless_same_in`` has with the same blob, not even read.
         """
         skipped: list[tuple] = []
         by_file: dict[str, list[tuple]] = defaultdict(list)
-        for row in mq.all_symbol_rows(self.database, self.key):
+        for row in mq.all_symbol_rows(self.database, self.key, unless_same_in):
             if skip(row[_PATH], row[_BLOB]):
                 skipped.append(row)
             else:
@@ -2001,7 +2003,7 @@ class Matcher:
         if self._pool is None:
             a_blobs, b_blobs = self.a.blobs(), self.b.blobs()
             self._a_same = self.a.load(lambda path, blob: b_blobs.get(path) == blob)
-            self.b.load(lambda path, blob: a_blobs.get(path) == blob)
+            self.b.load(lambda path, blob: a_blobs.get(path) == blob, self.a.key)
             # Both versions are loaded but for the files they share unchanged (which a
             # rule may have read already: left out all the same).
             a_rows = {key: row for key, row in self.a.rows().items()

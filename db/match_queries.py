@@ -64,10 +64,20 @@ def file_blobs(database: Database, version_key: int) -> dict[str, str]:
     return dict(rows)
 
 
-def all_symbol_rows(database: Database, version_key: int) -> list[tuple]:
-    """Every symbol row of a version, in one query, by path then position."""
+def all_symbol_rows(
+    database: Database, version_key: int, unless_same_in: int | None = None
+) -> list[tuple]:
+    """Every symbol row of a version, in one query, by path then position; with
+    ``unless_same_in``, but those of the files that version has at the same path with
+    the same blob."""
+    if unless_same_in is None:
+        return _sharing_strings(database.conn.execute(
+            _SELECT + " WHERE f.version_id = ? ORDER BY f.path, s.seq", (version_key,)
+        ))
     return _sharing_strings(database.conn.execute(
-        _SELECT + " WHERE f.version_id = ? ORDER BY f.path, s.seq", (version_key,)
+        _SELECT + " WHERE f.version_id = ? AND NOT EXISTS (SELECT 1 FROM files o"
+        " WHERE o.version_id = ? AND o.path = f.path AND o.blob_id = f.blob_id)"
+        " ORDER BY f.path, s.seq", (version_key, unless_same_in)
     ))
 
 
