@@ -22,23 +22,34 @@ def replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
         _write_pieces(path, pieces)
         return
     target = Path(os.path.realpath(path))  # a symlink stays one
+    kept_mode = _mode_of(target)
     try:
-        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                                        dir=target.parent)
+        handle, partial = _created_beside(target, 0o666 if kept_mode is None else kept_mode)
     except PermissionError:
         if not target.is_file():
             raise
         _copy_when_whole(target, pieces)
         return
-    partial = Path(name)
     try:
         with os.fdopen(handle, "wb") as file:
             file.writelines(pieces)
-        os.chmod(partial, _new_file_mode(target))
+        if kept_mode is not None:
+            os.chmod(partial, kept_mode)  # with the bits the umask took when it was made
         os.replace(partial, target)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+
+
+def _created_beside(target: Path, mode: int) -> tuple[int, Path]:
+    """A new file beside ``target``, open to be written, and its path; made with ``mode``
+    less the umask, as ``open()`` makes a file, which learns the umask without setting it
+    (``os.umask`` sets it, for a moment, for every thread)."""
+    for _ in range(tempfile.TMP_MAX):
+        partial = target.with_name(f".{target.name}.{os.urandom(4).hex()}.partial")
+        with contextlib.suppress(FileExistsError):
+            return os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), partial
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(target.parent))
 
 
 def _write_pieces(path: Path, pieces: Iterable[bytes]) -> None:
@@ -103,10 +114,9 @@ def _overwrite(file: IO[bytes], source: IO[bytes]) -> None:
     file.flush()
 
 
-def _new_file_mode(path: Path) -> int:
-    """The mode ``path`` has, or the one a new file gets (mkstemp's is owner-only)."""
-    with contextlib.suppress(OSError):
+def _mode_of(path: Path) -> int | None:
+    """The mode of the file at ``path``; None when there is none."""
+    try:
         return path.stat().st_mode & 0o7777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+    except OSError:
+        return None

@@ -28,6 +28,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import fakevllm as fv
 import pytest
@@ -789,14 +790,14 @@ def test_a_report_keeps_the_mode_a_written_file_has(indexed_db: Path) -> None:
 def _refuse_new_files_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Stand in for ``folder`` refusing a new file (root, the tests' user in CI, is never
     refused): the temporary file a report is renamed from cannot be made there."""
-    real_mkstemp = tempfile.mkstemp
+    real_open = os.open
 
-    def mkstemp(*args: object, dir: str, **kwargs: object) -> tuple[int, str]:
-        if Path(dir) == folder:
-            raise PermissionError(13, "Permission denied", dir)
-        return real_mkstemp(*args, dir=dir, **kwargs)
+    def os_open(path: str | Path, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        if flags & os.O_CREAT and Path(path).parent == folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, mode, **kwargs)
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(os, "open", os_open)
 
 
 def test_a_report_file_in_a_folder_that_takes_no_new_file_is_written_in_place(

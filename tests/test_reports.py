@@ -1404,3 +1404,46 @@ def test_a_render_that_stops_leaves_the_previous_report_and_no_partial_file(
         replace_whole(report, _half_a_report())
     assert report.read_text() == "the previous report\n"
     assert [path.name for path in report.parent.iterdir()] == ["report.md"]
+
+
+_REPLACE_WATCHING_THE_UMASK = """
+import os, sys
+from pathlib import Path
+from annotations.report_file import replace_whole
+
+def umask_now():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+
+seen = set()
+os.umask(0o027)
+report = Path(sys.argv[1])
+sys.setprofile(lambda frame, event, arg: seen.add(umask_now()))
+replace_whole(report, iter([b"fresh\\n"]))
+sys.setprofile(None)
+print(*sorted(map(oct, seen)), "then", oct(report.stat().st_mode & 0o777))
+"""
+
+_STATUS = Path("/proc/self/status")
+_UMASK_SHOWN = _STATUS.is_file() and "Umask:" in _STATUS.read_text(errors="replace")
+
+
+@pytest.mark.skipif(not _UMASK_SHOWN, reason="the umask cannot be read without setting it")
+@pytest.mark.parametrize(("previous_mode", "mode"), [
+    pytest.param(None, 0o640, id="a-new-file-as-open-makes-it"),
+    pytest.param(0o604, 0o604, id="over-a-report-keeping-a-mode-the-umask-would-narrow"),
+])
+def test_a_report_file_is_written_without_changing_the_umask(
+    tmp_path: Path, previous_mode: int | None, mode: int
+) -> None:
+    """The umask (0o027 here) is the process's: a thread creating a file while a report is
+    written gets the mode it asked for, not one of an umask changed for a moment. Every
+    call of replace_whole is watched (a profile hook reading /proc/self/status)."""
+    report = tmp_path / "report.md"
+    if previous_mode is not None:
+        report.write_text("the previous report\n")
+        report.chmod(previous_mode)
+    done = subprocess.run([sys.executable, "-c", _REPLACE_WATCHING_THE_UMASK, str(report)],
+                          capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert done.stdout.split() == ["0o27", "then", oct(mode)]
+    assert report.read_text() == "fresh\n"
