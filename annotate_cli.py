@@ -304,18 +304,12 @@ def _usage_errors_on_one_line(command_path: Callable[[], str]) -> Iterator[None]
         raise OneLineUsageError(error.format_message(), path) from None
 
 
-def _a_path(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """An empty ``--db`` or ``--config`` (an unset variable in ``--db "$DB"``) is refused:
-    taken as not given, it would read or write the default index instead."""
-    if value == "":
-        raise click.BadParameter("it is empty; give a file path")
-    return value
-
-
 def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """An empty text argument (``annotate show "$REF"`` with REF unset) is refused as such,
-    every command's alike, not read as a ref ("empty reference"), a glob that matches no
-    file or a name nothing defines."""
+    """An empty argument or option (``annotate show "$REF"`` with REF unset), or one of only
+    white space (``-o "$OUT "``), is refused as such, every command's alike, not read as a
+    ref ("empty reference"), a glob that matches no file, a name nothing defines, or a path
+    (an empty ``--db``, taken as not given, would read or write the default index; ``-o " "``
+    would write a file named " ")."""
     if value is not None and not value.strip():
         raise click.BadParameter("it is empty", param_hint=_named(ctx, param))
     return value
@@ -349,17 +343,17 @@ def _an_existing_path(ctx: click.Context, param: click.Parameter, value: str | N
 
 
 def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
-    """``--output`` as a path; an empty one (``-o "$OUT"`` unset) is refused, where it would
-    be taken for the current folder."""
-    given = _a_path(ctx, param, value)
+    """``--output`` as a path; an empty one (``-o "$OUT"`` unset) is refused by `_not_empty`,
+    where it would be taken for the current folder."""
+    given = _not_empty(ctx, param, value)
     return Path(given) if given is not None else None
 
 
 @click.group(cls=OneLineErrorsGroup)
 @click.version_option(package_name="vllm-annotate")
-@click.option("--db", "db_path", metavar="PATH", callback=_a_path,
+@click.option("--db", "db_path", metavar="PATH", callback=_not_empty,
               help="Index database (default from config).")
-@click.option("--config", "config_path", metavar="FILE", callback=_a_path,
+@click.option("--config", "config_path", metavar="FILE", callback=_not_empty,
               help="Config file (default: annotate.toml, or [tool.annotate] in "
                    "pyproject.toml, in the current folder only).")
 @click.pass_context
@@ -408,7 +402,7 @@ def db_option(command: F) -> F:
     """Accept ``--db PATH`` after the command name too: ``annotate versions --db x.db``."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-        if _a_path(ctx, param, value) is not None:
+        if _not_empty(ctx, param, value) is not None:
             context = ctx.find_object(Context)
             assert context is not None  # made by the group before its command's options
             context._db_path = value
