@@ -1194,9 +1194,8 @@ def _checked(
         files = require_annotation_files(context.config)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on,
                            source_files)
-    with context.database() as stored, (
-        linkable(stored, context.config, notify=lambda note: _note(f"Note: {note}"))
-        if relink else contextlib.nullcontext(stored)
+    with context.database() as stored, linkable(
+        stored, context.config, relink=relink, notify=lambda note: _note(f"Note: {note}")
     ) as database:
         for pin in pins.items():
             require_indexed(database, context.config, pin, "'--against'")

@@ -628,12 +628,14 @@ class LinkState(str, Enum):
 
 @contextlib.contextmanager
 def linkable(
-    database: Database, config: ProjectConfig, *, notify: Callable[[str], None]
+    database: Database, config: ProjectConfig, *, relink: bool = True,
+    notify: Callable[[str], None],
 ) -> Iterator[Database]:
     """The database to link (and check) in: ``database``, unless it is read-only (a CI
-    cache restored read-only) and its links are not current: then a temporary copy of it,
-    where they are linked again for this run only, which ``notify`` is told."""
-    if not database.read_only or link_state(database, config) is LinkState.CURRENT:
+    cache restored read-only), its links are not current and they are to be linked again
+    (``relink``; not to read the stored links' status): then a temporary copy of it, where
+    they are linked again for this run only, which ``notify`` is told."""
+    if not relink or not database.read_only or link_state(database, config) is LinkState.CURRENT:
         yield database
         return
     with database.scratch_copy() as copy:

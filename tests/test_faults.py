@@ -604,21 +604,27 @@ def _linked_on_a_read_only_mount(indexed_db: Path, mounted: list[Path]) -> Path:
     return point
 
 
-@pytest.mark.parametrize("edited", [False, True], ids=["links-current", "links-changed"])
+@pytest.mark.parametrize(("edited", "relink", "copied"), [
+    pytest.param(False, True, False, id="links-current"),
+    pytest.param(True, True, True, id="links-changed"),
+    pytest.param(True, False, False, id="links-changed-not-to-be-linked"),
+])
 def test_a_read_only_index_is_linked_in_a_temporary_copy_when_its_links_changed(
-    indexed_db: Path, mounted: list[Path], edited: bool
+    indexed_db: Path, mounted: list[Path], edited: bool, relink: bool, copied: bool
 ) -> None:
+    """Not linked again (``relink=False``: links --article reads the stored links' status),
+    the index is read as it is."""
     point = _linked_on_a_read_only_mount(indexed_db, mounted)
     if edited:
         _an_annotation_file("vllm/utils.py::get_open_port")
     notes: list[str] = []
     with open_database(point / "index.db") as database, linkable(
-        database, load_config(), notify=notes.append
+        database, load_config(), relink=relink, notify=notes.append
     ) as linked:
         assert database.read_only
-        assert (linked is not database, linked.read_only) == (edited, not edited)
+        assert (linked is not database, linked.read_only) == (copied, not copied)
     assert notes == (["the index cannot be written: the annotation files are linked in a "
-                      "temporary copy of it, for this check only"] if edited else [])
+                      "temporary copy of it, for this check only"] if copied else [])
 
 
 def test_links_of_an_article_on_a_read_only_index_whose_links_changed_copy_nothing(
