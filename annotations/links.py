@@ -127,13 +127,13 @@ def selects(files: AnnotationFiles, path: Path) -> bool:
 
 
 def replaces_an_input(
-    output: Path, config: ProjectConfig, files: AnnotationFiles, database: Path
+    output: Path, config: ProjectConfig, files: AnnotationFiles, db_path: Path
 ) -> bool:
     """Whether a report written to ``output`` would replace a file a run reads: the index
-    in use (``database``) or the config's, each with its -wal and -shm files, the config
+    in use (at ``db_path``) or the config's, each with its -wal and -shm files, the config
     file, or one of the annotation files ``files``, by its own name or another (a hard
     link)."""
-    inputs = [index.with_name(index.name + suffix) for index in {database, config.db}
+    inputs = [index.with_name(index.name + suffix) for index in {db_path, config.db}
               for suffix in ("", "-wal", "-shm")]
     if config.source_file is not None:
         inputs.append(config.source_file)
