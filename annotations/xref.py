@@ -78,7 +78,9 @@ def locate(
 def lines_named(text: str) -> Ref | None:
     """The ref ``text`` is when it is written as lines, which name the innermost symbol
     covering them (`symbol_of_lines`): a GitHub permalink or ``[REPO@VERSION:]PATH#Lx-Ly``;
-    None for a name, a dotted name or ``PATH::QUALNAME``."""
+    None for a name, a dotted name or ``PATH::QUALNAME``. Raises RefSyntaxError for text
+    written as lines that names none (a bad anchor, ``foo#bar``; a URL that is not a GitHub
+    permalink)."""
     if "#" not in text and "://" not in text:
         return None
     ref = parse_ref(text)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from fakeproject import write_tree
 
 from annotate_cli import cli
+from annotations.errors import RefSyntaxError
 from annotations.modules import VersionModules
 from annotations.resolve import Resolved, ResolveError
 from annotations.used_instead import user_files
@@ -462,6 +463,20 @@ def test_the_symbol_of_lines_is_the_innermost_symbol_covering_them(
                          ids=["short-name", "path-and-qualname", "a-ref", "dotted-name"])
 def test_names_and_symbols_name_no_lines(given: str) -> None:
     assert lines_named(given) is None
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    pytest.param("foo#bar", "invalid line anchor '#bar' after path 'foo': expected '#Lx' or "
+                 "'#Lx-Ly'", id="a-bad-anchor"),
+    pytest.param("https://example.com/x.py", "unsupported URL 'https://example.com/x.py': only "
+                 "GitHub permalinks are supported (hint: "
+                 "https://github.com/ORG/NAME/blob/REF/PATH#Lx-Ly)", id="a-url-not-a-permalink"),
+])
+def test_text_written_as_lines_that_names_none_is_a_syntax_error(given: str, message: str
+                                                                  ) -> None:
+    with pytest.raises(RefSyntaxError) as caught:
+        lines_named(given)
+    assert str(caught.value) == message
 
 
 @pytest.mark.parametrize(("given", "what"), [
