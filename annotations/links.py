@@ -640,7 +640,7 @@ def linkable(
         return
     with database.scratch_copy() as copy:
         notify("the index cannot be written: the annotation files are linked in a "
-               "temporary copy of it, for this check only")
+               "temporary copy of it, for this run only")
         yield copy
 
 

@@ -495,7 +495,8 @@ def test_an_index_file_that_cannot_be_written_is_read_and_checked_in_a_copy(
     """A file this user may not write, in a folder it may (a CI cache restored as another
     user's, made immutable here since root ignores permission bits), is opened read-only by
     SQLite: check and fix link a changed annotation file in a temporary copy of it, as they
-    do for an index on a read-only disk."""
+    do for an index on a read-only disk, and say so in a note true of each (it said "for
+    this check only" of fix too)."""
     _an_annotation_file("vllm/utils.py::cdiv")
     assert run("link").exit_code == 0
     before = dump(indexed_db)
@@ -512,7 +513,7 @@ def test_an_index_file_that_cannot_be_written_is_read_and_checked_in_a_copy(
     finally:
         subprocess.run(["chattr", "-i", str(indexed_db)], capture_output=True)
     copied = ("Note: the index cannot be written: the annotation files are linked in a "
-              "temporary copy of it, for this check only\n")
+              "temporary copy of it, for this run only\n")
     assert (checked.exit_code, checked.stderr) == (0, copied), checked.output
     assert [r["ref"] for r in json.loads(checked.stdout)["results"]] == [
         "vllm/utils.py::get_open_port"]
@@ -574,7 +575,7 @@ def test_an_index_on_a_read_only_disk_is_read(
     edited = run(*db, "check", "--against", "vllm@v0.2.0", "--format", "json")
     assert list(scratch.iterdir()) == []  # the copy is gone
     assert edited.stderr == ("Note: the index cannot be written: the annotation files are "
-                             "linked in a temporary copy of it, for this check only\n")
+                             "linked in a temporary copy of it, for this run only\n")
     assert [r["ref"] for r in json.loads(edited.stdout)["results"]] == [
         "vllm/utils.py::get_open_port"]
     versions = run(*db, "versions")
@@ -624,7 +625,7 @@ def test_a_read_only_index_is_linked_in_a_temporary_copy_when_its_links_changed(
         assert database.read_only
         assert (linked is not database, linked.read_only) == (copied, not copied)
     assert notes == (["the index cannot be written: the annotation files are linked in a "
-                      "temporary copy of it, for this check only"] if copied else [])
+                      "temporary copy of it, for this run only"] if copied else [])
 
 
 def test_links_of_an_article_on_a_read_only_index_whose_links_changed_copy_nothing(
