@@ -45,8 +45,11 @@ def _created_beside(target: Path, mode: int) -> tuple[int, Path]:
     """A new file beside ``target``, open to be written, and its path; made with ``mode``
     less the umask, as ``open()`` makes a file, which learns the umask without setting it
     (``os.umask`` sets it, for a moment, for every thread)."""
+    # the start of the name only: a name as long as the file system allows, and 18 more
+    # characters, would be too long (48 characters are at most 192 bytes)
+    shown = target.name[:48]
     for _ in range(tempfile.TMP_MAX):
-        partial = target.with_name(f".{target.name}.{os.urandom(4).hex()}.partial")
+        partial = target.with_name(f".{shown}.{os.urandom(4).hex()}.partial")
         with contextlib.suppress(FileExistsError):
             return os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), partial
     raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(target.parent))

@@ -1384,6 +1384,23 @@ def test_a_report_file_is_replaced_whole(
     assert [path.name for path in report.parent.iterdir()] == ["report.md"]
 
 
+@pytest.mark.parametrize("name", [
+    pytest.param("r" * 255, id="255-characters"),
+    pytest.param("é" * 127, id="254-bytes-of-127-characters"),
+])
+def test_a_report_whose_name_is_as_long_as_the_system_allows_is_written(
+    tmp_path: Path, name: str
+) -> None:
+    """Its temporary file beside it is named shorter: the report's name and 18 more
+    characters would be too long for the file system."""
+    report = tmp_path / "out" / name
+    report.parent.mkdir()
+    report.write_text("the previous report\n")
+    replace_whole(report, iter([b"fresh\n"]))
+    assert report.read_bytes() == b"fresh\n"
+    assert [path.name for path in report.parent.iterdir()] == [name]
+
+
 def test_a_report_file_through_a_symlink_stays_a_symlink(tmp_path: Path) -> None:
     (tmp_path / "reports").mkdir()
     target = tmp_path / "reports" / "latest.md"
