@@ -408,12 +408,15 @@ def _repo(
     name if any; ``shown``: the config, as hints name it (`config_name`)."""
     _check_repo_table(name, table, base, file, shown)
     at = keys_at(file, shown, f"repos.{name}")
+    _check_repo_strings(table, at)
     versions = _string_list(table, "versions", at)
+    if any(not version.strip() for version in versions or ()):
+        raise ConfigError(f"{at}: 'versions' lists an empty version",
+                          "list tags or commits such as v0.20.0")
     for version in versions or ():
         _check_version_in(version, f"{at} versions")
     _check_listed_once(versions or (), at)
     sources = _sources(table, at)
-    _check_repo_strings(table, at)
     repo = base or RepoConfig(name=name, sources=default_sources, config_name=shown)
     repo = replace(
         repo,
@@ -555,10 +558,25 @@ def _sources(table: dict[str, Any], where: str) -> tuple[str, ...] | None:
     return sources
 
 
+_WHAT_TO_WRITE = {
+    "db": "write a path, or leave the key out for its default",
+    "cache_dir": "write a path, or leave the key out for its default",
+    "git": "write a clone URL or a path, or leave the key out",
+    "pypi": "write the project's name as pip takes it, or leave the key out",
+    "github": "write ORG/NAME as in its URL, or leave the key out",
+    "target": "write one of its versions, or leave the key out for the last of them",
+}
+"""What to write in place of each string key's empty value."""
+
+
 def _string(table: dict[str, Any], key: str, where: str) -> str | None:
+    """The string value of ``key``; refused when empty or only white space (``db = " "``
+    names no file a user meant), as an empty command-line path is."""
     value = table.get(key)
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"{where}: '{key}' must be a string")
+    if value is not None and not value.strip():
+        raise ConfigError(f"{where}: '{key}' is empty", _WHAT_TO_WRITE[key])
     return value
 
 

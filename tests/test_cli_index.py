@@ -1040,8 +1040,8 @@ CONFIGS = [
         "{path} [repos.vllm] versions: invalid version '-x'; a version is a tag or commit such "
         "as v0.20.0 and starts with a letter or digit", id="invalid-version"),
     pytest.param(
-        "[repos.vllm]\nversions = ['v1']\ntarget = ''\n",
-        "{path} [repos.vllm] target: invalid version ''; a version is a tag or commit such as "
+        "[repos.vllm]\nversions = ['v1']\ntarget = '-x'\n",
+        "{path} [repos.vllm] target: invalid version '-x'; a version is a tag or commit such as "
         "v0.20.0 and starts with a letter or digit", id="invalid-target"),
     pytest.param(
         "[repos.vllm]\ngithub = 'not a repo'\n",
@@ -1061,12 +1061,28 @@ CONFIGS = [
         ("a\\u0000b", "holds a NUL character; write a plain path", "nul"),
         (f"cache/{'x' * 256}", "has a name longer than 255 bytes; write a shorter path",
          "name-too-long"))),
-    *(pytest.param(f"{key} = ''\n", f"{{path}}: '{key}' is empty; write a path, or leave the "
-                   "key out for its default", id=f"{key}-empty") for key in ("db", "cache_dir")),
-    pytest.param(
-        "[repos.vllm]\ngit = ''\n",
-        "{path} [repos.vllm]: 'git' is empty; write a clone URL or a path, or leave the key out",
-        id="git-empty"),
+    *(pytest.param(f"{table}{key} = {json.dumps(value)}\n",
+                   f"{{path}}{where}: '{key}' is empty; {hint}",
+                   id=f"{where.strip(' []') or 'top'}-{key}-{name}")
+      for table, where, key, hint in (
+        ("", "", "db", "write a path, or leave the key out for its default"),
+        ("", "", "cache_dir", "write a path, or leave the key out for its default"),
+        ("[repos.vllm]\n", " [repos.vllm]", "git",
+         "write a clone URL or a path, or leave the key out"),
+        ("[repos.vllm]\n", " [repos.vllm]", "pypi",
+         "write the project's name as pip takes it, or leave the key out"),
+        ("[repos.vllm]\n", " [repos.vllm]", "github",
+         "write ORG/NAME as in its URL, or leave the key out"),
+        ("[repos.vllm]\n", " [repos.vllm]", "target",
+         "write one of its versions, or leave the key out for the last of them"))
+      for value, name in (("", "empty"), (" ", "white-space"), ("\t ", "tab-and-space"))),
+    pytest.param("[repos.mine]\ngit = ' '\n", "{path} [repos.mine]: 'git' is empty; write a "
+                 "clone URL or a path, or leave the key out",
+                 id="a-repo-of-its-own-git-white-space"),
+    *(pytest.param(f"[repos.vllm]\nversions = ['v1', {json.dumps(value)}]\n",
+                   "{path} [repos.vllm]: 'versions' lists an empty version; list tags or "
+                   "commits such as v0.20.0", id=f"versions-{name}")
+      for value, name in (("", "empty"), (" ", "white-space"), ("\t ", "tab-and-space"))),
     pytest.param(
         "sources = []\n",
         "{path}: 'sources' is empty; list git or pypi, or leave the key out for both",
