@@ -1258,6 +1258,10 @@ def _write_report(path: Path | None, text: str | Iterable[str]) -> None:
     try:
         replace_whole(path, (piece.encode("utf-8") for piece in pieces))
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UserError(f"cannot write {path}: it is a symlink that leads back to itself "
+                            f"({error.strerror}); remove the link, or pass another --output"
+                            ) from None
         raise UserError(f"cannot write {path}: {error.strerror}; check that its folder exists "
                         "and can be written, or pass another --output") from None
 

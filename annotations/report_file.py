@@ -22,6 +22,8 @@ def replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
         _write_pieces(path, pieces)
         return
     target = Path(os.path.realpath(path))  # a symlink stays one
+    if target.is_symlink():  # what realpath leaves unresolved: a loop, which open() refuses
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
     kept_mode = _mode_of(target)
     try:
         handle, partial = _created_beside(target, 0o666 if kept_mode is None else kept_mode)
