@@ -6,11 +6,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
+import sys
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
+
+if sys.platform != "win32":  # on Windows no lock tells a live writer: partials are left
+    import fcntl
 
 
 def replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
@@ -34,6 +40,7 @@ def replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
         return
     try:
         with os.fdopen(handle, "wb") as file:
+            _remove_abandoned(target, file, partial)
             file.writelines(pieces)
         if kept_mode is not None:
             os.chmod(partial, kept_mode)  # with the bits the umask took when it was made
@@ -47,14 +54,56 @@ def _created_beside(target: Path, mode: int) -> tuple[int, Path]:
     """A new file beside ``target``, open to be written, and its path; made with ``mode``
     less the umask, as ``open()`` makes a file, which learns the umask without setting it
     (``os.umask`` sets it, for a moment, for every thread)."""
-    # the start of the name only: a name as long as the file system allows, and 18 more
-    # characters, would be too long (48 characters are at most 192 bytes)
-    shown = target.name[:48]
+    shown = _partial_stem(target)
     for _ in range(tempfile.TMP_MAX):
         partial = target.with_name(f".{shown}.{os.urandom(4).hex()}.partial")
         with contextlib.suppress(FileExistsError):
             return os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), partial
     raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(target.parent))
+
+
+ABANDONED_AFTER = 3600
+"""Seconds after its last write that a partial file no writer holds is taken as left by a
+writer killed outright (``kill -9``, a machine that went down)."""
+
+
+def _remove_abandoned(target: Path, own: IO[bytes], own_path: Path) -> None:
+    """Lock ``own``, the partial file at ``own_path`` this writer writes, then remove the
+    other partial files of ``target`` that were last written over `ABANDONED_AFTER`
+    seconds ago and whose lock no writer holds: a living writer holds it while it writes
+    (a lock goes with its process), and one that just made its file and has yet to take
+    the lock made it too recently. Nothing is removed where locks cannot be taken."""
+    if sys.platform == "win32":
+        return
+    try:
+        fcntl.flock(own, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a file system without locks: no lock tells a live writer
+        return
+    named = re.compile(rf"\.{re.escape(_partial_stem(target))}\.[0-9a-f]{{8}}\.partial")
+    with contextlib.suppress(OSError), os.scandir(target.parent) as entries:
+        for entry in entries:
+            if named.fullmatch(entry.name) and entry.path != str(own_path):
+                _remove_if_abandoned(Path(entry.path))
+
+
+def _remove_if_abandoned(partial: Path) -> None:
+    if sys.platform == "win32":
+        return
+    try:
+        with partial.open("rb") as file:
+            if time.time() - os.fstat(file.fileno()).st_mtime < ABANDONED_AFTER:
+                return
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            partial.unlink()
+    except OSError:  # held (BlockingIOError), gone, or not ours to read or remove
+        return
+
+
+def _partial_stem(target: Path) -> str:
+    """The start of the report's name its partial files are named with: a name as long as
+    the file system allows, and 18 more characters, would be too long (48 characters are
+    at most 192 bytes)."""
+    return target.name[:48]
 
 
 def _write_pieces(path: Path, pieces: Iterable[bytes]) -> None:

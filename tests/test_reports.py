@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import fcntl
 import html
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from pathlib import Path
@@ -1399,6 +1401,55 @@ def test_a_report_whose_name_is_as_long_as_the_system_allows_is_written(
     replace_whole(report, iter([b"fresh\n"]))
     assert report.read_bytes() == b"fresh\n"
     assert [path.name for path in report.parent.iterdir()] == [name]
+
+
+HOURS_AGO = 2 * 3600
+
+
+@pytest.mark.parametrize(("partial", "age", "held", "kept"), [
+    pytest.param(".report.md.0badf00d.partial", HOURS_AGO, False, False,
+                 id="left-by-a-killed-writer-removed"),
+    pytest.param(".report.md.0badf00d.partial", 60, False, True,
+                 id="a-minute-old-kept"),
+    pytest.param(".report.md.0badf00d.partial", HOURS_AGO, True, True,
+                 id="held-by-a-writer-kept-however-old"),
+    pytest.param(".other.md.0badf00d.partial", HOURS_AGO, False, True,
+                 id="of-another-report-kept"),
+    pytest.param(".report.md.notmine.partial", HOURS_AGO, False, True,
+                 id="not-named-as-annotate-names-them-kept"),
+])
+def test_a_partial_file_left_beside_a_report_is_removed_by_its_next_write(
+    tmp_path: Path, partial: str, age: int, held: bool, kept: bool
+) -> None:
+    """A ``kill -9`` leaves the temporary file; the next write of that report removes it
+    once it is an hour old and no writer holds its lock (one that holds it is alive)."""
+    report = tmp_path / "report.md"
+    left = tmp_path / partial
+    left.write_bytes(b"## half")
+    os.utime(left, (time.time() - age, time.time() - age))
+    with left.open("rb") as holder:
+        if held:
+            fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        replace_whole(report, iter([b"fresh\n"]))
+    assert report.read_bytes() == b"fresh\n"
+    assert left.exists() == kept
+
+
+def test_a_report_being_written_holds_the_lock_of_its_partial_file(tmp_path: Path) -> None:
+    """What tells a later writer that the partial file is in use, however long the render
+    takes (a suspended run, a slow diff)."""
+    locked = []
+
+    def render() -> Iterator[bytes]:
+        yield b"## half"
+        for partial in tmp_path.glob(".report.md.*.partial"):
+            with partial.open("rb") as other, pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked.append(partial.name)
+        yield b"fresh\n"
+
+    replace_whole(tmp_path / "report.md", render())
+    assert len(locked) == 1
 
 
 def test_a_report_file_through_a_symlink_stays_a_symlink(tmp_path: Path) -> None:
