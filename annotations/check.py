@@ -325,11 +325,14 @@ def _finish(
             message += "; the linked lines no longer stand"
     if status is Status.MOVED and comparison.changes:
         message += _evidence_at_new_place(resolver, row, pinned, new)
+    repo = config.repo(pinned.repo)
     kept = _old_name_kept(resolver, pinned, new) if status is Status.MOVED else None
-    alias_line = kept[1] if kept is not None else None
-    alias = f"{new.pin}:{pinned.path}#L{alias_line}" if new and alias_line else None
+    alias = alias_url = None
     if new is not None and kept is not None:
-        message += _alias_clause(pinned, new, *kept)
+        aliased, alias_line = kept
+        alias = f"{new.pin}:{pinned.path}#L{alias_line}"
+        alias_url = repo.permalink(new.version, pinned.path, alias_line, alias_line)
+        message += _alias_clause(pinned, new, aliased, alias)
     if status is Status.REMOVED and row["quote"]:
         message += _quote_among(resolver, row["quote"], pinned, _symbol_places(comparison))
     instead = comparison.users_instead if status is Status.REMOVED else ()
@@ -337,7 +340,6 @@ def _finish(
         message += f"; its users at {pinned.pin} no longer refer to it: " + ", ".join(
             f"{user} names {', '.join(place.rpartition('::')[2] for place in places)} where it did"
             for user, places in instead)
-    repo = config.repo(pinned.repo)
     return replace(
         result,
         status=status,
@@ -356,15 +358,15 @@ def _finish(
                                 for place in comparison.code_went_to),
         users_now_use=tuple(dict.fromkeys(place for _, places in instead for place in places)),
         alias=alias,
-        alias_url=repo.permalink(new.version, pinned.path, alias_line, alias_line)
-        if new is not None and alias_line is not None else None,
+        alias_url=alias_url,
     )
 
 
-def _alias_clause(pinned: Resolved, new: Resolved, aliased: str, line: int) -> str:
-    """What the message says of an old name its file keeps at line ``line``, bound to
-    ``aliased`` (``PATH::QUALNAME``), the moved symbol's new place or another."""
-    where = f"; {pinned.qualname} still stands at {new.pin}:{pinned.path}#L{line}, "
+def _alias_clause(pinned: Resolved, new: Resolved, aliased: str, alias: str) -> str:
+    """What the message says of an old name its file keeps at ``alias``
+    (``REPO@VERSION:PATH#Lx``), bound to ``aliased`` (``PATH::QUALNAME``), the moved
+    symbol's new place or another."""
+    where = f"; {pinned.qualname} still stands at {alias}, "
     if aliased == f"{new.path}::{new.qualname}":
         return where + "an alias of it: code that uses the old name still works"
     return where + f"an alias of {new.pin}:{aliased}: code that uses the old name gets that"
