@@ -19,6 +19,7 @@ from annotations.resolve import Resolved, Resolver
 from annotations.xref import references_in
 from db import references as store
 from db.database import Database
+from db.queries import module_name
 
 USERS_NAMED = 3
 
@@ -78,7 +79,7 @@ def user_files(database: Database, pinned: Resolved) -> list[tuple[str, str]]:
     rows: list[tuple[str, str, tuple]] = []
     wanted = [name, "*"]
     while (more := {pinned.path} | _reexporting(modules, pinned, rows)) - binding:
-        named = {_module_name(path) for path in more - binding}
+        named = {module_name(path) for path in more - binding}
         lasts = [module.rpartition(".")[2] for module in named]
         binding = more
         rows += store.importing_files(database, version_key, [*wanted, *lasts], named)
@@ -104,12 +105,6 @@ def _reexporting(
             return found
         tried |= more
         found |= {path for path in more if modules.follow(path, name) == target}
-
-
-def _module_name(path: str) -> str:
-    """``vllm.envs`` of ``vllm/envs.py``, ``vllm.config`` of ``vllm/config/__init__.py``."""
-    parts = path.removesuffix(".py").split("/")
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _place(resolver: Resolver, ref: str) -> Resolved | None:

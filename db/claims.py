@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from db.database import Database
 from db.errors import BadSearchText, QueryTooLarge
-from db.queries import folder_bounds, inserted_id, is_named, like_escape
+from db.queries import folder_bounds, inserted_id, is_named, like_escape, module_name
 
 CLAIM_SEARCH_TABLE = """\
 CREATE VIRTUAL TABLE claim_search USING fts5(
@@ -318,8 +318,7 @@ def _dotted_name(path: str, qualname: str) -> str | None:
     """``a/b.py`` or ``a/b/__init__.py`` with ``C.f`` is ``a.b.C.f``; None for other files."""
     if not path.endswith(".py"):
         return None
-    module = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-    return f"{module}.{qualname}"
+    return f"{module_name(path)}.{qualname}"
 
 
 def linked_versions(database: Database) -> list[tuple[str, str]]:

@@ -200,6 +200,12 @@ def is_python_path(path: str) -> bool:
     return path.endswith(".py")
 
 
+def module_name(path: str) -> str:
+    """The module a Python file is imported as: ``vllm.envs`` of ``vllm/envs.py``,
+    ``vllm.config`` of ``vllm/config/__init__.py``."""
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
 NOT_STORED = "too large to store"
 """Why a blob that is not Python and larger than the storage limit has no content."""
 
