@@ -87,8 +87,6 @@ def _remove_abandoned(target: Path, own: IO[bytes], own_path: Path) -> None:
 
 
 def _remove_if_abandoned(partial: Path) -> None:
-    if sys.platform == "win32":
-        return
     try:
         with partial.open("rb") as file:
             if time.time() - os.fstat(file.fileno()).st_mtime < ABANDONED_AFTER:
