@@ -44,14 +44,8 @@ def fork_map(
     children; ``in_child`` runs first in each child (e.g. to open its own connections)."""
     if len(parts) < 2 or not can_fork():
         return [function(part) for part in parts]
-    children: list[tuple[int, int] | None] = []
-    try:
-        children.extend(_start(function, part, in_child) for part in parts[1:])
-        first = function(parts[0])
-        return [first, *_collected(children, function, parts[1:])]
-    except BaseException:
-        _abandon([child for child in children if child is not None])
-        raise
+    first, rest = fork_map_beside(function, parts[1:], lambda: function(parts[0]), in_child)
+    return [first, *rest]
 
 
 def fork_map_beside(
