@@ -484,7 +484,7 @@ class Header:
 def parse_header(text: str) -> Header:
     """Split a header (decorators, then the def/class line up to its colon)."""
     code, masked = _masked(text)
-    lines = _logical_lines(code, masked)
+    lines = logical_lines(code, masked)
     decorators = tuple(line for line in lines if line.startswith("@"))
     definition = " ".join(line for line in lines if not line.startswith("@"))
     found = _DEF_LINE.match(definition)
@@ -531,7 +531,7 @@ def _masked(text: str) -> tuple[str, str]:
     return code, masked
 
 
-def _logical_lines(code: str, masked: str) -> list[str]:
+def logical_lines(code: str, masked: str) -> list[str]:
     """Lines of ``code`` split at newlines outside brackets (``masked`` gives positions)."""
     lines, depth, start = [], 0, 0
     for found in _STRUCTURE.finditer(masked):

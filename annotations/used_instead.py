@@ -9,8 +9,11 @@ and version pair, with where its code went, and stores it with its comparison.
 from __future__ import annotations
 
 import difflib
+import keyword
+import re
 from collections.abc import Callable
 
+from annotations.changes import logical_lines
 from annotations.diffs.usage import used_identifiers
 from annotations.errors import AnnotationError
 from annotations.modules import VersionModules
@@ -20,8 +23,11 @@ from annotations.xref import references_in
 from db import references as store
 from db.database import Database
 from db.queries import module_name
+from indexer.literals import blank_literals
 
 USERS_NAMED = 3
+_TOKEN = re.compile(r"\w+|==|!=|<=|>=|->|:=|\*\*|//|[^\w\s]")
+"""A token of Python code without its strings and comments: a word, or an operator."""
 
 UsersInstead = tuple[tuple[str, tuple[str, ...]], ...]
 """(a user's qualname at the pin, the places it names instead: ``REPO@VERSION:PATH::QUALNAME``
@@ -34,9 +40,9 @@ def used_instead(
     """Of ``pinned``, a removed module-level symbol, each of its users at the pin (the
     innermost definitions that name it, as ``xref`` resolves them: by import or in their
     module; up to `USERS_NAMED`) that lives on at the target (``new_place``) naming it no
-    more, with the classes and functions it names in the lines that replaced those naming
-    it: ``get_manager_for_kv_cache_spec`` names ``KVCacheSpecRegistry`` where it named
-    ``spec_manager_map``."""
+    more, with the classes and functions it names in its place in the statements that
+    replaced those naming it (`_replacing`): ``get_manager_for_kv_cache_spec`` names
+    ``KVCacheSpecRegistry`` where it named ``spec_manager_map``."""
     name = pinned.qualname
     if not name or "." in name:
         return ()
@@ -115,21 +121,66 @@ def _place(resolver: Resolver, ref: str) -> Resolved | None:
 
 
 def _replacing(resolver: Resolver, name: str, before: str, new: Resolved) -> tuple[Resolved, ...]:
-    """The classes and functions that ``new``'s module binds and that ``new`` names, new,
-    in the lines that replaced those of ``before`` naming ``name`` (as ``difflib`` aligns
-    the two, white space aside); none when ``new`` still names it."""
+    """The classes and functions that ``new``'s module binds and that ``new`` names in the
+    place of ``name``: each statement of ``before`` naming it that was rewritten (the two
+    texts' statements aligned by ``difflib``) against the most alike of those that replaced
+    it (`_in_place`); none when ``new`` still names it."""
     after = resolver.text_of(new)
     if name.encode() in used_identifiers(after.encode()):
         return ()
-    old_lines = [line.strip() for line in before.splitlines()]
-    new_lines = [line.strip() for line in after.splitlines()]
-    names: dict[bytes, None] = {}
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    old, rewritten = _statements(before), _statements(after)
+    words: dict[str, None] = {}
+    matcher = difflib.SequenceMatcher(None, old, rewritten, autojunk=False)
     for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
-        replaced = used_identifiers("\n".join(old_lines[old_start:old_end]).encode())
-        if tag == "replace" and name.encode() in replaced:
-            names.update(dict.fromkeys(sorted(used_identifiers(
-                "\n".join(new_lines[new_start:new_end]).encode()) - replaced)))
-    places = (resolver.function_or_class_named(new, word.decode()) for word in names)
+        if tag != "replace":
+            continue
+        replaced = {word for statement in old[old_start:old_end] for word in statement}
+        for statement in old[old_start:old_end]:
+            if name in statement:
+                alike = _most_alike(statement, rewritten[new_start:new_end])
+                words.update(dict.fromkeys(
+                    word for word in _in_place(name, statement, alike) if word not in replaced))
+    places = (resolver.function_or_class_named(new, word) for word in words)
     return tuple(dict.fromkeys(place for place in places
                                if place is not None and place.qualname != new.qualname))
+
+
+def _statements(code: str) -> list[tuple[str, ...]]:
+    """The statements of ``code`` (its logical lines), as tokens, strings and comments left
+    out."""
+    blanked = blank_literals(code.encode()).decode()
+    return [tuple(_TOKEN.findall(line)) for line in logical_lines(blanked, blanked)]
+
+
+def _most_alike(statement: tuple[str, ...], others: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """Of ``others``, the first of those most like ``statement``, token for token."""
+    return max(others, key=lambda other: difflib.SequenceMatcher(
+        None, statement, other, autojunk=False).ratio())
+
+
+def _in_place(name: str, old: tuple[str, ...], new: tuple[str, ...]) -> list[str]:
+    """The names ``new`` writes where ``old`` has ``name``: in each stretch of ``old``
+    holding it that ``new`` rewrote (tokens aligned by ``difflib``) and that code both keep
+    follows (the call's arguments, the rest of the line: ``spec_manager_map[type(spec)]``
+    made ``KVCacheSpecRegistry.get_manager_class(spec)``), the words of ``new``'s stretch
+    that name something there. What ``new`` merely ends with does not count:
+    ``force_kernel = _NVFP4_BACKEND_TO_KERNEL.get(backend)`` set against a new branch's
+    ``force_kernel = MarlinNvFp4LinearKernel`` names no successor of the dict."""
+    found: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+        if tag == "replace" and old_end < len(old) and name in old[old_start:old_end]:
+            found += [new[index] for index in range(new_start, new_end)
+                      if _names_something(new, index)]
+    return found
+
+
+def _names_something(tokens: tuple[str, ...], index: int) -> bool:
+    """Whether ``tokens[index]`` is a name a module can bind: an identifier, not a keyword,
+    not an attribute after a dot, not a keyword argument's name (``dtype`` in
+    ``f(x, dtype=t)``)."""
+    word = tokens[index]
+    before = tokens[index - 1] if index else ""
+    after = tokens[index + 1] if index + 1 < len(tokens) else ""
+    return (word.isidentifier() and not keyword.iskeyword(word) and before != "."
+            and not (after == "=" and before in ("(", ",")))
