@@ -855,18 +855,18 @@ def _claims_citing_parts(rows: list[dict], parts_name: str, parts: list[str]) ->
 def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
     """Why ``article`` has no stored links: the file holds no claims, or is no annotation
     file or article of the config, or no file or article has that name."""
-    from annotations.links import LinkState, annotation_files, link_state, selects
+    from annotations.links import LinkState, annotation_files, file_named, link_state, selects
     from db.claims import claim_order
     from db.close_matches import close_matches, did_you_mean
 
-    path = Path(article)
-    if not os.path.isfile(path):  # False, not an error, for a name too long or a loop
+    path = file_named(context.config, article)
+    if path is None:
         stored = sorted({name for row in claim_order(database) for name in (row[0], row[2])})
         close = [name for name in stored if name.endswith(f"/{article}")] or close_matches(
             article, stored, n=1, cutoff=0.8)
         return UserError(f"no claims of article '{article}' are linked; " + (
             did_you_mean(close) if close else "check the path, or run 'annotate link'"))
-    shown = _as_displayed(context, article)
+    shown = _as_displayed(context, str(path))
     files = annotation_files(context.config)
     if not selects(files, path):
         return UserError(f"'{shown}' is neither an annotation file nor an article: the "

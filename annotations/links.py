@@ -119,8 +119,19 @@ def annotation_files(config: ProjectConfig) -> AnnotationFiles:
     return _glob(config, config.annotations), _glob(config, config.articles)
 
 
+def file_named(config: ProjectConfig, written: str) -> Path | None:
+    """The file a path given on the command line names: relative to the current folder, as
+    a shell names it, else to the config's folder, as the stored claims name annotation
+    files; None when neither is a file (nor when the name is too long, or a symlink loop)."""
+    for path in (Path(written), config.root / written):
+        if os.path.isfile(path):
+            return path
+    return None
+
+
 def selects(files: AnnotationFiles, path: Path) -> bool:
-    """Whether ``path`` is one of ``files`` (`annotation_files`), told by where it leads:
+    """Whether ``path`` (as the process names it: `file_named` of a path given relative to
+    the config's folder) is one of ``files`` (`annotation_files`), told by where it leads:
     a file named another way, or by a symlink, is the file it leads to (a symlink loop
     does not stop `os.path.realpath`)."""
     return os.path.realpath(path) in {os.path.realpath(file) for file in (*files[0], *files[1])}

@@ -715,6 +715,28 @@ def test_links_of_a_file_the_config_does_not_select_says_so() -> None:
         "and 'articles' globs of annotate.toml do not select it\n")
 
 
+@pytest.mark.parametrize(("article", "error"), [
+    pytest.param("articles/empty.md", "'articles/empty.md' holds no claims",
+                 id="an-article-without-claims"),
+    pytest.param("README.md", "'README.md' is neither an annotation file nor an article: the "
+                 "'annotations' and 'articles' globs of annotate.toml do not select it",
+                 id="a-file-no-glob-selects"),
+])
+def test_links_of_an_article_named_from_the_config_folder_run_from_elsewhere(
+    article: str, error: str, tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stored claims name their files from the config's folder, and `links --article`
+    finds them so from anywhere: a file named so that has none is told apart the same way,
+    not sent to look for another article."""
+    Path("articles", "empty.md").write_text("# 空\n\n没有链接。\n", encoding="utf-8")
+    Path("README.md").write_text("# 说明\n", encoding="utf-8")
+    ok("link")
+    config = Path.cwd() / "annotate.toml"
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    assert fails("--config", str(config), "links", "--article", article) == f"Error: {error}\n"
+
+
 @pytest.mark.parametrize(("path", "selected"), [
     pytest.param("annotations/mla.yml", True, id="an-annotation-file"),
     pytest.param("./articles/post.md", True, id="an-article-by-another-name"),
