@@ -11,7 +11,6 @@ import functools
 import itertools
 import json
 import os
-import re
 import shlex
 import signal
 import sqlite3
@@ -1299,12 +1298,13 @@ def xref(
     REPO@VERSION:..., or lines within a symbol (a GitHub permalink or
     REPO@VERSION:PATH#Lx-Ly), which name the innermost symbol covering them.
     """
+    from annotations.refs import is_qualname
     from annotations.xref import locate
     from annotations.xref import xref as find_references
 
     repo, version, name, path = _xref_target(
         context, _symbol_of_lines(context, name, version_ref), version_ref)
-    if not _QUALNAME.fullmatch(name):
+    if not is_qualname(name):
         from annotations.errors import one_line
 
         raise click.BadParameter(f"'{one_line(name)}' is not a name: write identifiers joined "
@@ -1369,10 +1369,6 @@ def _resolve(database: Any, context: Context, ref_text: str) -> Any:
 
     with _unindexed_worded_as_elsewhere():
         return Resolver(database, context.config).resolve(parse_ref(ref_text))
-
-
-_QUALNAME = re.compile(r"[A-Za-z_]\w*(?:\.(?:<locals>|[A-Za-z_]\w*))*")
-"""A short name, qualname or dotted name, as xref takes it."""
 
 
 def _xref_target(

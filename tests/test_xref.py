@@ -569,6 +569,13 @@ def test_cli_xref_of_a_ref_that_names_nothing_is_an_error(
                  "identifiers joined by '.'", id="empty-part"),
     pytest.param([".", "vllm@v1"], "Invalid value for 'NAME|REF': '.' is not a name: write "
                  "identifiers joined by '.'", id="a-dot"),
+    pytest.param(["a²", "vllm@v1"], "Invalid value for 'NAME|REF': 'a²' is not a name: write "
+                 "identifiers joined by '.'", id="a-superscript-digit"),
+    pytest.param(["MLA.<locals>", "vllm@v1"], "Invalid value for 'NAME|REF': 'MLA.<locals>' is "
+                 "not a name: write identifiers joined by '.'", id="locals-last"),
+    pytest.param(["f.<locals>.<locals>.g", "vllm@v1"], "Invalid value for 'NAME|REF': "
+                 "'f.<locals>.<locals>.g' is not a name: write identifiers joined by '.'",
+                 id="locals-twice"),
     pytest.param([f"vllm@v1:{TARGET}", "vllm@v2"], f"vllm@v1:{TARGET} names its version; drop "
                  "vllm@v2, or the version in the ref", id="two-versions"),
 ])
@@ -576,6 +583,22 @@ def test_cli_xref_refuses_what_names_nothing(indexed: Path, args: list[str], err
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", *args], prog_name="annotate")
     assert (result.exit_code, result.stderr) == (
         2, f"Error: {error} (see 'annotate xref --help')\n")
+
+
+@pytest.mark.parametrize("query", [
+    pytest.param("缓存", id="a-name"),
+    pytest.param("vllm@v2:vllm/中文.py::缓存", id="a-ref"),
+])
+def test_cli_xref_takes_a_name_python_takes(indexed: Path, tmp_path: Path, query: str) -> None:
+    """An identifier need not be ASCII (PEP 3131): xref takes the names a ref may hold, and
+    finds their definitions."""
+    source = write_tree(tmp_path / "v2", {**TREE, "vllm/中文.py": "def 缓存():\n    pass\n"})
+    with open_database(indexed) as database:
+        index_version(database, load_config(tmp_path), "vllm", "v2", from_path=source)
+    result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", query, "vllm@v2"])
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout.startswith(
+        "缓存 at vllm@v2\ndefinitions:\n  vllm/中文.py:1  function 缓存\n")
 
 
 @pytest.mark.parametrize(("ref", "error"), [
