@@ -686,13 +686,14 @@ def show(context: Context, ref_text: str) -> None:
 
     A ref that names no version (PATH::QUALNAME, a name) is shown at vllm's target version.
     """
-    from annotations.refs import line_span, parse_ref
+    from annotations.refs import parse_ref
     from annotations.resolve import (
         Resolver,
         at_indexed_target_version,
         linked_lines,
         split_lines,
     )
+    from indexer.config import line_span
 
     with context.database() as database:
         ref = at_indexed_target_version(database, context.config, parse_ref(ref_text))
@@ -997,7 +998,9 @@ def _link_target(row: dict) -> str:
 def _stored_target(row: dict) -> str:
     if row["qualname"]:
         return f"{row['path']}::{row['qualname']}"
-    return f"{row['path']}#L{row['start_line']}-L{row['end_line']}"
+    from indexer.config import line_span
+
+    return f"{row['path']}#{line_span(row['start_line'], row['end_line'])}"
 
 
 def _link_json(row: dict) -> dict:

@@ -44,9 +44,10 @@ from annotations.markdown import (
     markdown_visible_lines,
 )
 from annotations.model import Article, Claim, RepoFilter
-from annotations.refs import PLAIN_VIEW, RefForm, line_span, parse_ref
+from annotations.refs import PLAIN_VIEW, RefForm, parse_ref
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
+from indexer.config import line_span
 
 # Lines end where the loader's (and YAML's) line numbers say they do: also at a lone CR,
 # NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR.

@@ -25,6 +25,7 @@ from enum import Enum
 from urllib.parse import quote, unquote
 
 from annotations.errors import LINE_BREAKING_CHARACTER, RefSyntaxError
+from indexer.config import line_span
 
 MAX_REF_LENGTH = 4096
 """Longest reference accepted, in characters (after stripping surrounding whitespace)."""
@@ -317,11 +318,6 @@ def _unquote_path(raw_path: str, whole: str) -> str:
 
 def _format_anchor(ref: Ref) -> str:
     return "" if ref.start_line is None else f"#{line_span(ref.start_line, ref.end_line)}"
-
-
-def line_span(start: int, end: int | None = None) -> str:
-    """Lines as GitHub's anchors write them: ``L5`` for one, ``L5-L7`` for several."""
-    return f"L{start}" if end is None or end == start else f"L{start}-L{end}"
 
 
 def _quote_path(path: str) -> str:

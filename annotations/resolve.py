@@ -11,13 +11,13 @@ from typing import Any
 
 from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.modules import VersionModules
-from annotations.refs import Ref, RefForm, line_span, parse_ref
+from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
 from db.close_matches import close_matches, did_you_mean, either
 from db.database import Database
 from db.errors import MissingIndex
 from db.version_order import COMMIT
-from indexer.config import ProjectConfig
+from indexer.config import ProjectConfig, line_span
 from indexer.errors import ConfigError
 from indexer.fingerprints import digest
 from indexer.literals import universal_newlines

@@ -56,7 +56,12 @@ class RepoConfig:
         if not self.github:
             return None
         where = _url_path(path)  # a path may hold '#', '?', '%', spaces or quotes
-        return f"https://github.com/{self.github}/blob/{version}/{where}#L{start}-L{end}"
+        return f"https://github.com/{self.github}/blob/{version}/{where}#{line_span(start, end)}"
+
+
+def line_span(start: int, end: int | None = None) -> str:
+    """Lines as GitHub's anchors write them: ``L5`` for one, ``L5-L7`` for several."""
+    return f"L{start}" if end is None or end == start else f"L{start}-L{end}"
 
 
 @lru_cache(maxsize=8192)

@@ -968,7 +968,7 @@ def test_an_old_name_kept_as_an_alias_is_in_the_json(table_report: dict) -> None
     definition): the line that keeps the old name, as a line ref, and its permalink."""
     [kept] = by_claim(table_report)["moved-old-name-kept-as-alias"]
     assert kept["alias"] == "vllm@v2:c/moved-old-name-kept-as-alias/m.py#L10"
-    assert kept["alias_url"] == f"{GITHUB}/v2/c/moved-old-name-kept-as-alias/m.py#L10-L10"
+    assert kept["alias_url"] == f"{GITHUB}/v2/c/moved-old-name-kept-as-alias/m.py#L10"
     [renamed] = by_claim(table_report)["moved-renamed"]  # no alias left behind
     assert (renamed["alias"], renamed["alias_url"]) == (None, None)
     assert "alias" not in renamed["message"]

@@ -1149,8 +1149,9 @@ OTHER_DEFINITIONS = {
 
 @pytest.mark.parametrize(("ref", "canonical", "where", "source", "start", "end"), SHOWS)
 def test_show(ref: str, canonical: str, where: str, source: str, start: int, end: int) -> None:
+    lines = f"L{start}" if end == start else f"L{start}-L{end}"  # as GitHub links one line
     assert ok("show", ref) == (
-        f"# {canonical}\n# {GH}/{where}#L{start}-L{end}\n"
+        f"# {canonical}\n# {GH}/{where}#{lines}\n"
         + OTHER_DEFINITIONS.get(canonical, "") + _numbered(source, start, end)
     )
 

@@ -1075,17 +1075,17 @@ BROKEN_AT_THE_PIN = [claim for claim, row in USES_CASES.items() if row[-1] == "b
 # A line ref (at k1) per claim; where the annotated diff lists it ("lines", or the section
 # of the symbol that holds it), or None; check's status; and where both say its lines went.
 LINE_CASES = {
-    "changed-import": ("toy/layer.py#L1", ("lines", "toy/layer.py#L1-L1"), "changed", None),
+    "changed-import": ("toy/layer.py#L1", ("lines", "toy/layer.py#L1"), "changed", None),
     "standing-import": ("toy/layer.py#L2", None, "fresh", None),
-    "changed-kernel-line": ("toy/kernel.cu#L3", ("lines", "toy/kernel.cu#L3-L3"), "changed",
+    "changed-kernel-line": ("toy/kernel.cu#L3", ("lines", "toy/kernel.cu#L3"), "changed",
                             None),
     "unchanged-kernel-line": ("toy/kernel.cu#L2", None, "fresh", None),
-    "file-gone": ("toy/gone.py#L1", ("lines", "toy/gone.py#L1-L1"), "removed", None),
+    "file-gone": ("toy/gone.py#L1", ("lines", "toy/gone.py#L1"), "removed", None),
     "file-moved": ("toy/ops/gate.cu#L2-L3", ("lines", "toy/ops/gate.cu#L2-L3"), "moved",
                    "toy/kernels/gate.cu#L2-L3"),
     "module-renamed-lines-changed": ("toy/old_mod.py#L1-L2", ("lines", "toy/old_mod.py#L1-L2"),
                                      "removed", None),
-    "kernel-renamed-lines-changed": ("toy/kv/rope.cu#L3", ("lines", "toy/kv/rope.cu#L3-L3"),
+    "kernel-renamed-lines-changed": ("toy/kv/rope.cu#L3", ("lines", "toy/kv/rope.cu#L3"),
                                      "removed", None),
     "in-a-changed-method": ("toy/layer.py#L12", ("changed", "toy/layer.py::DecoderLayer.__init__"),
                             "changed", None),
@@ -1274,8 +1274,8 @@ def test_the_definitions_of_a_gone_file_are_read_once_for_its_line_refs(
 def test_changed_lines_in_every_format(toy_project: Path) -> None:
     entries = json.loads(ok(toy_project, "diff", "toy@k1", "toy@k2", "--format", "json"))["lines"]
     assert entries[0] == {
-        "ref": "toy/gone.py#L1-L1", "version": "k1", "path": "toy/gone.py", "start_line": 1,
-        "end_line": 1, "url": "https://github.com/example/toy/blob/k1/toy/gone.py#L1-L1",
+        "ref": "toy/gone.py#L1", "version": "k1", "path": "toy/gone.py", "start_line": 1,
+        "end_line": 1, "url": "https://github.com/example/toy/blob/k1/toy/gone.py#L1",
         "file_gone": True, "new": None, "candidates": [], "code_went_to": None,
         "claims": [{"article": "notes/lines.md", "claim": "file-gone", "version": "k1",
                     "ref": "toy/gone.py#L1", "file": "annotations/lines.yml", "line": 8}]}
@@ -1288,18 +1288,18 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
     markdown = markdown_sections(ok(toy_project, "diff", "toy@k1", "toy@k2", "--annotated"))
     blob = "https://github.com/example/toy/blob"
     assert markdown["Changed lines"].splitlines()[-6:] == [
-        f'| <a href="{blob}/k1/toy/gone.py#L1-L1"><code>toy/gone.py\\#L1-L1</code></a><br>cited '
+        f'| <a href="{blob}/k1/toy/gone.py#L1"><code>toy/gone.py\\#L1</code></a><br>cited '
         "by <code>notes/lines.md\\#file-gone</code> (annotations/lines.yml:8) | k1 | file "
         "gone |",
-        f'| <a href="{blob}/k1/toy/kernel.cu#L3-L3"><code>toy/kernel.cu\\#L3-L3</code></a><br>'
+        f'| <a href="{blob}/k1/toy/kernel.cu#L3"><code>toy/kernel.cu\\#L3</code></a><br>'
         "cited by <code>notes/lines.md\\#changed-kernel-line</code> (annotations/lines.yml:6) "
         "| k1 | changed |",
-        f'| <a href="{blob}/k1/toy/kv/rope.cu#L3-L3"><code>toy/kv/rope.cu\\#L3-L3</code></a>'
+        f'| <a href="{blob}/k1/toy/kv/rope.cu#L3"><code>toy/kv/rope.cu\\#L3</code></a>'
         "<br>cited by <code>notes/lines.md\\#kernel-renamed-lines-changed</code> "
         "(annotations/lines.yml:11) | k1 | file "
         f'gone; its code went to <a href="{blob}/k2/toy/kv/rotary/rope_kernels.cu"><code>'
         "toy/kv/rotary/rope\\_kernels.cu</code></a> |",
-        f'| <a href="{blob}/k1/toy/layer.py#L1-L1"><code>toy/layer.py\\#L1-L1</code></a><br>'
+        f'| <a href="{blob}/k1/toy/layer.py#L1"><code>toy/layer.py\\#L1</code></a><br>'
         "cited by <code>notes/lines.md\\#changed-import</code> (annotations/lines.yml:4) | k1 "
         "| changed |",
         f'| <a href="{blob}/k1/toy/old_mod.py#L1-L2"><code>toy/old\\_mod.py\\#L1-L2</code></a>'
@@ -1318,7 +1318,7 @@ def test_changed_lines_in_every_format(toy_project: Path) -> None:
     lead = re.search(r'<p class="lead">(.*?)</p>', page)
     assert lead is not None and lead.group(1).endswith(
         ", and 6 cited line ranges that changed are listed.")
-    assert 'href="#lines:toy/gone.py#L1-L1"' in page and 'id="lines:toy/gone.py#L1-L1"' in page
+    assert 'href="#lines:toy/gone.py#L1"' in page and 'id="lines:toy/gone.py#L1"' in page
     assert ('<span class="to">→ moved to <a href="https://github.com/example/toy/blob/k2/toy/'
             'kernels/gate.cu#L2-L3" rel="noreferrer"><code>toy/kernels/gate.cu#L2-L3</code></a>'
             '</span>') in page

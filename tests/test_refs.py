@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from annotations.errors import RefSyntaxError
-from annotations.refs import Ref, RefForm, format_ref, line_span, parse_pin, parse_ref
+from annotations.refs import Ref, RefForm, format_ref, parse_pin, parse_ref
+from indexer.config import BUILTIN_REPOS, line_span
 
 LINEAR = "vllm/model_executor/layers/linear.py"
 GH = "https://github.com/vllm-project/vllm/blob"
@@ -502,3 +503,15 @@ def test_a_line_span_is_written_as_github_anchors_write_it(
     start: int, end: int | None, span: str
 ) -> None:
     assert line_span(start, end) == span
+
+
+@pytest.mark.parametrize(("start", "end", "anchor"), [
+    pytest.param(5, 5, "#L5", id="one-line"),
+    pytest.param(5, 7, "#L5-L7", id="several-lines"),
+])
+def test_a_permalink_links_its_lines_as_github_does(start: int, end: int, anchor: str) -> None:
+    """Every permalink annotate writes (show, history, check's old_url, new_url and
+    alias_url, the diff's) is the repo's; one line is GitHub's ``#L5``, as refs write it."""
+    repo = BUILTIN_REPOS["vllm"]
+    assert repo.permalink("v0.20.0", "vllm/config/cache.py", start, end) == (
+        f"https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/config/cache.py{anchor}")

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
+from indexer.config import line_span
+
 
 class Section(str, Enum):
     """Where a symbol is listed; the order of the members is the order of the report."""
@@ -101,7 +103,7 @@ class LinePlace(NamedTuple):
 
     @property
     def ref(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        return f"{self.path}#{line_span(self.start_line, self.end_line)}"
 
 
 class FilePlace(NamedTuple):
@@ -132,7 +134,7 @@ class LineChange(NamedTuple):
 
     @property
     def ref(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        return f"{self.path}#{line_span(self.start_line, self.end_line)}"
 
 
 class NestedClass(NamedTuple):
