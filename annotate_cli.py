@@ -1260,12 +1260,40 @@ def _write_report(path: Path | None, text: str | Iterable[str]) -> None:
     try:
         replace_whole(path, (piece.encode("utf-8") for piece in pieces))
     except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise UserError(f"cannot write {path}: it is a symlink that leads back to itself "
-                            f"({error.strerror}); remove the link, or pass another --output"
-                            ) from None
-        raise UserError(f"cannot write {path}: {error.strerror}; check that its folder exists "
-                        "and can be written, or pass another --output") from None
+        raise UserError(f"cannot write {path}: {_why_unwritable(path, error)}") from None
+
+
+_UNWRITABLE_ADVICE = {
+    errno.ENOENT: "its folder {folder} does not exist: create it, or pass another --output",
+    errno.ENOTDIR: "{folder} is not a folder: pass another --output",
+    errno.EROFS: "its folder {folder} is on a read-only file system: pass an --output on a "
+                 "writable one",
+    errno.ENOSPC: "make room on its disk, or pass an --output on another disk",
+    getattr(errno, "EDQUOT", errno.ENOSPC): "make room within your quota, or pass an --output "
+                                           "on another disk",
+    errno.EACCES: "make its folder {folder} (or the file) writable, or pass another --output",
+    errno.EPERM: "make its folder {folder} (or the file) writable, or pass another --output",
+}
+"""What to do when a report cannot be written, by the errno of why."""
+
+
+def _why_unwritable(path: Path, error: OSError) -> str:
+    """What is wrong with writing a report at ``path`` (``error`` said no), and what to do."""
+    from annotations.report_file import NoFileBeside
+
+    folder = path.parent.as_posix()
+    if error.errno == errno.ELOOP:
+        return (f"it is a symlink that leads back to itself ({error.strerror}); remove the "
+                "link, or pass another --output")
+    advice = _UNWRITABLE_ADVICE.get(error.errno or 0)
+    if advice is not None:
+        return f"{error.strerror}; {advice.format(folder=folder)}"
+    if isinstance(error, NoFileBeside):  # a file system that refuses O_EXCL, or another step
+        return (f"its folder {folder} refused the new file a report is written to before it "
+                f"replaces the old one ({error.strerror}); pass an --output on another "
+                "file system")
+    return f"{error.strerror}; check that its folder exists and can be written, or pass " \
+        "another --output"
 
 
 def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:

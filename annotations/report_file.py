@@ -19,6 +19,11 @@ if sys.platform != "win32":  # on Windows no lock tells a live writer: partials 
     import fcntl
 
 
+class NoFileBeside(OSError):
+    """The folder of a report refused the temporary file the report is written to first
+    (`replace_whole`); ``errno``, ``strerror`` and ``filename`` are the refusal's."""
+
+
 def replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
     """Write ``pieces`` to a file beside ``path``, then rename it over
     ``path``: a full disk or Ctrl-C leaves the previous report whole, never a part of the
@@ -33,11 +38,13 @@ def replace_whole(path: Path, pieces: Iterable[bytes]) -> None:
     kept_mode = _mode_of(target)
     try:
         handle, partial = _created_beside(target, 0o666 if kept_mode is None else kept_mode)
-    except PermissionError:
+    except PermissionError as error:
         if not target.is_file():
-            raise
+            raise NoFileBeside(error.errno, error.strerror, error.filename) from error
         _copy_when_whole(target, pieces)
         return
+    except OSError as error:
+        raise NoFileBeside(error.errno, error.strerror, error.filename) from error
     try:
         with os.fdopen(handle, "wb") as file:
             _remove_abandoned(target, file, partial)

@@ -12,6 +12,7 @@ the reason when mounting is not permitted (not root, or no CAP_SYS_ADMIN).
 from __future__ import annotations
 
 import contextlib
+import errno
 import http.server
 import io
 import json
@@ -761,14 +762,62 @@ def test_a_report_that_does_not_fit_leaves_the_previous_one_whole(
     fill(point)
     result = run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
                  str(report))
-    one_error_line(result, f"cannot write {report}: No space left on device",
-                   "pass another --output")
+    one_error_line(result, f"cannot write {report}: No space left on device; make room on its "
+                   "disk, or pass an --output on another disk")
     assert report.read_text() == "the previous report\n"
     assert sorted(path.name for path in point.iterdir()) == ["diff.html", "filler"]
     (point / "filler").unlink()
     assert run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
                str(report)).exit_code == 0
     assert report.read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize(("folder", "error"), [
+    pytest.param("ro", "Read-only file system; its folder ro is on a read-only file system: "
+                 "pass an --output on a writable one", id="a-read-only-mount"),
+    pytest.param("a-file", "Not a directory; a-file is not a folder: pass another --output",
+                 id="a-file-for-its-folder"),
+    pytest.param("missing", "No such file or directory; its folder missing does not exist: "
+                 "create it, or pass another --output", id="a-missing-folder"),
+])
+def test_a_report_whose_folder_takes_no_file_says_why_and_what_to_do(
+    indexed_db: Path, mounted: list[Path], folder: str, error: str
+) -> None:
+    """Each cause its own advice: "check that its folder exists and can be written" said
+    nothing of a read-only disk, nor what to do about it."""
+    if folder == "ro":
+        _mount_tmpfs(Path(folder).resolve(), "size=64k,ro")
+        mounted.append(Path(folder).resolve())
+    elif folder == "a-file":
+        Path(folder).write_text("not a folder\n")
+    _an_annotation_file("vllm/utils.py::cdiv")
+    result = run("check", "--exit-zero", "--output", f"{folder}/report.txt")
+    assert one_error_line(result) == f"Error: cannot write {folder}/report.txt: {error}"
+    assert not Path(folder, "report.txt").exists()
+
+
+def test_a_report_whose_file_system_refuses_a_new_file_says_so(
+    indexed_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system that refuses O_EXCL (EINVAL, as some FUSE and network ones answer) cannot
+    be mounted here: its answer is stood in for. The error says it is the temporary file
+    that was refused, not the report's folder missing or read-only."""
+    _an_annotation_file("vllm/utils.py::cdiv")
+    Path("odd").mkdir()
+    real_open = os.open
+
+    def os_open(path: str | Path, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        if flags & os.O_EXCL and Path(path).parent == Path("odd").resolve():
+            raise OSError(errno.EINVAL, "Invalid argument", str(path))
+        return real_open(path, flags, mode, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    result = run("check", "--exit-zero", "--output", "odd/report.txt")
+    assert one_error_line(result) == (
+        "Error: cannot write odd/report.txt: its folder odd refused the new file a report is "
+        "written to before it replaces the old one (Invalid argument); pass an --output on "
+        "another file system")
+    assert list(Path("odd").iterdir()) == []
 
 
 def test_a_report_keeps_the_mode_a_written_file_has(indexed_db: Path) -> None:
@@ -840,8 +889,8 @@ def test_a_report_written_in_place_that_does_not_fit_leaves_the_previous_one_who
     fill(point)
     result = run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
                  str(report))
-    one_error_line(result, f"cannot write {report}: No space left on device",
-                   "pass another --output")
+    one_error_line(result, f"cannot write {report}: No space left on device; make room on its "
+                   "disk, or pass an --output on another disk")
     assert report.read_text() == "the previous report\n"
     (point / "filler").unlink()
     assert run("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "html", "--output",
