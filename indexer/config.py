@@ -597,13 +597,16 @@ def _string_list(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]
 def _globs(table: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:
     """A list of file globs relative to the config's folder (``articles/**/*.md``)."""
     patterns = _string_list(table, key, where)
+    if any(not pattern.strip() for pattern in patterns or ()):
+        raise ConfigError(f"{where}: '{key}' lists an empty glob", _GLOB_HINT)
     for pattern in patterns or ():
         problem = _glob_problem(pattern)
         if problem:
-            raise ConfigError(f"{where}: '{key}' pattern '{pattern}' {problem}",
-                              "write a glob relative to the config's folder, such as "
-                              "'articles/**/*.md'")
+            raise ConfigError(f"{where}: '{key}' pattern '{pattern}' {problem}", _GLOB_HINT)
     return patterns
+
+
+_GLOB_HINT = "write a glob relative to the config's folder, such as 'articles/**/*.md'"
 
 
 def _glob_problem(pattern: str) -> str | None:

@@ -1117,11 +1117,16 @@ CONFIGS = [
         "{path}: [repos.vllm-omni] names no git, pypi or github; give it git = \"URL or "
         "PATH\", pypi = \"NAME\", or github = \"ORG/NAME\" for versions indexed with --from",
         id="sibling-of-a-built-in-repo-without-any-source"),
+    *(pytest.param(f"{key} = ['{key}/*.yml', {json.dumps(value)}]\n",
+                   f"{{path}}: '{key}' lists an empty glob; write a glob relative to the "
+                   "config's folder, such as 'articles/**/*.md'", id=f"{key}-{name}")
+      for key in ("annotations", "articles")
+      for value, name in (("", "empty-glob"), (" ", "white-space-glob"),
+                          ("\t ", "tab-and-space-glob"))),
     *(pytest.param(
         f"{key} = ['{pattern}']\n", f"{{path}}: '{key}' pattern '{pattern}' {problem}; write a "
         "glob relative to the config's folder, such as 'articles/**/*.md'", id=f"{key}-{name}",
     ) for key in ("annotations", "articles") for pattern, problem, name in (
-        ("", "names no file", "empty-glob"),
         ("./", "names no file", "glob-of-the-folder"),
         ("/ci/articles/*.yml", "is not relative", "absolute-glob"),
         ("~/articles/*.md", "is not relative", "home-glob"),
