@@ -447,7 +447,7 @@ def _check_repo_table(
     if not isinstance(table, dict):
         raise ConfigError(f"{file}: {table_header(shown, f'repos.{name}')} must be a table")
     _reject_unknown(table, _REPO_KEYS, keys_at(file, shown, f"repos.{name}"))
-    if base is None and not any(table.get(key) for key in ("git", "pypi", "github")):
+    if base is None and not any(key in table for key in ("git", "pypi", "github")):
         close = misspelling_of(name, sorted(BUILTIN_REPOS))
         raise ConfigError(f"{file}: {table_header(shown, f'repos.{name}')} names no git, "
                           "pypi or github",
@@ -505,10 +505,8 @@ def is_remote_git(location: str) -> bool:
 
 
 def _git_location(location: str, root: Path, where: str) -> str:
-    """A relative local path is relative to the config file's folder, like ``db``."""
-    if not location:
-        raise ConfigError(f"{where}: 'git' is empty",
-                          "write a clone URL or a path, or leave the key out")
+    """A relative local path is relative to the config file's folder, like ``db``; an empty
+    one was refused with the other strings (`_string`)."""
     if is_remote_git(location):
         return location
     path = _local_path(location, "git", where)
@@ -516,10 +514,8 @@ def _git_location(location: str, root: Path, where: str) -> str:
 
 
 def _local_path(value: str, key: str, where: str) -> Path:
-    """A path value, ``~`` expanded; one error for what names no path."""
-    if not value:
-        raise ConfigError(f"{where}: '{key}' is empty",
-                          "write a path, or leave the key out for its default")
+    """A path value (not empty: `_string` refused that), ``~`` expanded; one error for what
+    names no path."""
     if "\0" in value:
         raise ConfigError(f"{where}: '{key}' holds a NUL character", "write a plain path")
     if _has_too_long_name(value):

@@ -1076,9 +1076,13 @@ CONFIGS = [
         ("[repos.vllm]\n", " [repos.vllm]", "target",
          "write one of its versions, or leave the key out for the last of them"))
       for value, name in (("", "empty"), (" ", "white-space"), ("\t ", "tab-and-space"))),
-    pytest.param("[repos.mine]\ngit = ' '\n", "{path} [repos.mine]: 'git' is empty; write a "
-                 "clone URL or a path, or leave the key out",
-                 id="a-repo-of-its-own-git-white-space"),
+    *(pytest.param(f"[repos.mine]\n{key} = {json.dumps(value)}\n",
+                   f"{{path}} [repos.mine]: '{key}' is empty; {hint}",
+                   id=f"a-repo-of-its-own-{key}-{name}")
+      for key, hint in (("git", "write a clone URL or a path, or leave the key out"),
+                        ("pypi", "write the project's name as pip takes it, or leave the key out"),
+                        ("github", "write ORG/NAME as in its URL, or leave the key out"))
+      for value, name in (("", "empty"), (" ", "white-space"))),
     *(pytest.param(f"[repos.vllm]\nversions = ['v1', {json.dumps(value)}]\n",
                    "{path} [repos.vllm]: 'versions' lists an empty version; list tags or "
                    "commits such as v0.20.0", id=f"versions-{name}")
