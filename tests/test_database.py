@@ -569,3 +569,17 @@ def test_a_stale_backup_with_its_own_wal_is_replaced_whole(tmp_path: Path) -> No
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
         tables = {name for name, in conn.execute("SELECT name FROM sqlite_master")}
     assert "stale_only" not in tables
+
+
+@pytest.mark.parametrize(("path", "module"), [
+    pytest.param("vllm/envs.py", "vllm.envs", id="a-module"),
+    pytest.param("vllm/config/__init__.py", "vllm.config", id="a-package-init"),
+    pytest.param("vllm/__init__.py", "vllm", id="the-top-package-init"),
+    pytest.param("__init__.py", "__init__", id="a-top-level-init-of-no-package"),
+    pytest.param("vllm/my__init__.py", "vllm.my__init__", id="a-name-ending-in-init"),
+    pytest.param("setup.py", "setup", id="a-top-level-module"),
+])
+def test_a_file_is_named_as_python_imports_it(path: str, module: str) -> None:
+    """A package is imported by its folder's name, its ``__init__.py`` being the package;
+    an ``__init__.py`` in no folder is a module of that name."""
+    assert queries.module_name(path) == module
