@@ -54,15 +54,19 @@ def importing_files(
 ) -> list[tuple[str, str, tuple]]:
     """(path, blob_id, import row: line, module, name, alias, level) of the version's
     Python files, for their imports that import one of ``names`` by name or bind one as
-    an alias, or that import one of ``modules`` whole (``import a.b [as c]``): one scan
-    of ``imports``, where a whole-version `files_mentioning` reads every file's names."""
+    an alias, or that import one of ``modules`` whole (``import a.b [as c]``): looked up
+    in the indexes of names and aliases (schema 11), where a whole-version
+    `files_mentioning` reads every file's names."""
     names, modules = list(dict.fromkeys(names)), list(dict.fromkeys(modules))
     marks, module_marks = ",".join("?" * len(names)), ",".join("?" * len(modules))
-    rows = database.conn.execute(
+    wanted = [f"i.name IN ({marks}) OR i.alias IN ({marks})"] if names else []
+    wanted += [f"i.name IS NULL AND i.module IN ({module_marks})"] if modules else []
+    if not wanted:
+        return []
+    rows = database.conn.execute(  # CROSS JOIN: imports first, by imports_name and _alias
         "SELECT f.path, f.blob_id, i.line, i.module, i.name, i.alias, i.level FROM imports i"
-        f" JOIN files f ON f.blob_id = i.blob_id AND {PYTHON_FILE} WHERE f.version_id = ?"
-        f" AND (i.name IN ({marks}) OR i.alias IN ({marks})"
-        f" OR (i.name IS NULL AND i.module IN ({module_marks})))",
+        f" CROSS JOIN files f ON f.blob_id = i.blob_id AND {PYTHON_FILE} WHERE f.version_id = ?"
+        f" AND ({' OR '.join(f'({part})' for part in wanted)})",
         (version_key, *names, *names, *modules),
     )
     return [(path, blob_id, tuple(row)) for path, blob_id, *row in rows]

@@ -282,5 +282,13 @@ CREATE TABLE link_files (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+# The imports of a name, or of a module whole: where a removed symbol's users can be
+# (db.references.importing_files; ~8 ms a lookup at vLLM through every import of the
+# version without them). The alias index holds only the rows that have one (4% of them).
+_V11 = """
+CREATE INDEX imports_name ON imports(name, module);
+CREATE INDEX imports_alias ON imports(alias) WHERE alias IS NOT NULL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11)
 SCHEMA_VERSION = len(MIGRATIONS)

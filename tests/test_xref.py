@@ -17,6 +17,7 @@ from annotations.used_instead import user_files
 from annotations.xref import lines_named, symbol_of_lines, xref
 from db.database import open_database
 from db.queries import require_version
+from db.references import importing_files
 from indexer.config import load_config
 from indexer.pipeline import index_version
 from indexer.symbols import parse_blob
@@ -694,6 +695,29 @@ def test_xref_help_says_what_imports_lists_and_which_version_it_reads() -> None:
     shown = " ".join(CliRunner().invoke(cli, ["xref", "--help"]).output.split())
     assert "--imports List the modules that import it instead." in shown
     assert "in one version (default: a ref's own, else vllm's target version)." in shown
+
+
+def test_the_imports_of_a_name_are_looked_up_not_scanned(tmp_path: Path) -> None:
+    """The files that import a removed symbol's name, or its module whole, are found
+    through the indexes of ``imports``: the first check of the big collection scanned
+    every import of the version once per removed symbol (2.4 s of 246 symbols). The
+    lookup takes fewer SQLite steps than the version has import rows."""
+    tree = {f"vllm/other_{number:03d}.py": f"import os\nfrom json import dumps\n# {number}\n"
+            for number in range(450)}  # distinct files, two imports each
+    tree |= {"vllm/user.py": "from vllm.layers.linear import ReplicatedLinear as RL\n",
+             "vllm/whole.py": "import vllm.layers.linear\n"}
+    source = write_tree(tmp_path / "src", tree)
+    with open_database(tmp_path / "index.db") as database:
+        index_version(database, load_config(tmp_path), "vllm", "v1", from_path=source)
+        key = require_version(database, "vllm", "v1", config_name="annotate.toml")
+        rows = database.conn.execute("SELECT count(*) FROM imports").fetchone()[0]
+        steps: list[int] = []
+        database.conn.set_progress_handler(lambda: steps.append(1), 1)
+        found = importing_files(database, key, ["RL", "ReplicatedLinear"],
+                                ["vllm.layers.linear"])
+        database.conn.set_progress_handler(None, 1)
+    assert sorted(path for path, _blob, _row in found) == ["vllm/user.py", "vllm/whole.py"]
+    assert rows == 902 and len(steps) < rows
 
 
 def test_the_files_searched_for_users_of_a_symbol_hold_all_that_xref_finds(
