@@ -2236,8 +2236,8 @@ def test_where_the_code_of_all_removed_symbols_went_is_where_each_ones_went(
 
 
 @pytest.mark.parametrize(("room", "read_again"), [
-    pytest.param(2, [], id="room-for-both"),
-    pytest.param(1, ["b.py"], id="room-for-one"),
+    pytest.param(12, [], id="room-for-both"),
+    pytest.param(11, ["b.py"], id="room-for-one"),
 ])
 def test_blobs_read_in_bulk_are_kept_while_there_is_room(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int, read_again: list[str]
@@ -2257,12 +2257,49 @@ def test_blobs_read_in_bulk_are_kept_while_there_is_room(
         return real(database, wanted)
 
     monkeypatch.setattr(mq, "blob_contents", recorded)
-    store = SourceStore(index.database, max_blobs=room)
+    store = SourceStore(index.database, max_bytes=room)
     assert store.contents([blobs["a.py"], blobs["b.py"]]) == {
         blobs["a.py"]: b"A = 1\n", blobs["b.py"]: b"B = 2\n"}
     assert [store.content(blobs[path]) for path in ("a.py", "b.py")] == [b"A = 1\n",
                                                                           b"B = 2\n"]
     assert read == ["a.py", "b.py", *read_again]
+
+
+@pytest.mark.parametrize(("room", "reads", "read_from_the_index"), [
+    pytest.param(300, "abcab", "abc", id="room-for-all-read-once"),
+    pytest.param(250, "abca", "abca", id="the-oldest-forgotten-first"),
+    pytest.param(250, "abcc", "abc", id="the-newest-kept"),
+    pytest.param(250, "aba", "ab", id="room-for-two-of-100-bytes"),
+    pytest.param(250, "abdab", "abd", id="a-file-larger-than-the-room-evicts-nothing"),
+    pytest.param(99, "aa", "aa", id="a-file-larger-than-the-room-never-kept"),
+])
+def test_the_contents_kept_are_bounded_in_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int, reads: str,
+    read_from_the_index: str
+) -> None:
+    """A diff's store kept 4,096 files whatever their size: of large files (generated
+    tables, vendored code), far more than the memory meant for them. It keeps contents
+    up to ``max_bytes`` in all, forgetting the oldest first."""
+    files = {f"{name}.py": f"{name.upper()} = '{'x' * (size - 7)}'\n"
+             for name, size in (("a", 100), ("b", 100), ("c", 100), ("d", 300))}
+    assert [len(text) for text in files.values()] == [100, 100, 100, 300]
+    index = build_index(tmp_path, {"v1": files})
+    blobs = dict(index.database.conn.execute(
+        "SELECT blob_id, path FROM files WHERE version_id = ?", (index.keys["v1"],)))
+    read: list[str] = []
+    real = mq.blob_contents
+
+    def recorded(database: Database, blob_ids: Iterable[str]) -> dict[str, bytes]:
+        wanted = list(blob_ids)
+        read.extend(blobs[blob][0] for blob in wanted)
+        return real(database, wanted)
+
+    monkeypatch.setattr(mq, "blob_contents", recorded)
+    store = SourceStore(index.database, max_bytes=room)
+    by_name = {path[0]: blob for blob, path in blobs.items()}
+    assert [store.content(by_name[name]) for name in reads] == [
+        files[f"{name}.py"].encode() for name in reads]
+    assert "".join(read) == read_from_the_index
 
 
 def test_a_line_index_places_and_counts_the_lines_it_is_asked_about_alone() -> None:
