@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import signal
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -309,23 +310,34 @@ def _worker_count(run: _Run) -> int:
 
 
 def parser_pool(workers: int) -> ProcessPoolExecutor:
-    """A pool of ``workers`` parser processes, its pipes widened to `PIPE_BYTES`."""
+    """A pool of ``workers`` parser processes, its pipes widened to `PIPE_BYTES`: those it
+    opens as it is made (its tasks', its results' and its wake-up pipe), told apart from
+    the process's others by their (descriptor, inode) pairs, for the executor does not
+    name its connections in public (a pipe another thread opens meanwhile is widened too,
+    to no harm)."""
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    before = open_pipes()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=start_worker)
     if sys.platform == "linux":
-        for descriptor in pipe_descriptors(pool):
+        for descriptor, _inode in open_pipes() - before:
             with contextlib.suppress(OSError):  # a lower limit: the pipe stays as it was
                 fcntl.fcntl(descriptor, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     return pool
 
 
-def pipe_descriptors(pool: ProcessPoolExecutor) -> list[int]:
-    """The main process's ends of the pipes that ``pool``'s tasks and results go through.
-    They are CPython's private attributes: where a Python names them otherwise, none."""
-    ends = [getattr(getattr(pool, queue, None), end, None)
-            for queue, end in (("_call_queue", "_writer"), ("_result_queue", "_reader"))]
-    return [end.fileno() for end in ends if end is not None]
+def open_pipes() -> set[tuple[int, int]]:
+    """(descriptor, inode) of each pipe this process has open, as Linux's /proc lists them;
+    elsewhere none (pipes are widened on Linux only)."""
+    if sys.platform != "linux":
+        return set()
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
+            status = os.fstat(int(name))
+            if stat.S_ISFIFO(status.st_mode):
+                found.add((int(name), status.st_ino))
+    return found
 
 
 def shut_down(pool: ProcessPoolExecutor) -> None:
