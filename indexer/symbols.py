@@ -345,23 +345,26 @@ def _dropped_commas(source: bytes, root: tree_sitter.Node) -> list[int]:
     """The split trailing commas to normalize away: all but those that make a tuple of one
     element, ``(x,)`` or ``t[x,]``, which would not be the same code without them."""
     return [position for position in split_commas(source)
-            if not _makes_one_tuple(root.descendant_for_byte_range(position, position + 1))]
+            if not _makes_one_tuple(root, position)]
 
 
-def _makes_one_tuple(comma: tree_sitter.Node | None) -> bool:
-    """Whether ``comma`` ends a one-element tuple (``with (a as b,):`` has none: Python
-    reads the parentheses as the with statement's)."""
-    container = comma.parent if comma is not None and comma.type == "," else None
+def _makes_one_tuple(root: tree_sitter.Node, comma: int) -> bool:
+    """Whether the comma at offset ``comma`` ends a one-element tuple (``with (a as b,):``
+    has none: Python reads the parentheses as the with statement's). A comma token is
+    unnamed, so the smallest named node around it is the one that holds it: found in one
+    walk down from the root, where asking the token for its parent is a second."""
+    container = root.named_descendant_for_byte_range(comma, comma + 1)
     if container is None:
-        return False  # in a string or a comment
-    around = container.parent
-    if container.type in _TUPLES and (around is None or around.type != "with_item"):
-        elements = [child for child in container.named_children if child.type != "comment"]
-    elif container.type == "subscript":
-        elements = container.children_by_field_name("subscript")
-    else:
         return False
-    return len(elements) == 1
+    if container.type == "subscript":
+        return len(container.children_by_field_name("subscript")) == 1
+    if container.type not in _TUPLES:
+        return False  # a call's, a list's... or in a string or a comment
+    elements = [child for child in container.named_children if child.type != "comment"]
+    if len(elements) != 1:
+        return False
+    around = container.parent  # walks down from the root again: for the rare tuple of one
+    return around is None or around.type != "with_item"
 
 
 def _normalized_file(
