@@ -81,9 +81,17 @@ def _from_import(source: bytes, node: tree_sitter.Node, line: int) -> list[Impor
         return []
     level, module = _relative(source, module_node)
     names = [_name_and_alias(source, child) for child in node.children_by_field_name("name")]
-    if any(child.type == "wildcard_import" for child in node.children):
+    if _may_import_all(source, node, module_node.end_byte) and any(
+        child.type == "wildcard_import" for child in node.children
+    ):
         names.append(("*", None))
     return [(line, module, name, alias, level) for name, alias in names if name]
+
+
+def _may_import_all(source: bytes, node: tree_sitter.Node, names_start: int) -> bool:
+    """Whether a from-import may end in ``*``: most do not hold the byte (a tree with an
+    error may have made up a wildcard of none)."""
+    return source.find(b"*", names_start, node.end_byte) >= 0 or node.has_error
 
 
 def _relative(source: bytes, node: tree_sitter.Node) -> tuple[int, str]:
