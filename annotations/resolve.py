@@ -418,19 +418,30 @@ class Resolver:
         if len(rows) == 1:
             return _from_row(repo, version, key, rows[0])
         if not rows:
-            elsewhere = [f"{r}@{v}" for r, v in queries.versions_defining(self.database, name)]
-            raise ResolveError(
-                f"no module or symbol '{name}' at {repo}@{version}",
-                hint=f"it is defined at {', '.join(elsewhere)}: write {elsewhere[-1]}:{name}"
-                if elsewhere else "write PATH::QUALNAME, or a dotted name starting with the "
-                                  "module",
-            )
+            raise ResolveError(f"no module or symbol '{name}' at {repo}@{version}",
+                               hint=self._unknown_name_hint(key, name))
         listed = ", ".join(f"{row['path']}::{row['qualname']}" for row in rows[:8])
         more = f" and {len(rows) - 8} more" if len(rows) > 8 else ""
         raise AmbiguousRef(
             f"'{name}' matches {len(rows)} symbols at {repo}@{version}: {listed}{more}",
             hint="write PATH::QUALNAME to pick one",
         )
+
+    def _unknown_name_hint(self, key: int, name: str) -> str:
+        """Where a qualname (or its last parts) that version ``key`` does not define is
+        defined, else the closest qualnames it defines (``CUDAGraphWraper``,
+        ``GPUModelRuner.capture_model``), else how else to write the ref."""
+        elsewhere = [f"{r}@{v}" for r, v in queries.versions_defining(self.database, name)]
+        if elsewhere:
+            return f"it is defined at {', '.join(elsewhere)}: write {elsewhere[-1]}:{name}"
+        last = name.rpartition(".")[2]
+        lasts = queries.names_close_to(self.database, last, key) or [last]
+        qualnames = dict.fromkeys(row["qualname"] for close in lasts
+                                  for row in queries.symbols_named(self.database, key, close))
+        close = close_matches(name, qualnames, n=3, cutoff=0.5)
+        if close:
+            return f"closest: {either(close)}"
+        return "write PATH::QUALNAME, or a dotted name starting with the module"
 
     def _lines(
         self, repo: str, version: str, key: int, path: str, start: int | None, end: int | None

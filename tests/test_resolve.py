@@ -386,6 +386,24 @@ ERRORS = [
         id="short-name-missing",
     ),
     pytest.param(
+        "vllm@v0.1.0:CacheConfg", ResolveError,
+        "no module or symbol 'CacheConfg' at vllm@v0.1.0 (hint: closest: 'CacheConfig' or "
+        "'CacheEngine')",
+        id="short-name-misspelt",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:CacheConfg.block_size", ResolveError,
+        "no module or symbol 'CacheConfg.block_size' at vllm@v0.1.0 (hint: closest: "
+        "'CacheConfig.block_size')",
+        id="short-qualname-of-a-misspelt-class",
+    ),
+    pytest.param(
+        "vllm@v0.1.0:CacheConfig.blok_size", ResolveError,
+        "no module or symbol 'CacheConfig.blok_size' at vllm@v0.1.0 (hint: closest: "
+        "'CacheConfig.block_size')",
+        id="short-qualname-of-a-misspelt-member",
+    ),
+    pytest.param(
         "vllm@v0.1.0:mla_enabled", ResolveError,
         "no module or symbol 'mla_enabled' at vllm@v0.1.0 (hint: it is defined at "
         "lmcache@v0.5.1: write lmcache@v0.5.1:mla_enabled)",
