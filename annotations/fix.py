@@ -47,6 +47,7 @@ from annotations.model import Article, Claim, RepoFilter
 from annotations.refs import PLAIN_VIEW, RefForm, parse_ref
 from annotations.results import CheckReport, RefResult, Status
 from annotations.yaml_edit import ClaimsYaml, NewLine, Span, Unwritable
+from db.close_matches import close_matches, did_you_mean
 from indexer.config import line_span
 
 # Lines end where the loader's (and YAML's) line numbers say they do: also at a lone CR,
@@ -694,6 +695,22 @@ def _refuse_unless_it_holds_at_the_target(wanted: str, target: str, result: RefR
                        f"{result.ref} is {result.status.value} ({result.message})", hint=hint)
 
 
+def _unknown_claim_hint(report: CheckReport, article: str, claim_id: str) -> str:
+    """Where claim ``claim_id``, which ``article`` (when given) does not hold, is, or the
+    closest ids of that article's claims (of every claim's when none is given or it holds
+    none): a misspelt ``--bump``."""
+    elsewhere = sorted({r.article for r in report.results if r.claim == claim_id})
+    if elsewhere:
+        return f"it is in {', '.join(elsewhere)}: write {elsewhere[0]}#{claim_id}"
+    ids = {r.claim for r in report.results if article in (r.article, r.file)} if article else set()
+    close = close_matches(claim_id, sorted(ids or {r.claim for r in report.results}),
+                           n=3, cutoff=0.7)
+    if close:
+        prefix = f"{article}#" if ids else ""
+        return did_you_mean([f"{prefix}{other}" for other in close])
+    return "write ARTICLE#ID, FILE#ID or the claim's id"
+
+
 def _as_written(result: RefResult, new: str | None, target: str) -> str | None:
     """``new`` (``REPO@VERSION:...``) without its pin when the ref was written without one
     and that pin is the claim's new one, ``target``, as its author would write it then."""
@@ -719,8 +736,7 @@ def _claim_results(report: CheckReport, wanted: str) -> list[RefResult]:
         if r.claim == claim_id and (not article or article in (r.article, r.file))
     ]
     if not results:
-        raise FixError(f"no claim '{wanted}'",
-                       hint="write ARTICLE#ID, FILE#ID or the claim's id")
+        raise FixError(f"no claim '{wanted}'", hint=_unknown_claim_hint(report, article, claim_id))
     if len({r.article for r in results}) > 1:
         articles = ", ".join(sorted({r.article for r in results}))
         raise FixError(f"claim id '{claim_id}' is in several articles: {articles}",

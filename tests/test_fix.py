@@ -1368,8 +1368,16 @@ def test_bump_of_a_front_matter_claim() -> None:
                  "Error: no claim 'nope' (hint: write ARTICLE#ID, FILE#ID or the claim's id)",
                  id="unknown-claim"),
     pytest.param(("--bump", "blog/other.md#no-pin"),
-                 "Error: no claim 'blog/other.md#no-pin' (hint: write ARTICLE#ID, FILE#ID or the "
+                 "Error: no claim 'blog/other.md#no-pin' (hint: it is in blog/bump.md: write "
+                 "blog/bump.md#no-pin)", id="another-article"),
+    pytest.param(("--bump", "blog/other.md#nope"),
+                 "Error: no claim 'blog/other.md#nope' (hint: write ARTICLE#ID, FILE#ID or the "
                  "claim's id)", id="unknown-article"),
+    pytest.param(("--bump", "no-pn"),
+                 "Error: no claim 'no-pn' (hint: did you mean 'no-pin'?)", id="misspelt-claim"),
+    pytest.param(("--bump", "blog/a.md#moves"),
+                 "Error: no claim 'blog/a.md#moves' (hint: did you mean 'blog/a.md#moved'?)",
+                 id="misspelt-claim-of-an-article"),
     pytest.param(("--bump", "shared"),
                  "Error: claim id 'shared' is in several articles: blog/a.md, blog/bump.md "
                  "(hint: write ARTICLE#shared)", id="ambiguous-claim-id"),
