@@ -264,17 +264,35 @@ class Resolver:
         return blob_id
 
     def _symbol(self, repo: str, version: str, key: int, path: str, qualname: str) -> Resolved:
-        self._blob(repo, version, key, path)
         matching = self.definitions_in_file(key, path, qualname)
-        if not matching:
-            rows = self.file_symbols(key, path)
-            names = list(dict.fromkeys(row["qualname"] for row in rows))  # defined twice: once
-            close = close_matches(qualname, names, n=3, cutoff=0.5)
-            raise ResolveError(
-                f"no symbol '{qualname}' in {path} at {repo}@{version}",
-                hint=f"closest: {either(close)}" if close else "check the qualname",
-            )
-        return _from_row(repo, version, key, matching[0])
+        if matching:
+            return _from_row(repo, version, key, matching[0])
+        elsewhere = self._defined_elsewhere(repo, key, path, qualname)
+        try:
+            self._blob(repo, version, key, path)
+        except ResolveError as error:
+            error.hint = _and_elsewhere(error.hint, elsewhere, f"{repo}@{version}")
+            raise
+        rows = self.file_symbols(key, path)
+        names = list(dict.fromkeys(row["qualname"] for row in rows))  # defined twice: once
+        close = close_matches(qualname, names, n=3, cutoff=0.5)
+        raise ResolveError(
+            f"no symbol '{qualname}' in {path} at {repo}@{version}",
+            hint=_and_elsewhere(f"closest: {either(close)}" if close else None, elsewhere,
+                                f"{repo}@{version}") or "check the qualname",
+        )
+
+    def _defined_elsewhere(self, repo: str, key: int, path: str, qualname: str) -> str | None:
+        """The hint naming the other indexed versions of ``repo`` whose ``path`` defines
+        ``qualname`` (a symbol removed at the target, written without a pin, or pinned at
+        the wrong version); None when none does."""
+        elsewhere = [f"{repo}@{other}" for other, other_key
+                     in queries.indexed_version_keys(self.database, repo)
+                     if other_key != key and self.definitions_in_file(other_key, path, qualname)]
+        if not elsewhere:
+            return None
+        return (f"it is defined at {', '.join(elsewhere)}: write "
+                f"{elsewhere[-1]}:{path}::{qualname}")
 
     def unnamed_uses_in(
         self, resolved: Resolved, uses: Iterable[Mapping[str, Any]]
@@ -489,6 +507,16 @@ class Resolver:
         """The source text a resolved ref covers (whole lines)."""
         lines = self.source_lines(resolved.blob_id)
         return "".join(lines[resolved.start_line - 1:resolved.end_line])
+
+
+def _and_elsewhere(hint: str | None, elsewhere: str | None, pin: str) -> str | None:
+    """``elsewhere``, where the ref's symbol is defined, when it is, then ``hint`` about
+    its own ``pin`` (the closest names there), unless it says only what to check."""
+    if elsewhere is None:
+        return hint
+    if hint is None or hint.startswith("check the "):
+        return elsewhere
+    return f"{elsewhere}; at {pin}, {hint}"
 
 
 def _source(database: Database, blob_id: str) -> str:

@@ -1000,8 +1000,10 @@ LINK_ERRORS = [
     pytest.param(
         BAD, claim("vllm/compilation/cuda_graph.py::capture_cudagraph"),
         [f"{BAD}:7: no symbol 'capture_cudagraph' in vllm/compilation/cuda_graph.py at "
-         "vllm@v0.1.0 (hint: closest: 'capture_graph')"],
-        ONE_REF, id="missing-qualname-closest",
+         "vllm@v0.1.0 (hint: it is defined at vllm@v0.2.0, vllm@v0.3.0: write vllm@v0.3.0:"
+         "vllm/compilation/cuda_graph.py::capture_cudagraph; at vllm@v0.1.0, closest: "
+         "'capture_graph')"],
+        ONE_REF, id="missing-qualname-of-later-versions-closest",
     ),
     pytest.param(
         BAD, claim("forward"),

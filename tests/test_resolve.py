@@ -322,9 +322,11 @@ ERRORS = [
     pytest.param(
         "vllm@v0.3.0:vllm/worker/cache_engine.py::CacheEngine", ResolveError,
         "path 'vllm/worker/cache_engine.py' does not exist at vllm@v0.3.0 "
-        "(hint: did you mean 'vllm/v1/worker/cache_engine.py', 'vllm/engine/llm_engine.py' "
-        "or 'vllm/config/cache.py'?)",
-        id="path-missing-did-you-mean",
+        "(hint: it is defined at vllm@v0.1.0, vllm@v0.2.0: write vllm@v0.2.0:vllm/worker/"
+        "cache_engine.py::CacheEngine; at vllm@v0.3.0, did you mean "
+        "'vllm/v1/worker/cache_engine.py', 'vllm/engine/llm_engine.py' or "
+        "'vllm/config/cache.py'?)",
+        id="path-of-older-versions-missing-did-you-mean",
     ),
     pytest.param(
         "vllm@v0.1.0:vllm/utls.py::cdiv", ResolveError,
@@ -340,8 +342,9 @@ ERRORS = [
     pytest.param(
         "vllm@v0.2.0:vllm/compilation/cuda_graph.py::capture_graph", ResolveError,
         "no symbol 'capture_graph' in vllm/compilation/cuda_graph.py at vllm@v0.2.0 "
-        "(hint: closest: 'capture_cudagraph')",
-        id="qualname-missing-closest",
+        "(hint: it is defined at vllm@v0.1.0: write vllm@v0.1.0:vllm/compilation/"
+        "cuda_graph.py::capture_graph; at vllm@v0.2.0, closest: 'capture_cudagraph')",
+        id="qualname-of-an-older-version-missing-closest",
     ),
     pytest.param(
         "vllm@v0.1.0:vllm/utils.py::Nothing.like.this", ResolveError,
