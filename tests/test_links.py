@@ -747,6 +747,42 @@ def test_links_of_an_article_from_two_files_say_which_file_each_line_is_in(
     assert "annotations/post-more.yml:6" in {line.split()[0] for line in lines[1:]}
 
 
+POST_MORE = """\
+article: articles/post.md
+at: vllm@v0.1.0
+claims:
+  - id: swap
+    text: 交换空间
+    refs: [vllm.config.cache.DEFAULT_SWAP_SPACE_GIB]
+  - id: cdiv
+    text: cdiv 向上取整
+    refs:
+      - vllm/utils.py::cdiv
+      - ref: vllm/utils.py::cdiv
+        quote: "-(a // -b)"
+"""
+
+
+def test_an_article_from_two_files_lists_its_own_file_first_then_each_file_in_order(
+    project: Path
+) -> None:
+    """Its claims are not interleaved by line number across its files, which splits a
+    claim's refs around another file's line: the Markdown article's claims (lines 5, 11
+    and 13), then those the YAML file adds (lines 4 and 7)."""
+    write_corpus()
+    write("annotations/post-more.yml", POST_MORE)
+    assert link().exit_code == 0
+    links = CliRunner().invoke(cli, ["links", "--article", "articles/post.md"])
+    places = [line.split()[0] for line in links.stdout.splitlines()[1:]]
+    assert places == ["articles/post.md:7", "articles/post.md:11", "articles/post.md:13",
+                      "annotations/post-more.yml:6", "annotations/post-more.yml:10",
+                      "annotations/post-more.yml:11"]
+    checked = json.loads(CliRunner().invoke(cli, ["check", "--format", "json"]).stdout)
+    in_post = [f"{result['file']}:{result['line']}" for result in checked["results"]
+               if result["article"] == "articles/post.md"]
+    assert in_post == places
+
+
 def test_claims_of_one_article_from_two_files_are_all_kept(project: Path) -> None:
     write_corpus()
     write("annotations/post-more.yml", """\
