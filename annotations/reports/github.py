@@ -24,7 +24,7 @@ from annotations.reports._common import (
     waiver_note,
 )
 from annotations.results import CheckReport, InputError, RefResult
-from annotations.wording import counted
+from annotations.wording import counted, of_count
 
 MAX_CLAIM_TEXT = 200
 """Characters of claim text quoted in an annotation's message."""
@@ -89,8 +89,9 @@ def _not_shown(lines: list[str]) -> str | None:
     hidden = sum(count - SHOWN_PER_LEVEL for count in over.values())
     levels = " and ".join(counted(count, name) for name, count in over.items())
     return (f"GitHub shows the first {SHOWN_PER_LEVEL} annotations of each level a step "
-            f"prints: of {levels}, {hidden} are in this log only; 'annotate check --format "
-            "markdown' (the job summary) or '--format sarif' lists every one")
+            f"prints: of {levels}, {hidden} {of_count(hidden, 'is', 'are')} in this log only; "
+            "'annotate check --format markdown' (the job summary) or '--format sarif' lists "
+            "every one")
 
 
 def _annotation(result: RefResult, name: str) -> str:
