@@ -48,7 +48,7 @@ LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
 in ~1,000 files, in random order (with 256, each was split 2.7 times: 1.1 s of a 9.3 s link)."""
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 17
+LINK_FORMAT = 18
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -70,7 +70,8 @@ seven types (a permalink in '<?php ... ?>', '<!DOCTYPE ...>' or '<![CDATA[ ... ]
 claim), thematic breaks, setext headings and list items opened empty, a link in an image's
 alt text is no claim, and a claim's text loses its lines' container markers alone; 16: a
 broken ref's name that its version defines nowhere has the closest qualnames in its hint;
-17: a broken PATH::QUALNAME's hint names the indexed versions whose PATH defines it."""
+17: a broken PATH::QUALNAME's hint names the indexed versions whose PATH defines it; 18:
+a pin of an indexed version's number spelt otherwise (v0.20 for v0.20.0) names it."""
 
 
 @dataclass

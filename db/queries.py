@@ -16,7 +16,7 @@ from db.close_matches import close_matches, did_you_mean
 from db.config_names import table_in
 from db.database import Database
 from db.errors import DatabaseBusy, MissingIndex
-from db.version_order import COMMIT, in_version_order, version_key
+from db.version_order import COMMIT, NOT_A_VERSION, in_version_order, version_key
 
 SYMBOL_COLUMNS = (
     "blob_id", "seq", "qualname", "name", "kind", "start_line", "end_line",
@@ -93,10 +93,13 @@ def indexed_spelling_hint(repo: str, indexed: str) -> str:
 
 
 def indexed_spelling(database: Database, repo: str, version: str) -> str | None:
-    """The other spelling of ``version`` (``v0.20.0`` for ``0.20.0``, and back) when that
-    one is indexed."""
-    other = version[1:] if version[:1] == "v" else f"v{version}"
-    return other if version_id(database, repo, other) is not None else None
+    """The indexed version that ``version`` is another spelling of, the same version number
+    as PEP 440 reads them (``v0.20.0`` for ``0.20.0``, or ``v0.20``, and back)."""
+    number = version_key(version)
+    if number == NOT_A_VERSION:
+        return None
+    return next((other for other in indexed_versions(database, repo)
+                 if other != version and version_key(other) == number), None)
 
 
 def require_version(

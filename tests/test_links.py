@@ -1352,19 +1352,37 @@ def test_a_broken_ref_whose_claim_waives_broken_is_no_link_error(
 def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> None:
     """A typo in a pin, or a release nobody configured: no ``annotate index`` of the
     configured versions would ever check it, so it must not pass as merely unindexed."""
-    write("annotations/later.yml", claim("vllm@v0.1:vllm/utils.py::cdiv"))
+    write("annotations/later.yml", claim("vllm@v0.9:vllm/utils.py::cdiv"))
     result = link()
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "Error: annotations/later.yml:7: vllm@v0.1 is neither indexed nor configured (hint: "
-        "fix the pin, or add v0.1 to 'versions' of [repos.vllm] in annotate.toml and run "
-        "'annotate index vllm@v0.1')",
+        "Error: annotations/later.yml:7: vllm@v0.9 is neither indexed nor configured (hint: "
+        "fix the pin, or add v0.9 to 'versions' of [repos.vllm] in annotate.toml and run "
+        "'annotate index vllm@v0.9')",
         "Error: 1 problem in the annotations (see above)",
     ]
     assert rows("SELECT state, message FROM claim_refs") == [  # what check will say
-        ("broken", "vllm@v0.1 is neither indexed nor configured (hint: fix the pin, or add "
-                   "v0.1 to 'versions' of [repos.vllm] in annotate.toml and run 'annotate index "
-                   "vllm@v0.1')")]
+        ("broken", "vllm@v0.9 is neither indexed nor configured (hint: fix the pin, or add "
+                   "v0.9 to 'versions' of [repos.vllm] in annotate.toml and run 'annotate index "
+                   "vllm@v0.9')")]
+
+
+@pytest.mark.parametrize("pin", [
+    pytest.param("vllm@v0.1", id="missing-its-last-zero"),
+    pytest.param("vllm@0.1", id="missing-its-v-and-last-zero"),
+    pytest.param("vllm@v0.1.0.0", id="with-another-zero"),
+])
+def test_a_pin_of_the_same_version_number_names_the_indexed_version(
+    project: Path, pin: str
+) -> None:
+    """As pip reads it: vllm==0.1 is the 0.1.0 wheel, which 'annotate index vllm@v0.1'
+    refuses as vllm@v0.1.0's."""
+    write("annotations/later.yml", claim(f"{pin}:vllm/utils.py::cdiv"))
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"Error: annotations/later.yml:7: {pin} is neither indexed nor configured; "
+        "did you mean 'vllm@v0.1.0'? It is indexed")
 
 
 def test_a_pin_missing_its_v_names_the_indexed_version(project: Path) -> None:
