@@ -476,7 +476,7 @@ def require_annotation_files(config: ProjectConfig) -> AnnotationFiles:
     is none: a glob's typo, or a run from the wrong folder."""
     files = annotation_files(config)
     if not any(files):
-        found = config.config_above()
+        found = config.config_above() or config.config_below()
         if found is not None:
             advice = run_from(found)
         elif config.source_file is not None:

@@ -142,6 +142,12 @@ class ProjectConfig:
         was not read from a file: a command run from a subfolder of that project."""
         return config_above(self.root) if self.source_file is None else None
 
+    def config_below(self) -> Path | None:
+        """The config file of a project below the root (`config_below`), when this config
+        was not read from a file: a command run from the top of a repository that keeps
+        its articles in a folder of their own."""
+        return config_below(self.root) if self.source_file is None else None
+
     def configured_versions(self, name: str) -> tuple[str, ...]:
         """The versions of repo ``name`` to index (none when it is not configured)."""
         repo = self.repos.get(name)
@@ -304,6 +310,36 @@ def config_above(folder: Path) -> Path | None:
         if parent == top:
             return None
     return None
+
+
+CONFIG_BELOW_DEPTH = 3
+"""How many folders down `config_below` looks."""
+_NOT_A_PROJECT = frozenset({"node_modules", "__pycache__", "site-packages"})
+
+
+def config_below(folder: Path) -> Path | None:
+    """The annotate.toml of the shallowest folder below ``folder`` that has one, at most
+    `CONFIG_BELOW_DEPTH` folders down, the first by name at that depth (``docs/``, in a
+    repository whose CI runs from its top); hidden folders, virtual environments and
+    symlinks to folders are not entered."""
+    level = [folder]
+    for _ in range(CONFIG_BELOW_DEPTH):
+        level = sorted(child for parent in level for child in _project_subfolders(parent))
+        found = next((child / CONFIG_FILE for child in level
+                      if (child / CONFIG_FILE).is_file()), None)
+        if found is not None:
+            return found
+    return None
+
+
+def _project_subfolders(folder: Path) -> list[Path]:
+    try:
+        children = list(folder.iterdir())
+    except OSError:  # a folder that may not be listed holds no config of ours
+        return []
+    return [child for child in children
+            if not child.name.startswith(".") and child.name not in _NOT_A_PROJECT
+            and child.is_dir() and not child.is_symlink() and not (child / "pyvenv.cfg").exists()]
 
 
 def repository_top(folder: Path) -> Path | None:

@@ -1269,6 +1269,48 @@ def test_no_annotation_files_and_no_config_says_where_to_run_from(
                                   "'articles' in annotate.toml\n")
 
 
+@pytest.mark.parametrize(("below", "found"), [
+    pytest.param(("docs",), "docs", id="a-folder-down"),
+    pytest.param(("site/content/notes",), "site/content/notes", id="three-folders-down"),
+    pytest.param(("b/notes", "a/notes/deeper"), "b/notes", id="the-shallowest"),
+    pytest.param(("b/notes", "a/notes"), "a/notes", id="the-first-by-name"),
+])
+def test_no_config_here_but_one_below_names_its_folder(
+    stored_links: list[tuple], monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory, below: tuple[str, ...], found: str,
+) -> None:
+    """Run from the top of a repository whose articles have a folder of their own (a CI
+    job's working directory), the error says where the config is."""
+    db = Path.cwd() / DB
+    top = tmp_path_factory.mktemp("repository")
+    for folder in below:
+        write(top / folder / "annotate.toml", "")
+    monkeypatch.chdir(top)
+    result = CliRunner().invoke(cli, ["--db", str(db), "check"], prog_name="annotate")
+    assert (result.exit_code, result.stdout) == (2, "")
+    config = top / found / "annotate.toml"
+    assert result.stderr.endswith(
+        f"; run from {config.parent}, where annotate.toml is, or pass --config {config}\n")
+
+
+@pytest.mark.parametrize("below", [
+    pytest.param("one/two/three/four", id="four-folders-down"),
+    pytest.param(".hidden", id="in-a-hidden-folder"),
+    pytest.param("node_modules/pkg", id="in-node-modules"),
+])
+def test_a_config_annotate_does_not_look_for_is_not_named(
+    stored_links: list[tuple], monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory, below: str,
+) -> None:
+    db = Path.cwd() / DB
+    top = tmp_path_factory.mktemp("repository")
+    write(top / below / "annotate.toml", "")
+    monkeypatch.chdir(top)
+    result = CliRunner().invoke(cli, ["--db", str(db), "check"], prog_name="annotate")
+    assert result.stderr.endswith("; run from your articles' folder, or set 'annotations' and "
+                                  "'articles' in annotate.toml\n")
+
+
 @pytest.mark.parametrize("command", ["check", "link", "fix"])
 def test_annotation_files_without_claims_are_an_error_and_keep_the_links(
     stored_links: list[tuple], command: str
