@@ -21,6 +21,7 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from enum import Enum
 from pathlib import Path, PurePosixPath
 
@@ -48,7 +49,7 @@ LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
 in ~1,000 files, in random order (with 256, each was split 2.7 times: 1.1 s of a 9.3 s link)."""
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 18
+LINK_FORMAT = 19
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -71,7 +72,8 @@ claim), thematic breaks, setext headings and list items opened empty, a link in 
 alt text is no claim, and a claim's text loses its lines' container markers alone; 16: a
 broken ref's name that its version defines nowhere has the closest qualnames in its hint;
 17: a broken PATH::QUALNAME's hint names the indexed versions whose PATH defines it; 18:
-a pin of an indexed version's number spelt otherwise (v0.20 for v0.20.0) names it."""
+a pin of an indexed version's number spelt otherwise (v0.20 for v0.20.0) names it; 19: a
+quote that does not occur at its pin names the closest line."""
 
 
 @dataclass
@@ -940,10 +942,42 @@ def _quoted_definition(resolver: Resolver, resolved: Resolved, entry: RefEntry) 
         if quote_stands(entry.quote, resolver.text_of(other)):
             return other
     where = " or in its other definitions" if others else ""
+    texts = [resolver.text_of(definition) for definition in (resolved, *others)]
+    closest = _closest_line(entry.quote, texts)
     raise ResolveError(
         f"quote '{entry.quote}' does not occur in {resolved.canonical}{where} at its own pin",
-        hint="the annotation is wrong from the start: fix the quote or the ref",
+        hint="the annotation is wrong from the start: fix the quote or the ref"
+             + (f"; its closest line: '{closest}'" if closest else ""),
     )
+
+
+QUOTED_LINE_MAX = 100
+"""How much of the closest line a broken quote's hint shows."""
+
+
+def _closest_line(quote: str, texts: list[str]) -> str | None:
+    """The line of ``texts`` that holds the most of ``quote``, in order (white space runs
+    as one space, as a quote stands), when it holds at least `QUOTE_FOUND` of it, as a typo
+    or a spacing leaves it: ``is_graph_capturing=True,`` for ``is_graph_capturing = True``;
+    None otherwise."""
+    wanted = " ".join(quote.split())
+    lines = dict.fromkeys(" ".join(line.split()) for text in texts for line in text.splitlines())
+    scored = [(_share_found(wanted, line), -len(line), line) for line in lines if line]
+    best = max(scored, default=None)
+    if best is None or best[0] < QUOTE_FOUND:
+        return None
+    line = best[2]
+    return line if len(line) <= QUOTED_LINE_MAX else line[:QUOTED_LINE_MAX - 3] + "..."
+
+
+QUOTE_FOUND = 0.8
+"""The share of a broken quote's characters, in order, that a line must hold to be named."""
+
+
+def _share_found(wanted: str, line: str) -> float:
+    """The share of ``wanted``'s characters that ``line`` holds in the same order."""
+    matcher = SequenceMatcher(None, wanted, line, autojunk=False)
+    return sum(block.size for block in matcher.get_matching_blocks()) / max(len(wanted), 1)
 
 
 def _use_row(resolver: Resolver, text: str) -> dict:

@@ -1060,8 +1060,26 @@ LINK_ERRORS = [
                    "        quote: 'float = 0.92'\n"),
         [f"{BAD}:7: quote 'float = 0.92' does not occur in vllm@v0.1.0:vllm/config/cache.py::"
          "CacheConfig.gpu_memory_utilization at its own pin "
+         "(hint: the annotation is wrong from the start: fix the quote or the ref; its closest "
+         "line: 'gpu_memory_utilization: float = 0.9')"],
+        ONE_REF, id="quote-missing-at-own-pin-names-the-closest-line",
+    ),
+    pytest.param(
+        BAD, claim("ref: vllm.config.cache.CacheConfig.gpu_memory_utilization",
+                   "        quote: 'gpu_memory_utilization:float'\n"),
+        [f"{BAD}:7: quote 'gpu_memory_utilization:float' does not occur in vllm@v0.1.0:"
+         "vllm/config/cache.py::CacheConfig.gpu_memory_utilization at its own pin "
+         "(hint: the annotation is wrong from the start: fix the quote or the ref; its closest "
+         "line: 'gpu_memory_utilization: float = 0.9')"],
+        ONE_REF, id="quote-spaced-otherwise-names-the-closest-line",
+    ),
+    pytest.param(
+        BAD, claim("ref: vllm.config.cache.CacheConfig.gpu_memory_utilization",
+                   "        quote: 'bytes = 4096'\n"),
+        [f"{BAD}:7: quote 'bytes = 4096' does not occur in vllm@v0.1.0:vllm/config/cache.py::"
+         "CacheConfig.gpu_memory_utilization at its own pin "
          "(hint: the annotation is wrong from the start: fix the quote or the ref)"],
-        ONE_REF, id="quote-missing-at-own-pin",
+        ONE_REF, id="quote-like-no-line",
     ),
     pytest.param(
         BAD, claim("README.md#L3-L4"),
