@@ -9,6 +9,7 @@ extractor, that is: `reextract_outdated` parses again the blobs that another ext
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import multiprocessing
 import os
@@ -52,8 +53,11 @@ PIPE_BYTES = 1024 * 1024
 or its rows, whole. Through the default 64 KiB a worker waited for the main process, busy
 writing rows to SQLite, at every 64 KiB of a batch it took or of the rows it gave back."""
 
-Batch = list[tuple[str, bool, bytes]]
-"""(blob id, whether it is Python, content) of a few blobs, parsed by one worker task."""
+Batch = list[tuple[str, bool, bytes, bool]]
+"""(blob id, whether it is Python, content, whether to compress it) of a few blobs, parsed
+by one worker task."""
+BINARY = "binary"
+"""Why a blob is not parsed: its first 8 KiB hold a NUL byte."""
 
 
 class Progress(Protocol):
@@ -244,7 +248,7 @@ def reextract_outdated(
         count: int, contents: Iterator[tuple[str, bytes]]
     ) -> Generator[queries.BlobRow, None, None]:
         run.progress.start("blobs of an older extractor", count)
-        batches = _content_batches((blob_id, True, data) for blob_id, data in contents)
+        batches = _content_batches((blob_id, True, data, False) for blob_id, data in contents)
         yield from _parsed(batches, count, run, reparse_batch)
         run.progress.finish()
 
@@ -281,18 +285,32 @@ def _blob_rows(
     for entry in entries:
         if not (is_python_path(entry.path) or entry.size <= MAX_STORED_BYTES):
             yield queries.BlobRow(entry.blob_id, entry.size, None, skipped=queries.NOT_STORED)
+    compressed = {entry.blob_id: content for entry in stored
+                  if (content := snapshot.stored_content(entry)) is not None}
     batches = _content_batches(
-        ((entry.blob_id, is_python_path(entry.path), snapshot.read(entry)) for entry in stored),
+        ((entry.blob_id, is_python_path(entry.path), snapshot.read(entry),
+          entry.blob_id not in compressed) for entry in stored),
         to_go=sum(entry.size for entry in stored), workers=_worker_count(run),
     )
-    yield from _parsed(batches, len(stored), run,
-                       functools.partial(parse_batch, references=run.references))
+    parse = functools.partial(parse_batch, references=run.references)
+    with contextlib.closing(_parsed(batches, len(stored), run, parse)) as rows:
+        for row in rows:
+            yield _with_content(row, compressed)
+
+
+def _with_content(row: queries.BlobRow, compressed: dict[str, bytes]) -> queries.BlobRow:
+    """``row`` with the content its source held compressed already (a wheel's member),
+    which the worker was not asked to compress again."""
+    content = compressed.get(row.blob_id)
+    if content is None or row.skipped == BINARY:
+        return row
+    return dataclasses.replace(row, content=content)
 
 
 def _parsed(
     batches: Iterator[Batch], count: int, run: _Run,
     parse: Callable[[Batch], list[queries.BlobRow]],
-) -> Iterator[queries.BlobRow]:
+) -> Generator[queries.BlobRow, None, None]:
     """The rows ``parse`` makes of ``count`` blobs: in a process pool, unless they are
     few or one worker was asked for."""
     if count <= INLINE_PARSE_LIMIT or (run.workers or 0) == 1:
@@ -398,7 +416,7 @@ def _advancing(
 
 
 def _content_batches(
-    blobs: Iterable[tuple[str, bool, bytes]], to_go: int | None = None, workers: int = 1
+    blobs: Iterable[tuple[str, bool, bytes, bool]], to_go: int | None = None, workers: int = 1
 ) -> Iterator[Batch]:
     """``blobs`` in batches of about `BATCH_BYTES`. Told the bytes ``to_go`` in all, a
     batch holds no more than a share of what is left, one of 2 x ``workers``, down to
@@ -423,23 +441,26 @@ def _batch_limit(to_go: int | None, workers: int) -> int:
 
 
 def parse_batch(batch: Batch, references: bool = True) -> list[queries.BlobRow]:
-    """Worker side: parse the Python blobs of a batch and compress every blob."""
+    """Worker side: parse the Python blobs of a batch and compress the blobs asked."""
     return [
-        _blob_row(blob_id, is_python, data, references) for blob_id, is_python, data in batch
+        _blob_row(blob_id, is_python, data, compress, references)
+        for blob_id, is_python, data, compress in batch
     ]
 
 
 def reparse_batch(batch: Batch) -> list[queries.BlobRow]:
     """Worker side: parse again blobs already stored (their content is not sent back)."""
-    return [_parsed_row(blob_id, data, None, references=True) for blob_id, _, data in batch]
+    return [_parsed_row(blob_id, data, None, references=True) for blob_id, _, data, _ in batch]
 
 
-def _blob_row(blob_id: str, is_python: bool, data: bytes, references: bool) -> queries.BlobRow:
+def _blob_row(
+    blob_id: str, is_python: bool, data: bytes, compress: bool, references: bool
+) -> queries.BlobRow:
     binary = b"\0" in data[:8192]
-    content = None if binary else zlib.compress(data, 1)
+    content = zlib.compress(data, 1) if compress and not binary else None
     if not is_python or binary:
         return queries.BlobRow(blob_id, len(data), content,
-                               skipped="binary" if binary else None, python=is_python)
+                               skipped=BINARY if binary else None, python=is_python)
     return _parsed_row(blob_id, data, content, references)
 
 

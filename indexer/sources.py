@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,11 @@ class Snapshot(ABC):
 
     @abstractmethod
     def read(self, entry: FileEntry) -> bytes: ...
+
+    def stored_content(self, entry: FileEntry) -> bytes | None:
+        """The entry's content as the index stores it (a zlib stream) when the source holds
+        it compressed already; None when it must be compressed."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release processes or files held open."""
@@ -489,6 +495,50 @@ class _CorruptMember(Exception):
     """A wheel member that does not read back (bad CRC, data that does not inflate)."""
 
 
+_ENCRYPTED = 0x1
+"""The general purpose flag of an encrypted zip member (APPNOTE 4.4.4)."""
+_LOCAL_HEADER = struct.Struct("<4s22xHH")
+"""A zip member's local header: its signature, then (after 22 bytes of what the central
+directory says again) the lengths of its name and extra field, which its data follows."""
+_ZLIB_HEADER = b"\x78\x01"
+"""A zlib stream's header (RFC 1950): deflate, 32 KiB window, no preset dictionary."""
+
+
+def _read_deflated(wheel: IO[bytes], member: zipfile.ZipInfo) -> tuple[bytes, bytes] | None:
+    """The content of a deflated ``member`` of the ``wheel`` file and its zlib stream, made
+    of the wheel's own deflate data (a header before it, the Adler-32 of the content after
+    it), so that nothing is compressed again. None for a member stored or encrypted, or
+    whose data is not one whole deflate stream of the size and CRC the wheel records:
+    zipfile reads it, or says what is wrong."""
+    deflated = _member_data(wheel, member)
+    if deflated is None:
+        return None
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(deflated, member.file_size + 1)  # a bomb stops there
+    except zlib.error:
+        return None
+    whole = inflater.eof and not inflater.unused_data and len(data) == member.file_size
+    if not whole or zlib.crc32(data) != member.CRC:
+        return None
+    return data, _ZLIB_HEADER + deflated + zlib.adler32(data).to_bytes(4, "big")
+
+
+def _member_data(wheel: IO[bytes], member: zipfile.ZipInfo) -> bytes | None:
+    """The data of a deflated, unencrypted ``member`` as the ``wheel`` file holds it."""
+    if member.compress_type != zipfile.ZIP_DEFLATED or member.flag_bits & _ENCRYPTED:
+        return None
+    wheel.seek(member.header_offset)
+    header = wheel.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size:
+        return None
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    if signature != b"PK\x03\x04":
+        return None
+    wheel.seek(name_length + extra_length, os.SEEK_CUR)
+    return wheel.read(member.compress_size)
+
+
 class WheelSnapshot(Snapshot):
     """The ``.py`` members of a wheel, at their repository paths."""
 
@@ -497,28 +547,37 @@ class WheelSnapshot(Snapshot):
     ) -> None:
         self._archive = archive
         self._contents: dict[str, bytes] = {}
+        self._streams: dict[str, bytes] = {}
         entries = []
-        for member in archive.infolist():
-            top = member.filename.split("/", 1)[0]
-            if member.is_dir() or not member.filename.endswith(".py"):
-                continue
-            if top.endswith((".dist-info", ".data")) or not _safe_path(member.filename):
-                continue
-            data = self._read_member(member)
-            self._contents[member.filename] = data
-            entries.append(FileEntry(member.filename, blob_id(data), len(data)))
+        with open(str(archive.filename), "rb") as wheel:
+            for member in archive.infolist():
+                top = member.filename.split("/", 1)[0]
+                if member.is_dir() or not member.filename.endswith(".py"):
+                    continue
+                if top.endswith((".dist-info", ".data")) or not _safe_path(member.filename):
+                    continue
+                data = self._read_member(member, wheel)
+                self._contents[member.filename] = data
+                entries.append(FileEntry(member.filename, blob_id(data), len(data)))
         self.info = SnapshotInfo(repo, version, source, wheel_sha256=sha256,
                                  files=tuple(entries))
 
-    def _read_member(self, member: zipfile.ZipInfo) -> bytes:
+    def _read_member(self, member: zipfile.ZipInfo, wheel: IO[bytes]) -> bytes:
         try:
-            return self._archive.read(member)
+            read = _read_deflated(wheel, member)
+            if read is None:
+                return self._archive.read(member)
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
             self._archive.close()
             raise _CorruptMember(f"{member.filename}: {error}") from None
+        data, self._streams[member.filename] = read
+        return data
 
     def read(self, entry: FileEntry) -> bytes:
         return self._contents[entry.path]
+
+    def stored_content(self, entry: FileEntry) -> bytes | None:
+        return self._streams.get(entry.path)
 
     def close(self) -> None:
         self._archive.close()

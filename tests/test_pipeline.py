@@ -202,7 +202,7 @@ def test_the_last_batches_are_small_so_that_the_workers_finish_together(
     batches: list[list[str]] = []
 
     def recording(batch: pipeline.Batch, references: bool = True) -> list[queries.BlobRow]:
-        batches.append([blob_id for blob_id, _, _ in batch])
+        batches.append([blob_id for blob_id, _, _, _ in batch])
         return parse_batch(batch, references)
 
     monkeypatch.setattr(pipeline, "parse_batch", recording)
@@ -295,7 +295,7 @@ BATCH = [
 def test_parse_batch_rows(
     path: str, data: bytes, parsed: bool, skipped: str | None, symbols: int
 ) -> None:
-    (row,) = parse_batch([(blob_id(data), path.endswith(".py"), data)])
+    (row,) = parse_batch([(blob_id(data), path.endswith(".py"), data, True)])
     assert (row.blob_id, row.size, row.parsed, row.skipped) == (
         blob_id(data), len(data), parsed, skipped,
     )

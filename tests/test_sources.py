@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import fakevllm as fv
@@ -697,6 +698,45 @@ def test_local_wheel(fake_wheels: Path) -> None:
     with open_local(_repo(None), "v0.2.0", wheel) as snapshot:
         assert snapshot.info.wheel_sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
         assert {e.path for e in snapshot.info.files} == set(fv.python_files("v0.2.0"))
+
+
+SOURCE = "".join(f"def f{number}(x):\n    return x * {number}\n" for number in range(300))
+
+
+def _indexed_content(wheel: Path) -> bytes:
+    """What the index stores as the content of the one member of ``wheel``."""
+    _write_config('[repos.vllm]\nversions = ["v1"]\n')
+    with open_database(Path("index.db")) as database:
+        index_version(database, load_config(), "vllm", "v1", from_path=wheel)
+        (content,) = database.conn.execute("SELECT content FROM blobs").fetchone()
+    return content
+
+
+def test_a_deflated_wheel_member_is_stored_as_the_wheel_compressed_it(tmp_path: Path) -> None:
+    """Its deflate data in a zlib stream (2 bytes before, 4 after), not compressed again."""
+    wheel = tmp_path / "vllm-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("vllm/big.py", SOURCE, zipfile.ZIP_DEFLATED, compresslevel=9)
+        (member,) = archive.infolist()
+    content = _indexed_content(wheel)
+    assert zlib.decompress(content) == SOURCE.encode()
+    assert len(content) == member.compress_size + 6
+
+
+def test_a_deflated_binary_wheel_member_stores_no_content(tmp_path: Path) -> None:
+    wheel = tmp_path / "vllm-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("vllm/blob.py", b"\0\1" * 4000, zipfile.ZIP_DEFLATED)
+    assert _indexed_content(wheel) is None
+
+
+def test_a_wheel_member_stored_uncompressed_is_compressed(tmp_path: Path) -> None:
+    wheel = tmp_path / "vllm-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("vllm/big.py", SOURCE, zipfile.ZIP_STORED)
+    content = _indexed_content(wheel)
+    assert zlib.decompress(content) == SOURCE.encode()
+    assert len(content) < len(SOURCE) // 2
 
 
 def test_local_directory_without_files_is_refused(tmp_path: Path) -> None:
