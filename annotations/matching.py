@@ -85,6 +85,13 @@ For a symbol ``old`` of A (``Matcher.match``):
    ``MiMoV2FlashForCausalLM.forward``, whose file was merged into another). ``old`` of
    that very qualname is not held back.
 
+   A best candidate of another name in another file, for a module-level class or
+   function of a file B no longer has, is a look-alike, not where ``old`` went, when a
+   symbol that B keeps at its place, of the candidate's kind group and bases (classes) or
+   parameter list (functions), has code as close to the candidate's as ``old``'s
+   (`Matcher._kept_look_alike`: the deleted Tarsier's input schema is the new OpenVLA's no
+   more than the kept PaliGemma's): ``old`` is then removed, with it among the candidates.
+
    Of candidates tied within ``AMBIGUITY_MARGIN``, a module-level function or attribute
    whose file B keeps takes the one that file now imports its name from, unambiguously
    (`Matcher._imported_from`: ``describe.py`` imports ``normalize_url`` from
@@ -260,6 +267,7 @@ _DOTTED_NAME = re.compile(r"\w+(?:\s*\.\s*\w+)*")
 _TRIVIAL_PARAMETERS = frozenset({"", "()", "(self)", "(cls)", "(self)->None"})
 _LOCALS = ".<locals>"
 _Key = tuple[str, str, int]  # (path, qualname, occurrence)
+_SIGNATURE = mq.MATCH_COLUMNS.index("signature")
 _PATH, _BLOB, _QUALNAME, _NAME, _KIND, _START_LINE, _END_LINE, _START_BYTE, _EXACT = (
     mq.MATCH_COLUMNS.index(column) for column in (
         "path", "blob_id", "qualname", "name", "kind", "start_line", "end_line", "start_byte",
@@ -998,6 +1006,7 @@ class Matcher:
         self._names: tuple[frozenset[str], frozenset[str]] | None = None  # defined_names
         self._qualname_places: dict[tuple[int, str], list[tuple[str, str]]] = {}  # _places
         self._kept_methods: dict[str, list[tuple[str, str]]] | None = None  # _kept_twin
+        self._kept_by_block: dict[tuple[KindGroup, str], list[tuple[str, str]]] | None = None
         self._modules: VersionModules | None = None  # _imported_from
         self._named_classes: dict[tuple[str, str], list[tuple[str, str]]] = {}  # _ancestors
         self._lines_at_a: dict[_Key, list[tuple[SymbolSnapshot, Container[str]]]] = {}
@@ -1438,7 +1447,8 @@ class Matcher:
             return self._removed(old, ranked)
         best = eligible[0]
         ties = [s.symbol for s in eligible[1:] if best.score - s.score <= AMBIGUITY_MARGIN]
-        if len(ties) > max_ties or self._taken(old, best.symbol):
+        if (len(ties) > max_ties or self._taken(old, best.symbol)
+                or self._kept_look_alike(old, best.symbol)):
             return self._removed(old, ranked)
         if ties and (imported := self._imported_from(old, eligible)) is not None:
             return self._moved(old, imported.symbol, (), imported.score, via)
@@ -1534,6 +1544,42 @@ class Matcher:
             for symbol in self._left(places_a, new)
             for scored in self._scorer.ranked(symbol, [new], None)
         )
+
+    def _kept_look_alike(self, old: SymbolSnapshot, new: SymbolSnapshot) -> bool:
+        """Whether ``new``, of another name in another file than ``old``, a module-level
+        symbol of a file B no longer has, is one more copy of code that a symbol B keeps
+        has too, of ``new``'s kind group and bases or parameter list, as close to
+        ``new``'s as ``old``'s (as `_kept_twin` weighs): then ``old`` is a look-alike of a
+        deleted file, not renamed there (the deleted Tarsier's ``TarsierImagePixelInputs``
+        is a new ``OpenVLAImagePixelInputs`` no more than the kept
+        ``PaliGemmaImagePixelInputs``)."""
+        if (old.parent or new.name == old.name or new.path == old.path
+                or self.b.blob(old.path) is not None or (key := _block_key(new)) is None):
+            return False
+        level, similarity = self._closeness(old, new)
+        bar = (level, similarity - AMBIGUITY_MARGIN if level == 0 else similarity)
+        return any(
+            (twin := self.b.lookup(path, qualname)) is not None
+            and self._closeness(twin, new) >= bar
+            for path, qualname in self._kept_alike().get((kind_group(new.kind), key), ()))
+
+    def _kept_alike(self) -> dict[tuple[KindGroup, str], list[tuple[str, str]]]:
+        """(path, qualname) of each module-level class and function of A that B keeps at
+        its place, by kind group and block key at A (bases, or a non-trivial parameter
+        list)."""
+        if self._kept_by_block is None:
+            self.pool()
+            found: dict[tuple[KindGroup, str], list[tuple[str, str]]] = defaultdict(list)
+            rows = [*self._a_same, *(row for key, row in self.a.rows().items()
+                                     if self.b.has(*key))]
+            for row in rows:
+                if row[_KIND] == "attribute" or row[_QUALNAME] != row[_NAME]:
+                    continue
+                key = _header_tail(row[_SIGNATURE]).replace(" ", "")
+                if key not in _TRIVIAL_PARAMETERS:
+                    found[(kind_group(row[_KIND]), key)].append((row[_PATH], row[_QUALNAME]))
+            self._kept_by_block = dict(found)
+        return self._kept_by_block
 
     def _contested(
         self, old: SymbolSnapshot, new: SymbolSnapshot, home: SymbolSnapshot | None

@@ -1170,6 +1170,31 @@ class DeepseekV4Attention(nn.Module, AttentionLayerBase):
 blocking compares."""
 
 
+PIXELS = '''\
+class {name}(TensorSchema):
+    """
+    Dimensions:
+        - bn: Batch size * number of images
+        - c: Number of channels ({channels})
+        - h: Height
+        - w: Width
+    """
+
+    type: Literal["pixel_values"] = "pixel_values"
+    {field}: Annotated[torch.Tensor, TensorShape("bn", {channels}, "h", "w")]
+'''
+"""A vision model's input schema, as vLLM's models repeat it (v0.20.0's deleted Tarsier,
+the kept PaliGemma, v0.25.0's new OpenVLA)."""
+TARSIER_PIXELS = PIXELS.format(name="TarsierImagePixelInputs", field="pixel_values", channels=3)
+OPENVLA_PIXELS = PIXELS.format(name="OpenVLAImagePixelInputs", field="data", channels=6)
+VIDEO_PIXELS = """\
+class VideoPixelInputs(TensorSchema):
+    type: Literal["pixel_values_videos"] = "pixel_values_videos"
+    pixel_values_videos: Annotated[torch.Tensor, TensorShape("bn", "f", 3, "h", "w")]
+    video_grid_thw: Annotated[torch.Tensor, TensorShape("bn", 3)]
+"""
+
+
 @dataclass(frozen=True)
 class MoveCase:
     """What became of ``old`` (``a.py::qualname`` at v1) at v2: the ref it moved to,
@@ -1880,6 +1905,31 @@ MOVES = {
                        "mhc_pre_big_fuse_tilelang", "aiter.ops.mhc_pre"), "    "),
          "kernels/tilelang.py": KERNEL.format(name="mhc_pre_tilelang")},
         "mhc_pre", Verdict.MOVED, "kernels/tilelang.py::mhc_pre_tilelang",
+    ),
+    "class-of-a-deleted-file-as-like-a-kept-class-as-a-new-one-is-removed": MoveCase(
+        {"a.py": TARSIER_PIXELS,
+         "paligemma.py": PIXELS.format(name="PaliGemmaImagePixelInputs", field="data",
+                                       channels=3)},
+        {"paligemma.py": PIXELS.format(name="PaliGemmaImagePixelInputs", field="data",
+                                       channels=3),
+         "openvla.py": OPENVLA_PIXELS},
+        "TarsierImagePixelInputs", Verdict.REMOVED,
+        candidates=frozenset({"openvla.py::OpenVLAImagePixelInputs"}),
+    ),
+    "class-of-a-deleted-file-closer-to-a-new-one-than-any-kept-class-is-renamed": MoveCase(
+        {"a.py": TARSIER_PIXELS, "video.py": VIDEO_PIXELS},
+        {"video.py": VIDEO_PIXELS, "openvla.py": OPENVLA_PIXELS},
+        "TarsierImagePixelInputs", Verdict.MOVED, "openvla.py::OpenVLAImagePixelInputs",
+    ),
+    "class-of-a-kept-file-as-like-a-kept-class-as-a-new-one-is-renamed": MoveCase(
+        {"a.py": TARSIER_PIXELS + "\n\ndef kept():\n    return 1\n",
+         "paligemma.py": PIXELS.format(name="PaliGemmaImagePixelInputs", field="data",
+                                       channels=3)},
+        {"a.py": "def kept():\n    return 1\n",
+         "paligemma.py": PIXELS.format(name="PaliGemmaImagePixelInputs", field="data",
+                                       channels=3),
+         "openvla.py": OPENVLA_PIXELS},
+        "TarsierImagePixelInputs", Verdict.MOVED, "openvla.py::OpenVLAImagePixelInputs",
     ),
 }
 
