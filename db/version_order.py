@@ -41,20 +41,32 @@ def version_key(version: str) -> tuple:
     found = _VERSION.fullmatch(version)
     if found is None or COMMIT.fullmatch(version):
         return NOT_A_VERSION
-    release = tuple(int(part) for part in found["release"].split("."))
-    while len(release) > 1 and release[-1] == 0:  # 1.0 is 1.0.0
+    release = tuple(_number(part) for part in found["release"].split("."))
+    while len(release) > 1 and release[-1] == _ZERO:  # 1.0 is 1.0.0
         release = release[:-1]
     if found["pre"]:
-        pre: tuple = (1, _PRE_RANK[found["pre_l"].lower()], int(found["pre_n"] or 0))
+        pre: tuple = (1, _PRE_RANK[found["pre_l"].lower()], _number(found["pre_n"] or "0"))
     elif found["dev"] and not found["post"]:
         pre = (0,)  # 1.0.dev0 comes before 1.0a0
     else:
         pre = (2,)
-    post = (1, int(found["post_n1"] or found["post_n2"] or 0)) if found["post"] else (0,)
-    dev = (0, int(found["dev_n"] or 0)) if found["dev"] else (1,)
-    local = tuple((1, int(part), "") if part.isdigit() else (0, 0, part.lower())
+    post = ((1, _number(found["post_n1"] or found["post_n2"] or "0")) if found["post"]
+            else (0,))
+    dev = (0, _number(found["dev_n"] or "0")) if found["dev"] else (1,)
+    local = tuple((1, _number(part), "") if part.isdigit() else (0, _ZERO, part.lower())
                   for part in re.split(r"[-_.]", found["local"] or "") if part)
-    return (0, int(found["epoch"] or 0), release, pre, post, dev, local)
+    return (0, _number(found["epoch"] or "0"), release, pre, post, dev, local)
+
+
+def _number(digits: str) -> tuple[int, str]:
+    """``digits`` ordered as the number they write, of any length (int() refuses over
+    4,300 digits): a shorter number is smaller, and of one length, the digits tell. Any
+    decimal digit counts as int() reads it (``\\d`` takes ``٣``)."""
+    significant = "".join(str(int(digit)) for digit in digits).lstrip("0")
+    return len(significant), significant
+
+
+_ZERO = _number("0")
 
 
 def in_version_order(versions: Iterable[str]) -> list[str]:

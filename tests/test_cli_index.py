@@ -353,6 +353,25 @@ def test_a_version_typo_lists_the_configured_then_the_other_indexed_versions(
             2, "Error: vllm@v0.3.0 is not indexed; run 'annotate index vllm@v0.3.0'\n"), args
 
 
+@pytest.mark.parametrize("digits", [
+    pytest.param(4300, id="as-many-digits-as-int-reads"),
+    pytest.param(5000, id="more-digits-than-int-reads"),
+])
+def test_a_version_of_a_huge_number_is_a_typo_like_any_other(project: Path, digits: int) -> None:
+    """Its number is compared with the indexed versions' (is it one of them spelt
+    otherwise?) without int(), which refuses a string of more than 4,300 digits."""
+    assert run("index", "vllm@v0.1.0").exit_code == 0
+    pin = f"vllm@v0.{'1' * digits}"
+    typo = (f"{pin} is neither indexed nor configured (vllm has v0.1.0, v0.2.0, v0.3.0); "
+            f"fix the version, or run 'annotate index {pin}' to index it")
+    for args, error in ((("symbols", pin), typo),
+                        (("diff", "vllm@v0.1.0", pin),
+                         f"Invalid value for 'REPO@B': {typo} (see 'annotate diff --help')")):
+        result = run(*args)
+        assert (result.exit_code, result.stdout) == (2, ""), args
+        assert result.stderr.splitlines() == [f"Error: {error}"], args
+
+
 @pytest.mark.parametrize("unreadable", ["file", "folder"])
 def test_a_checkout_with_what_cannot_be_read_is_one_error(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unreadable: str

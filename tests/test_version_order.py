@@ -33,6 +33,9 @@ from db.version_order import NOT_A_VERSION, in_version_order, version_key
     pytest.param("v9999.0", "main", id="name-after-every-number"),
     pytest.param("v1.0", "release-1.0", id="prefix-that-is-not-v"),
     pytest.param("1.0", "1.0-final", id="suffix-that-is-no-part"),
+    pytest.param("1." + "9" * 5000, "1.1" + "0" * 5000, id="more-digits-than-int-reads"),
+    pytest.param("1." + "1" * 5000, "1." + "1" * 4999 + "2", id="a-last-digit-of-5000"),
+    pytest.param("1.0rc" + "9" * 5000, "1.0", id="a-pre-release-number-of-5000-digits"),
 ])
 def test_older_version_sorts_first(older: str, newer: str) -> None:
     assert version_key(older) < version_key(newer)
@@ -45,6 +48,9 @@ def test_older_version_sorts_first(older: str, newer: str) -> None:
     pytest.param("1.0-rc-1", "1.0rc1", id="separators"),
     pytest.param("1.0rc", "1.0rc0", id="implicit-zero"),
     pytest.param("1.0.post", "1.0.post0", id="implicit-post-zero"),
+    pytest.param("1.0" + "0" * 5000, "1", id="a-zero-of-5000-digits"),
+    pytest.param("1.0" + "7" * 5000, "1." + "7" * 5000, id="a-leading-zero-of-5000-digits"),
+    pytest.param("v٠.٢٠.٠", "0.20.0", id="digits-of-another-script"),
 ])
 def test_spellings_of_one_version_sort_together(first: str, second: str) -> None:
     assert version_key(first) == version_key(second)
