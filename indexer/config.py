@@ -325,8 +325,9 @@ def config_below(folder: Path) -> Path | None:
     level = [folder]
     for _ in range(CONFIG_BELOW_DEPTH):
         level = sorted(child for parent in level for child in _project_subfolders(parent))
+        # os.path's tests, not Path's: a folder that cannot be entered holds none (False)
         found = next((child / CONFIG_FILE for child in level
-                      if (child / CONFIG_FILE).is_file()), None)
+                      if os.path.isfile(child / CONFIG_FILE)), None)
         if found is not None:
             return found
     return None
@@ -334,12 +335,13 @@ def config_below(folder: Path) -> Path | None:
 
 def _project_subfolders(folder: Path) -> list[Path]:
     try:
-        children = list(folder.iterdir())
+        with os.scandir(folder) as entries:
+            children = [Path(entry.path) for entry in entries
+                        if not entry.name.startswith(".") and entry.name not in _NOT_A_PROJECT
+                        and entry.is_dir(follow_symlinks=False)]
     except OSError:  # a folder that may not be listed holds no config of ours
         return []
-    return [child for child in children
-            if not child.name.startswith(".") and child.name not in _NOT_A_PROJECT
-            and child.is_dir() and not child.is_symlink() and not (child / "pyvenv.cfg").exists()]
+    return [child for child in children if not os.path.exists(child / "pyvenv.cfg")]
 
 
 def repository_top(folder: Path) -> Path | None:

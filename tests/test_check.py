@@ -1311,6 +1311,32 @@ def test_a_config_annotate_does_not_look_for_is_not_named(
                                   "'articles' in annotate.toml\n")
 
 
+@pytest.mark.parametrize("mode", [
+    pytest.param(0, id="a-folder-that-cannot-be-read"),
+    pytest.param(0o644, id="a-folder-listed-but-not-entered"),
+])
+def test_a_folder_below_that_cannot_be_read_is_passed_over(
+    stored_links: list[tuple], monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory, mode: int,
+) -> None:
+    """Looking for a config below, a folder whose entries cannot be looked at (seen
+    before docs/ by name) holds none of ours: the error names the one that is there."""
+    db = Path.cwd() / DB
+    top = tmp_path_factory.mktemp("repository")
+    write(top / "docs" / "annotate.toml", "")
+    (top / "a-private" / "inside").mkdir(parents=True)
+    (top / "a-private").chmod(mode)
+    monkeypatch.chdir(top)
+    try:
+        code, out, err = _run_as_a_user("--db", str(db), "check")
+    finally:
+        (top / "a-private").chmod(0o755)
+    config = top / "docs" / "annotate.toml"
+    assert (code, out) == (2, ""), err
+    assert err.endswith(
+        f"; run from {config.parent}, where annotate.toml is, or pass --config {config}\n"), err
+
+
 @pytest.mark.parametrize("command", ["check", "link", "fix"])
 def test_annotation_files_without_claims_are_an_error_and_keep_the_links(
     stored_links: list[tuple], command: str
