@@ -19,6 +19,7 @@ import posixpath
 import re
 import stat
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -962,7 +963,11 @@ def _closest_line(quote: str, texts: list[str]) -> str | None:
     None otherwise."""
     wanted = " ".join(quote.split())
     lines = dict.fromkeys(" ".join(line.split()) for text in texts for line in text.splitlines())
-    scored = [(_share_found(wanted, line), -len(line), line) for line in lines if line]
+    # A line holds no more of the quote, in order, than it holds characters of it: most
+    # lines of a big class are passed over without matching them (0.3 s of 7,065 lines).
+    needed, characters = QUOTE_FOUND * len(wanted), Counter(wanted)
+    scored = [(_share_found(wanted, line), -len(line), line) for line in lines
+              if len(line) >= needed and (characters & Counter(line)).total() >= needed]
     best = max(scored, default=None)
     if best is None or best[0] < QUOTE_FOUND:
         return None

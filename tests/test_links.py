@@ -1367,6 +1367,22 @@ def test_a_broken_ref_whose_claim_waives_broken_is_no_link_error(
     assert CliRunner().invoke(cli, ["check"]).exit_code == (0 if code == 0 else 1)
 
 
+@pytest.mark.parametrize(("quote", "text", "named"), [
+    pytest.param("abcdefghij", "abcdefg\nabcdefgh", "abcdefgh", id="a-line-holding-four-fifths"),
+    pytest.param("abcdefghij", "abcdefg\nxyz", None, id="a-line-holding-less"),
+    pytest.param("abcdefghij", "jihgfedcba", None, id="every-character-out-of-order"),
+    pytest.param("abcdefghij", "abcdefghi" + "x" * 500, "abcdefghi" + "x" * 88 + "...",
+                 id="a-long-line-cut"),
+    pytest.param("ab  cd\n ef", "x\n  ab\tcd  e\n", "ab cd e", id="white-space-runs-as-one"),
+])
+def test_a_broken_quotes_closest_line_holds_four_fifths_of_it_in_order(
+    quote: str, text: str, named: str | None
+) -> None:
+    """A line is named when it holds at least 80% of the quote's characters in order (the
+    lines that cannot, by their length or the characters they hold, are passed over)."""
+    assert links._closest_line(quote, [text]) == named
+
+
 def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> None:
     """A typo in a pin, or a release nobody configured: no ``annotate index`` of the
     configured versions would ever check it, so it must not pass as merely unindexed."""
