@@ -373,24 +373,30 @@ class Resolver:
         for cut in range(len(parts) - 1, 0, -1):
             for path in module_files(".".join(parts[:cut])):
                 if path in paths:
-                    try:
-                        return self._symbol(repo, version, key, path, ".".join(parts[cut:]))
-                    except ResolveError as error:
-                        imported = self._imported(key, path, parts[cut:])
-                        if imported is not None:
-                            return self._symbol(repo, version, key, *imported)
-                        # not kept in a local: its traceback holds this frame (a cycle)
-                        raise (self._misspelt(f"{repo}@{version}", key, path, parts, cut)
-                               or error) from None
+                    return self._in_module(repo, version, key, path, parts, cut)
         return self._short(repo, version, key, dotted)
 
-    def _misspelt(
+    def _in_module(
+        self, repo: str, version: str, key: int, path: str, parts: list[str], cut: int
+    ) -> Resolved:
+        """What ``parts[cut:]`` names in module ``path``: a symbol it defines, else one it
+        imports (a package's re-export). The hints of a name it does neither, which look
+        at its other names and versions, are made only then."""
+        qualname = ".".join(parts[cut:])
+        if not self.definitions_in_file(key, path, qualname):
+            imported = self._imported(key, path, parts[cut:])
+            if imported is not None:
+                return self._symbol(repo, version, key, *imported)
+            self._refuse_misspelt(f"{repo}@{version}", key, path, parts, cut)
+        return self._symbol(repo, version, key, path, qualname)
+
+    def _refuse_misspelt(
         self, pin: str, key: int, path: str, parts: list[str], cut: int
-    ) -> ResolveError | None:
-        """What ``parts[cut:]``, which module ``path`` neither defines nor imports, most
-        likely misspells: names it defines or imports (``vllm.config.CacheConfg``), or, of
-        a package, a submodule (``vllm.platforms.interfaces``), whichever is closer; None
-        when nothing is close."""
+    ) -> None:
+        """Raise what ``parts[cut:]``, which module ``path`` neither defines nor imports,
+        most likely misspells: names it defines or imports (``vllm.config.CacheConfg``),
+        or, of a package, a submodule (``vllm.platforms.interfaces``), whichever is
+        closer; return when nothing is close."""
         wanted = ".".join(parts[cut:])
         followed = [name for name in self._version_modules(key).imported_names(path)
                     if self._imported(key, path, [name]) is not None]
@@ -401,13 +407,11 @@ class Resolver:
         if modules and (not close or _likeness(parts[cut], modules[0])
                         >= _likeness(wanted, close[0])):
             package = ".".join(parts[:cut])
-            return ResolveError(f"no module '{package}.{parts[cut]}' at {pin}",
-                                hint=did_you_mean([f"{package}.{module}"
-                                                   for module in modules]))
+            raise ResolveError(f"no module '{package}.{parts[cut]}' at {pin}",
+                               hint=did_you_mean([f"{package}.{module}" for module in modules]))
         if close:
-            return ResolveError(f"no symbol '{wanted}' in {path} at {pin}",
-                                hint=f"closest: {either(close)}")
-        return None
+            raise ResolveError(f"no symbol '{wanted}' in {path} at {pin}",
+                               hint=f"closest: {either(close)}")
 
     def _version_modules(self, key: int) -> VersionModules:
         if key not in self._modules:

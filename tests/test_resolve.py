@@ -655,6 +655,30 @@ def test_a_dotted_name_follows_the_imports_that_bind_module_names(
         assert imports_resolver.resolve(ref).canonical == f"pkg@v1:{canonical}"
 
 
+@pytest.mark.parametrize(("text", "canonical"), [
+    pytest.param(f"vllm@v0.1.0:vllm.{UTIL}", f"vllm@v0.1.0:{CACHE}::{UTIL}",
+                 id="a-name-a-package-init-imports"),
+    pytest.param("vllm@v0.1.0:vllm.AsyncEngine",
+                 "vllm@v0.1.0:vllm/engine/async_llm_engine.py::AsyncLLMEngine",
+                 id="a-name-imported-under-an-alias"),
+])
+def test_a_re_exported_name_is_resolved_without_looking_at_other_versions(
+    indexed: Path, text: str, canonical: str
+) -> None:
+    """The package's __init__.py does not define it, but imports it: that is no broken
+    ref, so the hint of one (the versions whose file defines it, one query each) is not
+    made."""
+    with open_database(indexed / ".annotate" / "index.db", create=False) as database:
+        resolver = Resolver(database, load_config(indexed))
+        resolver.version_key("vllm", "v0.1.0")
+        statements: list[str] = []
+        database.conn.set_trace_callback(statements.append)
+        resolved = resolver.resolve(parse_ref(text))
+        database.conn.set_trace_callback(None)
+    assert resolved.canonical == canonical
+    assert [statement for statement in statements if "FROM versions" in statement] == []
+
+
 @pytest.mark.parametrize("text", [
     pytest.param(param.values[0], id=f"{kind}-{param.id}")
     for kind, table in (("resolves", RESOLVES), ("fails", ERRORS)) for param in table
