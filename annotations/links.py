@@ -50,7 +50,7 @@ LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
 in ~1,000 files, in random order (with 256, each was split 2.7 times: 1.1 s of a 9.3 s link)."""
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 19
+LINK_FORMAT = 20
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -74,7 +74,8 @@ alt text is no claim, and a claim's text loses its lines' container markers alon
 broken ref's name that its version defines nowhere has the closest qualnames in its hint;
 17: a broken PATH::QUALNAME's hint names the indexed versions whose PATH defines it; 18:
 a pin of an indexed version's number spelt otherwise (v0.20 for v0.20.0) names it; 19: a
-quote that does not occur at its pin names the closest line."""
+quote that does not occur at its pin names the closest line; 20: one that holds the quote
+in runs of two characters or more, not single characters strewn over it."""
 
 
 @dataclass
@@ -957,10 +958,10 @@ QUOTED_LINE_MAX = 100
 
 
 def _closest_line(quote: str, texts: list[str]) -> str | None:
-    """The line of ``texts`` that holds the most of ``quote``, in order (white space runs
-    as one space, as a quote stands), when it holds at least `QUOTE_FOUND` of it, as a typo
-    or a spacing leaves it: ``is_graph_capturing=True,`` for ``is_graph_capturing = True``;
-    None otherwise."""
+    """The line of ``texts`` that holds the most of ``quote``, in order, in runs of
+    `QUOTE_RUN` characters or more (white space runs as one space, as a quote stands),
+    when it holds at least `QUOTE_FOUND` of it, as a typo or a spacing leaves it:
+    ``is_graph_capturing=True,`` for ``is_graph_capturing = True``; None otherwise."""
     wanted = " ".join(quote.split())
     lines = dict.fromkeys(" ".join(line.split()) for text in texts for line in text.splitlines())
     # A line holds no more of the quote, in order, than it holds characters of it: most
@@ -979,10 +980,18 @@ QUOTE_FOUND = 0.8
 """The share of a broken quote's characters, in order, that a line must hold to be named."""
 
 
+QUOTE_RUN = 2
+"""The fewest characters of a broken quote, one after another, that count as found in a
+line: single ones strewn over a line ('(' and ')' of 'if f(x):' for '()', or 'self.foo()'
+in 'disable=not self.load_config.use_tqdm_on_load,') are no likeness."""
+
+
 def _share_found(wanted: str, line: str) -> float:
-    """The share of ``wanted``'s characters that ``line`` holds in the same order."""
+    """The share of ``wanted``'s characters that ``line`` holds in the same order, in runs
+    of at least `QUOTE_RUN`."""
     matcher = SequenceMatcher(None, wanted, line, autojunk=False)
-    return sum(block.size for block in matcher.get_matching_blocks()) / max(len(wanted), 1)
+    return sum(block.size for block in matcher.get_matching_blocks()
+               if block.size >= QUOTE_RUN) / max(len(wanted), 1)
 
 
 def _use_row(resolver: Resolver, text: str) -> dict:

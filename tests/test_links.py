@@ -1374,12 +1374,17 @@ def test_a_broken_ref_whose_claim_waives_broken_is_no_link_error(
     pytest.param("abcdefghij", "abcdefghi" + "x" * 500, "abcdefghi" + "x" * 88 + "...",
                  id="a-long-line-cut"),
     pytest.param("ab  cd\n ef", "x\n  ab\tcd  e\n", "ab cd e", id="white-space-runs-as-one"),
+    pytest.param("()", "if f(x):", None, id="two-characters-apart"),
+    pytest.param("self.foo()", "disable=not self.load_config.use_tqdm_on_load,", None,
+                 id="single-characters-strewn-over-a-line"),
+    pytest.param("abcdefghij", "abcd-efgh", "abcd-efgh", id="two-runs-of-four"),
 ])
 def test_a_broken_quotes_closest_line_holds_four_fifths_of_it_in_order(
     quote: str, text: str, named: str | None
 ) -> None:
-    """A line is named when it holds at least 80% of the quote's characters in order (the
-    lines that cannot, by their length or the characters they hold, are passed over)."""
+    """A line is named when it holds at least 80% of the quote's characters in order, in
+    runs of two or more (the lines that cannot, by their length or the characters they
+    hold, are passed over)."""
     assert links._closest_line(quote, [text]) == named
 
 
