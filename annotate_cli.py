@@ -1277,11 +1277,21 @@ _UNWRITABLE_ADVICE = {
 """What to do when a report cannot be written, by the errno of why."""
 
 
+def _folder_in_the_way(path: Path, number: int | None) -> str:
+    """The folder of the file ``path`` leads to (a symlink followed), or, when the file
+    system said a folder is not one (ENOTDIR), the first of its folders that is not."""
+    folder = Path(os.path.realpath(path)).parent if os.path.islink(path) else path.parent
+    if number == errno.ENOTDIR:  # os.path's tests: False, not an error, for a name too long
+        return next((ancestor.as_posix() for ancestor in (*reversed(folder.parents), folder)
+                     if not os.path.isdir(ancestor)), folder.as_posix())
+    return folder.as_posix()
+
+
 def _why_unwritable(path: Path, error: OSError) -> str:
     """What is wrong with writing a report at ``path`` (``error`` said no), and what to do."""
     from annotations.report_file import NoFileBeside
 
-    folder = path.parent.as_posix()
+    folder = _folder_in_the_way(path, error.errno)
     if error.errno == errno.ELOOP:
         return (f"it is a symlink that leads back to itself ({error.strerror}); remove the "
                 "link, or pass another --output")

@@ -796,6 +796,26 @@ def test_a_report_whose_folder_takes_no_file_says_why_and_what_to_do(
     assert not Path(folder, "report.txt").exists()
 
 
+@pytest.mark.parametrize(("output", "error"), [
+    pytest.param("a-file/sub/report.txt", "Not a directory; a-file is not a folder: pass "
+                 "another --output", id="a-file-above-its-folder"),
+    pytest.param("link.txt", "No such file or directory; its folder {cwd}/gone does not "
+                 "exist: create it, or pass another --output", id="a-link-into-a-missing-folder"),
+])
+def test_a_report_names_the_folder_in_the_way(
+    indexed_db: Path, output: str, error: str
+) -> None:
+    """The folder named is the one in the way: not a path below a file, which does not
+    exist either, nor the folder of a symlink rather than that of the file it leads to."""
+    Path("a-file").write_text("not a folder\n")
+    Path("link.txt").symlink_to(Path("gone", "report.txt").resolve())
+    _an_annotation_file("vllm/utils.py::cdiv")
+    result = run("check", "--exit-zero", "--output", output)
+    assert one_error_line(result) == (
+        f"Error: cannot write {output}: {error.format(cwd=Path.cwd().as_posix())}")
+    assert not Path("gone").exists()
+
+
 def test_a_report_whose_file_system_refuses_a_new_file_says_so(
     indexed_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
