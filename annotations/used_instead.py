@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import keyword
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from annotations.changes import logical_lines
 from annotations.diffs.usage import used_identifiers
@@ -163,16 +163,28 @@ def _in_place(name: str, old: tuple[str, ...], new: tuple[str, ...]) -> list[str
     holding it that ``new`` rewrote (tokens aligned by ``difflib``) and that code both keep
     follows (the call's arguments, the rest of the line: ``spec_manager_map[type(spec)]``
     made ``KVCacheSpecRegistry.get_manager_class(spec)``), the words of ``new``'s stretch
-    that name something there. What ``new`` merely ends with does not count:
+    that name something there; or, where the one change of the statement is one word for
+    another, that word (`_one_word_swapped`). What ``new`` merely ends with does not count:
     ``force_kernel = _NVFP4_BACKEND_TO_KERNEL.get(backend)`` set against a new branch's
     ``force_kernel = MarlinNvFp4LinearKernel`` names no successor of the dict."""
     found: list[str] = []
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
-        if tag == "replace" and old_end < len(old) and name in old[old_start:old_end]:
+    opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    swapped = _one_word_swapped(opcodes)
+    for tag, old_start, old_end, new_start, new_end in opcodes:
+        if tag == "replace" and name in old[old_start:old_end] and (
+                old_end < len(old) or swapped):
             found += [new[index] for index in range(new_start, new_end)
                       if _names_something(new, index)]
     return found
+
+
+def _one_word_swapped(opcodes: Sequence[tuple[str, int, int, int, int]]) -> bool:
+    """Whether the one change of two statements is one word for another (``raise OldError``
+    made ``raise NewError``, ``@old_wrap`` made ``@new_wrap``): at the statement's end, no
+    code both keep follows it, yet the rest of the statement is kept whole."""
+    changed = [opcode for opcode in opcodes if opcode[0] != "equal"]
+    return len(changed) == 1 and changed[0][0] == "replace" and (
+        changed[0][2] - changed[0][1] == changed[0][4] - changed[0][3] == 1)
 
 
 def _names_something(tokens: tuple[str, ...], index: int) -> bool:

@@ -174,6 +174,27 @@ CASES: dict[str, Case] = {
         "        out,\n        None,\n        flex=memory['flex'],\n    )\n    return final\n",
         "reduce", {"matmul": ("reduce_grouped",)},
     ),
+    "an-error-raised-now-another": Case(  # one word for another at a statement's end
+        "class OldError(Exception):\n    pass\n\n\ndef check(value):\n    if value < 0:\n"
+        "        raise OldError\n    return value\n",
+        "class RangeError(Exception):\n    pass\n\n\ndef check(value):\n    if value < 0:\n"
+        "        raise RangeError\n    return value\n",
+        "OldError", {"check": ("RangeError",)},
+    ),
+    "a-decorator-now-another": Case(
+        "def old_compile(cls):\n    return cls\n\n\nclass Model:\n    @old_compile\n"
+        "    def forward(self, x):\n        return x\n",
+        "def support_compile(cls):\n    return cls\n\n\nclass Model:\n    @support_compile\n"
+        "    def forward(self, x):\n        return x\n",
+        "old_compile", {"Model.forward": ("support_compile",)},
+    ),
+    "a-returned-class-now-another": Case(
+        "class OldBackend:\n    pass\n\n\ndef backend_class(name):\n    if name:\n"
+        "        return OldBackend\n    return None\n",
+        "class FlashBackend:\n    pass\n\n\ndef backend_class(name):\n    if name:\n"
+        "        return FlashBackend\n    return None\n",
+        "OldBackend", {"backend_class": ("FlashBackend",)},
+    ),
     # --- and only that: what the rewrite adds beside it is not named ---------------------
     "a-call-added-after-it-is-not-named": Case(  # GPTQLinearMethod
         "class LinearMethod:\n    pass\n\n\ndef marlin_dtype(prefix):\n    return None\n\n\n"
@@ -207,6 +228,13 @@ CASES: dict[str, Case] = {
         "    backend = linear_backend()\n    if invariant:\n        force = EmulationKernel\n"
         "    elif backend == 'auto' and use_a16:\n        force = MarlinKernel\n    return force\n",
         "USE_FBGEMM", {},
+    ),
+    "read-into-another-variable-the-kernel-set-is-not-named": Case(  # VLLM_NVFP4_GEMM_BACKEND
+        KERNELS + "GEMM_BACKEND = None\n\n\ndef init_kernel(invariant):\n"
+        "    backend_name = GEMM_BACKEND\n    return backend_name\n",
+        KERNELS + "def init_kernel(invariant):\n    force_kernel = MarlinKernel\n"
+        "    return force_kernel\n",
+        "GEMM_BACKEND", {},
     ),
     "a-lookup-gone-the-kernel-of-a-new-branch-is-not-named": Case(  # _NVFP4_BACKEND_TO_KERNEL
         KERNELS + "BACKEND_TO_KERNEL = {'fbgemm': FbgemmKernel}\n\n\n"
