@@ -1273,6 +1273,7 @@ _UNWRITABLE_ADVICE = {
                                            "on another disk",
     errno.EACCES: "make its folder {folder} (or the file) writable, or pass another --output",
     errno.EPERM: "make its folder {folder} (or the file) writable, or pass another --output",
+    errno.ENAMETOOLONG: "pass an --output of shorter names",
 }
 """What to do when a report cannot be written, by the errno of why."""
 

@@ -801,12 +801,15 @@ def test_a_report_whose_folder_takes_no_file_says_why_and_what_to_do(
                  "another --output", id="a-file-above-its-folder"),
     pytest.param("link.txt", "No such file or directory; its folder {cwd}/gone does not "
                  "exist: create it, or pass another --output", id="a-link-into-a-missing-folder"),
+    pytest.param("r" * 300, "File name too long; pass an --output of shorter names",
+                 id="a-name-too-long"),
 ])
 def test_a_report_names_the_folder_in_the_way(
     indexed_db: Path, output: str, error: str
 ) -> None:
     """The folder named is the one in the way: not a path below a file, which does not
-    exist either, nor the folder of a symlink rather than that of the file it leads to."""
+    exist either, nor the folder of a symlink rather than that of the file it leads to; a
+    name too long (which ``Path.is_symlink`` raises on) is told to be shorter."""
     Path("a-file").write_text("not a folder\n")
     Path("link.txt").symlink_to(Path("gone", "report.txt").resolve())
     _an_annotation_file("vllm/utils.py::cdiv")
