@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cac
     from annotations.used_instead import UsersInstead
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-73"  # bump when matching, line comparisons or what is stored of them
+ENGINE = "matcher-74"  # bump when matching, line comparisons or what is stored of them
 # (diffs, hints) change: old cache rows are ignored
 
 

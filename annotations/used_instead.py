@@ -120,6 +120,11 @@ def _place(resolver: Resolver, ref: str) -> Resolved | None:
         return None
 
 
+LONGEST_STATEMENT = 2000
+"""Tokens of the longest statement of a user that is aligned with what replaced it: the
+alignment's cost grows with the square of the length (a 9,000-token literal took 3.5 s),
+and a statement that long is a table of data, whose one entry names nothing in its place."""
+
 def _replacing(resolver: Resolver, name: str, before: str, new: Resolved) -> tuple[Resolved, ...]:
     """The classes and functions that ``new``'s module binds and that ``new`` names in the
     place of ``name``: each statement of ``before`` naming it that was rewritten (the two
@@ -136,7 +141,7 @@ def _replacing(resolver: Resolver, name: str, before: str, new: Resolved) -> tup
             continue
         replaced = {word for statement in old[old_start:old_end] for word in statement}
         for statement in old[old_start:old_end]:
-            if name in statement:
+            if name in statement and len(statement) <= LONGEST_STATEMENT:
                 alike = _most_alike(statement, rewritten[new_start:new_end])
                 words.update(dict.fromkeys(
                     word for word in _in_place(name, statement, alike) if word not in replaced))
@@ -154,6 +159,8 @@ def _statements(code: str) -> list[tuple[str, ...]]:
 
 def _most_alike(statement: tuple[str, ...], others: list[tuple[str, ...]]) -> tuple[str, ...]:
     """Of ``others``, the first of those most like ``statement``, token for token."""
+    if len(others) == 1:
+        return others[0]
     return max(others, key=lambda other: difflib.SequenceMatcher(
         None, statement, other, autojunk=False).ratio())
 

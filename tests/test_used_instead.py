@@ -22,6 +22,7 @@ from annotations.comparison import SymbolComparer
 from annotations.refs import parse_ref
 from annotations.resolve import Resolver
 from annotations.results import Status
+from annotations.used_instead import LONGEST_STATEMENT
 from db.database import open_database
 from indexer.config import load_config
 
@@ -69,6 +70,7 @@ class AutoMoEMethod:
 
 
 """
+LONG_ROW = ", ".join(["1"] * (LONGEST_STATEMENT // 2))
 CASES: dict[str, Case] = {
     # --- what replaced it, named where it stood ---------------------------------------
     "another-called-the-same": Case(  # flatten_chat_text_content
@@ -299,6 +301,13 @@ CASES: dict[str, Case] = {
         "        lib = ir_torch_lib\n        lib.define(name + self.schema)\n"
         "        torch_ops = ops_subtree(lib)\n        self.op = getattr(torch_ops, name)\n",
         "ir_lib", {},
+    ),
+    "a-statement-too-long-to-align-names-nothing": Case(  # cost guard, no vLLM case
+        "def old_scale(x):\n    return x * 2\n\n\ndef new_scale(x):\n    return x * 3\n\n\n"
+        f"def table():\n    return [old_scale, {LONG_ROW}]\n",
+        "def new_scale(x):\n    return x * 3\n\n\n"
+        f"def table():\n    return [new_scale, {LONG_ROW}]\n",
+        "old_scale", {},
     ),
     "inlined-what-its-body-called-is-not-named": Case(  # flash_attn_supports_fp8
         "def flash_attn_version():\n    return 3\n\n\ndef supports_fp8():\n"
