@@ -1269,8 +1269,7 @@ _UNWRITABLE_ADVICE = {
     errno.EROFS: "its folder {folder} is on a read-only file system: pass an --output on a "
                  "writable one",
     errno.ENOSPC: "make room on its disk, or pass an --output on another disk",
-    getattr(errno, "EDQUOT", errno.ENOSPC): "make room within your quota, or pass an --output "
-                                           "on another disk",
+    errno.EDQUOT: "make room within your quota, or pass an --output on another disk",
     errno.EACCES: "make its folder {folder} (or the file) writable, or pass another --output",
     errno.EPERM: "make its folder {folder} (or the file) writable, or pass another --output",
     errno.ENAMETOOLONG: "pass an --output of shorter names",
