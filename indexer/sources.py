@@ -169,9 +169,15 @@ def pypi_version(version: str) -> str:
     return version[1:] if re.match(r"v\d", version) else version
 
 
+_LONGEST_FILE_NAME = 255
+"""Bytes of the longest file name most file systems take (NAME_MAX), the cache folder's
+of a version too."""
+
 def fetch_wheel(repo: RepoConfig, version: str, cache_dir: Path) -> Path:
     """The cached wheel of ``repo.pypi==version``, downloaded with pip when missing."""
     name, number = repo.pypi or repo.name, pypi_version(version)
+    if len(number.encode()) > _LONGEST_FILE_NAME:  # no cache folder can be named so
+        raise VersionNotFound(f"pip: {name}=={number}: no release has a name that long")
     folder = cache_dir / "wheels" / name / number
     _reclaim_dead_downloads(cache_dir / "wheels")
     cached = _cached_wheel(folder)

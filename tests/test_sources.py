@@ -582,6 +582,24 @@ def test_no_wheel_of_the_version_for_any_machine_is_not_found(
         "pip: vllm==0.2.0: No matching distribution found for vllm==0.2.0")
 
 
+
+@pytest.mark.parametrize("version", [
+    pytest.param("v" + "1" * 256, id="a-number-longer-than-a-file-name"),
+    pytest.param("rc" + "a" * 300, id="a-name-longer-than-a-file-name"),
+])
+def test_a_version_too_long_for_a_file_name_is_not_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    links = _pip_sees_only(tmp_path / "links", monkeypatch)
+    links.mkdir()
+    cache = _cache()
+    with pytest.raises(VersionNotFound) as caught:
+        open_snapshot(_repo(None, ("pypi",)), version, cache)
+    number = version.removeprefix("v")
+    assert caught.value.message == (
+        f"vllm@{version} was not found (pypi: pip: vllm=={number}: no release has a name "
+        "that long)")
+
 def test_a_wheel_of_another_machine_that_pip_refuses_names_its_tag(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
