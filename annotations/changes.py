@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from functools import lru_cache
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from annotations.layout import same_layout
 from indexer.fingerprints import normalize
@@ -216,6 +216,40 @@ class AnnotationChange(Change):
 
     def explain(self) -> str:
         return _added_removed_or_changed("annotation", self.old, self.new)
+
+
+_STORED = (SignatureChange, BasesChange, MembersChange, NestedChange, BodyChange, ValueChange,
+           AnnotationChange)
+_BY_NAME = {kind.__name__: kind for kind in _STORED}
+
+
+def change_to_data(change: Change | NestedChange) -> dict:
+    """``change`` as JSON data (`change_from_data` makes it again): its type and fields."""
+    return {"type": type(change).__name__,
+            **{item.name: _to_data(getattr(change, item.name)) for item in fields(change)}}
+
+
+def change_from_data(data: dict) -> Change | NestedChange:
+    """The change `change_to_data` made ``data`` of."""
+    values: dict[str, Any] = {
+        name: _from_data(value) for name, value in data.items() if name != "type"}
+    return _BY_NAME[data["type"]](**values)
+
+
+def _to_data(value: object) -> object:
+    if isinstance(value, tuple):
+        return [_to_data(item) for item in value]
+    if isinstance(value, (Change, NestedChange)):
+        return change_to_data(value)
+    return value
+
+
+def _from_data(value: object) -> object:
+    if isinstance(value, list):
+        return tuple(_from_data(item) for item in value)
+    if isinstance(value, dict):
+        return change_from_data(value)
+    return value
 
 
 def _added_removed_or_changed(what: str, old: str, new: str) -> str:

@@ -166,19 +166,24 @@ For a symbol ``old`` of A (``Matcher.match``):
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 import re
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 
+from annotations import comparison
 from annotations.changes import (
     Change,
     ChangeKind,
     KindGroup,
     Verdict,
+    change_from_data,
+    change_to_data,
     classify,
     kind_group,
 )
@@ -192,6 +197,7 @@ from annotations.code_lines import (
 )
 from annotations.forking import balanced, fork_map
 from annotations.modules import VersionModules
+from db import diff_cache
 from db import match_queries as mq
 from db.database import Database
 from db.errors import MissingIndex
@@ -2142,12 +2148,22 @@ class Matcher:
         """The match of each key. A member's parent is in its file, so a file's keys stay
         in one process; every match depends only on the two versions, so the split does
         not change any result, and this process keeps what the others matched (where a
-        removed symbol's code went asks again)."""
-        total = sum(len(keys) for keys in per_file)
-        parts = workers if total >= PARALLEL_MIN_SYMBOLS else 1
-        results = fork_map(self._match_part, balanced(per_file, parts),
-                           in_child=self.database.reconnect_in_child)
-        found = {key: self._expand(key, result) for part in results for key, result in part}
+        removed symbol's code went asks again). Stored in the index (`db.diff_cache`), and
+        read back by the next diff of the pair while what they were made of stands."""
+        identity = diff_cache.pair_identity(self.database, self.a.key, self.b.key,
+                                           comparison.ENGINE)
+        stored = diff_cache.cached_matches(self.database, self.a.key, self.b.key, identity)
+        if stored is not None:
+            results = decode_matches(stored)
+        else:
+            total = sum(len(keys) for keys in per_file)
+            parts = workers if total >= PARALLEL_MIN_SYMBOLS else 1
+            results = [item for part in fork_map(
+                self._match_part, balanced(per_file, parts),
+                in_child=self.database.reconnect_in_child) for item in part]
+            diff_cache.store_matches(self.database, self.a.key, self.b.key, identity,
+                                     encode_matches(results))
+        found = {key: self._expand(key, result) for key, result in results}
         for match in found.values():
             self._matches.setdefault(_match_key(match.old), match)
         return found
@@ -2208,6 +2224,33 @@ def _compact(match: Match) -> tuple:
         match.verdict, None if new is None else _key_of(new), match.changes, match.content,
         tuple(_key_of(symbol) for symbol in match.candidates), match.score, match.via,
     )
+
+
+def encode_matches(matches: list[tuple[_Key, tuple]]) -> bytes:
+    """`Matcher._match_part`'s (key, compact match) pairs as zlib-compressed JSON."""
+    return zlib.compress(json.dumps([
+        [list(key), verdict.value, new_key and list(new_key),
+         [change_to_data(change) for change in changes], content and content.value,
+         [list(candidate) for candidate in candidates], score, via]
+        for key, (verdict, new_key, changes, content, candidates, score, via) in matches
+    ], separators=(",", ":")).encode())
+
+
+def decode_matches(data: bytes) -> list[tuple[_Key, tuple]]:
+    """The pairs `encode_matches` made ``data`` of."""
+    return [
+        (_as_key(key), (Verdict(verdict), new_key and _as_key(new_key),
+                        tuple(change_from_data(change) for change in changes),
+                        content and Verdict(content),
+                        tuple(_as_key(candidate) for candidate in candidates), score, via))
+        for key, verdict, new_key, changes, content, candidates, score, via
+        in json.loads(zlib.decompress(data))
+    ]
+
+
+def _as_key(items: list) -> _Key:
+    path, qualname, occurrence = items
+    return (path, qualname, occurrence)
 
 
 def _key_of(symbol: SymbolSnapshot) -> _Key:

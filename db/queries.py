@@ -435,6 +435,7 @@ def reextract(
         if changed:
             conn.execute(_RECOUNT_SYMBOLS)
             conn.execute("DELETE FROM match_cache")
+            conn.execute("DELETE FROM diff_cache")
             conn.execute("DELETE FROM meta WHERE key = 'link_signature'")
             conn.execute("DELETE FROM link_files")
     return Reextraction(previous, len(blob_ids), before, after, changed)

@@ -290,5 +290,20 @@ CREATE INDEX imports_name ON imports(name, module);
 CREATE INDEX imports_alias ON imports(alias) WHERE alias IS NOT NULL;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11)
+# The whole-version matches of ``annotate diff`` (db.diff_cache), one row per version
+# pair: what they were made from (``identity``: the engine, the versions, their files and
+# extractors) and the matches (zlib-compressed JSON). A row of another identity is ignored.
+_V12 = """
+CREATE TABLE diff_cache (
+    a INTEGER NOT NULL,
+    b INTEGER NOT NULL,
+    identity TEXT NOT NULL,
+    matches BLOB NOT NULL,
+    PRIMARY KEY (a, b)
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12,
+)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -29,7 +29,8 @@ from indexer.pipeline import index_version
 
 def undo_uses_pins(conn: sqlite3.Connection) -> None:
     """Take a database back before migration 9, for a test that sets an older
-    ``user_version`` on it (migrations 9 to 11 add these again)."""
+    ``user_version`` on it (migrations 9 to 12 add these again)."""
+    conn.execute("DROP TABLE diff_cache")
     conn.execute("DROP INDEX imports_name")
     conn.execute("DROP INDEX imports_alias")
     conn.execute("DROP TABLE link_files")

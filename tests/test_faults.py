@@ -579,6 +579,8 @@ def test_an_index_on_a_read_only_disk_is_read(
                              "linked in a temporary copy of it, for this run only\n")
     assert [r["ref"] for r in json.loads(edited.stdout)["results"]] == [
         "vllm/utils.py::get_open_port"]
+    diffed = run(*db, "diff", "vllm@v0.1.0", "vllm@v0.2.0", "--format", "json")
+    assert diffed.exit_code == 0 and json.loads(diffed.stdout)["counts"]["changed"] > 0
     versions = run(*db, "versions")
     assert versions.exit_code == 0  # saying only which configured versions it lacks:
     assert all(" is configured but not indexed; " in line

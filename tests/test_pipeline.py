@@ -469,6 +469,7 @@ def _age(database: Database, where: str = "1") -> None:
         conn.execute("UPDATE blobs SET has_errors = 1 - has_errors WHERE parsed = 1")
         conn.execute("UPDATE versions SET symbol_count = 0")
         conn.execute("INSERT INTO match_cache VALUES (1, 2, 'a.py', 'f', 'x', 1, 'e', '{}')")
+        conn.execute("INSERT INTO diff_cache VALUES (1, 2, 'before', x'00')")
         conn.execute("INSERT INTO meta VALUES ('link_signature', 'before')")
         conn.execute("INSERT INTO link_files VALUES ('a.yml', 0, 'before', x'00')")
 
@@ -493,6 +494,7 @@ def test_blobs_of_another_extractor_are_parsed_again(
     assert _extraction(database) == fresh
     conn = database.conn
     assert conn.execute("SELECT count(*) FROM match_cache").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM diff_cache").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM meta WHERE key = 'link_signature'").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM link_files").fetchone()[0] == 0
     assert pipeline.reextract_outdated(database) is None
