@@ -1068,7 +1068,8 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
               help="Write the report to this file instead of standard output.")
 @click.option("--exit-zero", is_flag=True,
-              help="Exit 0 even when refs fail (an unreadable annotation file still exits 2).")
+              help="Exit 0 even when refs fail (an unreadable annotation file, or a target "
+                   "not indexed, still exits 2).")
 @click.option("--today", type=click.DateTime(["%Y-%m-%d"]), hidden=True,
               help="Pretend today is this date (for waivers).")
 @pass_context
@@ -1097,8 +1098,10 @@ def check(
         report = report.with_files_under(
             folder_in_repository(context.config.root, os.environ.get("GITHUB_WORKSPACE")))
     _write_report(output, render_chunks(report, output_format, color=color))
-    if input_errors:
-        raise UserError(f"{_unreadable_files(input_errors)} (see above)")
+    errors = [f"{_unreadable_files(input_errors)} (see above)"] if input_errors else []
+    errors += [target.error for target in report.unchecked_targets]
+    if errors:
+        raise UserError("; ".join(errors))
     if report.failing and not exit_zero:
         sys.exit(1)
 

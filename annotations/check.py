@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
@@ -25,7 +26,7 @@ from annotations.resolve import (
     UnindexedVersion,
     linked_text,
 )
-from annotations.results import CheckReport, InputError, RefResult, Status
+from annotations.results import CheckReport, InputError, RefResult, Status, UncheckedTarget
 from db import claims as claim_store
 from db.database import Database
 from db.queries import is_python_path
@@ -79,6 +80,7 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     results: list[RefResult] = []
     repos: set[str | None] = set()
     pins: dict[str, str] = {}  # their advice, in their first order
+    unchecked: Counter[str | None] = Counter()  # the unindexed refs of each repo
     removed: list[tuple[int, dict]] = []  # where their code went: asked for all at once
     for row in _selected_refs(database, options):
         result = _check_ref(comparer, config, options, row, where_code_went=False)
@@ -88,6 +90,8 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
             result = _apply_waivers(result, waivers.get(row["claim_key"], ()), options)
         results.append(result)
         repos.add(row["repo"])
+        if result.status is Status.UNINDEXED:
+            unchecked[_repo_of(config, row)] += 1
         if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
             pins.setdefault(pin, resolver.index_advice(pin, config.file_name))
     for index, row in removed:
@@ -95,9 +99,10 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
         results[index] = _apply_waivers(result, waivers.get(row["claim_key"], ()), options)
     comparer.save()
     targets = _targets(config, options, repos)
+    missing = _unindexed(resolver, targets, unchecked)
     return CheckReport(tuple(results), targets, options.fail_on,
-                       unindexed_targets=_unindexed(resolver, targets),
-                       unindexed_pins=tuple(pins.items()))
+                       unindexed_targets=tuple(target.target for target in missing),
+                       unchecked_targets=missing, unindexed_pins=tuple(pins.items()))
 
 
 def _selected_refs(database: Database, options: CheckOptions) -> Iterator[dict]:
@@ -106,14 +111,19 @@ def _selected_refs(database: Database, options: CheckOptions) -> Iterator[dict]:
             if options.source_files is None or row["source_file"] in options.source_files)
 
 
-def _unindexed(resolver: Resolver, targets: tuple[str, ...]) -> tuple[str, ...]:
-    """The targets not in the index: every ref of their repos was compared with nothing."""
+def _unindexed(
+    resolver: Resolver, targets: tuple[str, ...], unchecked: Counter[str | None]
+) -> tuple[UncheckedTarget, ...]:
+    """The targets not in the index, each with how many refs of its repo (``unchecked``:
+    the unindexed refs of each) were compared with nothing, and how to index it."""
     missing = []
     for target in targets:
+        repo, _, version = target.partition("@")
         try:
-            resolver.version_key(*target.split("@", 1))
-        except UnindexedVersion:
-            missing.append(target)
+            resolver.version_key(repo, version)
+        except UnindexedVersion as error:
+            missing.append(UncheckedTarget(target, unchecked[repo], error.hint or
+                                           f"run 'annotate index {target}'"))
     return tuple(missing)
 
 
@@ -276,11 +286,16 @@ def _unindexed_message(resolver: Resolver, config: ProjectConfig, row: dict) -> 
 
 def _unindexed_pin(config: ProjectConfig, row: dict) -> str | None:
     """``REPO@VERSION`` of an unindexed ref's pin, or None when its repo is not known."""
-    repo = row["repo"]
-    if repo is None:  # a permalink names its repo by its GitHub name
-        github = config.repo_for_github(parse_ref(row["written"]).github or "")
-        repo = github.name if github else None
+    repo = _repo_of(config, row)
     return f"{repo}@{row['version']}" if repo and row["version"] else None
+
+
+def _repo_of(config: ProjectConfig, row: dict) -> str | None:
+    """The configured repo a stored ref names, or None when it names none."""
+    if row["repo"] is not None:
+        return row["repo"]
+    github = config.repo_for_github(parse_ref(row["written"]).github or "")  # a permalink's
+    return github.name if github else None
 
 
 def _pinned(resolver: Resolver, row: dict) -> Resolved:

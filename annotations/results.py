@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TypedDict
 
+from annotations.wording import counted, of_count
+
 
 class Summary(TypedDict):
     """A report's figures, as the JSON and SARIF reports give them."""
@@ -97,12 +99,31 @@ class InputError:
 
 
 @dataclass(frozen=True)
+class UncheckedTarget:
+    """A target version not in the index: ``refs`` refs of its repo were checked against
+    nothing; ``advice`` says how to index it."""
+
+    target: str
+    refs: int
+    advice: str
+
+    @property
+    def error(self) -> str:
+        """``target vllm@v3 is not indexed, so 5 refs were not checked; run '...'``."""
+        refs = f"{counted(self.refs, 'ref')} {of_count(self.refs, 'was', 'were')}"
+        return f"target {self.target} is not indexed, so {refs} not checked; {self.advice}"
+
+
+@dataclass(frozen=True)
 class CheckReport:
     results: tuple[RefResult, ...]
     target_versions: tuple[str, ...] = ()
     fail_on: tuple[str, ...] = field(default_factory=tuple)
     input_errors: tuple[InputError, ...] = ()
     unindexed_targets: tuple[str, ...] = ()
+    unchecked_targets: tuple[UncheckedTarget, ...] = ()
+    """Of `unindexed_targets`, each with how many refs were left unchecked and how to
+    index it: an error of the run, not a status of refs."""
     unindexed_pins: tuple[tuple[str, str], ...] = ()
     """The versions refs are pinned at that are configured but not indexed yet, each with
     what to do about it."""

@@ -1620,31 +1620,101 @@ def _stored_links() -> list[tuple]:
         return conn.execute("SELECT * FROM claim_refs ORDER BY 1").fetchall()
 
 
+def _target_not_indexed() -> None:
+    """The table's project with target v3, configured and never indexed (an ``index
+    --keep-going`` that could not fetch it), and a claim of two refs pinned at v1."""
+    Path("annotate.toml").write_text('[repos.vllm]\nversions = ["v1", "v2", "v3"]\n')
+    claims = claim_yaml("one", ["c/changed-body/m.py::cdiv", "c/fresh-file-unchanged/m.py::total"])
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+
+
+TARGET_NOT_INDEXED = ("target vllm@v3 is not indexed, so its refs were compared with nothing: "
+                      "run 'annotate index vllm@v3'")
+
+
 def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) -> None:
     """An explicit ``--against`` that is not indexed is an error (test_bad_against_*): a typo in CI
-    must not pass as "nothing stale"."""
+    must not pass as "nothing stale"; nor does a configured target not indexed: every format
+    says it, as an error."""
     copy_project(table_index)
-    Path("annotate.toml").write_text('[repos.vllm]\nversions = ["v1", "v2", "v3"]\n')
-    claims = claim_yaml("one", ["c/changed-body/m.py::cdiv"])
-    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    _target_not_indexed()
     code, report = check_json()
-    [result] = report["results"]
-    assert code == 0
-    assert (result["status"], result["target"]) == ("unindexed", "vllm@v3")
-    assert "annotate index vllm@v3" in result["message"]
+    assert code == 2
+    assert [(result["status"], result["target"]) for result in report["results"]] == [
+        ("unindexed", "vllm@v3"), ("unindexed", "vllm@v3")]
+    assert "annotate index vllm@v3" in report["results"][0]["message"]
     assert report["summary"]["unindexed_targets"] == ["vllm@v3"]
-    # unindexed does not fail by default, but CI must see that nothing was compared
-    note = ("target vllm@v3 is not indexed, so its refs were compared with nothing: run "
-            "'annotate index vllm@v3' (or add \"unindexed\" to fail_on)")
+    note = TARGET_NOT_INDEXED
     github = run("check", "--format", "github").stdout.splitlines()
-    assert github[0] == f"::warning title=annotate%3A target not indexed::{note}"
+    assert github[0] == f"::error title=annotate%3A target not indexed::{note}"
     assert github[1].endswith(f"; nothing stale; {note}")
     assert run("check").stdout.endswith(f"; nothing stale; {note}\n")
     escaped = note.replace("fail_on", "fail\\_on")
-    assert f"**Warning**: {escaped}." in run("check", "--format", "markdown").stdout
+    assert f"**Error**: {escaped}." in run("check", "--format", "markdown").stdout
     sarif = json.loads(run("check", "--format", "sarif").stdout)
-    assert sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"] == [
-        {"level": "warning", "message": {"text": note}}]
+    invocation = sarif["runs"][0]["invocations"][0]
+    assert invocation == {"executionSuccessful": False, "toolExecutionNotifications": [
+        {"level": "error", "message": {"text": note}}]}
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param((), id="plain"),
+    pytest.param(("--exit-zero",), id="exit-zero"),
+    pytest.param(("--format", "github"), id="github"),
+])
+def test_a_target_not_indexed_fails_the_check_naming_the_index_to_run(
+    table_index: Path, args: tuple[str, ...]
+) -> None:
+    """``annotate index --keep-going && annotate check`` in CI, when the target's download
+    failed: nothing was checked, which is no green run, --exit-zero or not (as an annotation
+    file that cannot be read). The report is printed first, whole."""
+    copy_project(table_index)
+    _target_not_indexed()
+    result = run("check", *args)
+    assert (result.exit_code, result.stderr) == (2, (
+        "Error: target vllm@v3 is not indexed, so 2 refs were not checked; run 'annotate "
+        "index vllm@v3'\n"))
+    assert TARGET_NOT_INDEXED in result.stdout
+
+
+def test_a_target_not_indexed_and_a_file_not_read_are_one_error(table_index: Path) -> None:
+    copy_project(table_index)
+    _target_not_indexed()
+    write(Path("annotations/bad.yml"), "claims: [\n")
+    result = run("check")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "Error: 1 annotation file could not be read (see above); target vllm@v3 is not "
+        "indexed, so 2 refs were not checked; run 'annotate index vllm@v3'")
+
+
+def test_a_target_no_source_had_is_named_with_how_to_give_it_one(
+    table_index: Path, tmp_path: Path
+) -> None:
+    """The index advice a pin not indexed gets: the last index found it in no source."""
+    copy_project(table_index)
+    _target_not_indexed()
+    empty = tmp_path / "empty-clone"
+    subprocess.run(["git", "init", "-q", str(empty)], check=True)
+    Path("annotate.toml").write_text(f'[repos.vllm]\ngit = "{empty}"\nsources = ["git"]\n'
+                                     'versions = ["v1", "v2", "v3"]\n')
+    assert run("index", "vllm@v3", "--keep-going").exit_code == 0
+    result = run("check")
+    assert (result.exit_code, result.stderr) == (2, (
+        "Error: target vllm@v3 is not indexed, so 2 refs were not checked; 'annotate index' "
+        "could not fetch it from its sources (git): set git of [repos.vllm] in annotate.toml "
+        "to a local clone that has it, or run 'annotate index vllm@v3 --from PATH' on a "
+        "checkout of it\n"))
+
+
+def test_a_pin_not_indexed_is_still_no_error(table_index: Path) -> None:
+    """Its refs are unindexed, a warning: fail_on decides (test_exit_code_by_status)."""
+    copy_project(table_index)
+    claims = claim_yaml("one", [STATUS_REFS["unindexed"], STATUS_REFS["fresh"]])
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    result = run("check", "--format", "github")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert "::error" not in result.stdout
 
 
 # --- exit codes -------------------------------------------------------------------------
@@ -1810,10 +1880,12 @@ def test_a_check_of_the_links_brought_up_to_date_says_which_files_it_could_not_r
 
 def test_check_help_says_what_fails_and_what_exit_zero_leaves() -> None:
     """Not 'exit 1 when any is stale': a broken ref fails, a stale status left out of
-    fail_on does not, and --exit-zero does not hide an unreadable file."""
+    fail_on does not, and --exit-zero does not hide an unreadable file nor a target not
+    indexed."""
     shown = " ".join(run("check", "--help").stdout.split())
     assert "exit 1 when any fails. A ref fails when its status is in the config's fail_on" in shown
-    assert "Exit 0 even when refs fail (an unreadable annotation file still exits 2)" in shown
+    assert ("Exit 0 even when refs fail (an unreadable annotation file, or a target not "
+            "indexed, still exits 2)") in shown
 
 
 def test_output_file(table_index: Path) -> None:

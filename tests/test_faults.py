@@ -132,7 +132,7 @@ def small_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def indexed_db(small_tree: Path) -> Path:
     """An index holding vllm@v0.1.0 (from a directory), in the test's directory."""
-    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\nversions = ["v0.1.0"]\n')
     result = run("index", "vllm@v0.1.0", "--from", str(small_tree))
     assert result.exit_code == 0, result.output
     return DB.resolve()

@@ -150,7 +150,9 @@ def test_oversized_and_bomb_files_are_refused_and_the_others_still_reported(
         assert last == f"Error: {len(expected)} problems in the annotations (see above)"
         assert result.stdout == "1 article, 1 claim, 1 ref: 0 linked, 1 unindexed, 0 broken\n"
     else:
-        assert last == f"Error: {len(expected)} annotation files could not be read (see above)"
+        assert last == (f"Error: {len(expected)} annotation files could not be read (see "
+                        "above); target vllm@v0.1.0 is not indexed, so 1 ref was not checked; "
+                        "run 'annotate index vllm@v0.1.0'")  # the index is empty
         assert "good" in result.stdout and "1 claim, 1 ref" in result.stdout
     assert not Path("SENTINEL").exists()
 

@@ -1190,8 +1190,7 @@ def test_unindexed_targets_are_named_in_the_summary(targets: tuple[str, ...], no
     report = CheckReport((make(Status.UNINDEXED),), targets, unindexed_targets=targets)
     assert render(report, "text").splitlines()[-1] == (
         f"1 claim, 1 ref: 0 fresh, 0 cosmetic, 0 changed, 0 moved, 0 removed, 0 quote-missing, "
-        f"0 relation-missing, 0 broken, 1 unindexed; nothing stale; {note} (or add "
-        '"unindexed" to fail_on)')
+        f"0 relation-missing, 0 broken, 1 unindexed; nothing stale; {note}")
 
 
 def test_text_diff_colours_headers_bold_and_lines_by_sign() -> None:
@@ -1286,8 +1285,11 @@ def test_markdown_lists_a_failing_fresh_ref() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["text", "github", "markdown", "sarif"])
-def test_unindexed_target_note_does_not_advise_what_fail_on_has(fmt: str) -> None:
-    output = render(UNINDEXED_FAILING, fmt)
+@pytest.mark.parametrize("fail_on", [pytest.param(("unindexed",), id="fail-on-unindexed"),
+                                     pytest.param((), id="fail-on-nothing")])
+def test_unindexed_target_note_does_not_advise_fail_on(fmt: str, fail_on: tuple[str, ...]) -> None:
+    """A target not indexed fails the run whatever fail_on holds (exit 2)."""
+    output = render(replace(UNINDEXED_FAILING, fail_on=fail_on), fmt)
     assert "target vllm@v9 is not indexed, so its refs were compared with nothing" in output
     assert "or add" not in output
 

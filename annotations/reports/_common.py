@@ -168,10 +168,9 @@ def unindexed_target_note(report: CheckReport) -> str:
     targets = report.unindexed_targets
     runs = " ".join(targets)
     one = len(targets) == 1
-    advice = "" if Status.UNINDEXED.value in report.fail_on else ' (or add "unindexed" to fail_on)'
     return (f"target{'' if one else 's'} {', '.join(targets)} {'is' if one else 'are'} not "
             f"indexed, so {'its' if one else 'their'} refs were compared with nothing: run "
-            f"'annotate index {runs}'{advice}")
+            f"'annotate index {runs}'")
 
 
 def unreadable_note(report: CheckReport) -> str:

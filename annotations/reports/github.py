@@ -66,7 +66,7 @@ def render(report: CheckReport) -> str:
     stale, waived or unindexed result."""
     lines = [_input_error(error) for error in report.input_errors]
     if report.unindexed_targets:
-        lines.append(command("warning", unindexed_target_note(report),
+        lines.append(command("error", unindexed_target_note(report),
                              {"title": "annotate: target not indexed"}))
     lines.append(command("notice", summary_line(report)))
     results = [_annotation(result, name) for result in report.results if (name := level(result))]

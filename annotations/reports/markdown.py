@@ -150,7 +150,7 @@ def _unread_files(report: CheckReport) -> list[str]:
 
 def _unindexed_targets(report: CheckReport) -> list[str]:
     note = unindexed_target_note(report)
-    return [f"**Warning**: {text(note)}."] if note else []
+    return [f"**Error**: {text(note)}."] if note else []
 
 
 def _summary_table(report: CheckReport) -> str:

@@ -50,7 +50,8 @@ def build_log(report: CheckReport) -> dict[str, Any]:
 
 
 def _invocation(report: CheckReport) -> dict[str, Any]:
-    """Whether the check read every annotation file; each one it could not, as an error."""
+    """Whether the check read every annotation file and had every target to compare with;
+    each file it could not read, and the targets not indexed, as errors."""
     notifications = []
     for error in report.input_errors:
         physical: dict[str, Any] = {"artifactLocation": artifact_location(error.file)}
@@ -63,8 +64,8 @@ def _invocation(report: CheckReport) -> dict[str, Any]:
         })
     note = unindexed_target_note(report)
     if note:
-        notifications.append({"level": "warning", "message": {"text": note}})
-    return {"executionSuccessful": not report.input_errors,
+        notifications.append({"level": "error", "message": {"text": note}})
+    return {"executionSuccessful": not report.input_errors and not report.unindexed_targets,
             "toolExecutionNotifications": notifications}
 
 
