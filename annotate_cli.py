@@ -437,6 +437,7 @@ def index(
     no_references: bool,
 ) -> None:
     """Index the given versions, or every configured one."""
+    _refuse_above_a_project(context)
     wanted = [split_version(text, "'REPO@VERSION'") for text in versions] or [
         (repo.name, version)
         for repo in context.config.repos.values()
@@ -460,6 +461,16 @@ def index(
         raise UserError(
             f"{len(failures)} of {len(wanted)} versions could not be indexed (see above)"
         )
+
+
+def _refuse_above_a_project(context: Context) -> None:
+    """Refuse to index with the defaults above a project's folder (a repository's top, its
+    config in ``docs/``): the built-in versions, some 500 MB of wheels, into an index of
+    this folder that the project's commands do not read."""
+    found = context.config.config_below()
+    if found is not None:
+        raise UserError(f"no annotate.toml in {context.config.root}, so 'annotate index' would "
+                        f"index the built-in defaults, not those of {found}; {run_from(found)}")
 
 
 def _parse_again_or_refuse(context: Context, workers: int | None) -> None:

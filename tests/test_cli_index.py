@@ -520,6 +520,52 @@ def test_some_versions_failing(project: Path) -> None:
     assert lines[1] == "Error: 1 of 2 versions could not be indexed (see above)"
 
 
+@pytest.mark.parametrize("args", [
+    pytest.param(("index",), id="every-configured"),
+    pytest.param(("index", "--keep-going"), id="keep-going"),
+    pytest.param(("index", "vllm@v0.1.0", "--from", "checkout"), id="a-version-named"),
+    pytest.param(("--db", "elsewhere.db", "index"), id="another-index"),
+])
+def test_index_above_a_project_refuses_the_defaults_naming_its_config(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """From a repository's top (a CI job's folder) whose config is in docs/, the defaults
+    would index the built-in versions, some 500 MB of wheels, where the project does not
+    read them: said before anything is fetched or written, as link and check say it."""
+    write_file("docs/annotate.toml", '[repos.vllm]\nversions = ["v0.1.0"]\n')
+    fv.write_snapshot(tmp_path / "checkout", fv.VERSIONS["v0.1.0"])
+    before = sorted(tmp_path.rglob("*"))
+    result = run(*args)
+    config = tmp_path / "docs" / "annotate.toml"
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", (
+        f"Error: no annotate.toml in {tmp_path}, so 'annotate index' would index the built-in "
+        f"defaults, not those of {config}; run from {config.parent}, where annotate.toml is, "
+        f"or pass --config {config}\n"))
+    assert sorted(tmp_path.rglob("*")) == before  # no index, no cache
+
+
+@pytest.mark.parametrize("below", [
+    pytest.param("one/two/three/four", id="four-folders-down"),
+    pytest.param(".hidden", id="in-a-hidden-folder"),
+])
+def test_index_above_a_config_it_does_not_look_for_uses_the_defaults(
+    tmp_path: Path, below: str
+) -> None:
+    write_file(f"{below}/annotate.toml", "")
+    fv.write_snapshot(tmp_path / "checkout", fv.VERSIONS["v0.1.0"])
+    result = run("index", "vllm@v0.1.0", "--from", "checkout")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert DB.is_file()
+
+
+def test_index_with_the_config_given_runs_as_told(tmp_path: Path) -> None:
+    write_file("docs/annotate.toml", '[repos.vllm]\nversions = ["v0.1.0"]\n')
+    fv.write_snapshot(tmp_path / "checkout", fv.VERSIONS["v0.1.0"])
+    result = run("--config", "docs/annotate.toml", "index", "vllm@v0.1.0", "--from", "checkout")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert (tmp_path / "docs" / DB).is_file()
+
+
 def test_keep_going_exits_zero_but_reports(project: Path) -> None:
     result = run("index", "--keep-going", "vllm@v9.9.9", "vllm@v0.1.0")
     assert result.exit_code == 0
