@@ -984,11 +984,16 @@ def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
         click.echo(target)
         lines = dict.fromkeys(  # a claim citing the target twice is listed once
             f"  {row['article']}#{row['claim_id']} @{row['version']}{_moved_from(row)}"
-            f"{' (not indexed: as written)' if row['state'] == 'unindexed' else ''}: "
+            f"{' (not indexed: as written)' if row['state'] == 'unindexed' else ''}"
+            f"{_in_uses(row)}: "
             f"{_flat(row['text'])}"
             for row in rows if _link_target(row) == target)
         for line in lines:
             click.echo(line)
+
+
+def _in_uses(row: dict) -> str:
+    return f" (in the uses: of {row['uses_of']})" if row.get("uses_of") else ""
 
 
 def _moved_from(row: dict) -> str:
@@ -1022,6 +1027,7 @@ def _link_json(row: dict) -> dict:
         **({"status": row["status"]} if "status" in row else {}),
         **({"moved_to": row["moved_to"]} if "moved_to" in row else {}),
         **({"moved_among": row["moved_among"]} if "moved_among" in row else {}),
+        **({"uses_of": row["uses_of"]} if row.get("uses_of") else {}),
     }
 
 

@@ -47,7 +47,8 @@ def _linked_citing(
         if repo and ref.version:  # a version not indexed has no links to list
             config.require_version(database, repo, ref.version)
         if ref.form is RefForm.SYMBOL:
-            return claim_store.links_to(database, ref.qualname or "", ref.path)
+            return [*claim_store.links_to(database, ref.qualname or "", ref.path),
+                    *claim_store.uses_to(database, ref.qualname or "", ref.path)]
         if ref.form in (RefForm.LINES, RefForm.PERMALINK) and ref.path:
             rows = claim_store.links_in_lines(database, ref.path, ref.start_line,
                                               ref.end_line, ref.version, repo)
@@ -55,7 +56,8 @@ def _linked_citing(
                     or _links_into(row, ref.start_line, ref.end_line or ref.start_line)]
     if "." in symbol:
         parse_ref(symbol)  # a malformed dotted name names nothing: 'vllm.sampling_params.'
-    return _by_name_and_definitions(database, config, symbol, claim_store.links_to)
+    return [*_by_name_and_definitions(database, config, symbol, claim_store.links_to),
+            *_by_name_and_definitions(database, config, symbol, claim_store.uses_to)]
 
 
 def _unindexed_citing(database: Database, symbol: str, path: str | None) -> list[dict]:

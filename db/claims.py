@@ -276,6 +276,21 @@ def links_to(database: Database, qualname: str, path: str | None = None) -> list
     return [row for row in rows if names(row["path"], row["qualname"], qualname, path)]
 
 
+def uses_to(database: Database, qualname: str, path: str | None = None) -> list[dict]:
+    """The ``uses:`` targets that name ``qualname`` as `links_to` reads it, each a row as
+    `links_to` gives, with ``uses_of``, the ref written above it."""
+    last = qualname.rsplit(".", 1)[-1]
+    rows = database.query(
+        "SELECT article, title, claim_id, text, source_file, line, written, resolved, repo,"
+        " version, path, qualname, NULL AS kind, NULL AS start_line, NULL AS end_line,"
+        " NULL AS quote, 'linked' AS state, NULL AS message, ref_written AS uses_of"
+        " FROM claim_use_links WHERE qualname IN (?, ?) OR qualname LIKE ? ESCAPE '\\'"
+        " ORDER BY path, qualname, article, claim_id",
+        (qualname, last, "%." + like_escape(last)),
+    )
+    return [row for row in rows if names(row["path"], row["qualname"], qualname, path)]
+
+
 def links_to_members(database: Database, qualname: str, path: str | None = None) -> list[dict]:
     """Stored refs to the members of what ``qualname`` names, as `links_to` reads it
     (``KimiDeltaAttention.forward``, ``Outer.Inner.f`` for ``KimiDeltaAttention``)."""

@@ -2712,3 +2712,25 @@ def test_moved_refs_are_checks_moved_results_without_their_quotes_and_diffs(
     assert {r.claim for r in moved} >= {"moved-renamed", "moved-and-changed", "moved-ambiguous"}
     listed = run("links", "capture_cudagraph")
     assert "moved-renamed" in listed.stdout, listed.output
+
+
+@pytest.mark.parametrize("symbol", [
+    pytest.param("c/relation-holds/helper.py::Helper", id="path-and-qualname"),
+    pytest.param("vllm@v1:c/relation-holds/helper.py::Helper", id="full-ref"),
+    pytest.param("Helper", id="short-name"),
+])
+def test_links_lists_a_claim_citing_the_symbol_in_its_uses(table_index: Path, symbol: str) -> None:
+    """"Which claims cite Helper": the claim whose ref on MLA.__init__ asserts that it uses
+    Helper cites it too (a relation check keeps), marked so."""
+    copy_project(table_index)
+    claims = _case_claim("relation-holds", CASES["relation-holds"])
+    write(Path("annotations/a.yml"), annotation("blog/a.md", "vllm@v1", claims))
+    assert run("link").exit_code == 0
+    listed = run("links", symbol)
+    assert (listed.exit_code, listed.stderr, listed.stdout) == (0, "", (
+        "c/relation-holds/helper.py::Helper\n  blog/a.md#relation-holds @v1 (in the uses: of "
+        "c/relation-holds/m.py::MLA.__init__): relation-holds\n"))
+    (found,) = json.loads(run("links", "--format", "json", symbol).stdout)
+    assert (found["ref"], found["uses_of"], found["version"]) == (
+        "vllm@v1:c/relation-holds/helper.py::Helper", "c/relation-holds/m.py::MLA.__init__",
+        "v1")
