@@ -201,8 +201,10 @@ class OneLineUsageError(click.UsageError):
         self.command_path = command_path
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"Error: {self.format_message()} (see '{self.command_path} --help')",
-                   err=True)
+        message = self.format_message()  # click ends some with a period: "'xml' is not one of ..."
+        if message.endswith(".") and not message.endswith(".."):
+            message = message[:-1]
+        click.echo(f"Error: {message} (see '{self.command_path} --help')", err=True)
 
 
 class OneLineErrorsGroup(click.Group):
@@ -1260,10 +1262,11 @@ def _refuse_to_overwrite_inputs(
                                  param_hint="'--output' / '-o'")
     glob = glob_selecting(context.config, output)
     if glob is not None:
-        raise click.BadParameter(f"{output} is where the glob '{glob}' of "
-                                 f"{context.config.file_name} looks for annotations: the next "
-                                 "link would read the report as one; write it elsewhere",
-                                 param_hint="'--output' / '-o'")
+        key, what = (("annotations", "annotation files") if glob in context.config.annotations
+                     else ("articles", "Markdown articles"))
+        raise click.BadParameter(f"{output} is where the glob '{glob}' of '{key}' looks for "
+                                 f"{what}: the next link would read the report as one; write "
+                                 "it elsewhere", param_hint="'--output' / '-o'")
 
 
 def _write_report(path: Path | None, text: str | Iterable[str]) -> None:

@@ -39,6 +39,7 @@ from annotations.model import (
     Waiver,
 )
 from annotations.refs import Ref, RefForm, format_ref, parse_pin, parse_ref
+from db.close_matches import close_matches, did_you_mean
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Largest file read (2 MiB)."""
@@ -506,7 +507,9 @@ def _optional_string(mapping: _Map, key: str, what: str, ctx: _Context) -> str |
 def _check_keys(mapping: _Map, allowed: tuple[str, ...], where: str, ctx: _Context) -> None:
     for key, line in mapping.key_lines.items():
         if key not in allowed:
-            ctx.error(line, f"unknown key '{key}' {where} (allowed: {', '.join(allowed)})")
+            close = close_matches(key, allowed, n=1, cutoff=0.8)  # as config keys are
+            hint = f"{did_you_mean(close)} " if close else ""
+            ctx.error(line, f"unknown key '{key}' {where} ({hint}allowed: {', '.join(allowed)})")
 
 
 def _pin(mapping: _Map, what: str, ctx: _Context) -> _Pin:

@@ -1993,9 +1993,12 @@ def test_output_over_an_input_is_refused_and_keeps_it(
 
 
 @pytest.mark.parametrize(("output", "glob"), [
-    pytest.param("annotations/b.yml", "annotations/**/*.yml", id="an-annotation-glob"),
-    pytest.param("./annotations/old/b.yaml", "annotations/**/*.yaml", id="below-a-double-star"),
-    pytest.param("articles/diff.md", "articles/**/*.md", id="an-article-glob"),
+    pytest.param("annotations/b.yml", "'annotations/**/*.yml' of 'annotations' looks for "
+                 "annotation files", id="an-annotation-glob"),
+    pytest.param("./annotations/old/b.yaml", "'annotations/**/*.yaml' of 'annotations' looks "
+                 "for annotation files", id="below-a-double-star"),
+    pytest.param("articles/diff.md", "'articles/**/*.md' of 'articles' looks for Markdown "
+                 "articles", id="an-article-glob"),
 ])
 @pytest.mark.parametrize("command", [
     pytest.param(("check", "--format", "markdown"), id="check"),
@@ -2015,7 +2018,7 @@ def test_output_where_a_glob_finds_annotations_is_refused(
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr == (
         f"Error: Invalid value for '--output' / '-o': {Path(output)} is where the glob "
-        f"'{glob}' of annotate.toml looks for annotations: the next link would read the "
+        f"{glob}: the next link would read the "
         f"report as one; write it elsewhere (see 'annotate {command[0]} --help')\n")
     assert not Path(output).exists()
 
@@ -2058,8 +2061,8 @@ def test_output_in_a_symlinked_annotation_folder_is_refused(
     _two_claims()
     result = run(*command, "--output", "annotations/b.yml")
     assert (result.exit_code, result.stdout) == (2, "")
-    assert "annotations/b.yml is where the glob 'annotations/**/*.yml' of annotate.toml " \
-           "looks for annotations" in result.stderr
+    assert "annotations/b.yml is where the glob 'annotations/**/*.yml' of 'annotations' " \
+           "looks for annotation files" in result.stderr
     assert not (shared / "b.yml").exists()
 
 

@@ -1460,18 +1460,18 @@ def test_config_paths_expand_the_home_folder(
 
 
 @pytest.mark.parametrize(("args", "error"), [
-    pytest.param(("--bogus",), "Error: No such option '--bogus'. (see 'annotate --help')",
+    pytest.param(("--bogus",), "Error: No such option '--bogus' (see 'annotate --help')",
                  id="unknown-global-option"),
-    pytest.param(("nosuch",), "Error: No such command 'nosuch'. (see 'annotate --help')",
+    pytest.param(("nosuch",), "Error: No such command 'nosuch' (see 'annotate --help')",
                  id="unknown-command"),
     pytest.param(("check", "--format", "xml"),
                  "Error: Invalid value for '--format': 'xml' is not one of 'text', 'json', "
-                 "'github', 'sarif', 'markdown'. (see 'annotate check --help')", id="bad-choice"),
-    pytest.param(("show",), "Error: Missing argument 'REF'. (see 'annotate show --help')",
+                 "'github', 'sarif', 'markdown' (see 'annotate check --help')", id="bad-choice"),
+    pytest.param(("show",), "Error: Missing argument 'REF' (see 'annotate show --help')",
                  id="missing-argument"),
-    pytest.param(("check", "--against"), "Error: Option '--against' requires an argument. "
+    pytest.param(("check", "--against"), "Error: Option '--against' requires an argument "
                  "(see 'annotate check --help')", id="option-without-its-value"),
-    pytest.param(("--db",), "Error: Option '--db' requires an argument. (see 'annotate --help')",
+    pytest.param(("--db",), "Error: Option '--db' requires an argument (see 'annotate --help')",
                  id="global-option-without-its-value"),
 ])
 def test_usage_errors_are_one_line_naming_the_help(args: tuple[str, ...], error: str) -> None:

@@ -588,7 +588,7 @@ def test_a_file_that_now_fails_to_load_keeps_its_previous_rows(project: Path) ->
     assert result.exit_code == 2
     assert result.stderr == (
         "Error: articles/post.md:2: unknown key 'titel' at top level "
-        "(allowed: article, title, at, claims)\n"
+        "(did you mean 'title'? allowed: article, title, at, claims)\n"
         "Error: 1 problem in the annotations (see above)\n"
     )
     assert result.stdout == "2 articles, 3 claims, 6 refs: 6 linked, 0 unindexed, 0 broken\n"
@@ -984,7 +984,8 @@ LINK_ERRORS = [
     pytest.param(
         BAD, f"{HEAD}  - id: one\n    txt: 一\n    refs: [cdiv]\n",
         [f"{BAD}:4: claim 'one' is missing 'text'",
-         f"{BAD}:5: unknown key 'txt' in claim 'one' (allowed: id, text, at, refs, waive)"],
+         f"{BAD}:5: unknown key 'txt' in claim 'one' (did you mean 'text'? allowed: id, text, "
+         "at, refs, waive)"],
         NO_ARTICLES, id="unknown-key",
     ),
     pytest.param(
@@ -1090,7 +1091,7 @@ LINK_ERRORS = [
     pytest.param(
         "articles/bad.md", "---\ntitle: t\nclaim: []\n---\ntext\n",
         ["articles/bad.md:3: unknown key 'claim' at top level "
-         "(allowed: article, title, at, claims)"],
+         "(did you mean 'claims'? allowed: article, title, at, claims)"],
         NO_ARTICLES, id="markdown-front-matter",
     ),
     pytest.param(
@@ -1152,8 +1153,8 @@ def test_link_reports_the_errors_of_every_file_and_links_the_others(project: Pat
         "Error: annotations/a-bad.yml:3: invalid YAML: while parsing a flow node, expected "
         "the node content, but found '<stream end>'",
         "Error: annotations/c-bad.yml:4: claim 'one' is missing 'text'",
-        "Error: annotations/c-bad.yml:5: unknown key 'txt' in claim 'one' (allowed: id, text, "
-        "at, refs, waive)",
+        "Error: annotations/c-bad.yml:5: unknown key 'txt' in claim 'one' (did you mean "
+        "'text'? allowed: id, text, at, refs, waive)",
         "Error: 3 problems in the annotations (see above)",
     ]
     assert result.stdout == "1 article, 1 claim, 1 ref: 1 linked, 0 unindexed, 0 broken\n"

@@ -238,6 +238,19 @@ YAML_ERRORS = [
         id="unknown-claim-key",
     ),
     pytest.param(
+        "article: a\nclaims:\n  - idd: c\n    text: t\n    refs: [a.py::f]\n",
+        ["a.yaml:3: claim #1 is missing 'id'", "a.yaml:3: unknown key 'idd' in claim #1 (did "
+         "you mean 'id'? allowed: id, text, at, refs, waive)"],
+        id="claim-key-misspelt",
+    ),
+    pytest.param(
+        "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - {ref: a.py::f, "
+        "qoute: x}\n",
+        ["a.yaml:6: unknown key 'qoute' in a ref of claim 'c' (did you mean 'quote'? allowed: "
+         "ref, quote, uses)"],
+        id="ref-key-misspelt",
+    ),
+    pytest.param(
         "article: a\nclaims:\n  - id: c\n    text: t\n    refs:\n      - {ref: a.py::f, q: x}\n",
         ["a.yaml:6: unknown key 'q' in a ref of claim 'c' (allowed: ref, quote, uses)"],
         id="unknown-ref-key",
