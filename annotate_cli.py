@@ -1104,7 +1104,8 @@ def check(
     """Check every claim against the target versions; exit 1 when any fails.
 
     A ref fails when its status is in the config's fail_on (by default every stale
-    status, and broken) and no waiver covers it."""
+    status, and broken) and no waiver covers it. Exit 2 when an annotation file cannot be
+    read or a target is not indexed (the report is still made)."""
     from annotations.links import require_annotation_files
     from annotations.reports import render_chunks
 

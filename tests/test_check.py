@@ -1647,8 +1647,8 @@ def test_unindexed_configured_target_says_which_index_to_run(table_index: Path) 
     note = TARGET_NOT_INDEXED
     github = run("check", "--format", "github").stdout.splitlines()
     assert github[0] == f"::error title=annotate%3A target not indexed::{note}"
-    assert github[1].endswith(f"; nothing stale; {note}")
-    assert run("check").stdout.endswith(f"; nothing stale; {note}\n")
+    assert github[1].endswith(f"; not checked; {note}")
+    assert run("check").stdout.endswith(f"; not checked; {note}\n")
     escaped = note.replace("fail_on", "fail\\_on")
     assert f"**Error**: {escaped}." in run("check", "--format", "markdown").stdout
     sarif = json.loads(run("check", "--format", "sarif").stdout)
