@@ -472,7 +472,9 @@ def _refuse_above_a_project(context: Context) -> None:
     found = context.config.config_below()
     if found is not None:
         raise UserError(f"no annotate.toml in {context.config.root}, so 'annotate index' would "
-                        f"index the built-in defaults, not those of {found}; {run_from(found)}")
+                        f"index the built-in defaults, not those of {found}; {run_from(found)} "
+                        f"(for the defaults here, write an empty annotate.toml in "
+                        f"{context.config.root})")
 
 
 def _parse_again_or_refuse(context: Context, workers: int | None) -> None:

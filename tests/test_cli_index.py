@@ -540,8 +540,26 @@ def test_index_above_a_project_refuses_the_defaults_naming_its_config(
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", (
         f"Error: no annotate.toml in {tmp_path}, so 'annotate index' would index the built-in "
         f"defaults, not those of {config}; run from {config.parent}, where annotate.toml is, "
-        f"or pass --config {config}\n"))
+        f"or pass --config {config} (for the defaults here, write an empty annotate.toml in "
+        f"{tmp_path})\n"))
     assert sorted(tmp_path.rglob("*")) == before  # no index, no cache
+
+
+def test_index_above_a_project_with_an_empty_config_here_uses_the_defaults(
+    tmp_path: Path
+) -> None:
+    """The way out the refusal gives for a config below that is not this project's (a test
+    fixture's, a vendored project's): an empty annotate.toml here, the built-in defaults."""
+    write_file("tests/fixtures/p/annotate.toml", '[repos.vllm]\nversions = ["v0.1.0"]\n')
+    fv.write_snapshot(tmp_path / "checkout", fv.VERSIONS["v0.1.0"])
+    refused = run("index", "vllm@v0.1.0", "--from", "checkout")
+    assert refused.exit_code == 2
+    assert refused.stderr.endswith(
+        f"(for the defaults here, write an empty annotate.toml in {tmp_path})\n")
+    write_file("annotate.toml", "")
+    result = run("index", "vllm@v0.1.0", "--from", "checkout")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert DB.is_file()
 
 
 @pytest.mark.parametrize("below", [
