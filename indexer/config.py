@@ -321,10 +321,13 @@ def config_below(folder: Path) -> Path | None:
     """The annotate.toml of the shallowest folder below ``folder`` that has one, at most
     `CONFIG_BELOW_DEPTH` folders down, the first by name at that depth (``docs/``, in a
     repository whose CI runs from its top); hidden folders, virtual environments and
-    symlinks to folders are not entered."""
+    symlinks to folders are not entered, nor, from a git work tree, another one (a vendored
+    checkout, a submodule: another project's config, as a config above its top is)."""
     level = [folder]
+    in_a_repository = repository_top(folder.resolve()) is not None
     for _ in range(CONFIG_BELOW_DEPTH):
-        level = sorted(child for parent in level for child in _project_subfolders(parent))
+        level = sorted(child for parent in level for child in _project_subfolders(parent)
+                       if not (in_a_repository and os.path.lexists(child / ".git")))
         # os.path's tests, not Path's: a folder that cannot be entered holds none (False)
         found = next((child / CONFIG_FILE for child in level
                       if os.path.isfile(child / CONFIG_FILE)), None)

@@ -576,6 +576,37 @@ def test_index_above_a_config_it_does_not_look_for_uses_the_defaults(
     assert DB.is_file()
 
 
+@pytest.mark.parametrize("git", [
+    pytest.param("folder", id="a-vendored-clone"),
+    pytest.param("file", id="a-submodule"),
+])
+def test_index_in_a_repository_passes_over_the_config_of_another_below(
+    tmp_path: Path, git: str
+) -> None:
+    """A git work tree below the repository's own (third_party/, a submodule) is another
+    project: its config is not this one's, as a config above the repository's top is not."""
+    (tmp_path / ".git").mkdir()
+    write_file("third_party/other/annotate.toml", '[repos.vllm]\nversions = ["v0.1.0"]\n')
+    other_git = tmp_path / "third_party" / "other" / ".git"
+    other_git.mkdir() if git == "folder" else other_git.write_text("gitdir: ../../.git/x\n")
+    fv.write_snapshot(tmp_path / "checkout", fv.VERSIONS["v0.1.0"])
+    result = run("index", "vllm@v0.1.0", "--from", "checkout")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert DB.is_file()
+
+
+def test_index_outside_a_repository_above_a_clone_refuses_naming_its_config(
+    tmp_path: Path
+) -> None:
+    """A clone below a folder that is in no repository (a 'git clone' not followed by a
+    'cd') is the project the user means: named, as before."""
+    write_file("clone/annotate.toml", '[repos.vllm]\nversions = ["v0.1.0"]\n')
+    (tmp_path / "clone" / ".git").mkdir()
+    result = run("index")
+    assert result.exit_code == 2
+    assert f"not those of {tmp_path / 'clone' / 'annotate.toml'};" in result.stderr
+
+
 def test_index_with_the_config_given_runs_as_told(tmp_path: Path) -> None:
     write_file("docs/annotate.toml", '[repos.vllm]\nversions = ["v0.1.0"]\n')
     fv.write_snapshot(tmp_path / "checkout", fv.VERSIONS["v0.1.0"])
