@@ -12,6 +12,10 @@ import hashlib
 from db.database import Database
 from db.errors import DatabaseBusy
 
+KEPT_PAIRS = 16
+"""How many version pairs' matches the table keeps, the last stored (vLLM's are some
+0.3 MB a pair): diffs of ever more pairs do not grow the index without end."""
+
 
 def pair_identity(database: Database, version_a: int, version_b: int, engine: str) -> str:
     """A digest of all a whole-version match depends on: the matching ``engine`` and, of
@@ -47,9 +51,10 @@ def cached_matches(database: Database, version_a: int, version_b: int, identity:
 
 def store_matches(database: Database, version_a: int, version_b: int, identity: str,
                   matches: bytes) -> bool:
-    """Keep the pair's matches (compressed), replacing the row of another identity;
-    skipped, returning False, when the database is read-only or another process holds the
-    write lock (a cache: the next run matches again)."""
+    """Keep the pair's matches (compressed), replacing the row of another identity, and
+    the rows of the `KEPT_PAIRS` - 1 pairs stored last before it (a replaced row takes the
+    next rowid); skipped, returning False, when the database is read-only or another
+    process holds the write lock (a cache: the next run matches again)."""
     if database.read_only:
         return False
     try:
@@ -58,6 +63,9 @@ def store_matches(database: Database, version_a: int, version_b: int, identity: 
                 "INSERT OR REPLACE INTO diff_cache (a, b, identity, matches) VALUES (?,?,?,?)",
                 (version_a, version_b, identity, matches),
             )
+            conn.execute("DELETE FROM diff_cache WHERE rowid NOT IN"
+                         " (SELECT rowid FROM diff_cache ORDER BY rowid DESC LIMIT ?)",
+                         (KEPT_PAIRS,))
     except DatabaseBusy:
         return False
     return True

@@ -173,3 +173,16 @@ def test_a_diff_while_another_process_writes_stores_nothing_and_is_right(
     assert rows(project) == []
     assert diff(project, "--format", "json") == matched
     assert len(rows(project)) == 1
+
+
+def test_the_pairs_stored_last_are_kept_the_older_dropped(project: Path) -> None:
+    """Diffs of ever more pairs keep `KEPT_PAIRS` rows, the last stored: a pair stored
+    again is the newest, the oldest other goes."""
+    config = load_config(project)
+    pairs = [(a, b) for a in range(1, 7) for b in range(1, 7) if a != b]
+    pairs = pairs[:diff_cache.KEPT_PAIRS + 2]
+    with open_database(config.db) as database:
+        for a, b in [*pairs[:-1], pairs[1], pairs[-1]]:
+            assert diff_cache.store_matches(database, a, b, f"{a}-{b}", b"")
+    kept = {(a, b) for a, b, _identity in rows(project)}
+    assert kept == {pairs[1], *pairs[3:]}  # pairs[0] then pairs[2], the oldest, went
