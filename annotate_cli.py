@@ -1313,13 +1313,26 @@ def _folder_in_the_way(path: Path, number: int | None) -> str:
     return folder.as_posix()
 
 
+def _looping_link(path: Path) -> Path:
+    """The first of ``path``'s folders, or ``path`` itself, that is a symlink loop."""
+    for candidate in (*reversed(path.parents), path):
+        try:
+            os.stat(candidate)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                return candidate
+    return path
+
+
 def _why_unwritable(path: Path, error: OSError) -> str:
     """What is wrong with writing a report at ``path`` (``error`` said no), and what to do."""
     from annotations.report_file import NoFileBeside
 
     folder = _folder_in_the_way(path, error.errno)
     if error.errno == errno.ELOOP:
-        return (f"it is a symlink that leads back to itself ({error.strerror}); remove the "
+        loop = _looping_link(path)
+        what = "it is" if loop == path else f"its folder {loop.as_posix()} is"
+        return (f"{what} a symlink that leads back to itself ({error.strerror}); remove the "
                 "link, or pass another --output")
     advice = _UNWRITABLE_ADVICE.get(error.errno or 0)
     if advice is not None:

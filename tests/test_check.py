@@ -1948,6 +1948,23 @@ def test_a_report_path_that_is_a_symlink_loop_is_refused_and_left_alone(
     assert {name: os.readlink(name) for name in links} == links
 
 
+@pytest.mark.parametrize("output", [
+    pytest.param("reports/report.txt", id="a-folder-linked-to-itself"),
+    pytest.param("reports/latest/report.txt", id="below-a-folder-linked-to-itself"),
+])
+def test_a_report_below_a_symlink_loop_names_the_link(table_index: Path, output: str) -> None:
+    """The loop is a folder's link, not the report's: the error names that folder."""
+    copy_project(table_index)
+    _two_claims()
+    Path("reports").symlink_to("reports")
+    result = run("check", "-o", output)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: cannot write {output}: its folder reports is a symlink that leads back to "
+        "itself (Too many levels of symbolic links); remove the link, or pass another --output")
+    assert os.readlink("reports") == "reports"
+
+
 @pytest.mark.parametrize("command", [
     *(pytest.param(("check", "--format", name), id=f"check-{name}")
       for name in ("text", "json", "github", "sarif", "markdown")),
