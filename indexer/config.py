@@ -474,7 +474,23 @@ def _repo(
         sources=sources or repo.sources,
     )
     _check_target(repo, at)
+    _check_tags_start_with_v(repo, at)
     return repo
+
+
+def _check_tags_start_with_v(repo: RepoConfig, at: str) -> None:
+    """vLLM and LMCache tag their releases ``v0.20.0``: of a built-in repo read from its
+    own GitHub, a version written as PyPI numbers it, ``0.20.0``, would be a version whose
+    every permalink names a tag GitHub does not have."""
+    builtin = BUILTIN_REPOS.get(repo.name)
+    if builtin is None or (repo.github or "").lower() != (builtin.github or "").lower():
+        return
+    for version in repo.versions:
+        if version[0].isdigit() and "+" not in version and version_key(version) != NOT_A_VERSION:
+            raise ConfigError(
+                f"{at} versions: '{version}' is PyPI's number, not a tag of {repo.github}, so "
+                f"its permalinks would name a tag GitHub does not have (blob/{version}/...)",
+                f"write 'v{version}', its tag (pypi still fetches {version} for it)")
 
 
 def _check_repo_table(

@@ -495,6 +495,36 @@ def test_another_name_of_an_indexed_wheel_is_refused(wheels: Path, tmp_path: Pat
             ("v0.1.0",), ("0.2.0",), ("v0.2.0",)]
 
 
+@pytest.mark.parametrize("config", [
+    pytest.param('github = "me/vllm"\nversions = ["0.1.0"]\n', id="a-fork-that-tags-so"),
+    pytest.param('versions = ["1234567"]\n', id="a-commit-of-digits"),
+    pytest.param('versions = ["main"]\n', id="a-branch"),
+])
+def test_versions_of_no_pypi_number_or_of_another_github_are_taken(config: str) -> None:
+    Path("annotate.toml").write_text(f"[repos.vllm]\n{config}")
+    result = run("versions")
+    assert result.exit_code == 2 and result.stderr.startswith("Error: no index at ")
+
+
+def test_an_index_of_a_version_without_its_v_reads_its_wheel_again_under_the_tag(
+    wheels: Path
+) -> None:
+    """Refused in the config, PyPI's number costs no work: the tag's version is its wheel
+    again, its files parsed already, and the old name's rows stay for the pins that cite it."""
+    Path("annotate.toml").write_text(
+        '[repos.vllm]\nversions = ["v0.1.0"]\nsources = ["pypi"]\n')
+    assert run("index", "vllm@0.1.0").exit_code == 0  # as an older annotate took it
+    result = run("index", "vllm@v0.1.0")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert re.fullmatch(r"vllm@v0\.1\.0: 17 files, 0 new blobs parsed, 0 new symbols, .*\n",
+                        result.stdout)
+    shown = run("show", "vllm@0.1.0:vllm/config/cache.py::CacheConfig")
+    assert shown.exit_code == 0, shown.stderr
+    with _db() as conn:
+        assert conn.execute("SELECT version FROM versions ORDER BY id").fetchall() == [
+            ("0.1.0",), ("v0.1.0",)]
+
+
 def test_version_in_no_source_is_one_error_line(
     project: Path, wheels: Path, fake_vllm: FakeRepo
 ) -> None:
@@ -1209,6 +1239,15 @@ CONFIGS = [
         "[repos.lmcache]\nsources = []\n",
         "{path} [repos.lmcache]: 'sources' is empty; list git or pypi, or leave the key out "
         "for both", id="repo-sources-empty"),
+    *(pytest.param(
+        f"[repos.{repo}]\nversions = ['v0.1.0', '{number}']\n",
+        f"{{path}} [repos.{repo}] versions: '{number}' is PyPI's number, not a tag of {github}, "
+        f"so its permalinks would name a tag GitHub does not have (blob/{number}/...); write "
+        f"'v{number}', its tag (pypi still fetches {number} for it)",
+        id=f"{repo}-version-without-its-v-{number}")
+      for repo, github, number in (("vllm", "vllm-project/vllm", "0.20.0"),
+                                   ("vllm", "vllm-project/vllm", "0.23.1rc0"),
+                                   ("lmcache", "LMCache/LMCache", "0.5.1"))),
     pytest.param(
         "[repos.vllm]\nversions = ['v0.1.0', 'v0.2.0', 'v0.1.0']\n",
         "{path} [repos.vllm]: versions lists 'v0.1.0' twice; list each version once",
