@@ -41,16 +41,17 @@ from annotations.resolve import Resolved, ResolveError, Resolver, UnindexedVersi
 from annotations.wording import counted, pinned_at_unindexed
 from db import claims as claim_store
 from db import queries
+from db.close_matches import did_you_mean
 from db.config_names import table_in
 from db.database import Database
 from db.version_order import COMMIT
-from indexer.config import ProjectConfig, run_from
+from indexer.config import ProjectConfig, misspelling_of, run_from
 
 LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
 in ~1,000 files, in random order (with 256, each was split 2.7 times: 1.1 s of a 9.3 s link)."""
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 20
+LINK_FORMAT = 21
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -849,6 +850,9 @@ def _ref_row(
         resolved = _quoted_definition(resolver, resolver.resolve(entry.ref), entry)
     except UnindexedVersion as error:
         located = error.located(claim.source_file, entry.line)
+        if _unknown_version(resolver, error) and _pinned_by_at(claim, entry, error):
+            unknown = _unknown_at(resolver, error)
+            return _state(row, "broken", unknown.located(claim.source_file, claim.at_line))
         if _unknown_version(resolver, error):
             unknown = _unknown_pin(error, entry.text, resolver.config.file_name)
             located = unknown.located(claim.source_file, entry.line)
@@ -873,8 +877,8 @@ def _broken(
     waiver = governing_waiver(waivers, "broken")
     if waiver is not None and waiver.in_force(datetime.date.today()):
         outcome.waived.append((error, waiver))
-    else:
-        outcome.errors.append(error)
+    elif not any(_error_data(error) == _error_data(seen) for seen in outcome.errors):
+        outcome.errors.append(error)  # once, when an at: breaks every ref it pins
 
 
 _ERROR_CLASSES = (ResolveError, AnnotationFileError, RefSyntaxError, AnnotationError)
@@ -895,6 +899,29 @@ def _error(data: dict) -> AnnotationError:
 
 def _unknown_version(resolver: Resolver, error: UnindexedVersion) -> bool:
     return error.version not in resolver.config.repo(error.repo).versions
+
+
+def _pinned_by_at(claim: Claim, entry: RefEntry, error: UnindexedVersion) -> bool:
+    """Whether ``entry`` took the version ``error`` names from its claim's ``at:`` (it is
+    written with no ``REPO@VERSION:`` or URL of its own)."""
+    written = entry.text.split("::", 1)[0].split("#", 1)[0]
+    return (claim.at_line is not None and claim.at == f"{error.repo}@{error.version}"
+            and "@" not in written and not written.startswith("https://"))
+
+
+def _unknown_at(resolver: Resolver, error: UnindexedVersion) -> ResolveError:
+    """An ``at:`` at a version neither indexed nor configured: one error at that line for
+    every ref it pins, naming the versions of the repo close to it."""
+    pin, config_name = f"{error.repo}@{error.version}", resolver.config.file_name
+    known = list(dict.fromkeys([*resolver.config.repo(error.repo).versions,
+                                *queries.indexed_versions(resolver.database, error.repo)]))
+    close = error.misspelling_of or misspelling_of(error.version, known)
+    meant = f"{did_you_mean([f'{error.repo}@{close}'])} " if close else ""
+    return ResolveError(
+        f"at: {pin} is neither indexed nor configured, so the refs it pins cannot be resolved",
+        hint=f"{meant}{error.repo} has {', '.join(known) or 'none'}; or add {error.version} to "
+             f"'versions' of {table_in(config_name, f'repos.{error.repo}')} and "
+             f"{queries.index_advice(pin, config_name=config_name)}")
 
 
 def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> ResolveError:

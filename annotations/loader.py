@@ -523,6 +523,11 @@ def _pin(mapping: _Map, what: str, ctx: _Context) -> _Pin:
         return None
 
 
+def _at_line(mapping: _Map) -> int | None:
+    node = mapping.items.get("at")
+    return None if node is None else node.line
+
+
 def _date(node: _Node, what: str, ctx: _Context) -> datetime.date | None:
     text = node.text.strip() if isinstance(node, _Scalar) and node.kind != "null" else None
     if text is not None and _DATE_RE.fullmatch(text):
@@ -546,6 +551,7 @@ class _ClaimScope:
     ctx: _Context
     article: str
     at: _Pin
+    at_line: int | None = None
     first_lines: dict[str, int] = field(default_factory=dict)
 
 
@@ -572,7 +578,7 @@ def _article(tree: _Node | None, ctx: _Context, default_path: str | None) -> Art
     _check_keys(tree, TOP_KEYS, "at top level", ctx)
     path = _article_path(tree, ctx, default_path)
     title = _optional_string(tree, "title", "'title'", ctx)
-    scope = _ClaimScope(ctx, path or "", _pin(tree, "'at'", ctx))
+    scope = _ClaimScope(ctx, path or "", _pin(tree, "'at'", ctx), _at_line(tree))
     claims = _claims(tree, scope, required=default_path is None)
     return Article(path or "", title, ctx.display, claims)
 
@@ -611,13 +617,15 @@ def _claim(node: _Node, index: int, scope: _ClaimScope) -> Claim | None:
     label = _claim_label(node, index)
     _check_keys(node, CLAIM_KEYS, f"in {label}", ctx)
     text = _claim_text(node, label, ctx)
-    at = _pin(node, f"'at' of {label}", ctx) or scope.at
+    own = _pin(node, f"'at' of {label}", ctx)
+    at, at_line = (own, _at_line(node)) if own else (scope.at, scope.at_line)
     refs = _refs(node, label, at, ctx)
     waivers = _waivers(node, label, ctx)
     if len(ctx.errors) > errors_before or claim_id is None or text is None:
         return None
     at_text = f"{at[0]}@{at[1]}" if at else None
-    return Claim(scope.article, claim_id, text, at_text, refs, waivers, ctx.display, node.line)
+    return Claim(scope.article, claim_id, text, at_text, refs, waivers, ctx.display, node.line,
+                 at_line=at_line if at else None)
 
 
 def _claim_label(node: _Map, index: int) -> str:

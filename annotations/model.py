@@ -64,7 +64,8 @@ class Claim:
     """One statement of an article and the source refs backing it.
 
     `at` is the claim's effective default pin (its own ``at`` or else its file's), or None.
-    `line` is the 1-based line of the claim in `source_file`. `body_link`: the claim is a
+    `line` is the 1-based line of the claim in `source_file`, `at_line` that of the ``at:``
+    that pins it (its own or its file's). `body_link`: the claim is a
     permalink in a Markdown article's body, not one its author wrote as a claim.
     """
 
@@ -77,6 +78,7 @@ class Claim:
     source_file: str
     line: int
     body_link: bool = False
+    at_line: int | None = None  # the line of the ``at:`` that gave the claim its pin
 
 
 @dataclass(frozen=True)

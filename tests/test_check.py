@@ -2490,6 +2490,52 @@ def test_a_permalink_to_a_version_nobody_indexes_fails_the_check(
     assert f"vllm@{version} is neither indexed nor configured (hint: {hint})" in linked.stderr
 
 
+AT_TYPO = "vllm@v0.2.O"
+AT_MESSAGE = (f"at: {AT_TYPO} is neither indexed nor configured, so the refs it pins cannot be "
+              "resolved (hint: did you mean 'vllm@v0.2.0'? vllm has v0.1.0, v0.2.0, v0.3.0; or "
+              "add v0.2.O to 'versions' of [repos.vllm] in annotate.toml and run 'annotate "
+              "index vllm@v0.2.O')")
+CLAIMS_UNDER_AN_AT = """\
+  - id: cache
+    text: t
+    refs:
+      - vllm/config/cache.py::CacheConfig
+      - vllm.engine.llm_engine.LLMEngine.step
+  - id: engine
+    text: u
+    refs: [LLMEngine, vllm/config/cache.py#L1-L2]
+"""
+
+
+@pytest.mark.parametrize(("path", "text", "at_line", "pinned_claims"), [
+    pytest.param("articles/post.md", f"---\nat: {AT_TYPO}\nclaims:\n{CLAIMS_UNDER_AN_AT}---\n",
+                 2, {"cache", "engine"}, id="markdown-front-matter"),
+    pytest.param("annotations/a.yml", f"article: a.md\nat: {AT_TYPO}\nclaims:\n"
+                 f"{CLAIMS_UNDER_AN_AT}", 2, {"cache", "engine"}, id="yaml-file"),
+    pytest.param("annotations/a.yml", "article: a.md\nat: vllm@v0.1.0\nclaims:\n"
+                 + CLAIMS_UNDER_AN_AT.replace("    text: u\n", f"    text: u\n    at: {AT_TYPO}\n"),
+                 11, {"engine"}, id="yaml-claim-of-its-own"),
+])
+def test_an_at_of_a_version_not_indexed_is_one_error_at_its_line(
+    fake_index: Path, path: str, text: str, at_line: int, pinned_claims: set[str]
+) -> None:
+    """Not one error per ref it pins (9 in one article): the at: is the one thing to fix."""
+    copy_project(fake_index)
+    write(Path(path), text)
+    assert text.splitlines()[at_line - 1].endswith(f"at: {AT_TYPO}")
+    linked = run("link")
+    assert (linked.exit_code, linked.stderr) == (2, (
+        f"Error: {path}:{at_line}: {AT_MESSAGE}\n"
+        "Error: 1 problem in the annotations (see above)\n"))
+    code, report = check_json()
+    pinned = [r for r in report["results"] if r["claim"] in pinned_claims]
+    assert code == 1 and len(pinned) == 2 * len(pinned_claims)  # each ref still a result
+    assert {(r["status"], r["message"]) for r in pinned} == {("broken", AT_MESSAGE)}
+    sarif = json.loads(run("check", "--format", "sarif").stdout)["runs"][0]["results"]
+    assert sorted(r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in sarif
+                  if AT_MESSAGE in r["message"]["text"]) == sorted(r["line"] for r in pinned)
+
+
 def test_format_sarif_validates(formats_project: Path) -> None:
     result = run("check", "--format", "sarif")
     assert result.exit_code == 1
