@@ -849,15 +849,13 @@ def _ref_row(
     try:
         resolved = _quoted_definition(resolver, resolver.resolve(entry.ref), entry)
     except UnindexedVersion as error:
-        located = error.located(claim.source_file, entry.line)
-        if _unknown_version(resolver, error) and _pinned_by_at(claim, entry, error):
-            unknown = _unknown_at(resolver, error)
-            return _state(row, "broken", unknown.located(claim.source_file, claim.at_line))
         if _unknown_version(resolver, error):
+            if _pinned_by_at(claim, entry, error):
+                unknown = _unknown_at(resolver, error)
+                return _state(row, "broken", unknown.located(claim.source_file, claim.at_line))
             unknown = _unknown_pin(error, entry.text, resolver.config.file_name)
-            located = unknown.located(claim.source_file, entry.line)
-            return _state(row, "broken", located)
-        row, data = _state(row, "unindexed", located)
+            return _state(row, "broken", unknown.located(claim.source_file, entry.line))
+        row, data = _state(row, "unindexed", error.located(claim.source_file, entry.line))
         return row, {**(data or {}), "pin": f"{error.repo}@{error.version}"}
     except ResolveError as error:
         return _state(row, "broken", error.located(claim.source_file, entry.line))
@@ -919,9 +917,17 @@ def _unknown_at(resolver: Resolver, error: UnindexedVersion) -> ResolveError:
     meant = f"{did_you_mean([f'{error.repo}@{close}'])} " if close else ""
     return ResolveError(
         f"at: {pin} is neither indexed nor configured, so the refs it pins cannot be resolved",
-        hint=f"{meant}{error.repo} has {', '.join(known) or 'none'}; or add {error.version} to "
-             f"'versions' of {table_in(config_name, f'repos.{error.repo}')} and "
-             f"{queries.index_advice(pin, config_name=config_name)}")
+        hint=f"{meant}{error.repo} has {', '.join(known) or 'none'}; or "
+             f"{_configure_and_index(error, config_name)}")
+
+
+def _configure_and_index(error: UnindexedVersion, config_name: str) -> str:
+    """``add v0.2.0 to 'versions' of [repos.vllm] in annotate.toml and run 'annotate index
+    vllm@v0.2.0'``: how a version neither indexed nor configured comes to resolve."""
+    pin = f"{error.repo}@{error.version}"
+    return (f"add {error.version} to 'versions' of "
+            f"{table_in(config_name, f'repos.{error.repo}')} and "
+            f"{queries.index_advice(pin, config_name=config_name)}")
 
 
 def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> ResolveError:
@@ -938,9 +944,7 @@ def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> Res
     elif written.startswith("https://"):
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
     else:
-        advice = queries.index_advice(pin, config_name=config_name)
-        hint = (f"fix the pin, or add {error.version} to 'versions' of "
-                f"{table_in(config_name, f'repos.{error.repo}')} and {advice}")
+        hint = f"fix the pin, or {_configure_and_index(error, config_name)}"
     return ResolveError(f"{pin} is neither indexed nor configured", hint=hint)
 
 
