@@ -289,10 +289,7 @@ class Resolver:
         elsewhere = [f"{repo}@{other}" for other, other_key
                      in queries.indexed_version_keys(self.database, repo)
                      if other_key != key and self.definitions_in_file(other_key, path, qualname)]
-        if not elsewhere:
-            return None
-        return (f"it is defined at {', '.join(elsewhere)}: write "
-                f"{elsewhere[-1]}:{path}::{qualname}")
+        return _defined_at(elsewhere, f"{path}::{qualname}") if elsewhere else None
 
     def unnamed_uses_in(
         self, resolved: Resolved, uses: Iterable[Mapping[str, Any]]
@@ -455,7 +452,7 @@ class Resolver:
         ``GPUModelRuner.capture_model``), else how else to write the ref."""
         elsewhere = [f"{r}@{v}" for r, v in queries.versions_defining(self.database, name)]
         if elsewhere:
-            return f"it is defined at {', '.join(elsewhere)}: write {elsewhere[-1]}:{name}"
+            return _defined_at(elsewhere, name)
         last = name.rpartition(".")[2]
         lasts = queries.names_close_to(self.database, last, key) or [last]
         qualnames = dict.fromkeys(row["qualname"] for close in lasts
@@ -511,6 +508,12 @@ class Resolver:
         """The source text a resolved ref covers (whole lines)."""
         lines = self.source_lines(resolved.blob_id)
         return "".join(lines[resolved.start_line - 1:resolved.end_line])
+
+
+def _defined_at(pins: list[str], written: str) -> str:
+    """The hint of a ref that resolves at other versions: ``pins``, then the ref to write,
+    at the last of them."""
+    return f"it is defined at {', '.join(pins)}: write {pins[-1]}:{written}"
 
 
 def _and_elsewhere(hint: str | None, elsewhere: str | None, pin: str) -> str | None:
