@@ -983,9 +983,14 @@ def _bases(symbol: SymbolSnapshot) -> tuple[tuple[str, ...], ...]:
 
 def _block_key(symbol: SymbolSnapshot) -> str | None:
     """A non-trivial parameter list (functions) or bases (classes) to block on."""
-    if symbol.kind == "attribute":
+    return _signature_block_key(symbol.kind, symbol.signature)
+
+
+def _signature_block_key(kind: str, signature: str) -> str | None:
+    """`_block_key` of a symbol of ``kind`` and ``signature`` (a row, not a snapshot)."""
+    if kind == "attribute":
         return None
-    text = _params_text(symbol).replace(" ", "")
+    text = _header_tail(signature).replace(" ", "")
     return None if text in _TRIVIAL_PARAMETERS else text
 
 
@@ -1579,10 +1584,8 @@ class Matcher:
             rows = [*self._a_same, *(row for key, row in self.a.rows().items()
                                      if self.b.has(*key))]
             for row in rows:
-                if row[_KIND] == "attribute" or row[_QUALNAME] != row[_NAME]:
-                    continue
-                key = _header_tail(row[_SIGNATURE]).replace(" ", "")
-                if key not in _TRIVIAL_PARAMETERS:
+                key = _signature_block_key(row[_KIND], row[_SIGNATURE])
+                if key is not None and row[_QUALNAME] == row[_NAME]:
                     found[(kind_group(row[_KIND]), key)].append((row[_PATH], row[_QUALNAME]))
             self._kept_by_block = dict(found)
         return self._kept_by_block
