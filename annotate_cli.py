@@ -1328,12 +1328,12 @@ def _why_unwritable(path: Path, error: OSError) -> str:
     """What is wrong with writing a report at ``path`` (``error`` said no), and what to do."""
     from annotations.report_file import NoFileBeside
 
-    folder = _folder_in_the_way(path, error.errno)
     if error.errno == errno.ELOOP:
         loop = _looping_link(path)
         what = "it is" if loop == path else f"its folder {loop.as_posix()} is"
         return (f"{what} a symlink that leads back to itself ({error.strerror}); remove the "
                 "link, or pass another --output")
+    folder = _folder_in_the_way(path, error.errno)
     advice = _UNWRITABLE_ADVICE.get(error.errno or 0)
     if advice is not None:
         return f"{error.strerror}; {advice.format(folder=folder)}"

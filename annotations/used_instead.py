@@ -125,6 +125,7 @@ LONGEST_STATEMENT = 2000
 alignment's cost grows with the square of the length (a 9,000-token literal took 3.5 s),
 and a statement that long is a table of data, whose one entry names nothing in its place."""
 
+
 def _replacing(resolver: Resolver, name: str, before: str, new: Resolved) -> tuple[Resolved, ...]:
     """The classes and functions that ``new``'s module binds and that ``new`` names in the
     place of ``name``: each statement of ``before`` naming it that was rewritten (the two
