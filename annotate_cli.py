@@ -1276,7 +1276,7 @@ def _write_report(path: Path | None, text: str | Iterable[str]) -> None:
     """``text`` (or its pieces) into the file at ``path``, or to standard output when there
     is none; either way it ends with one line break, so the file holds what standard
     output would."""
-    from annotations.report_file import replace_whole
+    from annotations.report_file import replace_whole, why_unwritable
 
     pieces = _ending_with_a_line_break((text,) if isinstance(text, str) else text)
     if path is None:
@@ -1286,63 +1286,7 @@ def _write_report(path: Path | None, text: str | Iterable[str]) -> None:
     try:
         replace_whole(path, (piece.encode("utf-8") for piece in pieces))
     except OSError as error:
-        raise UserError(f"cannot write {path}: {_why_unwritable(path, error)}") from None
-
-
-_UNWRITABLE_ADVICE = {
-    errno.ENOENT: "its folder {folder} does not exist: create it, or pass another --output",
-    errno.ENOTDIR: "{folder} is not a folder: pass another --output",
-    errno.EROFS: "its folder {folder} is on a read-only file system: pass an --output on a "
-                 "writable one",
-    errno.ENOSPC: "make room on its disk, or pass an --output on another disk",
-    errno.EDQUOT: "make room within your quota, or pass an --output on another disk",
-    errno.EACCES: "make its folder {folder} (or the file) writable, or pass another --output",
-    errno.EPERM: "make its folder {folder} (or the file) writable, or pass another --output",
-    errno.ENAMETOOLONG: "pass an --output of shorter names",
-}
-"""What to do when a report cannot be written, by the errno of why."""
-
-
-def _folder_in_the_way(path: Path, number: int | None) -> str:
-    """The folder of the file ``path`` leads to (a symlink followed), or, when the file
-    system said a folder is not one (ENOTDIR), the first of its folders that is not."""
-    folder = Path(os.path.realpath(path)).parent if os.path.islink(path) else path.parent
-    if number == errno.ENOTDIR:  # os.path's tests: False, not an error, for a name too long
-        return next((ancestor.as_posix() for ancestor in (*reversed(folder.parents), folder)
-                     if not os.path.isdir(ancestor)), folder.as_posix())
-    return folder.as_posix()
-
-
-def _looping_link(path: Path) -> Path:
-    """The first of ``path``'s folders, or ``path`` itself, that is a symlink loop."""
-    for candidate in (*reversed(path.parents), path):
-        try:
-            os.stat(candidate)
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                return candidate
-    return path
-
-
-def _why_unwritable(path: Path, error: OSError) -> str:
-    """What is wrong with writing a report at ``path`` (``error`` said no), and what to do."""
-    from annotations.report_file import NoFileBeside
-
-    if error.errno == errno.ELOOP:
-        loop = _looping_link(path)
-        what = "it is" if loop == path else f"its folder {loop.as_posix()} is"
-        return (f"{what} a symlink that leads back to itself ({error.strerror}); remove the "
-                "link, or pass another --output")
-    folder = _folder_in_the_way(path, error.errno)
-    advice = _UNWRITABLE_ADVICE.get(error.errno or 0)
-    if advice is not None:
-        return f"{error.strerror}; {advice.format(folder=folder)}"
-    if isinstance(error, NoFileBeside):  # a file system that refuses O_EXCL, or another step
-        return (f"its folder {folder} refused the new file a report is written to before it "
-                f"replaces the old one ({error.strerror}); pass an --output on another "
-                "file system")
-    return f"{error.strerror}; check that its folder exists and can be written, or pass " \
-        "another --output"
+        raise UserError(f"cannot write {path}: {why_unwritable(path, error)}") from None
 
 
 def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:
