@@ -24,6 +24,19 @@ QUIET_WAIT_SECONDS = 2.0
 """How long a lock another process holds is waited for without a word: a writer then
 says it waits (up to WAIT_SECONDS), and opening a database held exclusively gives up."""
 
+PAGE_SIZE = 16384
+"""The page size of a new index (SQLite's default is 4096). A cold index of vLLM v0.20.0
+writes ~37 MB in one transaction, each page once to the WAL and once more when it is
+checkpointed: in 16 KiB pages that cost the writing process 0.09 CPU-s less (inserting
+its rows and committing, 0.46 -> 0.37 s; /tmp/me32/ins2.py, medians of 5), for the same
+file size. An index made with 4 KiB pages keeps them."""
+BULK_CACHE_KIB = 64 * 1024
+"""The page cache of a transaction that writes a whole version. SQLite's default, 2 MB,
+is far smaller than such a transaction: the B-trees' pages it evicts are written to the
+WAL, read back and written again as rows keep coming (42k writes and 30k reads of a
+page in a cold index of vLLM v0.20.0; 27k and 9k with this cache, and 0.05 CPU-s less).
+Given back once the transaction ends."""
+
 Notify = Callable[[str], None]
 
 
@@ -178,16 +191,24 @@ class Database:
         self.close()
 
     @contextlib.contextmanager
-    def write(self, wait: bool = True) -> Iterator[sqlite3.Connection]:
+    def write(self, wait: bool = True, bulk: bool = False) -> Iterator[sqlite3.Connection]:
         """One IMMEDIATE transaction: committed whole or not at all. Without ``wait``,
-        raise `DatabaseBusy` at once when another process holds the write lock."""
-        self._begin_immediate(wait)
+        raise `DatabaseBusy` at once when another process holds the write lock. ``bulk``:
+        it writes a whole version, with a page cache of `BULK_CACHE_KIB` meanwhile."""
+        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+        if bulk:
+            self.conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.rollback()
-            raise
-        self.conn.commit()
+            self._begin_immediate(wait)
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self.conn.commit()
+        finally:
+            if bulk:
+                self.conn.execute(f"PRAGMA cache_size = {cache}")
 
     def _begin_immediate(self, wait: bool = True) -> None:
         try:
@@ -226,6 +247,8 @@ class Database:
                 f"{SCHEMA_VERSION}, but it cannot be written there",
                 "copy it to a folder you can write and pass --db COPY, or index afresh",
             )
+        if version == 0:
+            self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a no-op once it has pages
         self._use_wal()
         with self.write() as connection:
             current = connection.execute("PRAGMA user_version").fetchone()[0]

@@ -261,7 +261,7 @@ def write_version(
     what parsed them. ``clock`` (seconds since the run started), read at the end,
     replaces ``version.seconds``.
     """
-    with database.write() as conn:
+    with database.write(bulk=True) as conn:
         if version_id(database, version.repo, version.version) is not None:
             return False
         conn.execute(
@@ -415,7 +415,7 @@ def reextract(
     change, the comparison results and the claims' link state, computed from the old
     symbols, go too.
     """
-    with database.write() as conn:
+    with database.write(bulk=True) as conn:
         marks = {"extractor": extractor}
         previous = tuple(row[0] for row in conn.execute(
             f"SELECT DISTINCT extractor FROM blobs WHERE {_OUTDATED}", marks))

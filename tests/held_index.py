@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import annotate_cli
+from db import database as database_module
 from db import queries
 from db.database import Database
 
@@ -56,6 +57,8 @@ def main() -> None:
                              _holding(blobs, wal, ready, resume), **options)
 
     queries.write_version = holding_write
+    # SQLite's default cache: the version's pages spill into the WAL well before its commit
+    database_module.BULK_CACHE_KIB = 2000
     sys.argv = ["annotate", *sys.argv[3:]]
     annotate_cli.main()
 

@@ -145,6 +145,39 @@ def test_older_schema_is_migrated_after_a_backup(tmp_path: Path) -> None:
     assert _schema(path) == _schema(_fresh(tmp_path / "fresh.db"))
 
 
+def _page_size(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute("PRAGMA page_size").fetchone()[0]
+
+
+def test_a_new_index_has_large_pages_and_an_older_one_keeps_its_own(tmp_path: Path) -> None:
+    with open_database(tmp_path / "new.db"):
+        pass
+    assert _page_size(tmp_path / "new.db") == database_module.PAGE_SIZE != 4096
+    _at_schema(tmp_path / "old.db", 1, "INSERT INTO repos (name) VALUES ('vllm')")
+    with open_database(tmp_path / "old.db"):
+        pass
+    assert _page_size(tmp_path / "old.db") == 4096  # migrated, not rebuilt
+
+
+def _cache_size(database: Database) -> int:
+    return database.conn.execute("PRAGMA cache_size").fetchone()[0]
+
+
+def test_a_bulk_write_has_a_large_cache_until_it_ends_however_it_ends(
+    database: Database
+) -> None:
+    before = _cache_size(database)
+    with database.write(bulk=True):
+        assert _cache_size(database) == -database_module.BULK_CACHE_KIB != before
+    assert _cache_size(database) == before
+    with pytest.raises(RuntimeError), database.write(bulk=True):
+        raise RuntimeError("the version failed")
+    assert _cache_size(database) == before
+    with database.write():
+        assert _cache_size(database) == before
+
+
 # Databases of development builds whose released migrations were edited afterwards: each
 # reaches the schema a fresh database has, keeping its rows (`_V8` repairs them).
 _FTS_BLOB_NAMES = ("CREATE VIRTUAL TABLE blob_names USING fts5("
