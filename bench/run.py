@@ -524,25 +524,30 @@ def output_problem(log: Path, json_stdout: bool) -> str | None:
 
 
 def bench_later(setup: Setup, results: Results, rep: int) -> None:
-    """(7) check of the bench claims against v0.25.0, (8) diff v0.20.0..v0.25.0, with its
-    default workers, (8c) the same again, its matches read from the index's diff cache,
-    and (8b) in one process. Rows 8 and 8b match anew: the cache is emptied before them."""
+    """(7b) check of the bench claims against v0.25.0, its comparisons not cached, (7)
+    the same again, (8) diff v0.20.0..v0.25.0, with its default workers, (8c) the same
+    again, its matches read from the index's diff cache, and (8b) in one process. Rows 8
+    and 8b match anew: the cache is emptied before them."""
     wd, logs, annotate = setup.workdir, setup.workdir / "logs", setup.annotate
+    check = [*annotate, "--db", "warm.db", "check", "--format", "json", "--exit-zero"]
     diff = [*annotate, "--db", "warm.db", "diff", f"{REPO}@{OLD}", f"{REPO}@{NEW}",
             "--format", "json"]
     commands = {
-        "check": [*annotate, "--db", "warm.db", "check", "--format", "json", "--exit-zero"],
+        "check_first": check,
+        "check": check,
         "diff": diff,
         "diff_cached": diff,
         "diff_serial": [*diff, "--workers", "1"],
     }
     for name, command in commands.items():
-        if not getattr(setup, f"has_{name}", setup.has_diff):
+        if not (setup.has_check if name.startswith("check") else setup.has_diff):
             continue
+        if name == "check_first":
+            forget_check_matches(wd / "warm.db")
         if name in ("diff", "diff_serial"):
             forget_diff_matches(wd / "warm.db")
         log = logs / f"{name}-{rep}"
-        keep_stdout = name == "check"  # its JSON report is validated; diff goes to /dev/null
+        keep_stdout = name.startswith("check")  # its JSON is validated; diff's is not kept
         try:
             run = measure(command, cwd=wd, log=log, ok_codes=(0, 1), stdout_to_log=keep_stdout)
         except RuntimeError as error:
@@ -554,6 +559,14 @@ def bench_later(setup: Setup, results: Results, rep: int) -> None:
         else:
             results.add(name, run)
 
+
+
+def forget_check_matches(db: Path) -> None:
+    """Empty the comparisons that check caches (untimed), so that the next check compares
+    every claim anew, as the first check after ``annotate link`` does."""
+    with sqlite3.connect(db) as connection:
+        connection.execute("DELETE FROM match_cache")
+    connection.close()
 
 
 def forget_diff_matches(db: Path) -> None:
@@ -658,6 +671,7 @@ LABELS = {
     "ctags": "5c. `ctags -R --languages=Python`",
     "griffe": "5d. griffe static load (allow_inspection=False)",
     "check": f"7. `annotate check` against {NEW} (warm db)",
+    "check_first": "7b. the same check, its comparisons not cached (the first after link)",
     "diff": f"8. `annotate diff {OLD} {NEW} --format json`",
     "diff_serial": "8b. the same diff with `--workers 1` (no forked matching)",
     "diff_cached": "8c. the same diff again, its matches read from the diff cache",
@@ -741,6 +755,7 @@ def ratio_rows(results: Results) -> dict[str, float | None]:
         "no-op / cold": ratio(results, "noop", "cold"),
         "diff / diff with one worker": ratio(results, "diff", "diff_serial"),
         "diff again (8c) / diff": ratio(results, "diff_cached", "diff"),
+        "check (7) / first check (7b)": ratio(results, "check", "check_first"),
     }
 
 
