@@ -1125,7 +1125,7 @@ def unread_report() -> CheckReport:
 
 
 @pytest.mark.parametrize(("fmt", "expected"), [
-    pytest.param("text", f"; nothing stale; {UNREAD_NOTE}", id="text"),
+    pytest.param("text", f"; nothing stale in the files read; {UNREAD_NOTE}", id="text"),
     pytest.param("github", "::error file=annotations/bad.yml,line=3,title=annotate%3A annotation "
                  f"file not read::{UNREAD.message}; its claims are not checked", id="github"),
     pytest.param("markdown", f"**Nothing stale in the files read.**\n\n**"

@@ -154,14 +154,16 @@ def summary_line(report: CheckReport) -> str:
 def verdict(report: CheckReport) -> str:
     """``stale``, ``nothing stale``, or, when ``fail_on`` holds a status that is not stale
     (``unindexed``, say) and the run fails on it, ``nothing stale, but 3 refs failing``;
-    ``not checked`` when nothing is stale but a target is not indexed (the run's error)."""
+    ``not checked`` when nothing is stale but a target is not indexed (the run's error);
+    ``nothing stale in the files read`` when an annotation file could not be read (the
+    Markdown summary's words: what that file claims is not known)."""
     if has_unwaived_stale(report):
         return "stale"
     if report.unchecked_targets:
         return "not checked"
     if report.failing:
         return f"nothing stale, but {counted(report.failing_refs, 'ref')} failing (fail_on)"
-    return "nothing stale"
+    return "nothing stale in the files read" if report.input_errors else "nothing stale"
 
 
 def unindexed_target_note(report: CheckReport) -> str:
