@@ -345,8 +345,13 @@ def _an_existing_path(ctx: click.Context, param: click.Parameter, value: str | N
 
 def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
     """``--output`` as a path; an empty one (``-o "$OUT"`` unset) is refused by `_not_empty`,
-    where it would be taken for the current folder."""
+    where it would be taken for the current folder, and one that ends with a slash
+    (``-o "$DIR/"``), which `Path` would take for the file before it."""
     given = _not_empty(ctx, param, value)
+    if given is not None and given.endswith(("/", os.sep)):
+        raise click.BadParameter(
+            f"{given!r} ends with a slash, which names a folder: give the report file's "
+            f"path ({given.rstrip('/' + os.sep) or 'report'}, say)", param_hint=_named(ctx, param))
     return Path(given) if given is not None else None
 
 

@@ -1096,6 +1096,24 @@ def test_a_path_option_empty_or_only_white_space_is_refused_as_empty(
     assert sorted(os.listdir()) == before
 
 
+@pytest.mark.parametrize("args", [
+    pytest.param(("check", "-o", "report.json/"), id="check"),
+    pytest.param(("diff", "vllm@v0.1.0", "vllm@v0.2.0", "--output=report.json/"), id="diff"),
+])
+def test_an_output_path_that_ends_with_a_slash_is_refused(
+    project: Path, args: tuple[str, ...]
+) -> None:
+    """``-o report.json/`` names a folder: writing the file report.json instead, as `Path`
+    reads it, would surprise whoever meant ``-o "$DIR/"``."""
+    before = sorted(os.listdir())
+    result = run(*args)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", "Error: Invalid value for '--output' / '-o': 'report.json/' ends with a slash, "
+        "which names a folder: give the report file's path (report.json, say) (see "
+        f"'annotate {args[0]} --help')\n")
+    assert sorted(os.listdir()) == before
+
+
 def _schema_version() -> int:
     from db.schema import SCHEMA_VERSION
 
