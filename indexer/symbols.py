@@ -46,6 +46,8 @@ _TRANSPARENT = frozenset(
 )
 _TUPLES = frozenset({"tuple", "tuple_pattern"})
 _TRAILING = frozenset({"comment", "line_continuation"})  # not the end of a definition
+_CLASS, _FUNCTION = SymbolKind.CLASS.value, SymbolKind.FUNCTION.value
+_METHOD, _ATTRIBUTE = SymbolKind.METHOD.value, SymbolKind.ATTRIBUTE.value
 
 
 @lru_cache(maxsize=1)
@@ -120,7 +122,7 @@ class _Definition:
     """A definition found in the tree, before its fingerprints are computed."""
 
     qualname: str
-    kind: SymbolKind
+    kind: str  # a SymbolKind's value: reading an enum member's ``value`` is a property call
     start: int
     end: int
     start_line: int
@@ -221,9 +223,7 @@ class _Finder:
         end_node = _content_end(node, self._source)
         self._note_docstring(body)
         is_class = node.type == "class_definition"
-        kind = SymbolKind.CLASS if is_class else (
-            SymbolKind.METHOD if in_class else SymbolKind.FUNCTION
-        )
+        kind = _CLASS if is_class else (_METHOD if in_class else _FUNCTION)
         definition = _Definition(
             qualname=qualname, kind=kind, start=outer.start_byte, end=end_node.end_byte,
             start_line=outer.start_point[0] + 1, end_line=end_node.end_point[0] + 1,
@@ -259,7 +259,7 @@ class _Finder:
             value = value.child_by_field_name("right")
         end = _content_end(statement, self._source)
         return _Definition(
-            qualname=qualname, kind=SymbolKind.ATTRIBUTE, start=statement.start_byte,
+            qualname=qualname, kind=_ATTRIBUTE, start=statement.start_byte,
             end=end.end_byte, start_line=statement.start_point[0] + 1,
             end_line=end.end_point[0] + 1, header_end=end.end_byte,
             signature="" if value is None
@@ -391,16 +391,16 @@ def _symbol_row(source: bytes, definition: _Definition, normalized: NormalizedFi
         shape = shape_digest(
             definition.normalized_header,
             (
-                (member.kind.value, member.qualname, member.normalized_header.decode("utf-8",
-                                                                                     "replace"))
+                (member.kind, member.qualname,
+                 member.normalized_header.decode("utf-8", "replace"))
                 for member in definition.members
             ),
         )
     start, end = definition.start, definition.end
-    is_attribute = definition.kind is SymbolKind.ATTRIBUTE
+    is_attribute = definition.kind == _ATTRIBUTE
     qualname = definition.qualname
     return (
-        qualname, qualname.rsplit(".", 1)[-1], definition.kind.value,
+        qualname, qualname.rsplit(".", 1)[-1], definition.kind,
         definition.start_line, definition.end_line, start, end, definition.signature,
         digest(source[start:end]), digest(normalized.slice(start, end)), shape,
         None if is_attribute else digest(definition.normalized_header),
@@ -410,8 +410,10 @@ def _symbol_row(source: bytes, definition: _Definition, normalized: NormalizedFi
 
 def _normalized_body(definition: _Definition, normalized: NormalizedFile) -> bytes:
     """The normalized code after the header; for a class, without its members' spans."""
+    if not definition.members:
+        return normalized.slice(definition.header_end, definition.end)
     position, pieces = definition.header_end, []
-    for member in sorted(definition.members or (), key=lambda member: member.start):
+    for member in sorted(definition.members, key=lambda member: member.start):
         if member.start > position:
             pieces.append(normalized.slice(position, member.start))
         position = max(position, member.end)
