@@ -95,26 +95,35 @@ def _outline(
     for keyword in _statement_keywords(source):
         # the keyword token is unnamed: the smallest named node around it is its statement
         statement = root.named_descendant_for_byte_range(keyword, keyword + 1)
-        if statement is None or statement.start_byte > keyword:
+        if statement is None:
             continue
-        if statement.type in _DEFINITIONS:
+        start, kind = statement.start_byte, statement.type  # each read is a call into C
+        if start > keyword:
+            continue
+        if kind in _DEFINITIONS:
             definitions.append(statement)
-        elif statement.type in _IMPORTS and statement.start_byte == keyword:
+        elif kind in _IMPORTS and start == keyword:
             imports.append(statement)
     return definitions, imports
 
 
-def _statement_keywords(source: bytes) -> Iterator[int]:
+def _statement_keywords(source: bytes) -> list[int]:
     """Offsets of the keywords that ``_KEYWORDS`` find where a statement may start: at the
     start of a line, or after the last ``;`` or ``:`` before them on their line. A lone CR
-    is taken for a character (`universal_newlines` makes it a LF first)."""
-    found = sorted(match.start() for pattern in _KEYWORDS for match in pattern.finditer(source))
+    is taken for a character (`universal_newlines` makes it a LF first). Most keywords
+    that start a statement have only indentation before them, which one strip tells."""
+    found = sorted([match.start() for pattern in _KEYWORDS for match in pattern.finditer(source)])
+    starting = []
     for keyword in found:
         line_start = source.rfind(b"\n", 0, keyword) + 1
+        if not source[line_start:keyword].strip(b" \t\f"):
+            starting.append(keyword)
+            continue
         statement_start = max(line_start, source.rfind(b";", line_start, keyword) + 1,
                               source.rfind(b":", line_start, keyword) + 1)
         if _BEFORE_KEYWORD.fullmatch(source, statement_start, keyword):
-            yield keyword
+            starting.append(keyword)
+    return starting
 
 
 @dataclass(slots=True)
