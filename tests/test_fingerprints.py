@@ -544,7 +544,7 @@ ONE_ALTERNATION_LITERAL = re.compile(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from([b"'", b'"', b"'''", b'"""', b"#", b"\\", b"\n", b"\\\n",
-                                 b"\\'", b'\\"', b"a", b" "]),
+                                 b"\\'", b'\\"', b"a", b" ", b"\x00"]),
                 max_size=40).map(b"".join))
 def test_literal_is_the_one_alternation_pattern(code: bytes) -> None:
     assert LITERAL.split(code) == ONE_ALTERNATION_LITERAL.split(code)
