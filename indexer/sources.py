@@ -21,7 +21,7 @@ import urllib.parse
 import zipfile
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, NamedTuple
 
@@ -39,6 +39,12 @@ DOWNLOAD_SECONDS = 2 * PIP_TIMEOUT_SECONDS
 (`_pip_download`); a staging folder with no lock is a live download's until this old."""
 PIP_LOG_HAS_A_NAME = sys.platform == "win32"
 """Where there is no /dev/fd to hand pip a file with no name (Windows)."""
+
+
+MemberRead = Callable[[FileEntry, bytes, "bytes | None"], None]
+"""Told each member of a wheel as soon as it is read: its entry, its content, and the zlib
+stream the wheel holds of it (`Snapshot.stored_content`), if any; so that its parsing may
+start while the rest of the wheel is read."""
 
 
 def blob_id(data: bytes) -> str:
@@ -69,14 +75,17 @@ class Snapshot(ABC):
         self.close()
 
 
-def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
-    """Open ``repo@version`` from the first configured source that has it."""
+def open_snapshot(
+    repo: RepoConfig, version: str, cache_dir: Path, on_read: MemberRead | None = None
+) -> Snapshot:
+    """Open ``repo@version`` from the first configured source that has it; a wheel's
+    members are handed to ``on_read`` as they are read (git's files are not)."""
     check_version_name(version)
     failures: list[str] = []
     hints: list[str] = []  # what to do about a broken cache or mirror, said first
     for kind in repo.sources:
         try:
-            snapshot = _open_from(kind, repo, version, cache_dir)
+            snapshot = _open_from(kind, repo, version, cache_dir, on_read)
             if snapshot is not None:
                 snapshot.info = dataclasses.replace(snapshot.info, passed_over=tuple(failures))
                 return snapshot
@@ -93,11 +102,14 @@ def open_snapshot(repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot:
     )
 
 
-def _open_from(kind: str, repo: RepoConfig, version: str, cache_dir: Path) -> Snapshot | None:
+def _open_from(
+    kind: str, repo: RepoConfig, version: str, cache_dir: Path, on_read: MemberRead | None
+) -> Snapshot | None:
     if kind == "git" and repo.git:
         return _git_mirror(repo, cache_dir).snapshot(version)
     if kind == "pypi" and repo.pypi:
-        return open_wheel(repo, version, fetch_wheel(repo, version, cache_dir), cached=True)
+        wheel = fetch_wheel(repo, version, cache_dir)
+        return open_wheel(repo, version, wheel, cached=True, on_read=on_read)
     return None
 
 
@@ -114,15 +126,18 @@ def _git_mirror(repo: RepoConfig, cache_dir: Path) -> Any:
     return GitMirror(repo, cache_dir)
 
 
-def open_local(repo: RepoConfig, version: str, path: Path) -> Snapshot:
-    """A version read from a directory (a checkout) or a wheel file."""
+def open_local(
+    repo: RepoConfig, version: str, path: Path, on_read: MemberRead | None = None
+) -> Snapshot:
+    """A version read from a directory (a checkout) or a wheel file, whose members are
+    handed to ``on_read`` as they are read (a directory's files are not)."""
     check_version_name(version)
     if path.is_dir():
         _refuse_the_package_folder(repo, path)
         return DirectorySnapshot(repo.name, version, path)
     if path.is_file() and path.suffix == ".whl":
         _refuse_another_projects_wheel(repo, path)
-        return open_wheel(repo, version, path)
+        return open_wheel(repo, version, path, on_read=on_read)
     raise SourceError(f"{path} is neither a directory nor a .whl file", "pass a checkout or wheel")
 
 
@@ -457,25 +472,36 @@ def _pip_reason(stderr: str, log: str = "") -> str:
 
 
 def open_wheel(
-    repo: RepoConfig, version: str, wheel: Path, *, cached: bool = False
+    repo: RepoConfig, version: str, wheel: Path, *, cached: bool = False,
+    on_read: MemberRead | None = None,
 ) -> WheelSnapshot:
-    """Open a wheel's ``.py`` members; an unreadable wheel is removed only from the cache,
-    never when it is the user's own file. A cached wheel came from ``pypi``; the user's own
-    (``--from``) is recorded as ``local``, with its sha256 either way."""
+    """Open a wheel's ``.py`` members, each handed to ``on_read`` once read; an unreadable
+    wheel is removed only from the cache, never when it is the user's own file. A cached
+    wheel came from ``pypi``; the user's own (``--from``) is recorded as ``local``, with
+    its sha256 either way. What ``on_read`` raises (an OSError of its own, say) is not
+    taken for the wheel's fault: it passes through as it was."""
     try:
         archive = zipfile.ZipFile(wheel)
-        return WheelSnapshot(repo.name, version, archive, wheel_sha256(wheel, cached=cached),
-                             "pypi" if cached else "local")
-    except (OSError, zipfile.BadZipFile, _CorruptMember) as error:
-        if not cached:
-            raise SourceError(f"the wheel {wheel} is unreadable ({error})",
-                              "check the file, or download it again") from None
-        wheel.unlink(missing_ok=True)
-        wheel.with_name(wheel.name + ".sha256").unlink(missing_ok=True)
-        raise SourceError(
-            f"the wheel {wheel.name} is unreadable ({error}); it was removed from the cache",
-            "run the command again to download it anew",
-        ) from None
+        sha256 = wheel_sha256(wheel, cached=cached)
+    except (OSError, zipfile.BadZipFile) as error:
+        raise _unreadable_wheel(wheel, error, cached) from None
+    try:
+        return WheelSnapshot(repo.name, version, archive, sha256, "pypi" if cached else "local",
+                             on_read)
+    except _CorruptMember as error:
+        raise _unreadable_wheel(wheel, error, cached) from None
+
+
+def _unreadable_wheel(wheel: Path, error: Exception, cached: bool) -> SourceError:
+    if not cached:
+        return SourceError(f"the wheel {wheel} is unreadable ({error})",
+                           "check the file, or download it again")
+    wheel.unlink(missing_ok=True)
+    wheel.with_name(wheel.name + ".sha256").unlink(missing_ok=True)
+    return SourceError(
+        f"the wheel {wheel.name} is unreadable ({error}); it was removed from the cache",
+        "run the command again to download it anew",
+    )
 
 
 def wheel_sha256(wheel: Path, *, cached: bool) -> str:
@@ -498,7 +524,8 @@ def wheel_sha256(wheel: Path, *, cached: bool) -> str:
 
 
 class _CorruptMember(Exception):
-    """A wheel member that does not read back (bad CRC, data that does not inflate)."""
+    """A wheel member that does not read back (bad CRC, data that does not inflate), or a
+    wheel that cannot be opened again to read its members."""
 
 
 _ENCRYPTED = 0x1
@@ -545,28 +572,45 @@ def _member_data(wheel: IO[bytes], member: zipfile.ZipInfo) -> bytes | None:
     return wheel.read(member.compress_size)
 
 
+def _python_members(archive: zipfile.ZipFile) -> Iterator[zipfile.ZipInfo]:
+    """The package's ``.py`` members (not its metadata's), at safe paths."""
+    for member in archive.infolist():
+        top = member.filename.split("/", 1)[0]
+        if member.is_dir() or not member.filename.endswith(".py"):
+            continue
+        if top.endswith((".dist-info", ".data")) or not _safe_path(member.filename):
+            continue
+        yield member
+
+
 class WheelSnapshot(Snapshot):
     """The ``.py`` members of a wheel, at their repository paths."""
 
     def __init__(
-        self, repo: str, version: str, archive: zipfile.ZipFile, sha256: str, source: str
+        self, repo: str, version: str, archive: zipfile.ZipFile, sha256: str, source: str,
+        on_read: MemberRead | None = None,
     ) -> None:
         self._archive = archive
         self._contents: dict[str, bytes] = {}
         self._streams: dict[str, bytes] = {}
         entries = []
-        with open(str(archive.filename), "rb") as wheel:
-            for member in archive.infolist():
-                top = member.filename.split("/", 1)[0]
-                if member.is_dir() or not member.filename.endswith(".py"):
-                    continue
-                if top.endswith((".dist-info", ".data")) or not _safe_path(member.filename):
-                    continue
+        with self._reopened() as wheel:
+            for member in _python_members(archive):
                 data = self._read_member(member, wheel)
                 self._contents[member.filename] = data
                 entries.append(FileEntry(member.filename, blob_id(data), len(data)))
+                if on_read is not None:
+                    on_read(entries[-1], data, self._streams.get(member.filename))
         self.info = SnapshotInfo(repo, version, source, wheel_sha256=sha256,
                                  files=tuple(entries))
+
+    def _reopened(self) -> IO[bytes]:
+        """The wheel's file, opened again to read its members' data as it holds them."""
+        try:
+            return open(str(self._archive.filename), "rb")
+        except OSError as error:
+            self._archive.close()
+            raise _CorruptMember(str(error)) from None
 
     def _read_member(self, member: zipfile.ZipInfo, wheel: IO[bytes]) -> bytes:
         try:

@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import zipfile
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import INDEX_TABLES, undo_uses_pins
+from fakeproject import INDEX_TABLES, table_counts, undo_uses_pins
 from fakevllm import FakeRepo
 
 from db import queries
@@ -27,6 +28,7 @@ from db.database import Database, open_database
 from db.queries import SYMBOL_COLUMNS
 from indexer import pipeline
 from indexer.config import ProjectConfig, load_config
+from indexer.errors import SourceError
 from indexer.extractor import EXTRACTION_VERSION, extractor_id
 from indexer.pipeline import index_version, parse_batch
 from indexer.sources import blob_id
@@ -770,3 +772,165 @@ def test_a_signal_that_stops_the_run_is_handled_once_the_pool_is_down(
         shutdown(pool, wait=True)
         for other, handler in handlers.items():
             signal.signal(other, handler)
+
+
+# ---------------------------------------------------------------- wheels parsed as read
+
+AHEAD_MODULES = 320
+"""Enough members for the pool (`INLINE_PARSE_LIMIT`) and, at 8 KiB each, for full batches
+sent while the wheel is still read (`BATCH_BYTES`), as for vLLM's."""
+
+
+def _module(number: int) -> bytes:
+    code = f"class C{number}:\n    x = {number}\n\n    def m(self):\n        return {number}\n"
+    return code.ljust(8 * 1024, "#").encode() + b"\n"
+
+
+def _wheel(path: Path, files: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr("vllm-1.0.dist-info/METADATA", "Name: vllm\n")
+    return path
+
+
+def _modules(numbers: range) -> dict[str, bytes]:
+    return {f"vllm/m{number:03d}.py": _module(number) for number in numbers}
+
+
+def _scrambled(wheel: Path, member: str) -> Path:
+    """``wheel`` with the deflate data of ``member`` scrambled past its first bytes: a zip
+    still, whose member no longer inflates."""
+    data = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo(member)
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for offset in range(start + 2, start + 18):
+        data[offset] ^= 0xFF
+    wheel.write_bytes(bytes(data))
+    return wheel
+
+
+@pytest.fixture
+def sent_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many blobs each index run of the test had sent to the parsers by the time the
+    wheel was read."""
+    counts: list[int] = []
+    sent_of = pipeline._ParseAhead.sent_of
+
+    def counting(ahead: pipeline._ParseAhead, *args: object) -> int:
+        counts.append(sent_of(ahead, *args))  # type: ignore[arg-type]
+        return counts[-1]
+
+    monkeypatch.setattr(pipeline._ParseAhead, "sent_of", counting)
+    return counts
+
+
+def _first_wheel(tmp_path: Path) -> Path:
+    return _wheel(tmp_path / "first.whl", _modules(range(0, AHEAD_MODULES, 2)))
+
+
+def _first_tree(tmp_path: Path) -> Path:
+    """The modules' code at paths that are not Python: stored, never parsed."""
+    tree = tmp_path / "texts"
+    tree.mkdir(exist_ok=True)
+    for number in range(AHEAD_MODULES):
+        (tree / f"m{number:03d}.txt").write_bytes(_module(number))
+    (tree / "setup.py").write_text("x = 1\n")  # a version has a .py file
+    return tree
+
+
+AHEAD_CASES = [
+    pytest.param(None, _modules(range(AHEAD_MODULES)), id="cold"),
+    pytest.param(None, {"vllm/__init__.py": b"", **_modules(range(200)),
+                        "vllm/z/again.py": _module(0), "vllm/z/__init__.py": b"",
+                        **_modules(range(200, AHEAD_MODULES))},
+                 id="same-blobs-at-paths-far-apart"),
+    pytest.param(_first_wheel, _modules(range(AHEAD_MODULES)), id="half-indexed-already"),
+    pytest.param(_first_tree, _modules(range(AHEAD_MODULES)),
+                 id="stored-unparsed-now-at-py-paths"),
+]
+
+
+@pytest.mark.parametrize(("before", "files"), AHEAD_CASES)
+def test_a_wheel_parsed_as_it_is_read_gives_the_index_of_one_read_first(
+    tmp_path: Path, config: ProjectConfig, sent_ahead: list[int],
+    before: object, files: dict[str, bytes],
+) -> None:
+    """Its new blobs sent to the parsers while the wheel is read, a version is indexed as
+    when they were sent once it was read whole (one worker: none is sent ahead): the same
+    rows in every table, each blob once."""
+    wheel = _wheel(tmp_path / "vllm-2.0-py3-none-any.whl", files)
+    indexes = {}
+    for workers in (1, 2):
+        with open_database(tmp_path / f"w{workers}.db") as database:
+            if before is not None:
+                index_version(database, config, "vllm", "v1", workers=1,
+                              from_path=before(tmp_path))  # type: ignore[operator]
+            outcome = index_version(database, config, "vllm", "v2", from_path=wheel,
+                                    workers=workers)
+            indexes[workers] = (outcome.new_blobs, outcome.parsed, outcome.symbols,
+                                {table: _rows(database, table) for table in AHEAD_TABLES})
+    assert sent_ahead[-1] > 0  # the workers had batches before the wheel was read whole
+    assert indexes[2] == indexes[1]
+    assert indexes[1][1] == len({blob_id(data) for data in files.values()}) - (
+        AHEAD_MODULES // 2 if before is _first_wheel else 0)
+
+
+AHEAD_TABLES = ("repos", "blobs", "files", "symbols", "imports", "blob_names")
+
+
+@pytest.mark.parametrize("source", ["from", "cache"])
+def test_a_member_that_does_not_inflate_late_in_the_wheel_stores_nothing(
+    tmp_path: Path, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """A member found corrupt once batches were parsed: the same error as when it was
+    found before any, the cached wheel removed alike, the parser pool down, and nothing
+    of the version stored."""
+    files = _modules(range(AHEAD_MODULES))
+    pools: list[int] = []
+    make_pool = pipeline.parser_pool
+    monkeypatch.setattr(pipeline, "parser_pool", lambda n: pools.append(n) or make_pool(n))
+    if source == "cache":
+        Path("annotate.toml").write_text('sources = ["pypi"]\n')
+        config = load_config()
+    cache = config.cache_dir / "wheels" / "vllm" / "2.0"
+    cache.mkdir(parents=True)
+    errors = {}
+    for workers in (1, 2):
+        wheel = _wheel(cache / "vllm-2.0-py3-none-any.whl", files)
+        _scrambled(wheel, f"vllm/m{AHEAD_MODULES - 10:03d}.py")
+        with open_database(tmp_path / f"w{workers}.db") as database:
+            with pytest.raises(SourceError) as caught:
+                index_version(database, config, "vllm", "v2.0", workers=workers,
+                              from_path=wheel if source == "from" else None)
+            errors[workers] = (type(caught.value), str(caught.value), caught.value.hint,
+                               wheel.exists(), table_counts(database))
+        assert multiprocessing.active_children() == []
+    assert pools == [2]  # parsing had started when the member was read
+    assert errors[2] == errors[1]
+    assert errors[1][1].startswith(
+        "the wheel " if source == "from" else "vllm@v2.0 was not found (pypi: the wheel ")
+    assert errors[1][3] is (source == "from")
+    assert set(errors[1][4].values()) == {0}
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_ctrl_c_while_the_wheel_is_read_and_parsed_stops_the_pool_and_stores_nothing(
+    tmp_path: Path, database: Database, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wheel = _wheel(tmp_path / "vllm-2.0-py3-none-any.whl", _modules(range(AHEAD_MODULES)))
+    checks: list[int] = []
+    entries_to_store = pipeline._entries_to_store
+
+    def interrupted(*args: object) -> object:
+        checks.append(len(checks))
+        if len(checks) == 3:  # the pool started at the second
+            os.kill(os.getpid(), signal.SIGINT)
+        return entries_to_store(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "_entries_to_store", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        index_version(database, config, "vllm", "v2", from_path=wheel, workers=2)
+    assert multiprocessing.active_children() == []
+    assert set(table_counts(database).values()) == {0}

@@ -23,6 +23,7 @@ from indexer import git_source, sources
 from indexer.config import RepoConfig, load_config
 from indexer.errors import SourceError, VersionNotFound
 from indexer.git_source import GitMirror
+from indexer.models import FileEntry
 from indexer.pipeline import index_version
 from indexer.sources import (
     blob_id,
@@ -801,6 +802,29 @@ def test_unreadable_user_wheel_is_never_deleted(tmp_path: Path) -> None:
         open_wheel(_repo(None), "v1", wheel)
     assert "removed" not in str(caught.value)
     assert wheel.read_bytes() == b"PK\x03\x04 truncated"
+
+
+def test_what_the_reader_of_members_raises_is_not_taken_for_an_unreadable_wheel(
+    tmp_path: Path,
+) -> None:
+    """The pipeline starts its parser pool as the members are read: an OSError of its own
+    (no process could be forked, too many open files) is raised as it was, and the cached
+    wheel, readable, is kept."""
+    wheel = tmp_path / "ok-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/ok.py", "x = 1\n")
+        archive.writestr("pkg/other.py", "y = 2\n")
+    read: list[str] = []
+
+    def fork_failed(entry: FileEntry, data: bytes, stream: bytes | None) -> None:
+        read.append(entry.path)
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    with pytest.raises(BlockingIOError):
+        open_wheel(_repo(None), "v1", wheel, cached=True, on_read=fork_failed)
+    assert read == ["pkg/ok.py"] and wheel.exists()
+    with open_wheel(_repo(None), "v1", wheel, cached=True, on_read=lambda *member: None) as snap:
+        assert [entry.path for entry in snap.info.files] == ["pkg/ok.py", "pkg/other.py"]
 
 
 def test_cached_wheel_sha256_is_remembered_and_checked_by_size(tmp_path: Path) -> None:
