@@ -915,6 +915,38 @@ def test_a_member_that_does_not_inflate_late_in_the_wheel_stores_nothing(
     assert set(errors[1][4].values()) == {0}
 
 
+def test_a_wheel_found_corrupt_once_parsed_ahead_gives_way_to_the_next_source(
+    tmp_path: Path, fake_vllm: FakeRepo, sent_ahead: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With pypi tried before git, a cached wheel whose late member does not inflate is
+    passed over as before, though its first batches were parsed: the version is git's,
+    indexed as git alone would index it, and nothing of the wheel is stored."""
+    Path("annotate.toml").write_text(
+        f'sources = ["pypi", "git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n')
+    config = load_config()
+    cache = config.cache_dir / "wheels" / "vllm" / "0.1.0"
+    cache.mkdir(parents=True)
+    wheel = _wheel(cache / "vllm-0.1.0-py3-none-any.whl", _modules(range(AHEAD_MODULES)))
+    _scrambled(wheel, f"vllm/m{AHEAD_MODULES - 10:03d}.py")
+    pools: list[int] = []
+    make_pool = pipeline.parser_pool
+    monkeypatch.setattr(pipeline, "parser_pool", lambda n: pools.append(n) or make_pool(n))
+    with open_database(tmp_path / "ahead.db") as database:
+        outcome = index_version(database, config, "vllm", "v0.1.0", workers=2)
+        indexed = {table: _rows(database, table) for table in AHEAD_TABLES}
+    Path("annotate.toml").write_text(
+        f'sources = ["git"]\n[repos.vllm]\ngit = "{fake_vllm.url}"\n')
+    with open_database(tmp_path / "git.db") as database:
+        index_version(database, load_config(), "vllm", "v0.1.0", workers=1)
+        assert indexed == {table: _rows(database, table) for table in AHEAD_TABLES}
+    assert outcome.source == "git" and not wheel.exists()
+    assert outcome.passed_over[0].startswith("pypi: the wheel vllm-0.1.0-py3-none-any.whl is "
+                                             "unreadable (vllm/m310.py: ")
+    assert pools == [2]  # the wheel's first batches were parsed: git's few blobs need no pool
+    assert sent_ahead[0] == 0  # and dropped
+    assert multiprocessing.active_children() == []
+
+
 @pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_while_the_wheel_is_read_and_parsed_stops_the_pool_and_stores_nothing(
     tmp_path: Path, database: Database, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch
