@@ -195,8 +195,8 @@ class Database:
         """One IMMEDIATE transaction: committed whole or not at all. Without ``wait``,
         raise `DatabaseBusy` at once when another process holds the write lock. ``bulk``:
         it writes a whole version, with a page cache of `BULK_CACHE_KIB` meanwhile."""
-        cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
         if bulk:
+            cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
             self.conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
         try:
             self._begin_immediate(wait)
