@@ -3,9 +3,12 @@
 Usage: ``python held_index.py READY_FD RESUME_FD ARGS...``. It is the console script's
 ``annotate_cli.main()``, except that once the write transaction of the version being
 indexed has put more than `SPILLED` bytes into the ``-wal`` file, it writes a byte to
-READY_FD and waits, inside that transaction, for a byte on RESUME_FD. A signal the CLI
-handles (Ctrl-C, SIGTERM) is raised there, as anywhere else in the write; an ignored one
-changes nothing. A test can thus signal a run mid-write however loaded the machine is.
+READY_FD and waits, inside that transaction, for a byte on RESUME_FD. The first version
+of a new index, written with a rollback journal, keeps its pages in memory until its
+commit (`db.database.Database.write`): it is held once `HELD_AFTER` blobs are written.
+A signal the CLI handles (Ctrl-C, SIGTERM) is raised there, as anywhere else in the
+write; an ignored one changes nothing. A test can thus signal a run mid-write however
+loaded the machine is.
 """
 
 from __future__ import annotations
@@ -24,17 +27,25 @@ from db.database import Database
 SPILLED = 256 * 1024
 """Bytes in the -wal file that show the transaction's pages going to disk (SQLite's page
 cache, 2 MB, has overflowed): well before its commit, for a version of some thousand files."""
+HELD_AFTER = 1000
 
 
-def _holding(blobs: Iterable[queries.BlobRow], wal: Path, ready: int, resume: int
+def _holding(blobs: Iterable[queries.BlobRow], database: Database, ready: int, resume: int
              ) -> Iterator[queries.BlobRow]:
+    wal = database.path.with_name(database.path.name + "-wal")
     held = False
-    for blob in blobs:
+    for count, blob in enumerate(blobs, 1):
         yield blob
-        if not held and _size(wal) > SPILLED:
+        if not held and _mid_write(database, wal, count):
             held = True
             os.write(ready, b"w")
             os.read(resume, 1)
+
+
+def _mid_write(database: Database, wal: Path, blobs_written: int) -> bool:
+    if database.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return _size(wal) > SPILLED
+    return blobs_written >= HELD_AFTER
 
 
 def _size(path: Path) -> int:
@@ -52,9 +63,8 @@ def main() -> None:
         database: Database, repo_row: dict, version: queries.VersionRow,
         files: Sequence[tuple[str, str]], blobs: Iterable[queries.BlobRow], **options: Any,
     ) -> bool:
-        wal = database.path.with_name(database.path.name + "-wal")
         return write_version(database, repo_row, version, files,
-                             _holding(blobs, wal, ready, resume), **options)
+                             _holding(blobs, database, ready, resume), **options)
 
     queries.write_version = holding_write
     # SQLite's default cache: the version's pages spill into the WAL well before its commit

@@ -6,6 +6,9 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import fakevllm as fv
@@ -21,6 +24,8 @@ from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer.config import ProjectConfig
 from indexer.pipeline import index_version
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def _schema(path: Path) -> set[tuple[str, str]]:
     with sqlite3.connect(path) as conn:
@@ -34,17 +39,128 @@ def _schema(path: Path) -> set[tuple[str, str]]:
 # ------------------------------------------------------------------------------ schema
 
 
-def test_fresh_database_has_the_current_schema_in_wal_mode(tmp_path: Path) -> None:
+def test_fresh_database_has_the_current_schema_and_is_in_wal_mode_once_closed(
+    tmp_path: Path
+) -> None:
     path = tmp_path / "deep" / "er" / "index.db"
     with open_database(path) as database:
         conn = database.conn
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     names = {name for _, name in _schema(path)}
     assert {*INDEX_TABLES, "version_files", "version_symbols", "version_summary"} <= names
-    with sqlite3.connect(path) as conn:  # WAL is a property of the file, not the connection
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert _journal_mode(path) == "wal"  # a property of the file, not of a connection
+
+
+def _journal_mode(path: Path) -> str:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute("PRAGMA journal_mode").fetchone()[0]
+
+
+def _meta_rows(count: int, start: int = 0) -> list[tuple[str, str]]:
+    return [(f"key {number}", "x" * 200) for number in range(start, start + count)]
+
+
+def test_a_new_index_is_first_written_with_a_rollback_journal_then_in_wal(
+    tmp_path: Path
+) -> None:
+    """The first write after the schema goes to the file once (no log to checkpoint);
+    every write after it goes to the WAL."""
+    path = tmp_path / "index.db"
+    wal, journal = Path(f"{path}-wal"), Path(f"{path}-journal")
+    with open_database(path) as database:
+        with database.write(bulk=True) as conn:
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", _meta_rows(100))
+            assert journal.exists() and not wal.exists()
+        assert not journal.exists()
+        assert _journal_mode(path) == "wal"
+        with database.write() as conn:
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", _meta_rows(1, 100))
+        assert wal.stat().st_size > 0 and not journal.exists()
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT count(*) FROM meta").fetchone() == (101,)
+
+
+def test_a_new_index_is_read_while_its_first_version_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages the cache cannot hold stay in memory until the commit: spilled into the
+    file, they would take the exclusive lock that keeps every reader out."""
+    monkeypatch.setattr(database_module, "BULK_CACHE_KIB", 500)
+    path = tmp_path / "index.db"
+    with open_database(path) as database:
+        with database.write(bulk=True) as conn:
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                             _meta_rows(20_000))  # 4 MB: eight times the cache
+            with contextlib.closing(sqlite3.connect(path, timeout=0)) as reader:
+                assert reader.execute("SELECT count(*) FROM meta").fetchone() == (0,)
+        assert conn.execute("PRAGMA cache_spill").fetchone()[0] > 0  # spills again
+        assert conn.execute("SELECT count(*) FROM meta").fetchone() == (20_000,)
+
+
+def test_the_first_write_of_a_new_index_waits_for_a_reader_to_finish_before_its_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its commit needs the exclusive lock, which a reader's open transaction keeps back
+    longer than the quiet wait: the commit waits for it (in WAL it would not need to)."""
+    monkeypatch.setattr(database_module, "QUIET_WAIT_SECONDS", 0.1)
+    path = tmp_path / "index.db"
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    with open_database(path) as database:
+        with database.write(bulk=True) as conn:
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", _meta_rows(10))
+            reader.execute("BEGIN")
+            assert reader.execute("SELECT count(*) FROM meta").fetchone() == (0,)
+            threading.Timer(0.5, reader.execute, ("COMMIT",)).start()
+        assert reader.execute("SELECT count(*) FROM meta").fetchone() == (10,)
+    reader.close()
+
+
+def test_a_new_index_whose_first_write_fails_keeps_nothing_of_it_and_is_in_wal_once_closed(
+    tmp_path: Path
+) -> None:
+    path = tmp_path / "index.db"
+    with open_database(path) as database:
+        with pytest.raises(RuntimeError), database.write(bulk=True) as conn:
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", _meta_rows(100))
+            raise RuntimeError("the parse failed")
+        assert not Path(f"{path}-journal").exists()
+    assert _journal_mode(path) == "wal"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT count(*) FROM meta").fetchone() == (0,)
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+FIRST_WRITE_KILLED = """import sys
+import threading
+from pathlib import Path
+from db.database import open_database
+database = open_database(Path(sys.argv[1]))
+with database.write(bulk=True) as conn:
+    conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                     ((f"key {n}", "x" * 200) for n in range(20_000)))
+    print("written", flush=True)
+    sys.stdin.read()  # killed here, inside the transaction
+"""
+
+
+def test_a_new_index_killed_in_its_first_write_keeps_nothing_of_it(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    process = subprocess.Popen([sys.executable, "-c", FIRST_WRITE_KILLED, str(path)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert process.stdout is not None and process.stdout.readline() == "written\n"
+    process.kill()
+    process.wait(timeout=30)
+    with open_database(path) as database:
+        conn = database.conn
+        assert conn.execute("SELECT count(*) FROM meta").fetchone() == (0,)
+        with database.write(bulk=True) as conn:
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", _meta_rows(10))
+    assert _journal_mode(path) == "wal"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT count(*) FROM meta").fetchone() == (10,)
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
 def test_schema_equals_running_every_migration_as_a_script(tmp_path: Path) -> None:
