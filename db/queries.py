@@ -42,6 +42,25 @@ class BlobRow:
     python: bool = False  # read at a .py path: parsed, unless binary or too large
 
 
+@dataclass
+class Stored:
+    """What one version's write stored: the blobs new to the index, and those whose
+    extraction it filled in (stored unparsed before, at a .py path now)."""
+
+    blobs: int = 0  # the new ones, `VersionRow.new_blobs`
+    filled_in: int = 0
+    parsed: int = 0  # blobs parsed, of both kinds
+    symbols: int = 0  # their symbols
+
+    def add(self, rows: Sequence[BlobRow], new: bool) -> None:
+        if new:
+            self.blobs += len(rows)
+        else:
+            self.filled_in += len(rows)
+        self.parsed += sum(row.parsed for row in rows)
+        self.symbols += sum(len(row.symbols) for row in rows)
+
+
 @dataclass(frozen=True)
 class VersionRow:
     repo: str
@@ -253,26 +272,28 @@ def write_version(
     *,
     extractor: str,
     clock: Callable[[], float] | None = None,
-) -> bool:
-    """Store one version whole, in one transaction. False if it was already there.
+) -> Stored | None:
+    """Store one version whole, in one transaction: what it stored, or None if the
+    version was there already.
 
     ``blobs`` may be a generator that parses as it goes: each batch is written as it
-    arrives, inside the transaction, so writing overlaps parsing. ``extractor`` names
-    what parsed them. ``clock`` (seconds since the run started), read at the end,
-    replaces ``version.seconds``.
+    arrives, inside the transaction, so writing overlaps parsing. A blob another process
+    stored meanwhile is left as it is, and not counted. ``extractor`` names what parsed
+    them. ``clock`` (seconds since the run started), read at the end, replaces
+    ``version.seconds``.
     """
     with database.write(bulk=True) as conn:
         if version_id(database, version.repo, version.version) is not None:
-            return False
+            return None
         conn.execute(
             "INSERT INTO repos (name, git, pypi, github) VALUES (:name, :git, :pypi, :github) "
             "ON CONFLICT(name) DO UPDATE SET git = :git, pypi = :pypi, github = :github",
             repo_row,
         )
-        fresh = _store_blobs(database, blobs, extractor)
+        stored = _store_blobs(database, blobs, extractor)
         if clock is not None:
             version = replace(version, seconds=clock())
-        new_id = _insert_version(conn, version, fresh)
+        new_id = _insert_version(conn, version, stored.blobs)
         conn.executemany(
             "INSERT INTO files (version_id, path, blob_id) VALUES (?, ?, ?)",
             ((new_id, path, blob_id) for path, blob_id in files),
@@ -280,23 +301,25 @@ def write_version(
         conn.execute(f"{_RECOUNT_SYMBOLS} WHERE id = ?", (new_id,))
         conn.execute("DELETE FROM meta WHERE key = ?",
                      (f"{_NOT_FOUND}{version.repo}@{version.version}",))
-    return True
+    return stored
 
 
-def _store_blobs(database: Database, blobs: Iterable[BlobRow], extractor: str) -> int:
+def _store_blobs(database: Database, blobs: Iterable[BlobRow], extractor: str) -> Stored:
     """Insert the blobs not stored yet, and the extraction of those stored unparsed that
-    are at a .py path now; how many were new."""
+    are at a .py path now."""
     conn = database.conn
-    fresh = 0
+    stored = Stored()
     for batch in _batched(blobs, 256):
         already = known_blobs(database, (blob.blob_id for blob in batch))
         new = [blob for blob in batch if blob.blob_id not in already]
         _insert_blobs(conn, new, extractor)
-        fresh += len(new)
+        stored.add(new, new=True)
         now_python = never_parsed_blobs(
             database, (b.blob_id for b in batch if b.python and b.blob_id in already))
-        _replace_extraction(conn, [b for b in batch if b.blob_id in now_python], extractor)
-    return fresh
+        filled_in = [b for b in batch if b.blob_id in now_python]
+        _replace_extraction(conn, filled_in, extractor)
+        stored.add(filled_in, new=False)
+    return stored
 
 
 def _insert_version(conn: sqlite3.Connection, version: VersionRow, new_blobs: int) -> int:

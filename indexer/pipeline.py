@@ -202,27 +202,28 @@ def _index_snapshot(
     files = info.files
     new_entries = _entries_to_store(database, files)
     run.progress.start(f"{info.repo}@{info.version}", len(new_entries))
-    tally = _Tally()
     version = queries.VersionRow(
         repo=info.repo, version=info.version, source=info.source_kind,
         commit_sha=info.commit_sha, wheel_sha256=info.wheel_sha256,
         file_count=len(files), new_blobs=len(new_entries), seconds=0.0,
     )
     repo_row = {"name": repo.name, "git": repo.git, "pypi": repo.pypi, "github": repo.github}
-    rows = tally.counting(_blob_rows(snapshot, new_entries, run, ahead))
+    rows = _blob_rows(snapshot, new_entries, run, ahead)
     try:
-        written = queries.write_version(
+        stored = queries.write_version(
             database, repo_row, version, [(e.path, e.blob_id) for e in files], rows,
             extractor=_extractor(run.references), clock=run.seconds,
         )
     finally:  # a failed write stops the parser pool now, not when the traceback is freed
         rows.close()
     run.progress.finish()
+    stored_now = stored or queries.Stored()
     return IndexOutcome(
-        repo=info.repo, version=info.version, already=not written, source=info.source_kind,
-        source_id=info.commit_sha or info.wheel_sha256, files=len(files),
-        new_blobs=tally.blobs, parsed=tally.parsed, symbols=tally.symbols,
-        seconds=run.seconds(), passed_over=info.passed_over,
+        repo=info.repo, version=info.version, already=stored is None,
+        source=info.source_kind, source_id=info.commit_sha or info.wheel_sha256,
+        files=len(files), new_blobs=stored_now.blobs + stored_now.filled_in,
+        parsed=stored_now.parsed, symbols=stored_now.symbols, seconds=run.seconds(),
+        passed_over=info.passed_over,
     )
 
 
@@ -263,28 +264,6 @@ def reextract_outdated(
 
     done = queries.reextract(database, extractor, parse)
     return None if done is None else (done, run.seconds())
-
-
-@dataclass
-class _Tally:
-    """Counts blobs as they stream from the parsers into the database."""
-
-    blobs: int = 0
-    parsed: int = 0
-    symbols: int = 0
-
-    def counting(
-        self, rows: Generator[queries.BlobRow, None, None]
-    ) -> Generator[queries.BlobRow, None, None]:
-        """``rows``, counted; closing this closes ``rows`` there and then, so that what
-        its cleanup raises (a Ctrl-C noted while the parser pool shut down) reaches the
-        caller: left to the garbage collector, it was printed as ignored, and lost."""
-        with contextlib.closing(rows):
-            for row in rows:
-                self.blobs += 1
-                self.parsed += row.parsed
-                self.symbols += len(row.symbols)
-                yield row
 
 
 def _blob_rows(
