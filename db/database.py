@@ -306,7 +306,8 @@ class Database:
     def _leave_rollback_mode(self) -> None:
         """Switch a new index whose version was never written (an error came first) to
         WAL, unless another process is writing it: that one switches it when done."""
-        with contextlib.suppress(sqlite3.OperationalError):
+        # locked, in a transaction, or closed already: nothing to do
+        with contextlib.suppress(sqlite3.OperationalError, sqlite3.ProgrammingError):
             if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 self.conn.execute("PRAGMA busy_timeout = 0")
                 self.conn.execute("PRAGMA journal_mode = WAL").fetchall()

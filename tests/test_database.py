@@ -131,6 +131,15 @@ def test_a_new_index_whose_first_write_fails_keeps_nothing_of_it_and_is_in_wal_o
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+def test_a_new_index_closed_twice_is_closed(tmp_path: Path) -> None:
+    """Closing asks the file's journal mode (see `Database.close`): not of a connection
+    closed already."""
+    database = open_database(tmp_path / "index.db")
+    database.close()
+    database.close()
+    assert _journal_mode(tmp_path / "index.db") == "wal"
+
+
 FIRST_WRITE_KILLED = """import sys
 import threading
 from pathlib import Path
