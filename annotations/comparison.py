@@ -494,7 +494,7 @@ class SymbolComparer:
     def save(self) -> None:
         """Store what this run computed (skipped when another process is writing), with
         where the code of its removed symbols went."""
-        while self._unplaced:  # placing some compares their users, which may be removed
+        while self._unplaced:
             self._place_removed(next(iter(self._unplaced)))
         queries.store_matches(self.resolver.database, ENGINE, [
             (*pair, *key, self._comparison(pair, key).encode()) for pair, key in self._new_rows])
@@ -507,16 +507,24 @@ class SymbolComparer:
         return made
 
     def _place_removed(self, pair: tuple[int, int]) -> None:
-        """Where the code of every removed symbol of ``pair`` compared so far went, asked
-        of its matcher at once, and what their users name instead, in their comparisons."""
-        unplaced = self._unplaced.pop(pair)
+        """Where the code of every removed symbol of ``pair`` compared so far went, and
+        what their users name instead, in their comparisons. Users that are removed too
+        (compared as their users are found) are placed with them: `where_code_went` is
+        asked once, for it reads B's changed files each time (0.4 s at vLLM v0.20.0 ->
+        v0.25.0)."""
+        removed: dict[tuple, SymbolSnapshot] = {}
+        users_instead: dict[tuple, UsersInstead] = {}
+        while self._unplaced.get(pair):
+            for key, old in self._unplaced.pop(pair).items():
+                removed[key] = old
+                users_instead[key] = self._used_instead(old, pair)
         matcher = self._matchers[pair]
         target = _target_pin(self.resolver, pair[1])
-        places = matcher.where_code_went(list(unplaced.values()))
-        for (key, old), went in zip(unplaced.items(), places, strict=True):
+        places = matcher.where_code_went(list(removed.values()))
+        for (key, old), went in zip(removed.items(), places, strict=True):
             self._cache[pair][key] = replace(
                 _comparison(matcher.match(old), target, pair[1], went),
-                users_instead=self._used_instead(old, pair))
+                users_instead=users_instead[key])
 
     def _used_instead(self, removed: SymbolSnapshot, pair: tuple[int, int]) -> UsersInstead:
         """What the users of ``removed`` at ``pair``'s pin name instead at its target."""
