@@ -741,6 +741,33 @@ def test_database_on_a_full_disk(small_tree: Path, mounted: list[Path], leave: i
     assert again.exit_code == 0, again.output
 
 
+def test_a_new_index_on_a_disk_that_fills_while_its_first_version_is_written(
+    mounted: list[Path]
+) -> None:
+    """The first version of a new index is written with a rollback journal (see
+    `db.database.Database.write`): its commit on a full disk is one error, the index
+    keeps its schema alone, and once space is freed the same command indexes it, in WAL."""
+    point = Path("dbdisk").resolve()
+    _mount_tmpfs(point, "size=16m")
+    mounted.append(point)
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["git"]\n')
+    bigger = Path("bigger")
+    symbols = write_synthetic_tree(bigger, files=400)
+    db = point / "index.db"
+    fill(point, 1024 * 1024)  # room for the schema (640 KiB), not for the version
+    result = run("--db", str(db), "index", "vllm@v9.0.0", "--from", str(bigger))
+    one_error_line(result, "full", "free some space")
+    (point / "filler").unlink()
+    assert sorted(p.name for p in point.iterdir()) == ["index.db"]  # no journal left
+    assert {table: rows for table, rows in counts(db).items() if rows} == {}
+    again = run("--db", str(db), "index", "vllm@v9.0.0", "--from", str(bigger))
+    assert again.exit_code == 0, again.output
+    assert f"400 new blobs parsed, {symbols} new symbols" in again.stdout
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
 def _previous_report_on_a_small_disk(mounted: list[Path]) -> Path:
     """A report of an earlier run, on a 1 MiB disk of its own (``reports/``), with
     vllm@v0.2.0 indexed for a new one."""
