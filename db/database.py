@@ -208,6 +208,8 @@ class Database:
         rollback_mode = False
         try:
             rollback_mode = self._in_rollback_mode()
+            if rollback_mode:  # read as the transaction begins: set before it
+                self.conn.execute("PRAGMA cache_spill = OFF")
             self._begin_immediate(wait)
             try:
                 yield self.conn
@@ -224,25 +226,22 @@ class Database:
             if bulk:
                 self.conn.execute(f"PRAGMA cache_size = {cache}")
         if rollback_mode and not self._creating:
-            self._use_wal()
+            with contextlib.suppress(sqlite3.OperationalError):  # the next write retries
+                self._use_wal()
 
     def _in_rollback_mode(self) -> bool:
-        """Whether this transaction writes with a rollback journal, as the first writes
-        to a new index do: in one transaction that writes a whole version, each page is
-        then written once, where in WAL it is written to the log and copied into the file
-        by the checkpoint the commit runs (0.1 s of a 2.3 s cold index of vLLM v0.20.0,
-        all of it after the parse). Its pages are kept in memory until the commit
-        (``cache_spill`` off): spilling them into the file would take the exclusive lock
-        and keep every reader out until then, where WAL keeps them reading. Asked before
-        the transaction begins, where SQLite reads ``cache_spill``; a file never leaves
-        WAL once in it."""
+        """Whether the file is written with a rollback journal, as a new index is until
+        its first version is committed: in the one transaction that writes a whole
+        version, each page is then written into the file once, where in WAL it is
+        written to the log and copied into the file by the checkpoint the commit runs
+        (0.1 s of a 2.3 s cold index of vLLM v0.20.0, all of it after the parse). Such a
+        transaction keeps its pages in memory until the commit (``cache_spill`` off):
+        spilled into the file, they would take the exclusive lock and keep every reader
+        out until then, where WAL lets them read. A file never leaves WAL once in it; a
+        connection that has read the file answers without a lock."""
         if self._scratch is not None:
             return False
-        mode = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
-        if mode == "wal":
-            return False
-        self.conn.execute("PRAGMA cache_spill = OFF")
-        return True
+        return self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"
 
     def _begin_immediate(self, wait: bool = True) -> None:
         try:
@@ -285,7 +284,8 @@ class Database:
             self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a no-op once it has pages
         else:
             self._use_wal()
-        self._creating = version == 0  # its first write, the next one, switches to WAL
+        # a new file's schema is written with a rollback journal, kept for its first version
+        self._creating = version == 0
         try:
             self._create_or_migrate()
         finally:
