@@ -213,9 +213,10 @@ class Database:
             self._begin_immediate(wait)
             try:
                 yield self.conn
-                if rollback_mode:  # the commit waits for readers to leave: let it
-                    self.conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
-                self.conn.commit()
+                if rollback_mode:
+                    self._commit_when_read_by_none()
+                else:
+                    self.conn.commit()
             except BaseException:
                 self.conn.rollback()
                 raise
@@ -227,7 +228,23 @@ class Database:
                 self.conn.execute(f"PRAGMA cache_size = {cache}")
         if rollback_mode and not self._creating:
             with contextlib.suppress(sqlite3.OperationalError):  # the next write retries
-                self._use_wal()
+                self._use_wal(patience=QUIET_WAIT_SECONDS)
+
+    def _commit_when_read_by_none(self) -> None:
+        """Commit a rollback-journal transaction, which needs the exclusive lock: a reader
+        with a transaction open (an sqlite3 shell, a long query) keeps it back, which WAL
+        would not. After the quiet wait, say so and wait up to `WAIT_SECONDS` (a commit
+        that fails for a lock leaves its transaction open, to be committed again)."""
+        try:
+            self.conn.commit()
+            return
+        except sqlite3.OperationalError as error:
+            if not _locked(error):
+                raise
+        self._notify(f"waiting for another program to stop reading {self.path} "
+                     "to commit the version")
+        self.conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
+        self.conn.commit()
 
     def _in_rollback_mode(self) -> bool:
         """Whether the file is written with a rollback journal, as a new index is until
@@ -312,10 +329,11 @@ class Database:
                 self.conn.execute("PRAGMA busy_timeout = 0")
                 self.conn.execute("PRAGMA journal_mode = WAL").fetchall()
 
-    def _use_wal(self) -> None:
+    def _use_wal(self, patience: float | None = None) -> None:
         """Switch to WAL. Two processes creating one file at once can make the switch fail
-        at once with "database is locked" (no busy wait), so retry while it is locked."""
-        deadline = time.monotonic() + WAIT_SECONDS
+        at once with "database is locked" (no busy wait), so retry while it is locked, for
+        ``patience`` seconds (default `WAIT_SECONDS`)."""
+        deadline = time.monotonic() + (WAIT_SECONDS if patience is None else patience)
         while True:
             try:
                 self.conn.execute("PRAGMA journal_mode = WAL").fetchall()

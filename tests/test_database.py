@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import fakevllm as fv
@@ -102,11 +103,13 @@ def test_the_first_write_of_a_new_index_waits_for_a_reader_to_finish_before_its_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its commit needs the exclusive lock, which a reader's open transaction keeps back
-    longer than the quiet wait: the commit waits for it (in WAL it would not need to)."""
+    longer than the quiet wait: the commit says so and waits for it (in WAL it would not
+    need to)."""
     monkeypatch.setattr(database_module, "QUIET_WAIT_SECONDS", 0.1)
     path = tmp_path / "index.db"
+    said: list[str] = []
     reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    with open_database(path) as database:
+    with open_database(path, notify=said.append) as database:
         with database.write(bulk=True) as conn:
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", _meta_rows(10))
             reader.execute("BEGIN")
@@ -114,6 +117,37 @@ def test_the_first_write_of_a_new_index_waits_for_a_reader_to_finish_before_its_
             threading.Timer(0.5, reader.execute, ("COMMIT",)).start()
         assert reader.execute("SELECT count(*) FROM meta").fetchone() == (10,)
     reader.close()
+    assert said == [f"waiting for another program to stop reading {path} to commit the "
+                    "version"]
+
+
+def test_a_reader_that_keeps_a_new_index_from_wal_does_not_hold_up_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Switching to WAL after the first version needs the file to itself: a reader's
+    transaction open just then keeps the file in rollback mode, and the run goes on after
+    the quiet wait, not `WAIT_SECONDS`; the close switches it once the reader is gone."""
+    monkeypatch.setattr(database_module, "QUIET_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(database_module, "WAIT_SECONDS", 5.0)
+    path = tmp_path / "index.db"
+    reader = sqlite3.connect(path, isolation_level=None)
+    commit = Database._commit_when_read_by_none
+
+    def commit_then_read(self: Database) -> None:
+        commit(self)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM meta").fetchone()  # holds its read lock
+
+    with open_database(path) as database:  # its schema's commit is not held
+        monkeypatch.setattr(Database, "_commit_when_read_by_none", commit_then_read)
+        started = time.monotonic()
+        with database.write(bulk=True) as conn:
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", _meta_rows(10))
+        assert time.monotonic() - started < 2
+        assert database.conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        reader.execute("COMMIT")
+    reader.close()
+    assert _journal_mode(path) == "wal"
 
 
 def test_a_new_index_whose_first_write_fails_keeps_nothing_of_it_and_is_in_wal_once_closed(
@@ -142,6 +176,7 @@ def test_a_new_index_closed_twice_is_closed(tmp_path: Path) -> None:
 
 FIRST_WRITE_KILLED = """import sys
 import threading
+import time
 from pathlib import Path
 from db.database import open_database
 database = open_database(Path(sys.argv[1]))
