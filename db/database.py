@@ -241,8 +241,7 @@ class Database:
         except sqlite3.OperationalError as error:
             if not _locked(error):
                 raise
-        self._notify(f"waiting for another program to stop reading {self.path} "
-                     "to commit the version")
+        self._notify(f"waiting for another program to stop reading {self.path}, to commit")
         self.conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
         self.conn.commit()
 

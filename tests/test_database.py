@@ -117,8 +117,7 @@ def test_the_first_write_of_a_new_index_waits_for_a_reader_to_finish_before_its_
             threading.Timer(0.5, reader.execute, ("COMMIT",)).start()
         assert reader.execute("SELECT count(*) FROM meta").fetchone() == (10,)
     reader.close()
-    assert said == [f"waiting for another program to stop reading {path} to commit the "
-                    "version"]
+    assert said == [f"waiting for another program to stop reading {path}, to commit"]
 
 
 def test_a_reader_that_keeps_a_new_index_from_wal_does_not_hold_up_the_run(
