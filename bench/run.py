@@ -189,6 +189,49 @@ class TreeSampler(threading.Thread):
 
 def descendants_rss_kb(root: int) -> int:
     """Sum of VmRSS over the descendants of ``root`` (shared pages counted in each)."""
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+    total = 0
+    for pid in _descendants(root):
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page_kb
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _descendants(root: int) -> set[int]:
+    """The process ids below ``root``, from each process's ``task/*/children``: the tree's
+    files alone. Scanning every process's ``stat`` instead took 1.4 ms a poll here, some
+    0.03 s of CPU a cold index, whose two cores it shares (kept where ``children`` is
+    not compiled into the kernel)."""
+    if not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists():
+        return _descendants_by_scan(root)
+    tree: set[int] = set()
+    frontier = [root]
+    while frontier:
+        for child in _children(frontier.pop()):
+            if child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return tree
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # gone meanwhile
+        return found
+    for task in tasks:
+        try:
+            found += [int(child) for child in
+                      Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _descendants_by_scan(root: int) -> set[int]:
     parents: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -205,14 +248,7 @@ def descendants_rss_kb(root: int) -> int:
         children = [pid for pid, ppid in parents.items() if ppid == parent]
         tree.update(children)
         frontier.extend(children)
-    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
-    total = 0
-    for pid in tree:
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page_kb
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
+    return tree
 
 
 def measure(

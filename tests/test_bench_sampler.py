@@ -1,0 +1,60 @@
+"""The benchmark's memory sampler (bench/run.py), which polls /proc while a measured
+command runs: it must find the whole process tree, and cheaply, for it shares the cores
+with the command it measures."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "run.py"
+TREE = """\
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                         stdin=subprocess.PIPE)
+print(child.pid, flush=True)
+sys.stdin.read()
+child.stdin.close()
+child.wait()
+"""
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    """bench/run.py, a script rather than a package's module, loaded from its file (its
+    dataclasses need it in sys.modules while it runs)."""
+    spec = importlib.util.spec_from_file_location("bench_run", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[spec.name]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc here")
+def test_the_sampler_finds_children_and_grandchildren_as_a_scan_of_proc_does(
+    bench: ModuleType
+) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", TREE], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        found = bench._descendants(os.getpid())
+        assert {parent.pid, grandchild} <= found
+        assert found == bench._descendants_by_scan(os.getpid())
+        assert bench.descendants_rss_kb(os.getpid()) > 0
+    finally:
+        assert parent.stdin is not None
+        parent.stdin.close()
+        parent.wait(timeout=30)
