@@ -358,8 +358,8 @@ class _ParseAhead:
             yield from _parsed(batches, count, self._run, self._parse)
             return
         try:
-            futures = self._futures + [self._pool.submit(self._parse, b) for b in batches]
-            yield from _advancing((future.result() for future in futures), self._run.progress)
+            yield from _pooled(self._pool, self._parse, batches, self._run.progress,
+                               sent=self._futures)
         finally:
             self.close()
 
@@ -401,9 +401,20 @@ def _parsed(
         return
     pool = parser_pool(_worker_count(run))
     try:
-        yield from _advancing(pool.map(parse, batches), run.progress)
+        yield from _pooled(pool, parse, batches, run.progress)
     finally:
         shut_down(pool)
+
+
+def _pooled(
+    pool: ProcessPoolExecutor, parse: Callable[[Batch], list[queries.BlobRow]],
+    batches: Iterable[Batch], progress: Progress,
+    sent: Sequence[Future[list[queries.BlobRow]]] = (),
+) -> Iterator[queries.BlobRow]:
+    """The rows of the batches ``sent`` to ``pool`` already, then of ``batches``, each
+    submitted now, in their order."""
+    futures = [*sent, *(pool.submit(parse, batch) for batch in batches)]
+    return _advancing((future.result() for future in futures), progress)
 
 
 def _worker_count(run: _Run) -> int:
