@@ -182,7 +182,7 @@ class Database:
         return connection
 
     def close(self) -> None:
-        if not self._read_only and self._scratch is None:
+        if not self._read_only:
             self._leave_rollback_mode()
         self.conn.close()
         if self._scratch is not None:
@@ -324,9 +324,9 @@ class Database:
         WAL, unless another process is writing it: that one switches it when done."""
         # locked, in a transaction, or closed already: nothing to do
         with contextlib.suppress(sqlite3.OperationalError, sqlite3.ProgrammingError):
-            if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            if self._in_rollback_mode():
                 self.conn.execute("PRAGMA busy_timeout = 0")
-                self.conn.execute("PRAGMA journal_mode = WAL").fetchall()
+                self._use_wal(patience=0)
 
     def _use_wal(self, patience: float | None = None) -> None:
         """Switch to WAL. Two processes creating one file at once can make the switch fail

@@ -43,9 +43,9 @@ def _holding(blobs: Iterable[queries.BlobRow], database: Database, ready: int, r
 
 
 def _mid_write(database: Database, wal: Path, blobs_written: int) -> bool:
-    if database.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
-        return _size(wal) > SPILLED
-    return blobs_written >= HELD_AFTER
+    if database._in_rollback_mode():
+        return blobs_written >= HELD_AFTER
+    return _size(wal) > SPILLED
 
 
 def _size(path: Path) -> int:
@@ -62,7 +62,7 @@ def main() -> None:
     def holding_write(
         database: Database, repo_row: dict, version: queries.VersionRow,
         files: Sequence[tuple[str, str]], blobs: Iterable[queries.BlobRow], **options: Any,
-    ) -> bool:
+    ) -> queries.Stored | None:
         return write_version(database, repo_row, version, files,
                              _holding(blobs, database, ready, resume), **options)
 
