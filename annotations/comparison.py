@@ -526,6 +526,12 @@ class SymbolComparer:
                 _comparison(matcher.match(old), target, pair[1], went),
                 users_instead=users_instead[key])
 
+    def users_instead(self, removed: SymbolSnapshot, pair: tuple[int, int]) -> UsersInstead:
+        """What the users of ``removed``, a symbol of the first version of ``pair`` (keys)
+        that the second no longer has, name in its place there
+        (`annotations.used_instead`)."""
+        return self._used_instead(removed, pair)
+
     def _used_instead(self, removed: SymbolSnapshot, pair: tuple[int, int]) -> UsersInstead:
         """What the users of ``removed`` at ``pair``'s pin name instead at its target."""
         from annotations.used_instead import used_instead

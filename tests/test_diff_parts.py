@@ -16,6 +16,7 @@ from inlined_code import FP8_INLINED, SUPPORTS_FP8
 
 from annotations import matching
 from annotations.code_lines import LinePlaces, normalized_lines
+from annotations.comparison import SymbolComparer
 from annotations.diffs import build, html_page, json_format, markdown
 from annotations.diffs.model import DiffReport, Section, SymbolChange
 from annotations.diffs.sidebyside import MAX_ROWS, OPEN_UP_TO_ROWS, side_by_side
@@ -613,3 +614,70 @@ def test_a_removed_symbol_says_where_its_code_went_in_html(inlined: DiffReport) 
     page = html_page.render(inlined)
     assert (f'<span class="to">→ its code went to <a href="{WENT_URL}" rel="noreferrer">'
             f'<code>{WENT_TO}</code></a></span>') in page
+
+
+REGISTRY = {  # spec_manager_map, a dict vLLM v0.25.0 replaced by KVCacheSpecRegistry
+    "u1": {"kv.py": "class FullManager:\n    pass\n\n\nMANAGERS = {int: FullManager}\n\n\n"
+                    "def manager_for(spec, **kwargs):\n    manager_class = MANAGERS[type(spec)]\n"
+                    "    return manager_class(spec, **kwargs)\n"},
+    "u2": {"kv.py": "class FullManager:\n    pass\n\n\nclass SpecRegistry:\n    _managers = {}\n\n"
+                    "    @classmethod\n    def manager_class(cls, spec):\n"
+                    "        return cls._managers.get(type(spec))\n\n\n"
+                    "def manager_for(spec, **kwargs):\n"
+                    "    manager_class = SpecRegistry.manager_class(spec)\n"
+                    "    return manager_class(spec, **kwargs)\n"},
+}
+REGISTRY_URL = "https://github.com/example/nest/blob/u2/kv.py#L5-L10"
+
+
+@pytest.fixture(scope="module")
+def replaced(tmp_path_factory: pytest.TempPathFactory) -> DiffReport:
+    """A dict that a registry replaced, which a claim cites, and a function that is not
+    cited, replaced the same way."""
+    root = indexed_project(tmp_path_factory.mktemp("replaced"), REGISTRY,
+                           "article: notes/n.md\nat: nest@u1\nclaims:\n  - id: map\n"
+                           "    text: x\n    refs: [kv.py::MANAGERS]\n")
+    return nest_diff(root, ("u1", "u2"))
+
+
+def test_a_cited_removed_symbol_says_what_its_users_now_use(replaced: DiffReport) -> None:
+    """What check says of a removed symbol's users, the diff says where it lists it: the
+    reader revising an article learns what its code asks now."""
+    [removed] = replaced.section(Section.REMOVED)
+    assert removed.ref == "kv.py::MANAGERS" and removed.citations
+    assert [(place.ref, place.url) for place in removed.users_now_use] == [
+        ("kv.py::SpecRegistry", REGISTRY_URL)]
+
+
+def test_what_the_users_now_use_is_asked_of_cited_removed_symbols_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ask reads the users of the removed symbol at both versions: the diff of a
+    whole version lists thousands of removed symbols, of which the articles cite a few."""
+    asked: list[str] = []
+    ask = SymbolComparer.users_instead
+
+    def recorded(self: SymbolComparer, removed: Any, pair: tuple[int, int]) -> Any:
+        asked.append(removed.qualname)
+        return ask(self, removed, pair)
+
+    monkeypatch.setattr(SymbolComparer, "users_instead", recorded)
+    root = indexed_project(tmp_path, REGISTRY, "article: notes/n.md\nat: nest@u1\nclaims:\n"
+                           "  - id: cls\n    text: x\n    refs: [kv.py::FullManager]\n")
+    [removed] = nest_diff(root, ("u1", "u2")).section(Section.REMOVED)
+    assert removed.ref == "kv.py::MANAGERS" and not removed.citations
+    assert (asked, removed.users_now_use) == ([], ())
+
+
+def test_what_the_users_now_use_in_json_markdown_and_html(replaced: DiffReport) -> None:
+    [removed] = json.loads(json_format.render(replaced))["removed"]
+    assert removed["users_now_use"] == [{
+        "path": "kv.py", "qualname": "SpecRegistry", "kind": "class", "start_line": 5,
+        "end_line": 10, "url": REGISTRY_URL}]
+    registry = f'<a href="{REGISTRY_URL}"><code>kv.py::SpecRegistry</code></a>'
+    assert f"| its users now use {registry} |" in markdown.render(replaced)
+    page = html_page.render(replaced)
+    assert '<span class="to">→ its users now use <code>kv.py::SpecRegistry</code></span>' in page
+    assert ('<span class="label">its users now use</span><ul><li>'
+            f'<a href="{REGISTRY_URL}" rel="noreferrer"><code>kv.py::SpecRegistry</code></a>'
+            "</li></ul>") in page  # the summary above toggles: the links are in the body

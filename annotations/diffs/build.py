@@ -146,7 +146,8 @@ def build_report(
         items = [item for item in items if item.citations]
     items.sort(key=_Item.order)
     went = _add_usage_and_sources(matcher, items, diff_limit, workers)
-    changes = tuple(_change(item, repo_config, went.get(index, ()))
+    instead = _users_now_use(comparer, items, (key_a, key_b))
+    changes = tuple(_change(item, repo_config, went.get(index, ()), instead.get(index, ()))
                     for index, item in enumerate(items))
     matcher.store.clear()
     return DiffReport(
@@ -260,8 +261,36 @@ def _where_removed_code_went(matcher: Matcher, items: list[_Item]) -> _Went:
     return dict(zip(removed, matcher.where_code_went(list(removed.values())), strict=True))
 
 
+def _users_now_use(
+    comparer: SymbolComparer, items: list[_Item], pair: tuple[int, int]
+) -> dict[int, tuple[Location, ...]]:
+    """Of each removed symbol that claims cite, by its index in ``items``, the classes and
+    functions its users at A, living on at B, name in its place (check's
+    ``users_now_use``): asked of the cited ones alone, for each ask reads their users."""
+    found = {}
+    for index, item in enumerate(items):
+        match = item.match
+        if match is None or match.verdict is not Verdict.REMOVED or not item.citations:
+            continue
+        places = dict.fromkeys(place for _, places in comparer.users_instead(match.old, pair)
+                               for place in places)
+        found[index] = tuple(_resolved_location(comparer.resolver, place) for place in places)
+    return found
+
+
+def _resolved_location(resolver: Resolver, canonical: str) -> Location:
+    """The place a canonical ref (``REPO@VERSION:PATH::QUALNAME``) names, as a `Location`."""
+    resolved = resolver.resolve(parse_ref(canonical))
+    assert resolved.qualname is not None and resolved.kind is not None
+    url = resolver.config.repo(resolved.repo).permalink(
+        resolved.version, resolved.path, resolved.start_line, resolved.end_line)
+    return Location(resolved.path, resolved.qualname, resolved.kind, resolved.start_line,
+                    resolved.end_line, url)
+
+
 def _change(
-    item: _Item, repo: RepoConfig, went: tuple[SymbolSnapshot, ...]
+    item: _Item, repo: RepoConfig, went: tuple[SymbolSnapshot, ...],
+    users_now_use: tuple[Location, ...] = (),
 ) -> SymbolChange:
     match = item.match
     sources = item.sources or (None, None)
@@ -281,6 +310,7 @@ def _change(
         candidates=tuple(_location(symbol, repo) for symbol in match.candidates),
         score=match.score if match.verdict is Verdict.MOVED or match.candidates else None,
         code_went_to=tuple(_location(symbol, repo) for symbol in went),
+        users_now_use=users_now_use,
         **common,
     )
 

@@ -342,6 +342,10 @@ def _title(change: SymbolChange, linked: bool = False) -> str:
         places = ", ".join(_linked(f"<code>{e(place.ref)}</code>", place, linked)
                            for place in change.code_went_to)
         parts.append(f'<span class="to">→ its code went to {places}</span>')
+    if change.users_now_use:
+        places = ", ".join(_linked(f"<code>{e(place.ref)}</code>", place, linked)
+                           for place in change.users_now_use)
+        parts.append(f'<span class="to">→ its users now use {places}</span>')
     parts += [f'<span class="chip">{e(kind)}</span>' for kind in change.kinds]
     if change.how:
         parts.append(f'<span class="chip">{e(change.how)}</span>')
@@ -363,6 +367,8 @@ def _details(change: SymbolChange) -> str:
             f"<li>{e(line)}</li>" for line in change.changes_in_full) + "</ul>")
     parts.append(_usage(change))
     parts.append(_candidates(change))
+    parts.append(_places("its code went to", change.code_went_to))
+    parts.append(_places("its users now use", change.users_now_use))
     parts.append(_citations(change))
     if change.has_sources and change.old is not None and change.new is not None:
         parts.append(side_by_side(change.old_source or "", change.new_source or "",
@@ -402,11 +408,16 @@ def _names(label: str, style: str, names: Iterable[str], total: int) -> str:
 
 
 def _candidates(change: SymbolChange) -> str:
-    if not change.candidates:
-        return ""
     label = "other candidates" if change.section is Section.MOVED else "closest at B"
-    items = "".join(f"<li>{_candidate(location)}</li>" for location in change.candidates)
-    return f'<div class="cands"><span class="label">{label}</span><ul>{items}</ul></div>'
+    return _places(label, change.candidates)
+
+
+def _places(label: str, places: tuple[Location, ...]) -> str:
+    """``places`` as links, under ``label``: the summary, a toggle, links none of them."""
+    if not places:
+        return ""
+    items = "".join(f"<li>{_candidate(location)}</li>" for location in places)
+    return f'<div class="cands"><span class="label">{e(label)}</span><ul>{items}</ul></div>'
 
 
 def _candidate(place: Location | LinePlace) -> str:

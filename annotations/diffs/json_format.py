@@ -75,8 +75,10 @@ def change_to_dict(change: SymbolChange) -> dict[str, Any]:
     * moved: ``how`` (moved, renamed, moved and renamed), ``content`` (unchanged,
       cosmetic, changed), ``score``, ``candidates`` (other targets of an ambiguous move),
       and when the content changed, what a changed symbol has;
-    * removed: ``candidates`` (the closest symbols at B), ``score`` (the best one's) and
-      ``code_went_to`` (the symbols at B where its code stands now: a hint, not a move).
+    * removed: ``candidates`` (the closest symbols at B), ``score`` (the best one's),
+      ``code_went_to`` (the symbols at B where its code stands now: a hint, not a move)
+      and ``users_now_use`` (of a symbol claims cite, the classes and functions its users,
+      living on at B, name in its place: a hint too).
     """
     data: dict[str, Any] = {
         "ref": change.ref, "kind": change.kind, "package": change.package,
@@ -91,6 +93,7 @@ def change_to_dict(change: SymbolChange) -> dict[str, Any]:
     if section is Section.REMOVED:
         data["score"] = change.score
         data["code_went_to"] = [_location(location) for location in change.code_went_to]
+        data["users_now_use"] = [_location(location) for location in change.users_now_use]
     if change.usage is not None:
         usage = change.usage
         data.update(

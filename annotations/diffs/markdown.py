@@ -18,6 +18,7 @@ from annotations.diffs.model import (
     Citation,
     DiffReport,
     LineChange,
+    Location,
     Section,
     SymbolChange,
 )
@@ -150,9 +151,16 @@ def _cells(change: SymbolChange, report: DiffReport) -> list[str]:
     elif section is Section.MOVED:
         cells += [_targets(change), text(change.how or ""), _content(change)]
     elif section is Section.REMOVED:
-        cells += [", ".join(linked(code(location.ref), location.url) for location in places)
-                  for places in (change.candidates, change.code_went_to)]
+        closest, went = (_places(places) for places in (change.candidates, change.code_went_to))
+        if change.users_now_use:
+            went = "<br>".join(filter(None, [
+                went, f"its users now use {_places(change.users_now_use)}"]))
+        cells += [closest, went]
     return cells
+
+
+def _places(places: tuple[Location, ...]) -> str:
+    return ", ".join(linked(code(location.ref), location.url) for location in places)
 
 
 def _symbol(change: SymbolChange, report: DiffReport) -> str:

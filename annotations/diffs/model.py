@@ -160,7 +160,9 @@ class SymbolChange(NamedTuple):
     removed). For moves, ``how`` is ``moved``, ``renamed`` or ``moved and renamed`` and
     ``content`` how the content compares; ``candidates`` are the other targets of an
     ambiguous move, or the closest symbols of a removed one; ``code_went_to``, of a removed
-    one, the symbols at B where its code stands now (`Matcher.code_went_to`). ``changes``
+    one, the symbols at B where its code stands now (`Matcher.code_went_to`), and
+    ``users_now_use``, of a removed one that claims cite, the classes and functions its
+    users, living on at B, name in its place (`annotations.used_instead`). ``changes``
     say each kind of change in one line, ``changes_in_full`` with the detail the reports
     show (the body's: the ``nested`` classes that changed it, and how)."""
 
@@ -181,6 +183,7 @@ class SymbolChange(NamedTuple):
     code_went_to: tuple[Location, ...] = ()
     changes_in_full: tuple[str, ...] = ()
     nested: tuple[NestedClass, ...] = ()
+    users_now_use: tuple[Location, ...] = ()
 
     @property
     def location(self) -> Location:
