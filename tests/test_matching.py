@@ -1195,6 +1195,37 @@ class VideoPixelInputs(TensorSchema):
 """
 
 
+ROTATE_PAIRS = """\
+def rotate_half(x):
+    x = x.reshape(*x.shape[:-1], -1, 2)
+    x1, x2 = x.unbind(dim=-1)
+    x = torch.stack((-x2, x1), dim=-1)
+    return x.flatten(-2)
+
+
+"""
+ROTATE_HALVES = """\
+def _rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+"""
+TIME_ROTARY = """\
+def apply_rotary_time_emb(hidden_states, cos, sin):
+    rotated = hidden_states[..., : cos.shape[-1]]
+    passthrough = hidden_states[..., cos.shape[-1] :]
+    rotated = (rotated * cos) + (rotate_half(rotated) * sin)
+    return torch.cat((rotated, passthrough), dim=-1)
+
+
+class MusicEncoder(nn.Module):
+    def forward(self, features):
+        return self.layers(features).mean(dim=1)
+"""
+
+
 @dataclass(frozen=True)
 class MoveCase:
     """What became of ``old`` (``a.py::qualname`` at v1) at v2: the ref it moved to,
@@ -1209,6 +1240,16 @@ class MoveCase:
 
 
 MOVES = {
+    "a-dropped-files-function-is-no-look-alikes-predecessor": MoveCase(  # musicflamingo.py
+        {"a.py": ROTATE_PAIRS + TIME_ROTARY},
+        {"b.py": "import torch\n\n\n" + ROTATE_HALVES}, "rotate_half", Verdict.REMOVED,
+        candidates=frozenset({"b.py::_rotate_half"}),
+    ),
+    "a-dropped-files-function-renamed-beside-a-sibling-moved": MoveCase(
+        {"a.py": ROTATE_PAIRS + TIME_ROTARY},
+        {"b.py": ROTATE_HALVES + TIME_ROTARY.replace("rotate_half(", "_rotate_half(")},
+        "rotate_half", Verdict.MOVED, "b.py::_rotate_half",
+    ),
     "class-left-an-alias-behind": MoveCase(
         {"a.py": CONNECTOR.format(name="MPConnector")},
         {"a.py": CONNECTOR.format(name="MPConnectorUpstream")
