@@ -444,6 +444,7 @@ def bench_index(setup: Setup, results: Results, rep: int) -> None:
                                 cwd=wd, log=log))
     results.notes["cold"] = last_line(log)
     results.sizes["db_after_cold"] = db_size(cold_db)
+    bench_plain_parse(setup, results, rep)  # back to back with the cold index it is the bar of
     bare_db = wd / "no-references.db"
     remove_db(bare_db)
     log = logs / f"cold-no-references-{rep}"
@@ -473,14 +474,19 @@ def bench_index(setup: Setup, results: Results, rep: int) -> None:
     results.sizes["db_after_incremental"] = db_size(incremental_db)
 
 
-def bench_baselines(setup: Setup, results: Results, rep: int) -> None:
-    """(5) plain tree-sitter parse, ctags, griffe."""
-    wd, logs = setup.workdir, setup.workdir / "logs"
-    log = logs / f"plain-{rep}"
-    run = measure([sys.executable, "-c", PLAIN_PARSE, str(setup.wheel)], cwd=wd, log=log)
+def bench_plain_parse(setup: Setup, results: Results, rep: int) -> None:
+    """(5a, 5b) plain tree-sitter parse of the same files."""
+    log = setup.workdir / "logs" / f"plain-{rep}"
+    run = measure([sys.executable, "-c", PLAIN_PARSE, str(setup.wheel)], cwd=setup.workdir,
+                  log=log)
     run.inner = json.loads(last_line(log))
     results.add("plain", run)
     results.notes["plain"] = f"{run.inner['files']} files, {run.inner['bytes'] / MB:.1f} MB"
+
+
+def bench_baselines(setup: Setup, results: Results, rep: int) -> None:
+    """(5c) ctags, (5d) griffe."""
+    wd, logs = setup.workdir, setup.workdir / "logs"
     if setup.has_ctags:
         command = ["ctags", "-R", "--languages=Python", "-f", "/dev/null", str(setup.sources)]
         results.add("ctags", measure(command, cwd=wd, log=logs / f"ctags-{rep}"))
@@ -742,6 +748,15 @@ def median_cpu(results: Results, name: str) -> float | None:
     return statistics.median(values) if values else None
 
 
+def paired_ratio(results: Results, top: str, bottom: str) -> float | None:
+    """The median over the repetitions of each one's ``top`` / ``bottom``: rows measured
+    back to back, so that a shared machine's slow minutes weigh on both alike."""
+    pairs = list(zip(seconds_of(results, top), seconds_of(results, bottom), strict=False))
+    if not pairs or not all(b for _, b in pairs):
+        return None
+    return statistics.median(a / b for a, b in pairs)
+
+
 def cpu_ratio(results: Results, top: str, bottom: str) -> float | None:
     a, b = median_cpu(results, top), median_cpu(results, bottom)
     return a / b if a is not None and b else None
@@ -779,6 +794,8 @@ def timing_table(results: Results) -> list[str]:
 def ratio_rows(results: Results) -> dict[str, float | None]:
     return {
         "cold / plain parse (whole process)": ratio(results, "cold", "plain"),
+        "cold / plain parse, back to back (median of the repetitions' ratios)":
+            paired_ratio(results, "cold", "plain"),
         "cold / plain parse (parse loop only)": ratio(results, "cold", "plain_loop"),
         "cold / ctags": ratio(results, "cold", "ctags"),
         "cold / griffe": ratio(results, "cold", "griffe"),

@@ -58,3 +58,18 @@ def test_the_sampler_finds_children_and_grandchildren_as_a_scan_of_proc_does(
         assert parent.stdin is not None
         parent.stdin.close()
         parent.wait(timeout=30)
+
+
+def test_the_back_to_back_ratio_is_the_median_of_each_repetitions_own(
+    bench: ModuleType
+) -> None:
+    """A host that slowed down for one repetition slows the cold index and the plain parse
+    run right after it alike: each repetition's ratio stands, where the ratio of the two
+    medians (here 2.4 / 2.0) mixes repetitions."""
+    results = bench.Results()
+    for cold, plain in ((2.2, 2.0), (3.3, 3.0), (2.4, 1.9)):
+        results.add("cold", bench.Run(cold, 0, None, 0, cold))
+        results.add("plain", bench.Run(plain, 0, None, 0, plain))
+    assert bench.paired_ratio(results, "cold", "plain") == pytest.approx(1.1)
+    assert bench.ratio(results, "cold", "plain") == pytest.approx(1.2)
+    assert bench.paired_ratio(results, "cold", "griffe") is None
