@@ -31,7 +31,9 @@ For a symbol ``old`` of A (``Matcher.match``):
    c. *Similarity.* The best-scoring candidate, if its score reaches ``MOVE_THRESHOLD``
       (``RENAME_MOVE_THRESHOLD`` if it is both renamed and in another file,
       ``SAME_CLASS_MOVE_THRESHOLD`` if it is a member renamed in its own class; a renamed
-      candidate only if ``old``'s body has ``MIN_RENAME_TOKENS`` word tokens). A
+      candidate only if ``old``'s body has ``MIN_RENAME_TOKENS`` word tokens; a name that
+      gained or lost leading underscores is the same name here: ``prefill`` made
+      ``_prefill``). A
       module-level function of a file B no longer has, found so renamed in another file,
       is removed instead when every other class and function of its file was: a file
       dropped whole leaves no successor (`Matcher._lone_defector`).
@@ -1552,7 +1554,7 @@ class Matcher:
     def _eligible(self, old: SymbolSnapshot, scored: _Scored) -> bool:
         """Whether a candidate's score makes it a move target (see the module docstring)."""
         new = scored.symbol
-        if new.name == old.name:
+        if new.name.lstrip("_") == old.name.lstrip("_"):  # made private or public
             return scored.score >= MOVE_THRESHOLD
         if self._scorer.token_count(old) < MIN_RENAME_TOKENS:
             return False

@@ -680,6 +680,30 @@ def test_renamed_trivial_function_is_not_a_move(tmp_path: Path) -> None:
     assert refs(match.candidates) == {"g.py::supports_b"}
 
 
+FAKE_FORWARD = """\
+def {name}(hidden_states: torch.Tensor, layer_name: str) -> torch.Tensor:
+    return torch.empty_like(hidden_states)
+
+
+direct_register_custom_op("moe_forward", moe_forward, fake_impl={name})
+"""
+
+
+@pytest.mark.parametrize(("old", "new"), [("moe_forward_fake", "_moe_forward_fake"),
+                                          ("_moe_forward_fake", "moe_forward_fake")],
+                         ids=["made-private", "made-public"])
+def test_a_trivial_function_made_private_or_public_is_a_move(
+    tmp_path: Path, old: str, new: str
+) -> None:
+    """A leading underscore added or dropped keeps the name: the rename rules, which make a
+    short body no evidence (``return True`` resembles every other), do not apply
+    (``transformers_moe_forward_fake``, ``_transformers_moe_forward_fake`` at v0.25.0)."""
+    index = build_index(tmp_path, {"v1": {"g.py": FAKE_FORWARD.format(name=old)},
+                                   "v2": {"g.py": FAKE_FORWARD.format(name=new)}})
+    match = index.match("v1", "v2", "g.py", old)
+    assert (match.verdict, match.new and match.new.ref) == (Verdict.MOVED, f"g.py::{new}")
+
+
 MODEL = '''\
 """DeepSeek-V4{suffix}."""
 
