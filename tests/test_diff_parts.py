@@ -18,9 +18,10 @@ from annotations import matching
 from annotations.code_lines import LinePlaces, normalized_lines
 from annotations.comparison import SymbolComparer
 from annotations.diffs import build, html_page, json_format, markdown
-from annotations.diffs.model import DiffReport, Section, SymbolChange
+from annotations.diffs.model import DiffReport, Location, Section, SymbolChange
 from annotations.diffs.sidebyside import MAX_ROWS, OPEN_UP_TO_ROWS, side_by_side
 from annotations.diffs.usage import MAX_NAMES, usage_changes
+from annotations.resolve import Resolver
 from db.database import open_database
 from db.match_queries import MATCH_COLUMNS
 from indexer.config import load_config
@@ -631,13 +632,31 @@ REGISTRY_URL = "https://github.com/example/nest/blob/u2/kv.py#L5-L10"
 
 
 @pytest.fixture(scope="module")
-def replaced(tmp_path_factory: pytest.TempPathFactory) -> DiffReport:
-    """A dict that a registry replaced, which a claim cites, and a function that is not
-    cited, replaced the same way."""
-    root = indexed_project(tmp_path_factory.mktemp("replaced"), REGISTRY,
+def replaced_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dict that a registry replaced, which a claim cites."""
+    return indexed_project(tmp_path_factory.mktemp("replaced"), REGISTRY,
                            "article: notes/n.md\nat: nest@u1\nclaims:\n  - id: map\n"
                            "    text: x\n    refs: [kv.py::MANAGERS]\n")
-    return nest_diff(root, ("u1", "u2"))
+
+
+@pytest.fixture(scope="module")
+def replaced(replaced_root: Path) -> DiffReport:
+    return nest_diff(replaced_root, ("u1", "u2"))
+
+
+@pytest.mark.parametrize("ref", ["nest@u2:kv.py::Gone", "nest@u2:kv.py::", "nest@u9:kv.py::X"],
+                         ids=["no-such-symbol", "no-qualname", "no-such-version"])
+def test_a_place_of_the_users_that_names_no_symbol_is_left_out(
+    replaced_root: Path, ref: str
+) -> None:
+    """A hint less, not a failed diff: check's users in a file no ref can name are left
+    out the same way."""
+    config = load_config(replaced_root)
+    with open_database(config.db) as database:
+        resolver = Resolver(database, config)
+        assert build._resolved_location(resolver, ref) is None
+        assert build._resolved_location(resolver, "nest@u2:kv.py::SpecRegistry") == Location(
+            "kv.py", "SpecRegistry", "class", 5, 10, REGISTRY_URL)
 
 
 def test_a_cited_removed_symbol_says_what_its_users_now_use(replaced: DiffReport) -> None:

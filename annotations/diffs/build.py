@@ -39,6 +39,7 @@ from annotations.diffs.model import (
     Usage,
 )
 from annotations.diffs.usage import usage_changes
+from annotations.errors import RefSyntaxError
 from annotations.forking import balanced, fork_map_beside
 from annotations.matching import Match, Matcher, SymbolSnapshot, package_of
 from annotations.refs import Ref, RefForm, parse_ref
@@ -274,14 +275,21 @@ def _users_now_use(
             continue
         places = dict.fromkeys(place for _, places in comparer.users_instead(match.old, pair)
                                for place in places)
-        found[index] = tuple(_resolved_location(comparer.resolver, place) for place in places)
+        found[index] = tuple(location for place in places
+                             if (location := _resolved_location(comparer.resolver, place)))
     return found
 
 
-def _resolved_location(resolver: Resolver, canonical: str) -> Location:
-    """The place a canonical ref (``REPO@VERSION:PATH::QUALNAME``) names, as a `Location`."""
-    resolved = resolver.resolve(parse_ref(canonical))
-    assert resolved.qualname is not None and resolved.kind is not None
+def _resolved_location(resolver: Resolver, canonical: str) -> Location | None:
+    """The symbol a canonical ref (``REPO@VERSION:PATH::QUALNAME``) names, as a `Location`;
+    None for a ref that does not name one (a path no ref can name, ``a::b.py``: a hint
+    less, as check's users of such a file are)."""
+    try:
+        resolved = resolver.resolve(parse_ref(canonical))
+    except (RefSyntaxError, ResolveError):
+        return None
+    if resolved.qualname is None or resolved.kind is None:
+        return None
     url = resolver.config.repo(resolved.repo).permalink(
         resolved.version, resolved.path, resolved.start_line, resolved.end_line)
     return Location(resolved.path, resolved.qualname, resolved.kind, resolved.start_line,
