@@ -494,6 +494,12 @@ def test_the_lead_counts_the_claims_citing_and_says_what_they_cite(
     assert f"\n\n{lead}\n\n" in markdown.render(report)
 
 
+def one_claim(pin: str, claim: str, ref: str) -> str:
+    """An annotation file of one claim, ``claim``, citing ``ref`` at ``nest@pin``."""
+    return (f"article: notes/n.md\nat: nest@{pin}\nclaims:\n  - id: {claim}\n"
+            f"    text: x\n    refs: [{ref}]\n")
+
+
 INLINED = {"w1": {"fa.py": SUPPORTS_FP8 + "\n\n" + KNOB.format(1), "flash.py": BOX.format(1)},
            "w2": {"fa.py": KNOB.format(1), "flash.py": BOX.format(1) + "\n\n" + FP8_INLINED}}
 WENT_TO = "flash.py::FlashBackend.supports_dtype"
@@ -504,8 +510,7 @@ WENT_URL = "https://github.com/example/nest/blob/w2/flash.py#L10-L18"
 def inlined_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A function removed as its code was inlined into a method."""
     return indexed_project(tmp_path_factory.mktemp("inlined"), INLINED,
-                           "article: notes/n.md\nat: nest@w1\nclaims:\n  - id: knob\n"
-                           "    text: x\n    refs: [fa.py::turn]\n")
+                           one_claim("w1", "knob", "fa.py::turn"))
 
 
 @pytest.fixture(scope="module")
@@ -548,8 +553,7 @@ def test_an_annotated_diff_asks_where_only_the_code_of_the_removed_symbols_it_li
     of where a removed symbol's code went: it built an index of every line of the changed
     files for that alone (1.2 s of process CPU for the catalogue at vLLM v0.20.0 ->
     v0.25.0)."""
-    root = indexed_project(tmp_path, INLINED, "article: notes/n.md\nat: nest@w1\nclaims:\n"
-                           "  - id: fp8\n    text: x\n    refs: [fa.py::supports_fp8]\n")
+    root = indexed_project(tmp_path, INLINED, one_claim("w1", "fp8", "fa.py::supports_fp8"))
     [removed] = nest_diff(root, ("w1", "w2"), annotated=True).section(Section.REMOVED)
     assert removed.citations and removed.code_went_to
     assert [wanted is None for _, wanted in line_indexes] == [False]
@@ -569,8 +573,7 @@ def test_an_annotated_diff_matches_its_two_versions_once(
         pairs.append((a, b))
         make(self, database, a, b, *rest)
 
-    root = indexed_project(tmp_path, INLINED, "article: notes/n.md\nat: nest@w1\nclaims:\n"
-                           "  - id: fp8\n    text: x\n    refs: [fa.py::supports_fp8]\n")
+    root = indexed_project(tmp_path, INLINED, one_claim("w1", "fp8", "fa.py::supports_fp8"))
     monkeypatch.setattr(matching.Matcher, "__init__", recorded)
     [removed] = nest_diff(root, ("w1", "w2"), annotated=True).section(Section.REMOVED)
     assert removed.citations
@@ -585,8 +588,7 @@ def test_where_removed_code_went_is_found_here_while_children_find_the_usage(
     one a single process writes."""
     changed = {"w1": INLINED["w1"], "w2": {"fa.py": KNOB.format(2),
                                            "flash.py": BOX.format(2) + "\n\n" + FP8_INLINED}}
-    root = indexed_project(tmp_path, changed, "article: notes/n.md\nat: nest@w1\nclaims:\n"
-                           "  - id: knob\n    text: x\n    refs: [fa.py::turn]\n")
+    root = indexed_project(tmp_path, changed, one_claim("w1", "knob", "fa.py::turn"))
     alone = nest_diff(root, ("w1", "w2"), workers=2)
     assert not forks  # few changed symbols: no fork
     monkeypatch.setattr(build, "PARALLEL_MIN_PAIRS", 0)
@@ -632,26 +634,21 @@ REGISTRY_URL = "https://github.com/example/nest/blob/u2/kv.py#L5-L10"
 
 
 @pytest.fixture(scope="module")
-def replaced_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def replaced(tmp_path_factory: pytest.TempPathFactory) -> DiffReport:
     """A dict that a registry replaced, which a claim cites."""
-    return indexed_project(tmp_path_factory.mktemp("replaced"), REGISTRY,
-                           "article: notes/n.md\nat: nest@u1\nclaims:\n  - id: map\n"
-                           "    text: x\n    refs: [kv.py::MANAGERS]\n")
-
-
-@pytest.fixture(scope="module")
-def replaced(replaced_root: Path) -> DiffReport:
-    return nest_diff(replaced_root, ("u1", "u2"))
+    root = indexed_project(tmp_path_factory.mktemp("replaced"), REGISTRY,
+                           one_claim("u1", "map", "kv.py::MANAGERS"))
+    return nest_diff(root, ("u1", "u2"))
 
 
 @pytest.mark.parametrize("ref", ["nest@u2:kv.py::Gone", "nest@u2:kv.py::", "nest@u9:kv.py::X"],
                          ids=["no-such-symbol", "no-qualname", "no-such-version"])
-def test_a_place_of_the_users_that_names_no_symbol_is_left_out(
-    replaced_root: Path, ref: str
-) -> None:
+def test_a_place_of_the_users_that_names_no_symbol_is_left_out(tmp_path: Path, ref: str
+                                                               ) -> None:
     """A hint less, not a failed diff: check's users in a file no ref can name are left
     out the same way."""
-    config = load_config(replaced_root)
+    root = indexed_project(tmp_path, REGISTRY, one_claim("u1", "map", "kv.py::MANAGERS"))
+    config = load_config(root)
     with open_database(config.db) as database:
         resolver = Resolver(database, config)
         assert build._resolved_location(resolver, ref) is None
@@ -681,8 +678,7 @@ def test_what_the_users_now_use_is_asked_of_cited_removed_symbols_alone(
         return ask(self, removed, pair)
 
     monkeypatch.setattr(SymbolComparer, "users_instead", recorded)
-    root = indexed_project(tmp_path, REGISTRY, "article: notes/n.md\nat: nest@u1\nclaims:\n"
-                           "  - id: cls\n    text: x\n    refs: [kv.py::FullManager]\n")
+    root = indexed_project(tmp_path, REGISTRY, one_claim("u1", "cls", "kv.py::FullManager"))
     [removed] = nest_diff(root, ("u1", "u2")).section(Section.REMOVED)
     assert removed.ref == "kv.py::MANAGERS" and not removed.citations
     assert (asked, removed.users_now_use) == ([], ())
