@@ -517,7 +517,7 @@ class SymbolComparer:
         while self._unplaced.get(pair):
             for key, old in self._unplaced.pop(pair).items():
                 removed[key] = old
-                users_instead[key] = self._used_instead(old, pair)
+                users_instead[key] = self.users_instead(old, pair)
         matcher = self._matchers[pair]
         target = _target_pin(self.resolver, pair[1])
         places = matcher.where_code_went(list(removed.values()))
@@ -530,10 +530,6 @@ class SymbolComparer:
         """What the users of ``removed``, a symbol of the first version of ``pair`` (keys)
         that the second no longer has, name in its place there
         (`annotations.used_instead`)."""
-        return self._used_instead(removed, pair)
-
-    def _used_instead(self, removed: SymbolSnapshot, pair: tuple[int, int]) -> UsersInstead:
-        """What the users of ``removed`` at ``pair``'s pin name instead at its target."""
         from annotations.used_instead import used_instead
 
         pinned = _resolved(removed, _target_pin(self.resolver, pair[0]), pair[0])
