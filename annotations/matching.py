@@ -33,10 +33,9 @@ For a symbol ``old`` of A (``Matcher.match``):
       ``SAME_CLASS_MOVE_THRESHOLD`` if it is a member renamed in its own class; a renamed
       candidate only if ``old``'s body has ``MIN_RENAME_TOKENS`` word tokens; a name that
       gained or lost leading underscores is the same name here: ``prefill`` made
-      ``_prefill``). A
-      module-level function of a file B no longer has, found so renamed in another file,
-      is removed instead when every other class and function of its file was: a file
-      dropped whole leaves no successor (`Matcher._lone_defector`).
+      ``_prefill``). A module-level function of a file B no longer has, found so renamed
+      in another file, is removed instead when every other class and function of its
+      file was: a file dropped whole leaves no successor (`Matcher._lone_defector`).
 
    d. *Methods.* A class that b and c leave removed follows its methods: when at least
       ``MIN_METHODS_FOLLOWED`` of them, and more than half of those that moved, moved (as
@@ -1229,8 +1228,7 @@ class Matcher:
         if (new is None or found.via != "similarity" or new.name == old.name or old.parent
                 or old.kind != "function" or self.b.blob(old.path) is not None):
             return False
-        others = [symbol for symbol in self.a.file_symbols(old.path)
-                  if not symbol.parent and symbol.kind != "attribute" and symbol != old]
+        others = [symbol for symbol in self._definitions_at_a(old.path) if symbol != old]
         self._matches[_match_key(old)] = found  # while the others are matched
         return bool(others) and all(
             self.match(other).verdict is Verdict.REMOVED for other in others)
@@ -1269,6 +1267,11 @@ class Matcher:
             return None
         return new
 
+    def _definitions_at_a(self, path: str) -> list[SymbolSnapshot]:
+        """The module-level classes and functions of A's file ``path``."""
+        return [symbol for symbol in self.a.file_symbols(path)
+                if not symbol.parent and symbol.kind != "attribute"]
+
     def _where_file_went(self, path: str) -> tuple[str | None, list[str]]:
         """The file of B where most classes and functions of A's file ``path`` moved (None
         when B still has ``path``, what left it was removed, or no one file took most),
@@ -1277,8 +1280,7 @@ class Matcher:
         such as ``attach_router``, a tie in any file, does not make one a copy)."""
         if self.b.blob(path) is not None:
             return None, []
-        top = [symbol for symbol in self.a.file_symbols(path)
-               if not symbol.parent and symbol.kind != "attribute"]
+        top = self._definitions_at_a(path)
         moves = [(match.moved_to, match.candidates) for match in map(self.match, top)
                  if match.moved_to is not None]
         places = Counter(new.path for new, _ in moves)
