@@ -257,9 +257,14 @@ def _location(symbol: SymbolSnapshot, repo: RepoConfig) -> Location:
 def _where_removed_code_went(matcher: Matcher, items: list[_Item]) -> _Went:
     """Where the code of each removed symbol of ``items`` went, by its index, all found
     at once (`Matcher.where_code_went`)."""
-    removed = {index: item.match.old for index, item in enumerate(items)
-               if item.match is not None and item.match.verdict is Verdict.REMOVED}
+    removed = _removed_symbols(items)
     return dict(zip(removed, matcher.where_code_went(list(removed.values())), strict=True))
+
+
+def _removed_symbols(items: list[_Item]) -> dict[int, SymbolSnapshot]:
+    """The removed symbols of ``items``, by their index."""
+    return {index: item.match.old for index, item in enumerate(items)
+            if item.match is not None and item.match.verdict is Verdict.REMOVED}
 
 
 def _users_now_use(
@@ -269,11 +274,10 @@ def _users_now_use(
     functions its users at A, living on at B, name in its place (check's
     ``users_now_use``): asked of the cited ones alone, for each ask reads their users."""
     found = {}
-    for index, item in enumerate(items):
-        match = item.match
-        if match is None or match.verdict is not Verdict.REMOVED or not item.citations:
+    for index, old in _removed_symbols(items).items():
+        if not items[index].citations:
             continue
-        places = dict.fromkeys(place for _, places in comparer.users_instead(match.old, pair)
+        places = dict.fromkeys(place for _, places in comparer.users_instead(old, pair)
                                for place in places)
         found[index] = tuple(location for place in places
                              if (location := _resolved_location(comparer.resolver, place)))
