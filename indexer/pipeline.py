@@ -15,7 +15,9 @@ import collections
 import contextlib
 import dataclasses
 import functools
+import marshal
 import multiprocessing
+import operator
 import os
 import signal
 import sqlite3
@@ -63,8 +65,9 @@ writing rows to SQLite, at every 64 KiB of a batch it took or of the rows it gav
 Batch = list[tuple[str, bool, bytes, bool]]
 """(blob id, whether it is Python, content, whether to compress it) of a few blobs, parsed
 by one worker task."""
-Futures = collections.deque[Future[list[queries.BlobRow]]]
-"""The tasks sent to the parser pool whose rows are not taken yet, in the order sent."""
+Futures = collections.deque[Future[bytes]]
+"""The tasks sent to the parser pool whose rows are not taken yet, in the order sent: each
+gives its rows as `marshal` data (`submit`)."""
 BINARY = "binary"
 """Why a blob is not parsed: its first 8 KiB hold a NUL byte."""
 
@@ -338,7 +341,7 @@ class _ParseAhead:
             self._pool = parser_pool(_worker_count(self._run))
         while self._pool is not None and (count := _full_batch(self._new)):
             batch, self._new = self._new[:count], self._new[count:]
-            self._futures.append(self._pool.submit(self._parse, batch))
+            self._futures.append(submit(self._pool, self._parse, batch))
             self._sent += [(blob_id, python, compress) for blob_id, python, _, compress in batch]
 
     def sent_of(self, snapshot: Snapshot, stored: list[FileEntry], compressed: set[str]) -> int:
@@ -416,7 +419,7 @@ def _pooled(
     """The rows of the batches ``sent`` to ``pool`` already, then of ``batches``, each
     submitted now, in their order."""
     futures = collections.deque() if sent is None else sent
-    futures.extend(pool.submit(parse, batch) for batch in batches)
+    futures.extend(submit(pool, parse, batch) for batch in batches)
     return _advancing(_results(futures), progress)
 
 
@@ -425,7 +428,27 @@ def _results(futures: Futures) -> Iterator[list[queries.BlobRow]]:
     of every batch would stay in memory until the version is committed, then take 12 ms
     to free on vLLM, with one core idle."""
     while futures:
-        yield futures.popleft().result()
+        yield [queries.BlobRow(*fields) for fields in marshal.loads(futures.popleft().result())]
+
+
+_ROW_FIELDS = operator.attrgetter(*(field.name for field in dataclasses.fields(queries.BlobRow)))
+
+
+def submit(
+    pool: ProcessPoolExecutor, parse: Callable[[Batch], list[queries.BlobRow]], batch: Batch
+) -> Future[bytes]:
+    """Send ``batch`` to ``pool``, to be parsed by ``parse``, its rows to come back as
+    `marshal` data (`_results` loads them)."""
+    return pool.submit(_marshalled, parse, batch)
+
+
+def _marshalled(parse: Callable[[Batch], list[queries.BlobRow]], batch: Batch) -> bytes:
+    """Worker side: the fields of the rows ``parse`` makes of ``batch``, marshalled. The
+    rows hold only str, bytes, int, bool, None, tuples and lists, which marshal writes and
+    reads faster than pickle writes and reads dataclasses: 0.16 CPU-s less of a cold index
+    of vLLM v0.20.0, most of it the main process's. The pool's processes run the same
+    Python, whose marshal format is theirs."""
+    return marshal.dumps([_ROW_FIELDS(row) for row in parse(batch)])
 
 
 def _worker_count(run: _Run) -> int:

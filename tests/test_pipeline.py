@@ -259,7 +259,7 @@ def test_the_pools_rows_are_let_go_once_taken() -> None:
                for data in (b"def a(): pass\n", b"def b(): pass\n", b"class C: pass\n")]
     pool = pipeline.parser_pool(1)
     try:
-        sent = collections.deque([pool.submit(parse_batch, batches[0])])
+        sent = collections.deque([pipeline.submit(pool, parse_batch, batches[0])])
         rows = pipeline._pooled(pool, parse_batch, batches[1:], pipeline._NoProgress(), sent)
         held = []
         for row in rows:
@@ -268,6 +268,25 @@ def test_the_pools_rows_are_let_go_once_taken() -> None:
     finally:
         pool.shutdown()
     assert held == [2, 1, 0]
+
+
+def test_the_pools_rows_come_back_as_the_worker_made_them() -> None:
+    """Rows cross from the workers as marshal data: every field comes back, in its place
+    and of its type (a bool stays a bool, a tuple a tuple, bytes bytes)."""
+    sources = [b"import os\nfrom . import a as b\nX: int = 1\nclass C:\n    def m(self): pass\n",
+               b"def broken(:\n", b"# caf\xe9\nx = 1\n", b"\0binary"]
+    batch = [(blob_id(data), data != b"\0binary", data, True) for data in sources]
+    pool = pipeline.parser_pool(1)
+    try:
+        rows = list(pipeline._pooled(pool, parse_batch, [batch], pipeline._NoProgress()))
+    finally:
+        pool.shutdown()
+    assert rows == parse_batch(batch)
+    assert [(row.has_errors, row.decode_errors, row.skipped) for row in rows] == [
+        (False, False, None), (True, False, None), (False, True, None),
+        (False, False, pipeline.BINARY)]
+    assert [(type(row.parsed), type(row.content)) for row in rows] == [(bool, bytes)] * 3 + [
+        (bool, type(None))]
 
 
 def test_progress_is_reported_per_parsed_blob(
