@@ -22,7 +22,7 @@ import zipfile
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from indexer.config import RepoConfig, check_version_name
@@ -734,8 +734,8 @@ def path_text(raw: bytes) -> str:
 
 
 def _safe_path(path: str) -> bool:
-    pure = PurePosixPath(path)
-    return not pure.is_absolute() and ".." not in pure.parts and "\0" not in path
+    """Whether ``path`` (``/``-separated) stays inside the folder it is read from."""
+    return not path.startswith("/") and ".." not in path.split("/") and "\0" not in path
 
 
 def cache_hint(config_name: str) -> str:

@@ -780,6 +780,7 @@ def test_wheel_members_outside_the_tree_are_ignored(tmp_path: Path) -> None:
         archive.writestr("pkg/ok.py", "x = 1\n")
         archive.writestr("pkg/data.json", "{}")
         archive.writestr("../escape.py", "x = 1\n")
+        archive.writestr("pkg/sub/../../../up.py", "x = 1\n")
         archive.writestr("/abs.py", "x = 1\n")
         archive.writestr("evil-1.0.dist-info/hook.py", "x = 1\n")
         archive.writestr("evil-1.0.data/scripts/tool.py", "x = 1\n")
