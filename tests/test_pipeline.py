@@ -21,6 +21,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
+import tree_sitter
 from fakeproject import INDEX_TABLES, table_counts, undo_uses_pins
 from fakevllm import FakeRepo
 
@@ -683,9 +684,31 @@ def test_blobs_indexed_without_references_get_them_at_the_next_run(
 
 
 def test_extractor_names_the_extraction_and_parser_versions() -> None:
-    name = extractor_id()
-    assert name.startswith(f"extraction {EXTRACTION_VERSION}; tree-sitter ")
-    assert f"tree-sitter-python {metadata.version('tree-sitter-python')}" in name
+    """Read from the parser and its grammar, the versions are those the packages' metadata
+    gives: another spelling would make every index extract all of its blobs again."""
+    assert extractor_id() == (
+        f"extraction {EXTRACTION_VERSION}; tree-sitter {metadata.version('tree-sitter')}; "
+        f"tree-sitter-python {metadata.version('tree-sitter-python')}")
+
+
+def test_extractor_reads_the_metadata_of_a_grammar_that_states_no_version(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grammar of ABI 14 (tree-sitter-python before 0.25) has no semantic version."""
+
+    class Unversioned:
+        def __init__(self, pointer: object) -> None:
+            self.semantic_version = None
+
+    monkeypatch.setattr(tree_sitter, "Language", Unversioned)
+    monkeypatch.delattr(tree_sitter, "__version__")
+    extractor_id.cache_clear()
+    try:
+        assert extractor_id().endswith(
+            f"; tree-sitter {metadata.version('tree-sitter')}; "
+            f"tree-sitter-python {metadata.version('tree-sitter-python')}")
+    finally:
+        extractor_id.cache_clear()
 
 
 @pytest.fixture
