@@ -210,7 +210,7 @@ def _check_ref(
     if isinstance(compared, RefResult):
         return compared
     target, pinned, comparison = compared
-    return _finish(comparer, config, replace(base, target=target), row, pinned, comparison)
+    return _finish(comparer, config, base, target, row, pinned, comparison)
 
 
 def _compared(
@@ -311,11 +311,15 @@ def _pinned(resolver: Resolver, row: dict) -> Resolved:
 def _finish(
     comparer: SymbolComparer,
     config: ProjectConfig,
-    result: RefResult,
+    base: RefResult,
+    target: str,
     row: dict,
     pinned: Resolved,
     comparison: Comparison,
 ) -> RefResult:
+    """``base`` (`_unchecked`) compared with ``target``, made whole in one `replace`: a
+    `RefResult` of 26 fields takes ~6 µs to copy, and a check of 35,000 refs made three
+    copies of each."""
     resolver = comparer.resolver
     status, message = comparison.status, comparison.message
     diff = comparison.diff
@@ -356,7 +360,8 @@ def _finish(
             f"{user} names {', '.join(place.rpartition('::')[2] for place in places)} where it did"
             for user, places in instead)
     return replace(
-        result,
+        base,
+        target=target,
         status=status,
         message=message,
         changes=comparison.changes,
@@ -564,7 +569,7 @@ def _apply_waivers(result: RefResult, rows: Iterable[dict], options: CheckOption
                       row["reason"], row["line"]) for row in rows)
     waiver = governing_waiver(waivers, result.status.value)
     if waiver is None:
-        return replace(result, failing=failing)
+        return result if failing == result.failing else replace(result, failing=failing)
     expired = not waiver.in_force(options.today)
     return replace(
         result, waived_until=waiver.until.isoformat(), waiver_reason=waiver.reason,
