@@ -531,7 +531,7 @@ _RELATION_CHECKED = (Status.FRESH, Status.COSMETIC, Status.CHANGED, Status.MOVED
 
 def _missing_relations(resolver: Resolver, row: dict, new: Resolved | None) -> list[str]:
     """The ``uses:`` targets whose name no longer occurs in the target symbol's code."""
-    if new is None:
+    if new is None or not row["has_uses"]:
         return []
     uses = claim_store.uses_of(resolver.database, row["id"])
     if not uses:

@@ -356,10 +356,13 @@ def links_of_article(database: Database, article: str) -> list[dict]:
 def all_refs(database: Database) -> Iterator[dict]:
     """Every stored ref with its claim, for check, read as it is asked for: a check keeps
     only the result of each, not its 25 columns (66 MB of a 34,979-ref collection). By
-    article, then by file, a Markdown article's own first, then as written."""
+    article, then by file, a Markdown article's own first, then as written. ``has_uses``:
+    whether the ref has ``uses:`` targets (`uses_of`), which 1% of a collection's refs
+    have: asked of each ref, the empty answers took ~0.1 s of a no-op check of 35,000."""
     return database.query(
         "SELECT r.*, c.claim_id, c.text AS claim_text, c.article, c.source_file, c.id AS"
-        " claim_key FROM claim_refs r JOIN claims c ON c.id = r.claim"
+        " claim_key, EXISTS (SELECT 1 FROM claim_uses u WHERE u.ref = r.id) AS has_uses"
+        " FROM claim_refs r JOIN claims c ON c.id = r.claim"
         " ORDER BY c.article, c.source_file != c.article, c.source_file, c.line, r.seq"
     )
 
