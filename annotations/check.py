@@ -12,6 +12,7 @@ import datetime
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
 from annotations.errors import AnnotationError
@@ -154,14 +155,13 @@ def moved_refs(database: Database, config: ProjectConfig, options: CheckOptions,
     for row in claim_store.all_refs(database):
         if not lines and row["qualname"] is None:
             continue
-        base = _unchecked(row)
-        compared = _compared(comparer, config, options, row, base, where_code_went=False)
+        compared = _compared(comparer, config, options, row, where_code_went=False)
         if isinstance(compared, RefResult):
             continue
         target, _, comparison = compared
         if comparison.status is Status.MOVED and comparison.new is not None:
-            moved.append(replace(base, target=target, status=Status.MOVED,
-                                 message=comparison.message, new_ref=comparison.new.canonical,
+            moved.append(_result(row, target, Status.MOVED, comparison.message,
+                                 new_ref=comparison.new.canonical,
                                  candidates=comparison.candidates))
     comparer.save()
     return moved
@@ -190,12 +190,16 @@ def fresh_refs(
     return fresh
 
 
-def _unchecked(row: dict) -> RefResult:
+def _result(
+    row: dict, target: str | None, status: Status, message: str, **found: Any
+) -> RefResult:
+    """The result of the stored ref ``row``, made once with all that was found of it
+    (``found``: `RefResult`'s other fields): a `RefResult` of 26 fields takes ~6 µs to copy,
+    and a check of 35,000 refs made three or four of each."""
     return RefResult(
         article=row["article"], claim=row["claim_id"], claim_text=row["claim_text"],
         file=row["source_file"], line=row["line"], ref=row["written"],
-        resolved=row["resolved"], target=None, status=Status.BROKEN,
-        message=row["message"] or "",
+        resolved=row["resolved"], target=target, status=status, message=message, **found,
     )
 
 
@@ -205,17 +209,16 @@ def _check_ref(
 ) -> RefResult:
     """The ref's result; without ``where_code_went``, a removed symbol's may not say yet
     where its code went (`_compared`)."""
-    base = _unchecked(row)
-    compared = _compared(comparer, config, options, row, base, where_code_went=where_code_went)
+    compared = _compared(comparer, config, options, row, where_code_went=where_code_went)
     if isinstance(compared, RefResult):
         return compared
     target, pinned, comparison = compared
-    return _finish(comparer, config, base, target, row, pinned, comparison)
+    return _finish(comparer, config, target, row, pinned, comparison)
 
 
 def _compared(
     comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions, row: dict,
-    base: RefResult, *, where_code_went: bool = True,
+    *, where_code_went: bool = True,
 ) -> RefResult | tuple[str, Resolved, Comparison]:
     """The ref's comparison with its target (the target, the pinned symbol and the
     comparison), or its result when it cannot be compared. Without ``where_code_went``,
@@ -223,26 +226,24 @@ def _compared(
     (`SymbolComparer.compare`)."""
     resolver = comparer.resolver
     if row["state"] == "broken":
-        return base
+        return _result(row, None, Status.BROKEN, row["message"] or "")
     if row["state"] == "unindexed":
-        return replace(base, status=Status.UNINDEXED,
-                       message=_unindexed_message(resolver, config, row))
+        return _result(row, None, Status.UNINDEXED, _unindexed_message(resolver, config, row))
     version = target_of(config, options, row["repo"])
     if version is None:
-        return replace(base, status=Status.UNINDEXED,
-                       message=f"no target version is configured for {row['repo']}")
+        return _result(row, None, Status.UNINDEXED,
+                       f"no target version is configured for {row['repo']}")
     target = f"{row['repo']}@{version}"
     try:
         target_key = resolver.version_key(row["repo"], version)
     except UnindexedVersion as error:
-        return replace(base, target=target, status=Status.UNINDEXED,
-                       message=f"target {error.message} ({error.hint})")
+        return _result(row, target, Status.UNINDEXED, f"target {error.message} ({error.hint})")
     pinned = _pinned(resolver, row)
     if resolver.outside_wheel(target_key, pinned.path):
-        return replace(base, target=target, status=Status.UNINDEXED,
-                       message=f"{pinned.path} is not in {target}, which was indexed from its "
-                               "PyPI wheel (its package's Python files only); index "
-                               f"{target} from git to check this ref")
+        return _result(row, target, Status.UNINDEXED,
+                       f"{pinned.path} is not in {target}, which was indexed from its PyPI "
+                       f"wheel (its package's Python files only); index {target} from git to "
+                       "check this ref")
     if pinned.qualname is None:
         comparison = compare_lines(comparer, pinned, target_key)
     else:
@@ -311,15 +312,13 @@ def _pinned(resolver: Resolver, row: dict) -> Resolved:
 def _finish(
     comparer: SymbolComparer,
     config: ProjectConfig,
-    base: RefResult,
     target: str,
     row: dict,
     pinned: Resolved,
     comparison: Comparison,
 ) -> RefResult:
-    """``base`` (`_unchecked`) compared with ``target``, made whole in one `replace`: a
-    `RefResult` of 26 fields takes ~6 µs to copy, and a check of 35,000 refs made three
-    copies of each."""
+    """The result of the ref ``row``, whose ``pinned`` symbol compared with ``target``
+    as ``comparison`` says, once its quote, linked lines and ``uses:`` are looked at."""
     resolver = comparer.resolver
     status, message = comparison.status, comparison.message
     diff = comparison.diff
@@ -359,11 +358,11 @@ def _finish(
         message += f"; its users at {pinned.pin} no longer refer to it: " + ", ".join(
             f"{user} names {', '.join(place.rpartition('::')[2] for place in places)} where it did"
             for user, places in instead)
-    return replace(
-        base,
-        target=target,
-        status=status,
-        message=message,
+    return _result(
+        row,
+        target,
+        status,
+        message,
         changes=comparison.changes,
         new_ref=new.canonical if comparison.status is Status.MOVED and new else None,
         candidates=comparison.candidates,
