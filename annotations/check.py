@@ -14,7 +14,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from annotations.comparison import Comparison, SymbolComparer, compare_lines, symbol_diff
+from annotations.comparison import (
+    Comparison,
+    SymbolComparer,
+    compare_lines,
+    places_instead,
+    symbol_diff,
+)
 from annotations.errors import AnnotationError
 from annotations.links import AnnotationFiles, link_if_changed
 from annotations.model import Waiver, governing_waiver
@@ -375,7 +381,7 @@ def _finish(
         code_went_to=comparison.code_went_to,
         code_went_to_urls=tuple(_place_permalink(resolver, config, place)
                                 for place in comparison.code_went_to),
-        users_now_use=tuple(dict.fromkeys(place for _, places in instead for place in places)),
+        users_now_use=places_instead(instead),
         alias=alias,
         alias_url=alias_url,
     )

@@ -31,6 +31,12 @@ ENGINE = "matcher-74"  # bump when matching, line comparisons or what is stored 
 # (diffs, hints) change: old cache rows are ignored
 
 
+def places_instead(users: UsersInstead) -> tuple[str, ...]:
+    """Every place that the users of a removed symbol name in its place, once each, in the
+    users' order: what check's and the diff's ``users_now_use`` list."""
+    return tuple(dict.fromkeys(place for _, places in users for place in places))
+
+
 @dataclass(frozen=True)
 class Comparison:
     status: Status

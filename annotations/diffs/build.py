@@ -15,7 +15,12 @@ from typing import TypedDict
 
 from annotations.changes import BodyChange, Verdict
 from annotations.check import RefKey, fresh_refs
-from annotations.comparison import SymbolComparer, compare_lines, successor_file
+from annotations.comparison import (
+    SymbolComparer,
+    compare_lines,
+    places_instead,
+    successor_file,
+)
 from annotations.diffs.citations import (
     LineTexts,
     broken_uses,
@@ -277,10 +282,9 @@ def _users_now_use(
     for index, old in _removed_symbols(items).items():
         if not items[index].citations:
             continue
-        places = dict.fromkeys(place for _, places in comparer.users_instead(old, pair)
-                               for place in places)
-        found[index] = tuple(location for place in places
-                             if (location := _resolved_location(comparer.resolver, place)))
+        found[index] = tuple(
+            location for place in places_instead(comparer.users_instead(old, pair))
+            if (location := _resolved_location(comparer.resolver, place)))
     return found
 
 
