@@ -161,6 +161,11 @@ def _note_outdated_blobs(database: Any) -> None:
         )
 
 
+def _cores(most: int) -> int:
+    """The processes a command uses by default: one per core, up to ``most``."""
+    return min(os.cpu_count() or 1, most)
+
+
 def _note(message: str) -> None:
     click.echo(message, err=True)
 
@@ -1098,6 +1103,9 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
                    "not indexed, still exits 2).")
 @click.option("--today", type=click.DateTime(["%Y-%m-%d"]), hidden=True,
               help="Pretend today is this date (for waivers).")
+@click.option("--workers", type=click.IntRange(1, 64),
+              help="Processes that compare refs with their targets, each the refs of its "
+                   "pinned versions (default: cores, at most 4).")
 @pass_context
 @reports_errors
 def check(
@@ -1107,6 +1115,7 @@ def check(
     output: Path | None,
     exit_zero: bool,
     today: Any,
+    workers: int | None,
 ) -> None:
     """Check every claim against the target versions; exit 1 when any fails.
 
@@ -1119,7 +1128,7 @@ def check(
     files = require_annotation_files(context.config)
     _refuse_to_overwrite_inputs(context, output, files)
     report, input_errors = _checked(context, against, today.date() if today else None,
-                                    files=files)
+                                    files=files, workers=workers or _cores(4))
     color = output is None and output_format == "text" and sys.stdout.isatty()
     if output_format in ("github", "sarif"):
         report = report.with_files_under(
@@ -1206,7 +1215,7 @@ def _run_check(
 
 def _checked(
     context: Context, against: tuple[str, ...], today: Any = None, relink: bool = True,
-    source_files: frozenset[str] | None = None, files: Any = None,
+    source_files: frozenset[str] | None = None, files: Any = None, workers: int = 1,
 ) -> tuple[Any, list[AnnotationError]]:
     """Link (unless ``relink`` is false) ``files`` (default: those the config's globs find,
     refused when none) and check; print, and return, the annotation files' errors beside
@@ -1225,7 +1234,7 @@ def _checked(
     if relink and files is None:
         files = require_annotation_files(context.config)
     options = CheckOptions(pins, today or datetime.date.today(), context.config.fail_on,
-                           source_files)
+                           source_files, workers)
     with context.database() as stored, linkable(
         stored, context.config, relink=relink, notify=lambda note: _note(f"Note: {note}")
     ) as database:
@@ -1516,7 +1525,7 @@ def diff(
         _note_outdated_links(context, database, None if unreadable else files)
         report = diff_report(database, context.config, *pins, annotated=annotated,
                              diff_limit=max_diffs if output_format == "html" else 0,
-                             workers=workers or min(os.cpu_count() or 1, 4))
+                             workers=workers or _cores(4))
     _write_report(output, render_diff(report, output_format))
 
 

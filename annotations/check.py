@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from annotations.comparison import (
     Comparison,
+    MadeComparison,
     SymbolComparer,
     compare_lines,
     places_instead,
     symbol_diff,
 )
 from annotations.errors import AnnotationError
+from annotations.forking import balanced, can_fork, fork_map
 from annotations.links import AnnotationFiles, link_if_changed
 from annotations.model import Waiver, governing_waiver
 from annotations.quotes import quote_holds, quote_stands
@@ -46,6 +49,8 @@ class CheckOptions:
     today: datetime.date
     fail_on: tuple[str, ...]
     source_files: frozenset[str] | None = None  # only the refs written in these files
+    workers: int = 1
+    """Processes that compare refs at once, each its version pairs (`_compare_ahead`)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,7 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     pins: dict[str, str] = {}  # their advice, in their first order
     unchecked: Counter[str | None] = Counter()  # the unindexed refs of each repo
     removed: list[tuple[int, dict]] = []  # where their code went: asked for all at once
+    _compare_ahead(comparer, config, options)
     for row in _selected_refs(database, options):
         result = _check_ref(comparer, config, options, row, where_code_went=False)
         if result.status is Status.REMOVED:  # checked again below, then waived
@@ -110,6 +116,91 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     return CheckReport(tuple(results), targets, options.fail_on,
                        unindexed_targets=tuple(target.target for target in missing),
                        unchecked_targets=missing, unindexed_pins=tuple(pins.items()))
+
+
+def _compare_ahead(
+    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions
+) -> None:
+    """Compare the refs of the version pairs that have refs not compared yet, in up to
+    ``options.workers`` processes at once, each the refs of its pairs, and hand what they
+    made to ``comparer``, from which `check_all` then reads every comparison. A pair's
+    first comparison loads both versions' symbols and finds where every changed one went
+    (~1 s a pair at vLLM v0.20.0 -> v0.25.0), which only the pair's own refs need: a
+    collection pinned at several versions paid it once per pair, one pair after another.
+    Each process compares its refs as `check_all` does, in the same order, with a
+    comparer of its own: what a comparison says depends only on its pair, so the results
+    are those that one process makes."""
+    database = comparer.resolver.database
+    if options.workers < 2 or not can_fork() or len(claim_store.linked_versions(database)) < 2:
+        return
+    pending = _pending_pairs(comparer, config, options)
+    if len(pending) < 2:
+        return
+    made = fork_map(functools.partial(_comparisons, database, config, options),
+                    balanced([[pair] for pair in pending], options.workers),
+                    in_child=database.reconnect_in_child)
+    for part in made:
+        comparer.adopt(part)
+
+
+def _pending_pairs(
+    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions
+) -> list[tuple[int, int]]:
+    """The version pairs (pin, target keys) that have a ref whose comparison is not
+    made yet, in the order of their first refs; read from the refs' keys alone (a ref
+    outside its target's wheel, which is not compared, may count). A ref pinned at its
+    target is compared at once (the same blob), where it is."""
+    pair_of = _pair_finder(comparer.resolver, config, options)
+    pending: dict[tuple[int, int], None] = {}
+    for ref in claim_store.linked_ref_keys(comparer.resolver.database):
+        repo, version, path, qualname, exact, start_line, source_file = ref
+        if options.source_files is not None and source_file not in options.source_files:
+            continue
+        pair = pair_of(repo, version)
+        if pair is not None and pair[0] != pair[1] and pair not in pending and not (
+                comparer.is_stored(pair, path, qualname, exact, start_line)):
+            pending[pair] = None
+    return list(pending)
+
+
+def _pair_finder(
+    resolver: Resolver, config: ProjectConfig, options: CheckOptions
+) -> Callable[[str, str], tuple[int, int] | None]:
+    """The version pair (the keys of ``repo@version`` and of its target) of refs pinned
+    at ``repo@version``, None when either is not indexed; each found once."""
+    found: dict[tuple[str, str], tuple[int, int] | None] = {}
+
+    def pair_of(repo: str, version: str) -> tuple[int, int] | None:
+        if (repo, version) not in found:
+            target = target_of(config, options, repo)
+            try:
+                found[repo, version] = (resolver.version_key(repo, version),
+                                        resolver.version_key(repo, target)) if target else None
+            except UnindexedVersion:
+                found[repo, version] = None
+        return found[repo, version]
+
+    return pair_of
+
+
+def _comparisons(
+    database: Database, config: ProjectConfig, options: CheckOptions,
+    pairs: list[tuple[int, int]],
+) -> list[MadeComparison]:
+    """The comparisons `check_all` makes of the refs of the version ``pairs``, by a
+    comparer of their own."""
+    comparer = SymbolComparer(Resolver(database, config))
+    pair_of = _pair_finder(comparer.resolver, config, options)
+    removed = []
+    for row in _selected_refs(database, options):
+        if row["state"] != "linked" or pair_of(row["repo"], row["version"]) not in pairs:
+            continue
+        result = _check_ref(comparer, config, options, row, where_code_went=False)
+        if result.status is Status.REMOVED:
+            removed.append(row)
+    for row in removed:
+        _check_ref(comparer, config, options, row)
+    return comparer.made()
 
 
 def _selected_refs(database: Database, options: CheckOptions) -> Iterator[dict]:
@@ -230,7 +321,32 @@ def _compared(
     comparison), or its result when it cannot be compared. Without ``where_code_went``,
     a removed symbol's comparison may not say yet where its code went
     (`SymbolComparer.compare`)."""
-    resolver = comparer.resolver
+    comparable = _comparable(comparer.resolver, config, options, row)
+    if isinstance(comparable, RefResult):
+        return comparable
+    pinned, target_key = comparable.pinned, comparable.target_key
+    if pinned.qualname is None:
+        comparison = compare_lines(comparer, pinned, target_key)
+    else:
+        comparison = _as_named(comparer.resolver, row, comparable.version, comparer.compare(
+            pinned, target_key, where_code_went=where_code_went))
+    return comparable.target, pinned, comparison
+
+
+class _Comparable(NamedTuple):
+    """A ref that is compared: its target (``REPO@VERSION``, its version and key) and its
+    pinned symbol or lines."""
+
+    target: str
+    version: str
+    target_key: int
+    pinned: Resolved
+
+
+def _comparable(
+    resolver: Resolver, config: ProjectConfig, options: CheckOptions, row: dict
+) -> RefResult | _Comparable:
+    """What the ref is compared with, or its result when it cannot be compared."""
     if row["state"] == "broken":
         return _result(row, None, Status.BROKEN, row["message"] or "")
     if row["state"] == "unindexed":
@@ -250,12 +366,7 @@ def _compared(
                        f"{pinned.path} is not in {target}, which was indexed from its PyPI "
                        f"wheel (its package's Python files only); index {target} from git to "
                        "check this ref")
-    if pinned.qualname is None:
-        comparison = compare_lines(comparer, pinned, target_key)
-    else:
-        comparison = _as_named(resolver, row, version, comparer.compare(
-            pinned, target_key, where_code_went=where_code_went))
-    return target, pinned, comparison
+    return _Comparable(target, version, target_key, pinned)
 
 
 def _as_named(resolver: Resolver, row: dict, version: str, comparison: Comparison) -> Comparison:

@@ -11,7 +11,7 @@ import itertools
 import json
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -415,6 +415,11 @@ class FileDefinitions:
     top_level: list[Resolved]
 
 
+MadeComparison = tuple[tuple[int, int], tuple, str]
+"""A comparison a `SymbolComparer` made: its version pair (pin, target keys), its key
+among the pair's (`_cache_key`) and its JSON text (`Comparison.encode`)."""
+
+
 class SymbolComparer:
     """Compares pinned symbols with target versions; one `Matcher` per version pair, so
     the unmatched pool of a pair is built at most once per run.
@@ -483,28 +488,53 @@ class SymbolComparer:
         made it. Lines are stored with an empty qualname: their text (``exact``) and first
         line fix their last."""
         pair = (pinned.version_key, target_key)
-        if pair not in self._cache:
-            self._cache[pair] = {**queries.cached_matches(self.resolver.database, *pair, ENGINE)}
-        key = _cache_key(pinned)
-        known = self._cache[pair].get(key)
+        cache, key = self._pair_cache(pair), _cache_key(pinned)
+        known = cache.get(key)
         if isinstance(known, str):  # a symbol cited twice is decoded once
-            known = self._cache[pair][key] = Comparison.decode(known)
+            known = cache[key] = Comparison.decode(known)
         if known is not None:
             return known
         comparison = compare(pinned, target_key)
-        self._cache[pair][key] = comparison  # and compared once
+        cache[key] = comparison  # and compared once
         if self._where_code_went:
             self._new_rows.append((pair, key))
         return comparison
 
+    def is_stored(self, pair: tuple[int, int], path: str, qualname: str, exact: str,
+                  start_line: int) -> bool:
+        """Whether the comparison of the symbol (or lines, qualname '') pinned at
+        ``path``, ``exact`` and ``start_line`` in the pair's pin version with its target
+        is made already: stored by a run before, or made or adopted by this one."""
+        return comparison_key(path, qualname, exact, start_line) in self._pair_cache(pair)
+
+    def _pair_cache(self, pair: tuple[int, int]) -> dict[tuple, Comparison | str]:
+        if pair not in self._cache:
+            self._cache[pair] = {**queries.cached_matches(self.resolver.database, *pair, ENGINE)}
+        return self._cache[pair]
+
+    def made(self) -> list[MadeComparison]:
+        """The comparisons this comparer made and has not handed over yet (to `save`, or
+        to another comparer's `adopt`), with where the code of its removed symbols went."""
+        while self._unplaced:
+            self._place_removed(next(iter(self._unplaced)))
+        made = [(pair, key, self._comparison(pair, key).encode()) for pair, key in self._new_rows]
+        self._new_rows = []
+        return made
+
+    def adopt(self, made: Iterable[MadeComparison]) -> None:
+        """Take the comparisons another comparer made (in a forked process) as made here:
+        read back when asked, and stored by `save`."""
+        for pair, key, text in made:
+            cache = self._pair_cache(pair)
+            if key not in cache:
+                cache[key] = Comparison.decode(text)
+                self._new_rows.append((pair, key))
+
     def save(self) -> None:
         """Store what this run computed (skipped when another process is writing), with
         where the code of its removed symbols went."""
-        while self._unplaced:
-            self._place_removed(next(iter(self._unplaced)))
         queries.store_matches(self.resolver.database, ENGINE, [
-            (*pair, *key, self._comparison(pair, key).encode()) for pair, key in self._new_rows])
-        self._new_rows = []
+            (*pair, *key, text) for pair, key, text in self.made()])
 
     def _comparison(self, pair: tuple[int, int], key: tuple) -> Comparison:
         """A comparison this run made."""
@@ -594,7 +624,12 @@ class SymbolComparer:
 
 def _cache_key(pinned: Resolved) -> tuple[str, str, str, int]:
     """A comparison's key among its version pair's: lines have an empty qualname."""
-    return (pinned.path, pinned.qualname or "", pinned.exact, pinned.start_line)
+    return comparison_key(pinned.path, pinned.qualname or "", pinned.exact, pinned.start_line)
+
+
+def comparison_key(path: str, qualname: str, exact: str, start_line: int
+                   ) -> tuple[str, str, str, int]:
+    return (path, qualname, exact, start_line)
 
 
 def _comparison(

@@ -343,6 +343,17 @@ def linked_versions(database: Database) -> list[tuple[str, str]]:
         " ORDER BY repo, version")]
 
 
+def linked_ref_keys(database: Database) -> Iterator[tuple[str, str, str, str, str, int, str]]:
+    """(repo, version, path, qualname or '', exact, start_line, source file) of every
+    linked ref: what its comparison is stored under (`annotations.comparison`), without
+    the 25 columns of `all_refs`."""
+    return database.conn.execute(
+        "SELECT r.repo, r.version, r.path, coalesce(r.qualname, ''), r.exact, r.start_line,"
+        " c.source_file FROM claim_refs r JOIN claims c ON c.id = r.claim"
+        " WHERE r.state = 'linked'"
+    )
+
+
 def links_of_article(database: Database, article: str) -> list[dict]:
     return list(
         database.query(

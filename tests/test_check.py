@@ -2251,6 +2251,71 @@ def fake_reports(fake_index: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return reports
 
 
+def _stored_comparisons() -> list[tuple]:
+    with sqlite3.connect(DB) as conn:
+        return sorted(conn.execute("SELECT * FROM match_cache").fetchall(), key=repr)
+
+
+def _forget_comparisons() -> None:
+    with sqlite3.connect(DB) as conn:
+        conn.execute("DELETE FROM match_cache")
+
+
+def test_refs_pinned_at_two_versions_are_compared_in_two_processes_as_in_one(
+    fake_index: Path, forks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each case's ref at its old tag, against v0.3.0: two version pairs, v0.1.0 and
+    v0.2.0 -> v0.3.0, compared by two processes at once with ``--workers 2``; the report
+    and the comparisons stored are those of one process, which compares none again."""
+    matchers: list[tuple[int, int]] = []  # the pairs matched in this process
+    real_init = matching.Matcher.__init__
+
+    def recording_init(self: matching.Matcher, database: Any, a: int, b: int,
+                       *args: Any, **kwargs: Any) -> None:
+        matchers.append((a, b))
+        real_init(self, database, a, b, *args, **kwargs)
+
+    monkeypatch.setattr(matching.Matcher, "__init__", recording_init)
+    copy_project(fake_index)
+    claims = "".join(
+        claim_yaml(name.replace("_", "-"), [f"vllm@{case.old_tag}:{case.old[0]}::{case.old[1]}"])
+        for name, case in fakevllm.CASES.items() if case.old is not None)
+    write(Path("articles/cases.yml"), annotation("blog/cases.md", "vllm@v0.1.0", claims))
+    one_code, one = check_json("--against", "vllm@v0.3.0", "--workers", "1")
+    one_stored = _stored_comparisons()
+    assert (len(set(matchers)), forks) == (2, [])
+    _forget_comparisons()
+    matchers.clear()
+    two_code, two = check_json("--against", "vllm@v0.3.0", "--workers", "2")
+    assert len(forks) == 1  # the second pair's process: the first is compared here
+    assert len(matchers) == 1  # that first pair's, once
+    assert (two_code, two) == (one_code, one)
+    assert _stored_comparisons() == one_stored
+    assert {result["status"] for result in one["results"]} >= {"moved", "changed", "removed"}
+    again_code, again = check_json("--against", "vllm@v0.3.0", "--workers", "2")
+    assert (again_code, again, len(forks)) == (one_code, one, 1)  # all stored: no process
+
+
+@pytest.mark.parametrize("second_pin", [
+    pytest.param(None, id="one-pin"),
+    pytest.param("v0.3.0", id="and-a-pin-at-the-target"),  # compared at once, where it is
+])
+def test_refs_of_one_version_pair_are_compared_in_one_process(
+    fake_index: Path, forks: list[int], second_pin: str | None
+) -> None:
+    copy_project(fake_index)
+    claims = _fake_claims("v0.2.0")
+    if second_pin is not None:
+        claims += claim_yaml("at-the-target",
+                             [f"vllm@{second_pin}:vllm/config/cache.py::CacheConfig"])
+    write(Path("articles/cases.yml"), annotation("blog/cases.md", "vllm@v0.1.0", claims))
+    code, report = check_json("--against", "vllm@v0.3.0", "--workers", "4")
+    assert code == 1
+    assert not forks
+    statuses = {result["claim"]: result["status"] for result in report["results"]}
+    assert statuses.get("at-the-target", "fresh") == "fresh"
+
+
 def test_fake_expectations_cover_every_case() -> None:
     assert set(FAKE_EXPECTED) == {n for n, c in fakevllm.CASES.items() if c.old is not None}
 
@@ -2667,7 +2732,9 @@ def test_the_stored_refs_are_read_as_they_are_checked(
 ) -> None:
     """check read every stored ref (a dict of 25 columns each) before it checked the first:
     66 MB of a 34,979-ref collection's peak. It reads each as it checks it; the removed
-    ones are checked again after the last, to ask where their code went all at once."""
+    ones are checked again after the last, to ask where their code went all at once.
+    (With ``--workers`` above 1, the refs of a collection pinned at several versions are
+    read once before, each dropped as read, to find the version pairs to compare at once.)"""
     from annotations import check
     from db.database import Database
 
@@ -2684,7 +2751,7 @@ def test_the_stored_refs_are_read_as_they_are_checked(
     monkeypatch.setattr(Database, "query", counted)
     monkeypatch.setattr(check, "_check_ref", lambda *args, **kwargs: read_when_checked.append(
         len(refs_read)) or check_ref(*args, **kwargs))
-    code, report = check_json()
+    code, report = check_json("--workers", "1")
     removed = sum(result["status"] == "removed" for result in report["results"])
     assert (code, len(report["results"])) == (1, len(FORMAT_LINES))
     assert read_when_checked == [*range(1, len(FORMAT_LINES) + 1), *[len(FORMAT_LINES)] * removed]

@@ -105,7 +105,7 @@ def test_the_readme_is_read_whole() -> None:
             "annotate diff vllm@vOLD vllm@vNEW --annotated",
             "annotate links envs.py"} <= set(EXAMPLES)
     assert "annotate check [--against REPO@VERSION] [--format text|json|github|sarif|markdown] " \
-           "[-o FILE] [--exit-zero]" in SYNOPSES
+           "[-o FILE] [--exit-zero] [--workers N]" in SYNOPSES
     assert {"diff -o FILE", "links vllm/config"} <= set(MENTIONS)
     assert "annotate search TEXT... [--limit N] [--format table|json]" in SYNOPSES
     assert set(command_sections(COMMANDS_DOC)) >= {"index", "xref"}
