@@ -1205,9 +1205,10 @@ def _run_check(
 ) -> Any:
     """The check report (of the refs written in ``source_files``, when given), refused
     when an annotation file does not load: such a file keeps its old links, whose lines
-    may no longer be its lines."""
+    may no longer be its lines. Compared as ``annotate check`` compares by default."""
     report, input_errors = _checked(context, against, relink=relink,
-                                    source_files=source_files, files=files)
+                                    source_files=source_files, files=files,
+                                    workers=_cores(4))
     if input_errors:
         raise UserError(f"{_unreadable_files(input_errors)} (see above); nothing was changed")
     return report

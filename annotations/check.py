@@ -130,10 +130,14 @@ def _compare_ahead(
     Each process compares its refs as `check_all` does, in the same order, with a
     comparer of its own: what a comparison says depends only on its pair, so the results
     are those that one process makes."""
-    database = comparer.resolver.database
-    if options.workers < 2 or not can_fork() or len(claim_store.linked_versions(database)) < 2:
+    if options.workers < 2 or not can_fork():
         return
-    pending = _pending_pairs(comparer, config, options)
+    database = comparer.resolver.database
+    pair_of = _pair_finder(comparer.resolver, config, options)
+    pairs = {pair_of(repo, version) for repo, version in claim_store.linked_versions(database)}
+    if len({pair for pair in pairs if pair is not None and pair[0] != pair[1]}) < 2:
+        return  # one pair at most to compare: not worth reading every ref to find out
+    pending = _pending_pairs(comparer, options, pair_of)
     if len(pending) < 2:
         return
     made = fork_map(functools.partial(_comparisons, database, config, options),
@@ -144,13 +148,13 @@ def _compare_ahead(
 
 
 def _pending_pairs(
-    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions
+    comparer: SymbolComparer, options: CheckOptions,
+    pair_of: Callable[[str, str], tuple[int, int] | None],
 ) -> list[tuple[int, int]]:
     """The version pairs (pin, target keys) that have a ref whose comparison is not
     made yet, in the order of their first refs; read from the refs' keys alone (a ref
     outside its target's wheel, which is not compared, may count). A ref pinned at its
     target is compared at once (the same blob), where it is."""
-    pair_of = _pair_finder(comparer.resolver, config, options)
     pending: dict[tuple[int, int], None] = {}
     for ref in claim_store.linked_ref_keys(comparer.resolver.database):
         repo, version, path, qualname, exact, start_line, source_file = ref
