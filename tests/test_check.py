@@ -2261,6 +2261,15 @@ def _forget_comparisons() -> None:
         conn.execute("DELETE FROM match_cache")
 
 
+def _write_claims_at_their_old_tags() -> None:
+    """A claim of each fake vLLM case, its ref pinned at the case's old tag: v0.1.0 or
+    v0.2.0, two version pairs against v0.3.0."""
+    claims = "".join(
+        claim_yaml(name.replace("_", "-"), [f"vllm@{case.old_tag}:{case.old[0]}::{case.old[1]}"])
+        for name, case in fakevllm.CASES.items() if case.old is not None)
+    write(Path("articles/cases.yml"), annotation("blog/cases.md", "vllm@v0.1.0", claims))
+
+
 def test_refs_pinned_at_two_versions_are_compared_in_two_processes_as_in_one(
     fake_index: Path, forks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -2277,10 +2286,7 @@ def test_refs_pinned_at_two_versions_are_compared_in_two_processes_as_in_one(
 
     monkeypatch.setattr(matching.Matcher, "__init__", recording_init)
     copy_project(fake_index)
-    claims = "".join(
-        claim_yaml(name.replace("_", "-"), [f"vllm@{case.old_tag}:{case.old[0]}::{case.old[1]}"])
-        for name, case in fakevllm.CASES.items() if case.old is not None)
-    write(Path("articles/cases.yml"), annotation("blog/cases.md", "vllm@v0.1.0", claims))
+    _write_claims_at_their_old_tags()
     one_code, one = check_json("--against", "vllm@v0.3.0", "--workers", "1")
     one_stored = _stored_comparisons()
     assert (len(set(matchers)), forks) == (2, [])
@@ -2294,6 +2300,33 @@ def test_refs_pinned_at_two_versions_are_compared_in_two_processes_as_in_one(
     assert {result["status"] for result in one["results"]} >= {"moved", "changed", "removed"}
     again_code, again = check_json("--against", "vllm@v0.3.0", "--workers", "2")
     assert (again_code, again, len(forks)) == (one_code, one, 1)  # all stored: no process
+
+
+def test_ctrl_c_while_pairs_are_compared_apart_ends_every_process_and_stores_nothing(
+    fake_index: Path, forks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while this process compares its pair and a forked one the other: the child
+    is killed and reaped, the run ends as any interrupted run (130), and no comparison is
+    stored."""
+    from annotations import check
+
+    main_process, compare = os.getpid(), check._comparisons
+
+    def interrupted_here(*args: Any) -> Any:
+        if os.getpid() == main_process:
+            raise KeyboardInterrupt
+        return compare(*args)
+
+    monkeypatch.setattr(check, "_comparisons", interrupted_here)
+    copy_project(fake_index)
+    _write_claims_at_their_old_tags()
+    result = run("check", "--against", "vllm@v0.3.0", "--workers", "2")
+    assert result.exit_code == 130
+    assert result.stderr == "Interrupted; nothing half-written was kept.\n"
+    [child] = forks
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)  # reaped already
+    assert _stored_comparisons() == []
 
 
 @pytest.mark.parametrize("second_pin", [
