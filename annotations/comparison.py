@@ -629,6 +629,8 @@ def _cache_key(pinned: Resolved) -> tuple[str, str, str, int]:
 
 def comparison_key(path: str, qualname: str, exact: str, start_line: int
                    ) -> tuple[str, str, str, int]:
+    """What a comparison is stored under among its version pair's (``match_cache``'s
+    columns): the pinned path, qualname ('' for lines), text's fingerprint and first line."""
     return (path, qualname, exact, start_line)
 
 
