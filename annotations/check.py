@@ -135,7 +135,7 @@ def _compare_ahead(
     database = comparer.resolver.database
     pair_of = _pair_finder(comparer.resolver, config, options)
     pairs = {pair_of(repo, version) for repo, version in claim_store.linked_versions(database)}
-    if len({pair for pair in pairs if pair is not None and pair[0] != pair[1]}) < 2:
+    if len(pairs - {None}) < 2:
         return  # one pair at most to compare: not worth reading every ref to find out
     pending = _pending_pairs(comparer, options, pair_of)
     if len(pending) < 2:
@@ -153,16 +153,15 @@ def _pending_pairs(
 ) -> list[tuple[int, int]]:
     """The version pairs (pin, target keys) that have a ref whose comparison is not
     made yet, in the order of their first refs; read from the refs' keys alone (a ref
-    outside its target's wheel, which is not compared, may count). A ref pinned at its
-    target is compared at once (the same blob), where it is."""
+    outside its target's wheel, which is not compared, may count)."""
     pending: dict[tuple[int, int], None] = {}
     for ref in claim_store.linked_ref_keys(comparer.resolver.database):
         repo, version, path, qualname, exact, start_line, source_file = ref
         if options.source_files is not None and source_file not in options.source_files:
             continue
         pair = pair_of(repo, version)
-        if pair is not None and pair[0] != pair[1] and pair not in pending and not (
-                comparer.is_stored(pair, path, qualname, exact, start_line)):
+        if pair is not None and pair not in pending and not comparer.is_stored(
+                pair, path, qualname, exact, start_line):
             pending[pair] = None
     return list(pending)
 
@@ -171,18 +170,23 @@ def _pair_finder(
     resolver: Resolver, config: ProjectConfig, options: CheckOptions
 ) -> Callable[[str, str], tuple[int, int] | None]:
     """The version pair (the keys of ``repo@version`` and of its target) of refs pinned
-    at ``repo@version``, None when either is not indexed; each found once."""
+    at ``repo@version``, each found once; None when either is not indexed, or when the
+    pin is the target: such refs are compared at once (the same blob), where they are."""
     found: dict[tuple[str, str], tuple[int, int] | None] = {}
 
     def pair_of(repo: str, version: str) -> tuple[int, int] | None:
         if (repo, version) not in found:
-            target = target_of(config, options, repo)
-            try:
-                found[repo, version] = (resolver.version_key(repo, version),
-                                        resolver.version_key(repo, target)) if target else None
-            except UnindexedVersion:
-                found[repo, version] = None
+            found[repo, version] = version_pair(repo, version)
         return found[repo, version]
+
+    def version_pair(repo: str, version: str) -> tuple[int, int] | None:
+        target = target_of(config, options, repo)
+        try:
+            pair = (resolver.version_key(repo, version),
+                    resolver.version_key(repo, target)) if target else None
+        except UnindexedVersion:
+            return None
+        return pair if pair is not None and pair[0] != pair[1] else None
 
     return pair_of
 
