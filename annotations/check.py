@@ -89,31 +89,24 @@ def check_all(database: Database, config: ProjectConfig, options: CheckOptions) 
     resolver = Resolver(database, config)
     comparer = SymbolComparer(resolver)
     waivers = claim_store.waivers(database)
-    results: list[RefResult] = []
+    results: dict[int, RefResult] = {}  # by the ref's position among those checked
     repos: set[str | None] = set()
     pins: dict[str, str] = {}  # their advice, in their first order
     unchecked: Counter[str | None] = Counter()  # the unindexed refs of each repo
-    removed: list[tuple[int, dict]] = []  # where their code went: asked for all at once
     _compare_ahead(comparer, config, options)
-    for row in _selected_refs(database, options):
-        result = _check_ref(comparer, config, options, row, where_code_went=False)
-        if result.status is Status.REMOVED:  # checked again below, then waived
-            removed.append((len(results), row))
-        else:
-            result = _apply_waivers(result, waivers.get(row["claim_key"], ()), options)
-        results.append(result)
+    for position, row, result in _ref_results(comparer, config, options,
+                                              _selected_refs(database, options)):
+        results[position] = _apply_waivers(result, waivers.get(row["claim_key"], ()), options)
         repos.add(row["repo"])
         if result.status is Status.UNINDEXED:
             unchecked[_repo_of(config, row)] += 1
         if row["state"] == "unindexed" and (pin := _unindexed_pin(config, row)):
             pins.setdefault(pin, resolver.index_advice(pin, config.file_name))
-    for index, row in removed:
-        result = _check_ref(comparer, config, options, row)
-        results[index] = _apply_waivers(result, waivers.get(row["claim_key"], ()), options)
     comparer.save()
     targets = _targets(config, options, repos)
     missing = _unindexed(resolver, targets, unchecked)
-    return CheckReport(tuple(results), targets, options.fail_on,
+    ordered = tuple(results[position] for position in range(len(results)))
+    return CheckReport(ordered, targets, options.fail_on,
                        unindexed_targets=tuple(target.target for target in missing),
                        unchecked_targets=missing, unindexed_pins=tuple(pins.items()))
 
@@ -199,16 +192,29 @@ def _comparisons(
     comparer of their own."""
     comparer = SymbolComparer(Resolver(database, config))
     pair_of = _pair_finder(comparer.resolver, config, options)
-    removed = []
-    for row in _selected_refs(database, options):
-        if row["state"] != "linked" or pair_of(row["repo"], row["version"]) not in pairs:
-            continue
+    rows = (row for row in _selected_refs(database, options)
+            if row["state"] == "linked" and pair_of(row["repo"], row["version"]) in pairs)
+    for _ in _ref_results(comparer, config, options, rows):
+        pass
+    return comparer.made()
+
+
+def _ref_results(
+    comparer: SymbolComparer, config: ProjectConfig, options: CheckOptions,
+    rows: Iterable[dict],
+) -> Iterator[tuple[int, dict, RefResult]]:
+    """Each of ``rows`` with its position among them and its result, its waivers not
+    looked at. The refs to removed symbols come last: where their code went is found for
+    all of them at once, once every other ref was compared."""
+    removed: list[tuple[int, dict]] = []
+    for position, row in enumerate(rows):
         result = _check_ref(comparer, config, options, row, where_code_went=False)
         if result.status is Status.REMOVED:
-            removed.append(row)
-    for row in removed:
-        _check_ref(comparer, config, options, row)
-    return comparer.made()
+            removed.append((position, row))
+        else:
+            yield position, row, result
+    for position, row in removed:
+        yield position, row, _check_ref(comparer, config, options, row)
 
 
 def _selected_refs(database: Database, options: CheckOptions) -> Iterator[dict]:
