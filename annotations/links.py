@@ -248,15 +248,29 @@ def _glob(config: ProjectConfig, patterns: tuple[str, ...],
 
 
 def _matches(root: Path, pattern: str) -> list[Path]:
-    """What ``pattern`` matches under ``root``, with the symlinks its last part names when
-    it has no wildcard: Python before 3.12 finds such a name only where it leads to
-    something, and passes over a symlink to nothing."""
+    """What ``pattern`` matches under ``root``, with what the parts after its last wildcard
+    name, where that is there (a file, a folder, a symlink to anything or to nothing):
+    Python's glob finds such a name by listing its folder on 3.12 (not in a folder one may
+    enter but not list), and before 3.12 passes over a symlink to nothing."""
     found = list(root.glob(pattern))
-    folders, name = posixpath.split(pattern)
-    if name and not _WILDCARD.search(name):
-        found += [folder / name for folder in (root.glob(folders) if folders else [root])
-                  if _is_symlink(folder / name)]
+    parts = pattern.split("/")
+    wildcards = [index for index, part in enumerate(parts) if _WILDCARD.search(part)]
+    named = parts[wildcards[-1] + 1:] if wildcards else parts
+    if named and named[-1]:
+        folders = root.glob("/".join(parts[:wildcards[-1] + 1])) if wildcards else [root]
+        found += [folder.joinpath(*named) for folder in folders
+                  if _is_there(folder.joinpath(*named))]
     return found
+
+
+def _is_there(path: Path) -> bool:
+    """Whether ``path`` names something, a symlink to nothing too; not when that cannot be
+    told (in a folder that cannot be entered: `_unreadable_folders`)."""
+    try:
+        path.lstat()
+    except OSError:
+        return False
+    return True
 
 
 def _is_symlink(path: Path) -> bool:
