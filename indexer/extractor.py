@@ -20,7 +20,7 @@ def extractor_id() -> str:
     """This extraction version and the parser's (a new grammar may parse some code
     differently): ``extraction 10; tree-sitter 0.26.1; tree-sitter-python 0.25.0``."""
     language = tree_sitter.Language(tree_sitter_python.language())
-    grammar = getattr(language, "semantic_version", None)  # tree-sitter 0.25 and newer
+    grammar = getattr(language, "semantic_version", None)  # None: a grammar of ABI 14
     parser_version = getattr(tree_sitter, "__version__", None) or _installed("tree-sitter")
     grammar_version = ".".join(map(str, grammar)) if grammar else _installed("tree-sitter-python")
     return (f"extraction {EXTRACTION_VERSION}; tree-sitter {parser_version}; "
