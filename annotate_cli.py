@@ -162,8 +162,10 @@ def _note_outdated_blobs(database: Any) -> None:
 
 
 def _cores(most: int) -> int:
-    """The processes a command uses by default: one per core, up to ``most``."""
-    return min(os.cpu_count() or 1, most)
+    """The processes a command uses by default: one per core it may use, up to ``most``."""
+    from indexer.cores import available_cores
+
+    return min(available_cores(), most)
 
 
 def _note(message: str) -> None:

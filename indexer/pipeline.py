@@ -37,6 +37,7 @@ from db.database import Database
 from db.errors import DatabaseBusy
 from db.queries import is_python_path
 from indexer.config import ProjectConfig, RepoConfig
+from indexer.cores import available_cores
 from indexer.errors import SameWheel, SourceError, VersionNotFound
 from indexer.extractor import extractor_id
 from indexer.models import FileEntry, ParsedBlob, SnapshotInfo
@@ -452,7 +453,7 @@ def _marshalled(parse: Callable[[Batch], list[queries.BlobRow]], batch: Batch) -
 
 
 def _worker_count(run: _Run) -> int:
-    return run.workers or min(os.cpu_count() or 1, 8)
+    return run.workers or min(available_cores(), 8)
 
 
 def parser_pool(workers: int) -> ProcessPoolExecutor:
