@@ -92,6 +92,7 @@ class Database:
         self._target = str(path)
         self._scratch: Path | None = None  # a temporary copy's file, see `scratch_copy`
         self._creating = False  # writing a new index's schema, see `write`
+        self._inherited: list[sqlite3.Connection] = []  # see `reconnect_in_child`
         connection = None
         try:
             connection = self._connect()
@@ -172,7 +173,11 @@ class Database:
 
     def reconnect_in_child(self) -> None:
         """A new connection for a forked child. SQLite forbids using a connection across
-        ``fork``: the inherited one is left to the parent, never used or closed here."""
+        ``fork``: the inherited one is left to the parent, never used or closed here. It is
+        kept, for Python closes a connection it frees, and closing its file in the child
+        would drop the new connection's locks (POSIX locks are the process's, per file);
+        the child ends with ``os._exit``, which frees nothing."""
+        self._inherited.append(self.conn)
         self.conn = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
