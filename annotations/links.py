@@ -249,15 +249,16 @@ def _glob(config: ProjectConfig, patterns: tuple[str, ...],
 
 def _matches(root: Path, pattern: str) -> list[Path]:
     """What ``pattern`` matches under ``root``, with what the parts after its last wildcard
-    name, where that is there (a file, a folder, a symlink to anything or to nothing):
+    name wherever it exists (a file, a folder, a symlink to anything or to nothing):
     Python's glob finds such a name by listing its folder on 3.12 (not in a folder one may
     enter but not list), and before 3.12 passes over a symlink to nothing."""
     found = list(root.glob(pattern))
     parts = pattern.split("/")
-    wildcards = [index for index, part in enumerate(parts) if _WILDCARD.search(part)]
-    named = parts[wildcards[-1] + 1:] if wildcards else parts
+    last_wildcard = max((index for index, part in enumerate(parts) if _WILDCARD.search(part)),
+                        default=-1)
+    named = parts[last_wildcard + 1:]
     if named and named[-1]:
-        folders = root.glob("/".join(parts[:wildcards[-1] + 1])) if wildcards else [root]
+        folders = root.glob("/".join(parts[:last_wildcard + 1])) if last_wildcard >= 0 else [root]
         found += [folder.joinpath(*named) for folder in folders
                   if _is_there(folder.joinpath(*named))]
     return found
