@@ -35,7 +35,7 @@ For a symbol ``old`` of A (``Matcher.match``):
       gained or lost leading underscores is the same name here: ``prefill`` made
       ``_prefill``). A module-level function of a file B no longer has, found so renamed
       in another file, is removed instead when every other class and function of its
-      file was: a file dropped whole leaves no successor (`Matcher._lone_defector`).
+      file was: a file dropped whole leaves no successor (`Matcher._may_defect_alone`).
 
    d. *Methods.* A class that b and c leave removed follows its methods: when at least
       ``MIN_METHODS_FOLLOWED`` of them, and more than half of those that moved, moved (as
@@ -1207,29 +1207,33 @@ class Matcher:
             return self._removed(old, ranked)
         if found.verdict is Verdict.REMOVED and old.kind == "class" and old.occurrence == 0:
             return self._where_methods_went(old, found, ranked)
-        if self._lone_defector(old, found):
-            return self._removed(old, ranked)
+        if self._may_defect_alone(old, found):
+            self._matches[_match_key(old)] = found  # while the others of its file are matched
+            if self._rest_of_file_removed(old):
+                return self._removed(old, ranked)
         if old.kind == "attribute" and (found.verdict is Verdict.REMOVED or found.ambiguous
                                         or self._shared_by_a_leaver(old, found.moved_to)):
             return self._with_its_file(old, found, ranked)
         return found
 
-    def _lone_defector(self, old: SymbolSnapshot, found: Match) -> bool:
+    def _may_defect_alone(self, old: SymbolSnapshot, found: Match) -> bool:
         """Whether ``found`` takes ``old``, a module-level function of a file that B no
-        longer has, for renamed in another file on the likeness of its text alone, while
-        every other class and function of its file was removed: a file dropped whole
-        leaves no successor, and a helper resembles others of its kind
-        (``musicflamingo.py``, a model v0.25.0 dropped: its ``rotate_half``, which splits
-        pairs, reads like mimo_audio's new ``_rotate_half``, which splits halves). A class
-        is not judged so: its methods, matched with it, are evidence of their own
-        (``GPTQConfig``, whose file's other classes v0.25.0 dropped, went to
-        ``AutoGPTQConfig``)."""
+        longer has, for renamed in another file on the likeness of its text alone: a
+        lone defector when every other class and function of its file was removed
+        (`_rest_of_file_removed`), for a file dropped whole leaves no successor, and a
+        helper resembles others of its kind (``musicflamingo.py``, a model v0.25.0
+        dropped: its ``rotate_half``, which splits pairs, reads like mimo_audio's new
+        ``_rotate_half``, which splits halves). A class is not judged so: its methods,
+        matched with it, are evidence of their own (``GPTQConfig``, whose file's other
+        classes v0.25.0 dropped, went to ``AutoGPTQConfig``)."""
         new = found.moved_to
-        if (new is None or found.via != "similarity" or new.name == old.name or old.parent
-                or old.kind != "function" or self.b.blob(old.path) is not None):
-            return False
+        return not (new is None or found.via != "similarity" or new.name == old.name
+                    or old.parent or old.kind != "function"
+                    or self.b.blob(old.path) is not None)
+
+    def _rest_of_file_removed(self, old: SymbolSnapshot) -> bool:
+        """Whether ``old``'s file had other definitions, all of them removed at B."""
         others = [symbol for symbol in self._definitions_at_a(old.path) if symbol != old]
-        self._matches[_match_key(old)] = found  # while the others are matched
         return bool(others) and all(
             self.match(other).verdict is Verdict.REMOVED for other in others)
 
