@@ -8,6 +8,7 @@ long-running writer indexes a synthetic tree of 2000 modules (about 2 s of work)
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import select
 import shutil
@@ -21,6 +22,7 @@ import fakevllm as fv
 import pytest
 from fakeproject import DB, held_writer
 
+from db.database import open_database
 from db.schema import MIGRATIONS, SCHEMA_VERSION
 from indexer.symbols import parse_blob
 
@@ -231,3 +233,38 @@ def test_two_processes_opening_an_old_database_migrate_it_once() -> None:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert conn.execute("SELECT version FROM versions").fetchall() == [("v0.1.0",)]
+
+
+def _files_open_on(path: Path) -> int:
+    """How many of this process's descriptors are open on ``path`` (Linux's /proc)."""
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
+            count += os.readlink(f"/proc/self/fd/{name}") == str(path)
+    return count
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not Path("/proc/self/fd").is_dir(),
+                    reason="needs os.fork and /proc")
+def test_a_forked_child_keeps_the_connection_it_inherited_open(tmp_path: Path) -> None:
+    """SQLite forbids closing a connection across fork, and Python closes one it frees:
+    closing the file in the child would drop the locks of the child's own connection."""
+    path = tmp_path / "index.db"
+    database = open_database(path)
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            before = _files_open_on(path)
+            database.reconnect_in_child()
+            database.query("SELECT count(*) FROM symbols")
+            gc.collect()
+            os.write(writer, f"{before} {_files_open_on(path)}".encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        before, after = map(int, pipe.read().split())
+    os.waitpid(pid, 0)
+    database.close()
+    assert (before, after) == (1, 2)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import shutil
 import sqlite3
@@ -776,38 +775,3 @@ def test_a_file_is_named_as_python_imports_it(path: str, module: str) -> None:
     """A package is imported by its folder's name, its ``__init__.py`` being the package;
     an ``__init__.py`` in no folder is a module of that name."""
     assert queries.module_name(path) == module
-
-
-def _files_open_on(path: Path) -> int:
-    """How many of this process's descriptors are open on ``path`` (Linux's /proc)."""
-    count = 0
-    for name in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
-            count += os.readlink(f"/proc/self/fd/{name}") == str(path)
-    return count
-
-
-@pytest.mark.skipif(not hasattr(os, "fork") or not Path("/proc/self/fd").is_dir(),
-                    reason="needs os.fork and /proc")
-def test_a_forked_child_keeps_the_connection_it_inherited_open(tmp_path: Path) -> None:
-    """SQLite forbids closing a connection across fork, and Python closes one it frees:
-    closing the file in the child would drop the locks of the child's own connection."""
-    path = tmp_path / "index.db"
-    database = open_database(path)
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            before = _files_open_on(path)
-            database.reconnect_in_child()
-            database.query("SELECT count(*) FROM symbols")
-            gc.collect()
-            os.write(writer, f"{before} {_files_open_on(path)}".encode())
-        finally:
-            os._exit(0)
-    os.close(writer)
-    with os.fdopen(reader, "rb") as pipe:
-        before, after = map(int, pipe.read().split())
-    os.waitpid(pid, 0)
-    database.close()
-    assert (before, after) == (1, 2)
