@@ -13,6 +13,7 @@ import datetime
 import errno
 import fnmatch
 import hashlib
+import itertools
 import json
 import os
 import posixpath
@@ -248,19 +249,20 @@ def _glob(config: ProjectConfig, patterns: tuple[str, ...],
 
 
 def _matches(root: Path, pattern: str) -> list[Path]:
-    """What ``pattern`` matches under ``root``, with what the parts after its last wildcard
-    name wherever it exists (a file, a folder, a symlink to anything or to nothing):
-    Python's glob finds such a name by listing its folder on 3.12 (not in a folder one may
-    enter but not list), and before 3.12 passes over a symlink to nothing."""
-    found = list(root.glob(pattern))
-    parts = pattern.split("/")
-    last_wildcard = max((index for index, part in enumerate(parts) if _WILDCARD.search(part)),
-                        default=-1)
-    named = parts[last_wildcard + 1:]
-    if named and named[-1]:
-        folders = root.glob("/".join(parts[:last_wildcard + 1])) if last_wildcard >= 0 else [root]
-        found += [folder.joinpath(*named) for folder in folders
-                  if _is_there(folder.joinpath(*named))]
+    """What ``pattern`` matches under ``root``: its parts with a wildcard globbed, the
+    others looked up by name, a symlink to nothing too. Python's glob looks names up
+    before 3.12 and since 3.13, but passes over a symlink to nothing before 3.12; 3.12's
+    lists the folder of every name, and misses those in a folder one may enter but not
+    list."""
+    found = [root]
+    for wildcard, group in itertools.groupby(pattern.split("/"),
+                                             key=lambda part: bool(_WILDCARD.search(part))):
+        parts = list(group)
+        if wildcard:
+            found = [match for folder in found for match in folder.glob("/".join(parts))]
+        else:
+            found = [folder.joinpath(*parts) for folder in found
+                     if _is_there(folder.joinpath(*parts))]
     return found
 
 

@@ -1499,6 +1499,8 @@ _B_CLAIM = "article: b.md\nat: vllm@v1\nclaims:\n  - {id: b, text: t, refs: [now
     pytest.param("annotations/*/drafts/b.yml", "annotations/entered/drafts/b.yml",
                  id="the-names-after-a-wildcard"),
     pytest.param("annotations/entered/b.yml", "annotations/entered/b.yml", id="no-wildcard"),
+    pytest.param("annotations/*/drafts/*.yml", "annotations/entered/drafts/b.yml",
+                 id="a-name-between-wildcards"),
 ])
 def test_a_folder_the_glob_finds_a_name_in_without_listing_it_is_no_concern(
     stored_links: list[tuple], pattern: str, file: str
