@@ -261,8 +261,7 @@ def _matches(root: Path, pattern: str) -> list[Path]:
         if wildcard:
             found = [match for folder in found for match in folder.glob("/".join(parts))]
         else:
-            found = [folder.joinpath(*parts) for folder in found
-                     if _is_there(folder.joinpath(*parts))]
+            found = [path for folder in found if _is_there(path := folder.joinpath(*parts))]
     return found
 
 
