@@ -135,10 +135,13 @@ class Database:
                                 "set TMPDIR to a writable folder") from None
         os.close(handle)
         scratch = Path(name)
+        connection = None
         try:
             connection = sqlite3.connect(scratch)
             self.conn.backup(connection)
         except (sqlite3.Error, MemoryError) as error:
+            if connection is not None:
+                connection.close()
             scratch.unlink(missing_ok=True)
             raise DatabaseError(f"cannot copy {self.path} to {scratch.parent} ({error})",
                                 "free some space there, or set TMPDIR to a folder with room"

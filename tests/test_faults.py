@@ -661,6 +661,19 @@ def test_no_room_for_the_copy_of_a_read_only_index_is_one_error(
     one_error_line(result, f"cannot copy {point / 'index.db'} to {tiny}",
                    "free some space there, or set TMPDIR to a folder with room")
     assert list(tiny.iterdir()) == []
+    assert _files_open_under(tiny) == []  # the copy's connection is closed, not left to GC
+
+
+def _files_open_under(folder: Path) -> list[str]:
+    """The files under ``folder`` that this process has a descriptor open on (a deleted
+    one's name ends in `` (deleted)``), as Linux's /proc tells."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed since
+            target = os.readlink(f"/proc/self/fd/{name}")
+            if target.startswith(f"{folder}/"):
+                found.append(target)
+    return found
 
 
 def test_no_writable_temporary_folder_for_the_copy_is_one_error(
