@@ -44,6 +44,15 @@ LEAKY_PREFIXES = ("GIT_", "PIP_", "GITHUB_", "ANNOTATE_")
 user's own (``ANNOTATE_CACHE_DIR`` wins over ``XDG_CACHE_HOME``)."""
 
 
+@contextlib.contextmanager
+def connected(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection to ``path``, its transaction committed when the block
+    ends (rolled back on an error), then closed: ``with sqlite3.connect(...)`` ends the
+    transaction only, and the connection stays open until it is freed."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        yield conn
+
+
 def isolated_env(environ: Mapping[str, str], cache: Path) -> dict[str, str]:
     """``environ`` without the user's git, pip, annotate and GitHub settings, with the
     cache in ``cache``."""

@@ -45,19 +45,19 @@ def bench() -> Iterator[ModuleType]:
 def test_the_sampler_finds_children_and_grandchildren_as_a_scan_of_proc_does(
     bench: ModuleType
 ) -> None:
-    parent = subprocess.Popen([sys.executable, "-c", TREE], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert parent.stdout is not None
-        grandchild = int(parent.stdout.readline())
-        found = bench._descendants(os.getpid())
-        assert {parent.pid, grandchild} <= found
-        assert found == bench._descendants_by_scan(os.getpid())
-        assert bench.descendants_rss_kb(os.getpid()) > 0
-    finally:
-        assert parent.stdin is not None
-        parent.stdin.close()
-        parent.wait(timeout=30)
+    with subprocess.Popen([sys.executable, "-c", TREE], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as parent:
+        try:
+            assert parent.stdout is not None
+            grandchild = int(parent.stdout.readline())
+            found = bench._descendants(os.getpid())
+            assert {parent.pid, grandchild} <= found
+            assert found == bench._descendants_by_scan(os.getpid())
+            assert bench.descendants_rss_kb(os.getpid()) > 0
+        finally:
+            assert parent.stdin is not None
+            parent.stdin.close()  # the tree exits once its input ends
+            parent.wait(timeout=30)
 
 
 def test_the_back_to_back_ratio_is_the_median_of_each_repetitions_own(

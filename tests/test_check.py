@@ -29,7 +29,7 @@ import fakevllm
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import DB, copy_project, isolate, write_tree
+from fakeproject import DB, connected, copy_project, isolate, write_tree
 from fakeproject import write_file as write
 from fakevllm import FakeRepo
 from inlined_code import FP8_INLINED, SUPPORTS_FP8
@@ -2261,12 +2261,12 @@ def fake_reports(fake_index: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def _stored_comparisons() -> list[tuple]:
-    with sqlite3.connect(DB) as conn:
+    with connected(DB) as conn:
         return sorted(conn.execute("SELECT * FROM match_cache").fetchall(), key=repr)
 
 
 def _forget_comparisons() -> None:
-    with sqlite3.connect(DB) as conn:
+    with connected(DB) as conn:
         conn.execute("DELETE FROM match_cache")
 
 
@@ -2730,7 +2730,7 @@ def test_format_markdown_links_each_ref_at_its_pin_and_the_target(
 
 
 def cache_rows() -> list[tuple]:
-    with sqlite3.connect(DB) as conn:
+    with connected(DB) as conn:
         return conn.execute("SELECT path, qualname, engine, result FROM match_cache").fetchall()
 
 
@@ -2834,7 +2834,7 @@ def test_results_cached_by_an_older_engine_are_ignored(
 ) -> None:
     first = run("check", "--format", "json").stdout
     fake = comparison.Comparison(Status.FRESH, "from the cache").encode()
-    with sqlite3.connect(DB) as conn:
+    with connected(DB) as conn:
         conn.execute("UPDATE match_cache SET result = ?", (fake,))
     cached = json.loads(run("check", "--format", "json", "--exit-zero").stdout)
     assert {r["message"] for r in cached["results"]} == {"from the cache"}  # the cache is read

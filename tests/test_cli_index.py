@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import fakevllm as fv
 import pytest
-from fakeproject import DB, run_annotate, undo_uses_pins, write_file
+from fakeproject import DB, connected, run_annotate, undo_uses_pins, write_file
 from fakeproject import invoke as run
 from fakevllm import FakeRepo
 
@@ -60,10 +60,6 @@ def _summary(repo: str, tag: str, files: dict[str, bytes], known: set[str], sour
     )
 
 
-def _db() -> sqlite3.Connection:
-    return sqlite3.connect(DB)
-
-
 # ------------------------------------------------------------------------------ index
 
 
@@ -92,7 +88,7 @@ def test_bare_index_indexes_every_configured_version(
     assert result.exit_code == 0, result.stderr
     names = [line.split(":")[0] for line in result.stdout.splitlines()]
     assert names == ["vllm@v0.1.0", "vllm@v0.2.0", "vllm@v0.3.0", "lmcache@v0.5.1"]
-    with _db() as conn:
+    with connected(DB) as conn:
         rows = conn.execute("SELECT repo, version, commit_sha FROM versions ORDER BY id").fetchall()
     assert rows == [("vllm", tag, fake_vllm.commits[tag]) for tag in fv.TAGS] + [
         ("lmcache", "v0.5.1", fake_lmcache.commits["v0.5.1"])
@@ -128,20 +124,20 @@ def test_bare_index_with_no_version_configured_says_so(
 
 def test_reindex_says_so_and_changes_nothing(project: Path) -> None:
     assert run("index", "vllm@v0.1.0").exit_code == 0
-    with _db() as conn:
+    with connected(DB) as conn:
         before = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in ("versions", "files")]
     result = run("index", "vllm@v0.1.0")
     assert (result.exit_code, result.stdout, result.stderr) == (
         0, "vllm@v0.1.0: already indexed, nothing to do\n", "",
     )
-    with _db() as conn:
+    with connected(DB) as conn:
         after = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in ("versions", "files")]
     assert after == before
 
 
 def _as_schema_5(path: Path) -> None:
     """Make ``path`` what annotate wrote before it recorded each blob's extractor."""
-    with sqlite3.connect(path) as conn:
+    with connected(path) as conn:
         conn.execute("DROP INDEX blobs_extractor")
         conn.execute("ALTER TABLE blobs DROP COLUMN extractor")
         undo_uses_pins(conn)
@@ -150,7 +146,7 @@ def _as_schema_5(path: Path) -> None:
 
 def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> None:
     assert run("index", "vllm@v0.1.0").exit_code == 0
-    with _db() as conn:
+    with connected(DB) as conn:
         symbols = conn.execute("SELECT blob_id, seq, qualname, exact, normalized FROM symbols"
                                " ORDER BY blob_id, seq").fetchall()
     _as_schema_5(DB)
@@ -174,7 +170,7 @@ def test_index_parses_again_what_an_older_annotate_indexed(project: Path) -> Non
     assert listed.stderr.startswith(
         f"migrating {DB.resolve()} from schema 5 to {_schema_version()}; backup at ")
     assert result.stderr == ""
-    with _db() as conn:
+    with connected(DB) as conn:
         assert conn.execute("SELECT blob_id, seq, qualname, exact, normalized FROM symbols"
                             " ORDER BY blob_id, seq").fetchall() == symbols
     again = run("index", "vllm@v0.1.0")
@@ -301,7 +297,7 @@ def test_a_git_tag_that_holds_no_python_is_refused(project: Path, tmp_path: Path
 
 def noted() -> list[tuple[str, str]]:
     """The ``meta`` notes of versions no source had."""
-    with sqlite3.connect(DB) as conn:
+    with connected(DB) as conn:
         return conn.execute("SELECT key, value FROM meta WHERE key LIKE 'not_found:%'"
                             ).fetchall()
 
@@ -411,7 +407,7 @@ def test_index_from_a_wheel(project: Path, fake_wheels: Path) -> None:
     assert re.fullmatch(
         _summary("vllm", "v0.2.0", files, set(), f"local {digest[:12]}"), result.stdout.strip()
     )
-    with _db() as conn:
+    with connected(DB) as conn:
         assert conn.execute("SELECT source, wheel_sha256 FROM versions").fetchone() == (
             "local", digest
         )
@@ -427,7 +423,7 @@ def test_git_failure_falls_back_to_pypi(wheels: Path, tmp_path: Path) -> None:
     nowhere = tmp_path / "nowhere"
     assert result.stderr == (f"Note: vllm@v0.1.0 was read from pypi: git: {nowhere.as_uri()}: "
                              f"'{nowhere}' does not appear to be a git repository\n")
-    with _db() as conn:
+    with connected(DB) as conn:
         assert conn.execute("SELECT source, commit_sha FROM versions").fetchone() == ("pypi", None)
 
 
@@ -491,7 +487,7 @@ def test_another_name_of_an_indexed_wheel_is_refused(wheels: Path, tmp_path: Pat
     assert run("index", "vllm@0.2.0").exit_code == 0
     configured = run("index", "vllm@v0.2.0")
     assert configured.exit_code == 0, configured.stderr
-    with _db() as conn:
+    with connected(DB) as conn:
         assert conn.execute("SELECT version FROM versions ORDER BY id").fetchall() == [
             ("v0.1.0",), ("0.2.0",), ("v0.2.0",)]
 
@@ -521,7 +517,7 @@ def test_an_index_of_a_version_without_its_v_reads_its_wheel_again_under_the_tag
                         result.stdout)
     shown = run("show", "vllm@0.1.0:vllm/config/cache.py::CacheConfig")
     assert shown.exit_code == 0, shown.stderr
-    with _db() as conn:
+    with connected(DB) as conn:
         assert conn.execute("SELECT version FROM versions ORDER BY id").fetchall() == [
             ("0.1.0",), ("v0.1.0",)]
 
@@ -671,7 +667,7 @@ def test_unreachable_git_fails_fast(tmp_path: Path) -> None:
 
 def test_versions_table_and_json(project: Path, fake_vllm: FakeRepo) -> None:
     assert run("index", "vllm@v0.1.0", "vllm@v0.2.0").exit_code == 0
-    with _db() as conn:
+    with connected(DB) as conn:
         conn.row_factory = sqlite3.Row
         rows = [dict(row) for row in conn.execute("SELECT * FROM version_summary")]
     table = run("versions")
@@ -755,7 +751,7 @@ def test_symbols_jsonl_equals_the_database(project: Path, glob: str | None, kind
     assert result.stderr.startswith("Note: no file") is (glob == "nothing/*")
     emitted = [json.loads(line) for line in result.stdout.splitlines()]
     assert all(list(record) == list(FIELDS) for record in emitted)
-    with _db() as conn:
+    with connected(DB) as conn:
         expected = [
             row for row in conn.execute(
                 f"SELECT {', '.join(FIELDS)} FROM version_symbols WHERE version = 'v0.2.0'"
@@ -788,7 +784,7 @@ def test_symbols_path_without_wildcards_or_with_double_star(
     assert (result.exit_code, result.stderr) == (0, no_file if paths == set() else "")
     found = {json.loads(line)["path"] for line in result.stdout.splitlines()}
     if paths is None:  # every file under vllm/, directly in it too
-        with _db() as conn:
+        with connected(DB) as conn:
             paths = {row[0] for row in conn.execute(
                 "SELECT DISTINCT path FROM version_symbols WHERE version = 'v0.2.0'"
                 " AND path LIKE 'vllm/%'")}
@@ -902,7 +898,7 @@ def test_symbols_table(project: Path) -> None:
 
 def _broken_files() -> None:
     Path("new.db").touch()
-    with sqlite3.connect("new.db") as conn:
+    with connected("new.db") as conn:
         conn.execute("PRAGMA user_version = 99")
     Path("junk.db").write_bytes(bytes(range(256)) * 16)
     open_database(Path("empty.db")).close()
@@ -1484,7 +1480,7 @@ def test_concurrent_index_runs(project: Path, versions: tuple[str, str]) -> None
         )
     else:
         assert [line.split(": ")[0] for line in lines] == ["vllm@v0.1.0", "vllm@v0.2.0"]
-    with _db() as conn:
+    with connected(DB) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         rows = conn.execute(
             "SELECT v.version, v.file_count, v.symbol_count,"

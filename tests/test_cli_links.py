@@ -11,7 +11,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import DB, copy_project, run_annotate, write_fakes_config
+from fakeproject import DB, connected, copy_project, run_annotate, write_fakes_config
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
@@ -1185,7 +1185,7 @@ def test_show_of_a_ref_with_no_version_is_at_the_target_version(ref: str) -> Non
 
 
 def test_xref_of_a_permalink_at_a_commit_is_at_the_version_indexed_there() -> None:
-    with sqlite3.connect(DB) as conn:
+    with connected(DB) as conn:
         (commit,) = conn.execute("SELECT commit_sha FROM versions WHERE repo = 'vllm' AND "
                                  "version = 'v0.1.0'").fetchone()
     data = json.loads(ok("xref", f"{GH}/{commit}/vllm/utils.py#L10-L12", "--format", "json"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import INDEX_TABLES, table_counts
+from fakeproject import INDEX_TABLES, connected, table_counts
 from fakevllm import FakeRepo
 
 from db import database as database_module
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _schema(path: Path) -> set[tuple[str, str]]:
-    with sqlite3.connect(path) as conn:
+    with connected(path) as conn:
         return {
             (kind, name)
             for kind, name in conn.execute("SELECT type, name FROM sqlite_master")
@@ -189,12 +189,12 @@ with database.write(bulk=True) as conn:
 
 def test_a_new_index_killed_in_its_first_write_keeps_nothing_of_it(tmp_path: Path) -> None:
     path = tmp_path / "index.db"
-    process = subprocess.Popen([sys.executable, "-c", FIRST_WRITE_KILLED, str(path)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert process.stdout is not None and process.stdout.readline() == "written\n"
-    process.kill()
-    process.wait(timeout=30)
+    with subprocess.Popen([sys.executable, "-c", FIRST_WRITE_KILLED, str(path)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}) as process:
+        assert process.stdout is not None and process.stdout.readline() == "written\n"
+        process.kill()
+        process.wait(timeout=30)
     with open_database(path) as database:
         conn = database.conn
         assert conn.execute("SELECT count(*) FROM meta").fetchone() == (0,)
@@ -209,7 +209,7 @@ def test_a_new_index_killed_in_its_first_write_keeps_nothing_of_it(tmp_path: Pat
 def test_schema_equals_running_every_migration_as_a_script(tmp_path: Path) -> None:
     with open_database(tmp_path / "index.db"):
         pass
-    with sqlite3.connect(tmp_path / "script.db") as conn:
+    with connected(tmp_path / "script.db") as conn:
         for script in MIGRATIONS:
             conn.executescript(script)
     assert _schema(tmp_path / "index.db") == _schema(tmp_path / "script.db")
@@ -298,7 +298,7 @@ def test_older_schema_is_migrated_after_a_backup(tmp_path: Path) -> None:
         assert database.conn.execute("SELECT name FROM repos").fetchall() == [("vllm",)]
     backup = tmp_path / "index.db.v1.bak"
     assert notes == [f"migrating {path} from schema 1 to {SCHEMA_VERSION}; backup at {backup}"]
-    with sqlite3.connect(backup) as conn:
+    with connected(backup) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
         assert conn.execute("SELECT name FROM repos").fetchall() == [("vllm",)]
     assert _schema(path) == _schema(_fresh(tmp_path / "fresh.db"))
@@ -350,7 +350,7 @@ EDITED_MIGRATIONS = {
 
 
 def _full_schema(path: Path) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(path) as conn:
+    with connected(path) as conn:
         return sorted(conn.execute("SELECT type, name, tbl_name FROM sqlite_master"))
 
 
@@ -453,7 +453,7 @@ def test_current_schema_is_opened_without_migrating(tmp_path: Path) -> None:
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = _fresh(tmp_path / "index.db")
-    with sqlite3.connect(path) as conn:
+    with connected(path) as conn:
         conn.execute("PRAGMA user_version = 99")
     with pytest.raises(SchemaTooNew) as caught:
         open_database(path)
@@ -494,7 +494,7 @@ def test_another_programs_sqlite_file_is_refused_and_left_alone(
     says the file is an index."""
     (tmp_path / "d").mkdir()
     path = tmp_path / "d" / "other.db"
-    with sqlite3.connect(path) as conn:
+    with connected(path) as conn:
         conn.executescript(tables)
         conn.execute(f"PRAGMA user_version = {user_version}")
     before = path.read_bytes()
@@ -643,7 +643,7 @@ def test_writer_waits_for_another_and_says_so(
     finally:
         holder.close()
     assert notes == [f"waiting for another annotate process to finish writing {path}"]
-    with sqlite3.connect(path) as conn:
+    with connected(path) as conn:
         assert conn.execute("SELECT name FROM repos").fetchall() == [("waited",)]
 
 
@@ -699,7 +699,7 @@ def test_a_file_at_the_backups_name_is_replaced_not_written_into(tmp_path: Path)
     backup.write_bytes(os.urandom(100))  # a stray file, not a database
     with open_database(path) as database:
         assert database.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    with sqlite3.connect(backup) as conn:
+    with connected(backup) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     assert list(tmp_path.glob("*.partial")) == []
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import DB, copy_project, run_annotate
+from fakeproject import DB, connected, copy_project, run_annotate
 from fakeproject import write_file as write
 
 from annotate_cli import cli
@@ -44,7 +44,7 @@ def link() -> Result:
 
 
 def rows(sql: str, *params: object) -> list[tuple]:
-    with sqlite3.connect(DB) as conn:
+    with connected(DB) as conn:
         return conn.execute(sql, params).fetchall()
 
 
@@ -303,14 +303,14 @@ claims:
 
 def link_dump(db: Path) -> dict[str, list[tuple]]:
     """Every row of every table a link writes, row ids (and so the order) included."""
-    with sqlite3.connect(db) as conn:
+    with connected(db) as conn:
         return {table: conn.execute(f"SELECT {'' if table in ('meta', 'link_files') else 'rowid, '}"
                                     f"* FROM {table} ORDER BY 1, 2").fetchall()
                 for table in LINK_TABLES}
 
 
 def unindex_v030(project: Path) -> None:
-    with sqlite3.connect(project / DB) as conn:
+    with connected(project / DB) as conn:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("DELETE FROM versions WHERE repo = 'vllm' AND version = 'v0.3.0'")
 
@@ -371,7 +371,7 @@ def test_a_link_resolves_only_the_files_that_changed_and_stores_what_a_full_link
         before(project)
     assert link().exit_code == 0
     change(project)
-    with sqlite3.connect(DB) as conn, sqlite3.connect("full.db") as full:
+    with connected(DB) as conn, connected("full.db") as full:
         conn.backup(full)
     read_again: set[str] = set()
     file_link = links._file_link
@@ -644,13 +644,13 @@ def test_a_file_link_another_link_changed_since_its_digest_was_read_is_made_agai
     write("annotations/mla.yml", MLA)
     assert link().exit_code == 0
     write("articles/extra.yml", EXTRA.replace("README 第一行", "README 的第一行"))
-    with sqlite3.connect(DB) as conn, sqlite3.connect("full.db") as full:
+    with connected(DB) as conn, connected("full.db") as full:
         conn.backup(full)
     digests = links.claim_store.file_link_digests
 
     def digests_then_another_link(database: object) -> dict:
         read = digests(database)
-        with sqlite3.connect(DB) as conn:
+        with connected(DB) as conn:
             other_link(conn, other)
         return read
 
@@ -673,18 +673,18 @@ def test_a_link_keeping_the_stored_claims_writes_them_when_another_link_overtook
     write_corpus()
     write("annotations/mla.yml", MLA.replace("默认是", "默认为"))
     assert link().exit_code == 0
-    with sqlite3.connect(DB) as conn, sqlite3.connect("other.db") as other:
+    with connected(DB) as conn, connected("other.db") as other:
         conn.backup(other)
     write("annotations/mla.yml", MLA)
     assert link().exit_code == 0
     write("annotations/mla.yml", MLA + "# a comment\n")
-    with sqlite3.connect(DB) as conn, sqlite3.connect("full.db") as full:
+    with connected(DB) as conn, connected("full.db") as full:
         conn.backup(full)
     claim_order = links.claim_store.claim_order
 
     def order_then_another_link(database: object) -> list:
         read = claim_order(database)
-        with sqlite3.connect("other.db") as other, sqlite3.connect(DB) as conn:
+        with connected("other.db") as other, connected(DB) as conn:
             other.backup(conn)
         return read
 
@@ -706,8 +706,9 @@ def test_a_link_makes_the_search_table_again_as_migration_2_made_it(
 
     with open_database(tmp_path / "new.db", create=True):
         pass
-    (made,) = sqlite3.connect(tmp_path / "new.db").execute(
-        "SELECT sql FROM sqlite_master WHERE name = 'claim_search'").fetchone()
+    with connected(tmp_path / "new.db") as conn:
+        (made,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'claim_search'").fetchone()
     write_corpus()
     assert link().exit_code == 0
     write("articles/extra.yml", EXTRA.replace("README 第一行", "README 的第一行"))
@@ -942,7 +943,7 @@ def test_link_is_one_transaction(project: Path) -> None:
     before = stored()
     write("annotations/mla.yml", MLA.replace("id: cdiv-later", "id: boom"))
     write("articles/extra.yml", EXTRA.replace("README 第一行", "changed"))
-    with sqlite3.connect(DB) as conn:  # real SQLite failing half-way through the writes
+    with connected(DB) as conn:  # real SQLite failing half-way through the writes
         conn.execute("CREATE TRIGGER boom BEFORE INSERT ON claims WHEN NEW.claim_id = 'boom'"
                      " BEGIN SELECT RAISE(ABORT, 'boom'); END")
     config = load_config()
@@ -1336,7 +1337,7 @@ def test_links_stored_by_another_link_format_are_linked_again(
     (a broken ref's hint in its message); links stored before are not kept as current."""
     write("annotations/later.yml", claim("vllm@v0.1.0:vllm/utils.py::cdivv"))
     assert link().exit_code == 2
-    with sqlite3.connect(DB) as conn:  # as an older annotate stored it
+    with connected(DB) as conn:  # as an older annotate stored it
         conn.execute("UPDATE claim_refs SET message = 'no symbol (old wording)'")
     assert CliRunner().invoke(cli, ["check"]).exit_code == 1
     assert rows("SELECT message FROM claim_refs") == [("no symbol (old wording)",)]

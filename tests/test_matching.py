@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -70,21 +70,34 @@ class Index:
         return match_symbol(self.database, old, self.keys[new_version], config_name="annotate.toml")
 
 
-def build_index(root: Path, versions: dict[str, dict[str, str]]) -> Index:
-    """Write each version's files under ``root`` and index them, oldest first."""
-    config = load_config(root)
-    database = open_database(root / "i.db")
-    keys = {}
-    for version, files in versions.items():
-        source = root / "src" / version
-        source.mkdir(parents=True)
-        for rel, text in files.items():
-            path = source / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(text))
-        index_version(database, config, "vllm", version, from_path=source, workers=1)
-        keys[version] = require_version(database, "vllm", version, config_name="annotate.toml")
-    return Index(database, keys)
+Builder = Callable[[dict[str, dict[str, str]]], Index]
+"""Writes each version's files (path -> text) and indexes them, oldest first."""
+
+
+@pytest.fixture
+def build_index(tmp_path: Path) -> Iterator[Builder]:
+    """A `Builder` that indexes in ``tmp_path``; the index is closed after the test."""
+    built: list[Index] = []
+
+    def build(versions: dict[str, dict[str, str]]) -> Index:
+        config = load_config(tmp_path)
+        database = open_database(tmp_path / "i.db")
+        built.append(Index(database, {}))
+        for version, files in versions.items():
+            source = tmp_path / "src" / version
+            source.mkdir(parents=True)
+            for rel, text in files.items():
+                path = source / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(textwrap.dedent(text))
+            index_version(database, config, "vllm", version, from_path=source, workers=1)
+            built[-1].keys[version] = require_version(database, "vllm", version,
+                                                      config_name="annotate.toml")
+        return built[-1]
+
+    yield build
+    for index in built:
+        index.database.close()
 
 
 def refs(symbols: tuple[SymbolSnapshot, ...]) -> set[str]:
@@ -417,9 +430,9 @@ SAME_PLACE = {
 
 @pytest.mark.parametrize("stored_keys", [True, False], ids=["stored-keys", "computed-keys"])
 @pytest.mark.parametrize("case", SAME_PLACE.values(), ids=SAME_PLACE.keys())
-def test_same_place(tmp_path: Path, case: Case, stored_keys: bool) -> None:
+def test_same_place(build_index: Builder, case: Case, stored_keys: bool) -> None:
     # A trailing constant differs, so the file's blob changes and fingerprints are compared.
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"m.py": case.old + "\n\nZZ_TRAILER = 1\n"},
         "v2": {"m.py": case.new + "\n\nZZ_TRAILER = 2\n"},
     })
@@ -452,11 +465,13 @@ NESTED_IN_FULL = {
 
 
 @pytest.mark.parametrize("name", NESTED_IN_FULL)
-def test_a_body_changed_by_a_nested_class_says_which_and_how(tmp_path: Path, name: str) -> None:
+def test_a_body_changed_by_a_nested_class_says_which_and_how(
+    build_index: Builder, name: str
+) -> None:
     """In full, a class's body change names the nested classes whose own members or body
     changed, and how; ``explain`` (JSON's ``changes``, check's message) says it as before."""
     case = SAME_PLACE[name]
-    index = build_index(tmp_path, {"v1": {"m.py": case.old + "\n\nZZ_TRAILER = 1\n"},
+    index = build_index({"v1": {"m.py": case.old + "\n\nZZ_TRAILER = 1\n"},
                                    "v2": {"m.py": case.new + "\n\nZZ_TRAILER = 2\n"}})
     match = index.match("v1", "v2", "m.py", case.qualname)
     body = match.kinds.index(BODY)
@@ -519,9 +534,9 @@ class Engine:
 """
 
 
-def test_property_getter_and_setter_are_paired_in_order(tmp_path: Path) -> None:
+def test_property_getter_and_setter_are_paired_in_order(build_index: Builder) -> None:
     v2 = PROPERTY_V1.replace("self._stats = value", "self._stats = bool(value)")
-    index = build_index(tmp_path, {"v1": {"e.py": PROPERTY_V1}, "v2": {"e.py": v2}})
+    index = build_index({"v1": {"e.py": PROPERTY_V1}, "v2": {"e.py": v2}})
     getter = index.match("v1", "v2", "e.py", "Engine.stats", 0)
     setter = index.match("v1", "v2", "e.py", "Engine.stats", 1)
     assert getter.verdict is Verdict.UNCHANGED and getter.new.occurrence == 0
@@ -529,10 +544,10 @@ def test_property_getter_and_setter_are_paired_in_order(tmp_path: Path) -> None:
     assert setter.new.occurrence == 1 and "@stats.setter" in setter.new.signature
 
 
-def test_the_rows_of_a_version_share_each_files_path_blob_and_kinds(tmp_path: Path) -> None:
+def test_the_rows_of_a_version_share_each_files_path_blob_and_kinds(build_index: Builder) -> None:
     """sqlite3 made a string of a row's path, blob id and kind for every symbol row of a
     version the matcher loads whole: ~250 bytes a row, ~20 MB of a big collection's check."""
-    index = build_index(tmp_path, {"v1": {"e.py": PROPERTY_V1}})
+    index = build_index({"v1": {"e.py": PROPERTY_V1}})
     rows = mq.all_symbol_rows(index.database, index.keys["v1"])
     methods = [row for row in rows if row[4] == "method"]
     assert (len(rows), len(methods)) == (3, 2)
@@ -549,17 +564,17 @@ def test_the_rows_of_a_version_share_each_files_path_blob_and_kinds(tmp_path: Pa
 ], ids=["unchanged-file-left-out", "changed-file", "unchanged-blob-at-a-new-path",
         "file-moved-unchanged"])
 def test_the_rows_of_a_version_but_its_unchanged_files_are_those_whose_blob_differs(
-    tmp_path: Path, v2_files: dict[str, str], loaded: list[tuple[str, str]]
+    build_index: Builder, v2_files: dict[str, str], loaded: list[tuple[str, str]]
 ) -> None:
     """B's rows of the files A has unchanged (the same blob at the same path) are not
     matched: the whole diff of vLLM loaded 8,064 such rows of v0.25.0 to drop them."""
-    index = build_index(tmp_path, {"v1": {"same.py": "X = 1\n"}, "v2": v2_files})
+    index = build_index({"v1": {"same.py": "X = 1\n"}, "v2": v2_files})
     rows = mq.all_symbol_rows(index.database, index.keys["v2"], unless_same_in=index.keys["v1"])
     assert [(row[0], row[2]) for row in rows] == loaded
 
 
-def test_members_list_getter_and_setter_together(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {"v1": {"e.py": PROPERTY_V1}})
+def test_members_list_getter_and_setter_together(build_index: Builder) -> None:
+    index = build_index({"v1": {"e.py": PROPERTY_V1}})
     members = index.symbol("v1", "e.py", "Engine").members()
     assert [m.occurrence for m in members["stats"]] == [0, 1]
 
@@ -568,10 +583,10 @@ def test_members_list_getter_and_setter_together(tmp_path: Path) -> None:
 
 
 def test_unchanged_blob_is_unchanged_without_comparing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    build_index: Builder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = {"same.py": "def f(a):\n    return a\n", "other.py": "X = 1\n"}
-    index = build_index(tmp_path, {"v1": files, "v2": {**files, "other.py": "X = 2\n"}})
+    index = build_index({"v1": files, "v2": {**files, "other.py": "X = 2\n"}})
     old = index.symbol("v1", "same.py", "f")
 
     def refuse(*args: object) -> None:
@@ -584,8 +599,8 @@ def test_unchanged_blob_is_unchanged_without_comparing(
     assert match.new.ref == old.ref and match.new.source == old.source
 
 
-def test_same_place_match_does_not_build_the_unmatched_pool(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_same_place_match_does_not_build_the_unmatched_pool(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"m.py": "def f(a):\n    return a\n"},
         "v2": {"m.py": "def f(a):\n    return -a\n", "n.py": "def g():\n    pass\n"},
     })
@@ -615,8 +630,8 @@ class CacheEngine:
 '''
 
 
-def test_moved_unchanged(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_moved_unchanged(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"vllm/worker/cache_engine.py": '"""Old."""\nimport torch\n\n\n' + ENGINE},
         "v2": {"vllm/v1/worker/cache_engine.py": '"""New."""\nimport torch\n\n\n' + ENGINE},
     })
@@ -630,10 +645,10 @@ def test_moved_unchanged(tmp_path: Path) -> None:
     assert method.new.ref == "vllm/v1/worker/cache_engine.py::CacheEngine.swap_in"
 
 
-def test_moved_and_changed(tmp_path: Path) -> None:
+def test_moved_and_changed(build_index: Builder) -> None:
     changed = ENGINE.replace("for i in range(self.num_layers):",
                              "for i in range(self.num_layers - 1):")
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"vllm/worker/cache_engine.py": ENGINE},
         "v2": {"vllm/v1/worker/engine.py": changed},
     })
@@ -651,8 +666,8 @@ def test_moved_and_changed(tmp_path: Path) -> None:
 CAPTURE = fakevllm.CAPTURE_TEMPLATE
 
 
-def test_renamed_function(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_renamed_function(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"g.py": CAPTURE.format(name="capture_graph")},
         "v2": {"g.py": CAPTURE.format(name="capture_cudagraph")},
     })
@@ -662,16 +677,16 @@ def test_renamed_function(tmp_path: Path) -> None:
     assert match.content is Verdict.UNCHANGED and match.changes == ()
 
 
-def test_renamed_function_with_reworded_docstring_is_cosmetic(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_renamed_function_with_reworded_docstring_is_cosmetic(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"g.py": CAPTURE.format(name="capture_graph")},
         "v2": {"g.py": CAPTURE.format(name="capture_cudagraph").replace("one", "a")},
     })
     assert index.match("v1", "v2", "g.py", "capture_graph").content is Verdict.COSMETIC
 
 
-def test_renamed_trivial_function_is_not_a_move(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_renamed_trivial_function_is_not_a_move(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"g.py": "def supports_a():\n    return True\n"},
         "v2": {"g.py": "def supports_b():\n    return True\n"},
     })
@@ -693,12 +708,12 @@ direct_register_custom_op("moe_forward", moe_forward, fake_impl={name})
                                           ("_moe_forward_fake", "moe_forward_fake")],
                          ids=["made-private", "made-public"])
 def test_a_trivial_function_made_private_or_public_is_a_move(
-    tmp_path: Path, old: str, new: str
+    build_index: Builder, old: str, new: str
 ) -> None:
     """A leading underscore added or dropped keeps the name: the rename rules, which make a
     short body no evidence (``return True`` resembles every other), do not apply
     (``transformers_moe_forward_fake``, ``_transformers_moe_forward_fake`` at v0.25.0)."""
-    index = build_index(tmp_path, {"v1": {"g.py": FAKE_FORWARD.format(name=old)},
+    index = build_index({"v1": {"g.py": FAKE_FORWARD.format(name=old)},
                                    "v2": {"g.py": FAKE_FORWARD.format(name=new)}})
     match = index.match("v1", "v2", "g.py", old)
     assert (match.verdict, match.new and match.new.ref) == (Verdict.MOVED, f"g.py::{new}")
@@ -738,8 +753,8 @@ def _split_versions(reexport: bool) -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("reexport", [False, True], ids=["split", "split-with-reexport"])
-def test_ambiguous_move_lists_the_other_copies(tmp_path: Path, reexport: bool) -> None:
-    index = build_index(tmp_path, _split_versions(reexport))
+def test_ambiguous_move_lists_the_other_copies(build_index: Builder, reexport: bool) -> None:
+    index = build_index(_split_versions(reexport))
     match = index.match("v1", "v2", "m/ds.py", "DeepseekV4ForCausalLM")
     expected = {f"m/ds_{platform}.py::DeepseekV4ForCausalLM" for platform in PLATFORMS}
     assert match.verdict is Verdict.MOVED and match.ambiguous
@@ -754,13 +769,13 @@ def test_ambiguous_move_lists_the_other_copies(tmp_path: Path, reexport: bool) -
     assert attribute.verdict is Verdict.MOVED and attribute.kinds == (VALUE,)
 
 
-def test_a_class_split_into_copies_offers_every_copy(tmp_path: Path) -> None:
+def test_a_class_split_into_copies_offers_every_copy(build_index: Builder) -> None:
     """The class moves to its closest copy, and the other copies are its candidates
     however they score (the copy a reader runs need not be the closest text); so are
     their members."""
     method = "    def forward(self, x):\n        y = self.proj(x)\n        return self.act(y) + x\n"
     head = "class MoE:\n    def __init__(self):\n        self.proj = Linear({n})\n\n"
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"m/moe.py": head.format(n=8) + method},
         "v2": {"m/xpu.py": head.format(n=8) + method,
                "m/cuda.py": head.format(n=16) + "    def extra(self):\n        pass\n\n" + method},
@@ -775,8 +790,8 @@ def test_a_class_split_into_copies_offers_every_copy(tmp_path: Path) -> None:
     assert refs(init.candidates) == {"m/cuda.py::MoE.__init__"}  # the other copy's differs
 
 
-def test_removed_with_closest_candidates(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {"v1": {"a/loader.py": fakevllm.LOAD_WEIGHTS_FROM_FILE},
+def test_removed_with_closest_candidates(build_index: Builder) -> None:
+    index = build_index({"v1": {"a/loader.py": fakevllm.LOAD_WEIGHTS_FROM_FILE},
                                    "v2": {"b/fetch.py": fakevllm.LOAD_WEIGHTS_FROM_URL}})
     match = index.match("v1", "v2", "a/loader.py", "load_weights")
     assert match.verdict is Verdict.REMOVED and match.new is None
@@ -785,11 +800,11 @@ def test_removed_with_closest_candidates(tmp_path: Path) -> None:
 
 
 def test_a_renamed_candidate_in_another_file_needs_the_rename_threshold(
-    tmp_path: Path
+    build_index: Builder
 ) -> None:
     renamed = KERNEL.format(name="fused_prenorm").replace(
         "return out.view(residual.shape[0], -1)", "return out").replace("mixes", "mx")
-    index = build_index(tmp_path, {"v1": {"a.py": KERNEL.format(name="mhc_pre")},
+    index = build_index({"v1": {"a.py": KERNEL.format(name="mhc_pre")},
                                    "v2": {"b.py": renamed}})
     match = index.match("v1", "v2", "a.py", "mhc_pre")
     assert matching.MOVE_THRESHOLD <= match.score < matching.RENAME_MOVE_THRESHOLD
@@ -797,8 +812,8 @@ def test_a_renamed_candidate_in_another_file_needs_the_rename_threshold(
     assert refs(match.candidates) == {"b.py::fused_prenorm"}
 
 
-def test_removed_without_candidates(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_removed_without_candidates(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"u.py": "def is_neuron():\n    return False\n\n\ndef keep():\n    pass\n"},
         "v2": {"u.py": "def keep():\n    pass\n", "w.py": "class Worker:\n    pass\n"},
     })
@@ -806,17 +821,17 @@ def test_removed_without_candidates(tmp_path: Path) -> None:
     assert (match.verdict, match.candidates, match.score) == (Verdict.REMOVED, (), 0.0)
 
 
-def test_boilerplate_ties_are_no_evidence_of_a_move(tmp_path: Path) -> None:
+def test_boilerplate_ties_are_no_evidence_of_a_move(build_index: Builder) -> None:
     logger = "logger = init_logger(__name__)\n"
     new = {f"new/mod{n}.py": logger for n in range(matching.MAX_TIES + 2)}
-    index = build_index(tmp_path, {"v1": {"gone.py": logger}, "v2": new})
+    index = build_index({"v1": {"gone.py": logger}, "v2": new})
     match = index.match("v1", "v2", "gone.py", "logger")
     assert match.verdict is Verdict.REMOVED
     assert len(match.candidates) == matching.MAX_CLOSEST
 
 
-def test_class_attribute_only_follows_its_class(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_class_attribute_only_follows_its_class(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"m.py": "class Meta:\n    paged_kv: torch.Tensor\n    dtype: str\n"},
         "v2": {"m.py": "class Meta:\n    out_dtype: torch.Tensor\n    dtype: str\n"},
     })
@@ -824,7 +839,7 @@ def test_class_attribute_only_follows_its_class(tmp_path: Path) -> None:
     assert match.verdict is Verdict.REMOVED
 
 
-def test_members_of_a_removed_class_take_no_ambiguous_move(tmp_path: Path) -> None:
+def test_members_of_a_removed_class_take_no_ambiguous_move(build_index: Builder) -> None:
     method = '''\
         class {name}Info:
             def get_hf_processor(self, **kwargs):
@@ -832,13 +847,13 @@ def test_members_of_a_removed_class_take_no_ambiguous_move(tmp_path: Path) -> No
                 return processor
         '''
     new = {f"models/{name}.py": method.format(name=name) for name in ("Aya", "Bee", "Cat")}
-    index = build_index(tmp_path, {"v1": {"models/old.py": method.format(name="Old")},
+    index = build_index({"v1": {"models/old.py": method.format(name="Old")},
                                    "v2": new})
     match = index.match("v1", "v2", "models/old.py", "OldInfo.get_hf_processor")
     assert match.verdict is Verdict.REMOVED and len(match.candidates) == 3
 
 
-def test_unique_name_moved_and_rewritten(tmp_path: Path) -> None:
+def test_unique_name_moved_and_rewritten(build_index: Builder) -> None:
     old = '''\
         class SparseIndexer(nn.Module):
             def __init__(self, dim):
@@ -861,7 +876,7 @@ def test_unique_name_moved_and_rewritten(tmp_path: Path) -> None:
                 scores = fused_score(q, k, self.cache, positions)
                 return scores.topk(self.heads)
         '''
-    index = build_index(tmp_path, {"v1": {"vllm/model_executor/layers/indexer.py": old},
+    index = build_index({"v1": {"vllm/model_executor/layers/indexer.py": old},
                                    "v2": {"vllm/models/ds/indexer_impl.py": new}})
     match = index.match("v1", "v2", "vllm/model_executor/layers/indexer.py", "SparseIndexer")
     assert match.verdict is Verdict.MOVED and match.content_changed
@@ -2001,11 +2016,11 @@ MOVES = {
 
 @pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
 def test_a_whole_version_diff_matches_each_move_as_check_does(
-    tmp_path: Path, case: MoveCase
+    build_index: Builder, case: MoveCase
 ) -> None:
     """The diff loads both versions at once (the unmatched pool); check matches one
     symbol with queries: the same verdicts."""
-    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    index = build_index({"v1": case.old, "v2": case.new})
     alone = {}
     for path in case.old:
         for symbol in symbols_in_file(index.database, index.keys["v1"], path):
@@ -2019,13 +2034,13 @@ def test_a_whole_version_diff_matches_each_move_as_check_does(
 
 @pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
 def test_a_matcher_a_diff_shares_with_check_answers_the_same_whichever_asks_first(
-    tmp_path: Path, case: MoveCase
+    build_index: Builder, case: MoveCase
 ) -> None:
     """``diff --annotated`` asks check, with the diff's matcher, whether each cited ref
     still stands: what the matcher finds of a symbol must not depend on what it was asked
     before, the whole diff or other symbols in any order (a class's methods are matched
     with it, `_where_methods_went`, then forgotten)."""
-    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    index = build_index({"v1": case.old, "v2": case.new})
     keys = (index.database, index.keys["v1"], index.keys["v2"])
     symbols = [index.symbol("v1", path, row["qualname"]) for path in case.old
                for row in symbols_in_file(index.database, index.keys["v1"], path)]
@@ -2043,13 +2058,13 @@ def test_a_matcher_a_diff_shares_with_check_answers_the_same_whichever_asks_firs
 @pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
 @pytest.mark.parametrize("diff_first", [True, False], ids=["diff-first", "symbols-first"])
 def test_a_matcher_asked_about_symbols_and_a_whole_diff_answers_the_same_in_either_order(
-    tmp_path: Path, case: MoveCase, diff_first: bool
+    build_index: Builder, case: MoveCase, diff_first: bool
 ) -> None:
     """A matcher asked about single symbols (their match, where a removed one's code
     went) loads files lazily, asking A about files it does not have (the file a symbol
     moved to): a whole diff after them crashed on those (KeyError). Either order gives
     what a fresh matcher gives for each."""
-    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    index = build_index({"v1": case.old, "v2": case.new})
     keys = (index.database, index.keys["v1"], index.keys["v2"])
     symbols = [index.symbol("v1", path, row["qualname"]) for path in case.old
                for row in symbols_in_file(index.database, index.keys["v1"], path)]
@@ -2072,8 +2087,8 @@ def test_a_matcher_asked_about_symbols_and_a_whole_diff_answers_the_same_in_eith
 
 
 @pytest.mark.parametrize("case", MOVES.values(), ids=MOVES.keys())
-def test_moves(tmp_path: Path, case: MoveCase) -> None:
-    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+def test_moves(build_index: Builder, case: MoveCase) -> None:
+    index = build_index({"v1": case.old, "v2": case.new})
     match = index.match("v1", "v2", "a.py", case.qualname)
     assert match.verdict is case.verdict
     if case.verdict is Verdict.REMOVED:
@@ -2325,8 +2340,8 @@ WENT_TO = {
 
 
 @pytest.mark.parametrize("case", WENT_TO.values(), ids=WENT_TO.keys())
-def test_where_a_removed_symbols_code_went(tmp_path: Path, case: WentCase) -> None:
-    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+def test_where_a_removed_symbols_code_went(build_index: Builder, case: WentCase) -> None:
+    index = build_index({"v1": case.old, "v2": case.new})
     matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
     old = index.symbol("v1", "a.py", case.qualname)
     assert matcher.match(old).verdict is Verdict.REMOVED
@@ -2336,11 +2351,11 @@ def test_where_a_removed_symbols_code_went(tmp_path: Path, case: WentCase) -> No
 
 @pytest.mark.parametrize("case", WENT_TO.values(), ids=WENT_TO.keys())
 def test_where_the_code_of_all_removed_symbols_went_is_where_each_ones_went(
-    tmp_path: Path, case: WentCase
+    build_index: Builder, case: WentCase
 ) -> None:
     """`Matcher.where_code_went`, asked about every removed symbol at once (a whole-version
     diff, a check), finds for each the places it finds of each alone."""
-    index = build_index(tmp_path, {"v1": case.old, "v2": case.new})
+    index = build_index({"v1": case.old, "v2": case.new})
     keys = (index.database, index.keys["v1"], index.keys["v2"])
     each = Matcher(*keys)
     removed = [match.old for match in each.diff().matches if match.verdict is Verdict.REMOVED]
@@ -2355,12 +2370,12 @@ def test_where_the_code_of_all_removed_symbols_went_is_where_each_ones_went(
     pytest.param(11, ["b.py"], id="room-for-one"),
 ])
 def test_blobs_read_in_bulk_are_kept_while_there_is_room(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int, read_again: list[str]
+    build_index: Builder, monkeypatch: pytest.MonkeyPatch, room: int, read_again: list[str]
 ) -> None:
     """A diff reads the changed files in bulk for their usage, again for where removed
     code went, and one by one for symbols' sources (1,423 blobs of vLLM v0.20.0 ->
     v0.25.0 decompressed twice): ``contents`` keeps them for ``content``, evicting none."""
-    index = build_index(tmp_path, {"v1": {"a.py": "A = 1\n", "b.py": "B = 2\n"}})
+    index = build_index({"v1": {"a.py": "A = 1\n", "b.py": "B = 2\n"}})
     blobs = dict(index.database.conn.execute(
         "SELECT path, blob_id FROM files WHERE version_id = ?", (index.keys["v1"],)))
     read: list[str] = []
@@ -2389,7 +2404,7 @@ def test_blobs_read_in_bulk_are_kept_while_there_is_room(
     pytest.param(99, "aa", "aa", id="a-file-larger-than-the-room-never-kept"),
 ])
 def test_the_contents_kept_are_bounded_in_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: int, reads: str,
+    build_index: Builder, monkeypatch: pytest.MonkeyPatch, room: int, reads: str,
     read_from_the_index: str
 ) -> None:
     """A diff's store kept 4,096 files whatever their size: of large files (generated
@@ -2398,7 +2413,7 @@ def test_the_contents_kept_are_bounded_in_bytes(
     files = {f"{name}.py": f"{name.upper()} = '{'x' * (size - 7)}'\n"
              for name, size in (("a", 100), ("b", 100), ("c", 100), ("d", 300))}
     assert [len(text) for text in files.values()] == [100, 100, 100, 300]
-    index = build_index(tmp_path, {"v1": files})
+    index = build_index({"v1": files})
     blobs = dict(index.database.conn.execute(
         "SELECT blob_id, path FROM files WHERE version_id = ?", (index.keys["v1"],)))
     read: list[str] = []
@@ -2440,11 +2455,11 @@ def test_a_line_index_places_and_counts_the_lines_it_is_asked_about_alone() -> N
 
 @pytest.mark.parametrize("class_first", [True, False], ids=["class-first", "method-first"])
 def test_a_method_of_a_class_left_as_a_factory_is_matched_as_a_member(
-    tmp_path: Path, class_first: bool
+    build_index: Builder, class_first: bool
 ) -> None:
     """Searching where the class went matches its methods as if it was removed; when it
     stays (changed) at its place, they are matched again as its members."""
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"a.py": "class FusedMoE:\n    def tp_size(self):\n        return self.tp\n"},
         "v2": {"a.py": "def FusedMoE():\n    return None\n",
                "b.py": "class Experts:\n    def tp_size(self):\n        return self.tp\n"},
@@ -2460,12 +2475,12 @@ def test_a_method_of_a_class_left_as_a_factory_is_matched_as_a_member(
 
 @pytest.mark.parametrize("factory_first", [True, False], ids=["factory-first", "alone"])
 def test_a_method_of_a_class_left_as_a_factory_contests_no_deleted_classs_method(
-    tmp_path: Path, factory_first: bool
+    build_index: Builder, factory_first: bool
 ) -> None:
     """While its class is searched for, the method of a class whose place now holds a
     function is matched as an orphan; it is a member of a class that lives on, whatever
     was matched first, so the deleted model's ``forward`` keeps its move."""
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"a.py": "class QwenVLModel:\n" + FORWARD,
                "b.py": "class AyaVisionModel:\n" + FORWARD.replace("n_splits)\n",
                                                                   "n_splits, 1)\n")},
@@ -2483,12 +2498,12 @@ def test_a_method_of_a_class_left_as_a_factory_contests_no_deleted_classs_method
 
 @pytest.mark.parametrize("class_first", [True, False], ids=["class-first", "method-first"])
 def test_the_methods_of_a_class_that_followed_them_are_matched_as_its_members(
-    tmp_path: Path, class_first: bool
+    build_index: Builder, class_first: bool
 ) -> None:
     """Searching where a renamed class went matches its methods as orphans; once it follows
     them, they are matched again as its members, a property's setter (the second definition
     of its name) too, whichever is matched first."""
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"a.py": KDA.format(name="KimiDeltaAttention", bases="nn.Module, MambaBase")
                + WINDOW},
         "v2": {"gdn/kimi.py": KDA.format(name="KimiGatedDeltaNetAttention",
@@ -2513,12 +2528,12 @@ def test_the_methods_of_a_class_that_followed_them_are_matched_as_its_members(
 
 
 def test_a_file_moved_among_same_named_files_prefers_the_deepest_shared_path(
-    tmp_path: Path
+    build_index: Builder
 ) -> None:
     """serve/sleep/api_router.py -> serve/dev/sleep/api_router.py, not the alphabetically
     first dev/cache/api_router.py: still an ambiguous move (the copies are identical)."""
     router = KERNEL.format(name="attach_router")
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"serve/sleep/api_router.py": router},
         "v2": {f"serve/dev/{name}/api_router.py": router for name in ("cache", "sleep")},
     })
@@ -2527,8 +2542,8 @@ def test_a_file_moved_among_same_named_files_prefers_the_deepest_shared_path(
     assert refs(match.candidates) == {"serve/dev/cache/api_router.py::attach_router"}
 
 
-def test_classify_directly_on_snapshots(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {"v1": {"a.py": "def f(a):\n    return a\n"},
+def test_classify_directly_on_snapshots(build_index: Builder) -> None:
+    index = build_index({"v1": {"a.py": "def f(a):\n    return a\n"},
                                    "v2": {"b.py": "def f(a, b=2):\n    return a\n"}})
     old, new = index.symbol("v1", "a.py", "f"), index.symbol("v2", "b.py", "f")
     verdict, changes = classify(old, new)
@@ -2554,9 +2569,9 @@ SIGNATURE_PARTS = {
 @pytest.mark.parametrize(("old", "new", "parts"), SIGNATURE_PARTS.values(),
                          ids=SIGNATURE_PARTS.keys())
 def test_signature_parts_changed(
-    tmp_path: Path, old: str, new: str, parts: tuple[str, ...]
+    build_index: Builder, old: str, new: str, parts: tuple[str, ...]
 ) -> None:
-    index = build_index(tmp_path, {"v1": {"a.py": old}, "v2": {"a.py": new}})
+    index = build_index({"v1": {"a.py": old}, "v2": {"a.py": new}})
     _, changes = classify(index.symbol("v1", "a.py", "f"), index.symbol("v2", "a.py", "f"))
     (change,) = changes
     assert isinstance(change, SignatureChange) and change.parts == parts
@@ -2567,8 +2582,8 @@ def test_signature_parts_changed(
 STEP = "def step(batch):\n    return [run(item) for item in batch]\n"
 
 
-def test_history_follows_moves_until_removed(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {
+def test_history_follows_moves_until_removed(build_index: Builder) -> None:
+    index = build_index({
         "v1": {"a.py": STEP, "z.py": "Z = 1\n"},
         "v2": {"a.py": STEP, "z.py": "Z = 2\n"},
         "v3": {"b/a.py": STEP},
@@ -2586,16 +2601,16 @@ def test_history_follows_moves_until_removed(tmp_path: Path) -> None:
     assert steps[3].changes == (BodyChange(),) and steps[4].symbol is None
 
 
-def test_history_starts_where_the_symbol_appears(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {"v1": {"a.py": "X = 1\n"},
+def test_history_starts_where_the_symbol_appears(build_index: Builder) -> None:
+    index = build_index({"v1": {"a.py": "X = 1\n"},
                                    "v2": {"a.py": "X = 1\n" + STEP}})
     versions = list(index.keys.items())
     steps = history(index.database, "vllm", index.symbol("v2", "a.py", "step"), versions)
     assert [(s.version, s.event) for s in steps] == [("v2", HistoryEvent.INTRODUCED)]
 
 
-def test_history_rejects_an_unlisted_version(tmp_path: Path) -> None:
-    index = build_index(tmp_path, {"v1": {"a.py": STEP}})
+def test_history_rejects_an_unlisted_version(build_index: Builder) -> None:
+    index = build_index({"v1": {"a.py": STEP}})
     with pytest.raises(ValueError, match="not among"):
         history(index.database, "vllm", index.symbol("v1", "a.py", "step"), [])
 
@@ -2624,7 +2639,7 @@ def test_package_of() -> None:
 
 
 @pytest.fixture(scope="module")
-def fake_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+def fake_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
     root = tmp_path_factory.mktemp("fake_index")
     config = load_config(root)
     database = open_database(root / "i.db")
@@ -2634,7 +2649,8 @@ def fake_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
         fakevllm.write_snapshot(source, fakevllm.VERSIONS[tag])
         index_version(database, config, "vllm", tag, from_path=source, workers=1)
         keys[tag] = require_version(database, "vllm", tag, config_name="annotate.toml")
-    return Index(database, keys)
+    yield Index(database, keys)
+    database.close()
 
 
 @pytest.fixture(scope="module")
@@ -2754,10 +2770,10 @@ def test_fake_vllm_diff_counts_and_packages(
     assert sum(counts.values()) == sum(sum(c.values()) for c in diff.packages.values())
 
 
-def test_a_verdict_does_not_depend_on_what_the_matcher_matched_before(tmp_path: Path) -> None:
+def test_a_verdict_does_not_depend_on_what_the_matcher_matched_before(build_index: Builder) -> None:
     """check reuses one matcher for its claims: a file that B has unchanged, read while
     matching one symbol (``Mover``'s copies), is no evidence against the next one."""
-    index = build_index(tmp_path, {
+    index = build_index({
         "v1": {"a.py": "class OPTModel:\n" + FORWARD + LOAD_WEIGHTS,
                "m.py": CONNECTOR.format(name="Mover"),
                "u.py": "class Mover:\n    pass\n\n\nclass PhiModel:\n" + FORWARD
@@ -2779,12 +2795,12 @@ def test_a_verdict_does_not_depend_on_what_the_matcher_matched_before(tmp_path: 
 
 
 def test_a_file_that_did_not_change_is_counted_once_when_matching_read_it(
-    tmp_path: Path
+    build_index: Builder
 ) -> None:
     """The diff counts the symbols of files that B has unchanged without loading them;
     one a rule reads while matching (a base's file) is not counted again."""
     base = "class Base:\n    def setup(self):\n        return self.config\n"
-    index = build_index(tmp_path, {"v1": {"base.py": base, "a.py": KERNEL.format(name="f")},
+    index = build_index({"v1": {"base.py": base, "a.py": KERNEL.format(name="f")},
                                    "v2": {"base.py": base, "a.py": KERNEL.format(name="g")}})
     matcher = Matcher(index.database, index.keys["v1"], index.keys["v2"])
     matcher.pool()

@@ -360,9 +360,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("case_id", CASES)
 def test_what_the_users_of_a_removed_symbol_name_in_its_place(case_id: str, project: Path) -> None:
     case = CASES[case_id]
-    resolver = Resolver(open_database(project / DB, create=False), load_config(project))
-    pinned = resolver.resolve(parse_ref(f"vllm@v1:c/{case_id}/m.py::{case.removed}"))
-    comparison = SymbolComparer(resolver).compare(pinned, resolver.version_key("vllm", "v2"))
+    with open_database(project / DB, create=False) as database:
+        resolver = Resolver(database, load_config(project))
+        pinned = resolver.resolve(parse_ref(f"vllm@v1:c/{case_id}/m.py::{case.removed}"))
+        comparison = SymbolComparer(resolver).compare(pinned,
+                                                      resolver.version_key("vllm", "v2"))
     assert comparison.status is Status.REMOVED
     assert dict(comparison.users_instead) == {
         user: tuple(f"vllm@v2:c/{case_id}/m.py::{name}" for name in names)
@@ -383,16 +385,16 @@ def test_a_removed_symbol_and_its_removed_user_are_placed_with_one_index_of_line
             asked.append(wanted)
 
     monkeypatch.setattr(matching, "LinePlaces", Recorded)
-    database = open_database(project / DB, create=False)
-    resolver = Resolver(database, load_config(project))
-    pinned = resolver.resolve(parse_ref("vllm@v1:c/a-user-removed-too/m.py::scale_rows"))
-    comparer = SymbolComparer(resolver)
-    comparison = comparer.compare(pinned, resolver.version_key("vllm", "v2"))
-    comparer.save()
+    with open_database(project / DB, create=False) as database:
+        resolver = Resolver(database, load_config(project))
+        pinned = resolver.resolve(parse_ref("vllm@v1:c/a-user-removed-too/m.py::scale_rows"))
+        comparer = SymbolComparer(resolver)
+        comparison = comparer.compare(pinned, resolver.version_key("vllm", "v2"))
+        comparer.save()
+        stored = dict(database.conn.execute(
+            "SELECT qualname, result FROM match_cache WHERE path = 'c/a-user-removed-too/m.py'"))
     assert comparison.status is Status.REMOVED
     assert len(asked) == 1
     assert "scaled_batch_rows = scale_rows(batch)" in asked[0]  # the user's line
-    stored = dict(database.conn.execute(
-        "SELECT qualname, result FROM match_cache WHERE path = 'c/a-user-removed-too/m.py'"))
     assert set(stored) == {"scale_rows", "apply_scales"}
     assert Comparison.decode(stored["apply_scales"]).status is Status.REMOVED
