@@ -13,7 +13,7 @@ from annotations.errors import AnnotationError, RefSyntaxError
 from annotations.modules import VersionModules
 from annotations.refs import Ref, RefForm, parse_ref
 from db import queries
-from db.close_matches import close_matches, did_you_mean, either
+from db.close_matches import CloseCandidates, close_matches, did_you_mean, either
 from db.database import Database
 from db.errors import MissingIndex
 from db.version_order import COMMIT
@@ -139,6 +139,7 @@ class Resolver:
         self.config = config
         self._version_keys: dict[tuple[str, str], int | None] = {}
         self._paths: dict[int, set[str]] = {}
+        self._close_paths: dict[int, CloseCandidates] = {}  # for "did you mean"
         self._modules: dict[int, VersionModules] = {}
         self._wheel_folders: dict[int, set[str] | None] = {}
         # Caches over plain functions, not over this object's methods: a cache holding a
@@ -241,6 +242,13 @@ class Resolver:
             self._paths[key] = set(queries.version_paths(self.database, key))
         return self._paths[key]
 
+    def _paths_close_to(self, key: int, path: str) -> list[str]:
+        """The version's paths most like ``path``, best first (at most 3)."""
+        candidates = self._close_paths.get(key)
+        if candidates is None:
+            candidates = self._close_paths[key] = CloseCandidates(self.paths(key))
+        return candidates.close(path, n=3, cutoff=0.6)
+
     def _blob(self, repo: str, version: str, key: int, path: str) -> str:
         blob_id = queries.file_blob(self.database, key, path)
         elsewhere = None if blob_id is not None else self._other_repo_with(repo, path)
@@ -256,7 +264,7 @@ class Resolver:
                      "new index, --db NEW.db",
             )
         if blob_id is None:
-            close = close_matches(path, self.paths(key), n=3, cutoff=0.6)
+            close = self._paths_close_to(key, path)
             raise ResolveError(
                 f"path '{path}' does not exist at {repo}@{version}",
                 hint=did_you_mean(close) if close else "check the path",

@@ -4,12 +4,17 @@ A "did you mean" over a version's ~2,000 paths, which share long prefixes, score
 one of them with ``SequenceMatcher.ratio`` (~60 ms a broken ref). ``quick_ratio`` bounds
 ``ratio`` from above, so candidates taken in decreasing bound order can stop as soon as
 the bound falls below the n-th best score found: same answer, ties included.
+
+`CloseCandidates` serves many words from one list of candidates (a version's paths, for
+every broken path of a collection's refs): the characters of each candidate are counted
+once, and each word's bounds come out of those counts, a character at a time.
 """
 
 from __future__ import annotations
 
 import difflib
 import heapq
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 
@@ -24,6 +29,58 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3,
         matcher.set_seq1(candidate)
         if matcher.real_quick_ratio() >= cutoff and (bound := matcher.quick_ratio()) >= cutoff:
             bounded.append((bound, candidate))
+    return _best(matcher, bounded, n, cutoff)
+
+
+class CloseCandidates:
+    """Candidates that `close` scores word after word, as `close_matches` does."""
+
+    def __init__(self, candidates: Iterable[str]) -> None:
+        self._candidates = list(candidates)
+        self._lengths = [len(candidate) for candidate in self._candidates]
+        self._columns: dict[str, list[int]] = {}  # a character's count in each candidate
+        for position, candidate in enumerate(self._candidates):
+            for character, count in Counter(candidate).items():
+                column = self._columns.get(character)
+                if column is None:
+                    column = self._columns[character] = [0] * len(self._candidates)
+                column[position] = count
+
+    def close(self, word: str, n: int = 3, cutoff: float = 0.6) -> list[str]:
+        """``close_matches(word, candidates, n, cutoff)``."""
+        matcher = difflib.SequenceMatcher()
+        matcher.set_seq2(word)
+        return _best(matcher, self._bounded(word, cutoff), n, cutoff)
+
+    def _bounded(self, word: str, cutoff: float) -> list[tuple[float, str]]:
+        """(quick_ratio, candidate) of the candidates whose ``quick_ratio`` against
+        ``word`` reaches ``cutoff``: the same floats, for ``quick_ratio`` counts, over the
+        characters, the fewer of a character's occurrences in the candidate and in the
+        word. (``real_quick_ratio``, which difflib asks first, is never below it.)"""
+        matches = [0] * len(self._candidates)
+        for character, in_word in Counter(word).items():
+            column = self._columns.get(character)
+            if column is not None:
+                matches = [found + (count if count < in_word else in_word)
+                           for found, count in zip(matches, column, strict=True)]
+        size = len(word)
+        bounded = []
+        for candidate, length, found in zip(self._candidates, self._lengths, matches,
+                                            strict=True):
+            if (bound := _ratio(found, length + size)) >= cutoff:
+                bounded.append((bound, candidate))
+        return bounded
+
+
+def _ratio(matches: int, length: int) -> float:
+    """``difflib``'s ratio of ``matches`` in sequences of ``length`` elements in all."""
+    return 2.0 * matches / length if length else 1.0
+
+
+def _best(matcher: difflib.SequenceMatcher, bounded: list[tuple[float, str]], n: int,
+          cutoff: float) -> list[str]:
+    """The ``n`` best candidates by ``ratio`` against the matcher's word, of those
+    ``bounded`` by their ``quick_ratio``, scoring only those that may make the top ``n``."""
     bounded.sort(reverse=True)
     best: list[tuple[float, str]] = []  # a min-heap of the n best (score, candidate) so far
     for bound, candidate in bounded:

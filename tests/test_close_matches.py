@@ -1,14 +1,23 @@
-"""db.close_matches: difflib.get_close_matches's answers, scoring few candidates; the "did
-you mean" hint."""
+"""db.close_matches: difflib.get_close_matches's answers, scoring few candidates, from a
+list of candidates or from `CloseCandidates` (many words against one list); the "did you
+mean" hint."""
 
 from __future__ import annotations
 
 import difflib
 import random
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from db.close_matches import close_matches, did_you_mean
+from db.close_matches import CloseCandidates, close_matches, did_you_mean
+
+Scorer = Callable[[str, Sequence[str], int, float], list[str]]
+SCORERS: dict[str, Scorer] = {
+    "close_matches": close_matches,
+    "CloseCandidates": lambda word, candidates, n, cutoff: CloseCandidates(candidates).close(
+        word, n, cutoff),
+}
 
 FOLDERS = ("vllm/model_executor/models", "vllm/model_executor/layers/quantization",
            "vllm/v1/worker", "vllm/v1/attention/backends/mla", "vllm/distributed/kv_transfer")
@@ -33,21 +42,29 @@ PATHS = sorted(f"{folder}/{stem}{suffix}.py" for folder in FOLDERS for stem in S
     ("vllm/v1/worker/utils.py", PATHS, 1, 0.6),
 ], ids=["path-typo", "path-typo-2", "qualname", "ties", "duplicates", "none-close", "no-candidates",
         "n-1"])
-def test_same_answer_as_difflib(word: str, candidates: list[str], n: int, cutoff: float) -> None:
-    assert close_matches(word, candidates, n, cutoff) == difflib.get_close_matches(
+@pytest.mark.parametrize("scorer", SCORERS)
+def test_same_answer_as_difflib(
+    scorer: str, word: str, candidates: list[str], n: int, cutoff: float
+) -> None:
+    assert SCORERS[scorer](word, candidates, n, cutoff) == difflib.get_close_matches(
         word, candidates, n, cutoff)
 
 
 def test_same_answer_as_difflib_for_random_typos() -> None:
     rng = random.Random(7)
-    for path in rng.sample(PATHS, 15):
+    shared = CloseCandidates(PATHS)  # counted once, for every typo
+    for path in rng.sample(PATHS, 40):
         cut = rng.randrange(len(path))
-        typo = path[:cut] + rng.choice(("", "x", "_old")) + path[cut + rng.randint(0, 3):]
-        assert close_matches(typo, PATHS) == difflib.get_close_matches(typo, PATHS), typo
+        typo = path[:cut] + rng.choice(("", "x", "_old", "/")) + path[cut + rng.randint(0, 3):]
+        expected = difflib.get_close_matches(typo, PATHS)
+        assert close_matches(typo, PATHS) == expected, typo
+        assert shared.close(typo) == expected, typo
+        assert shared.close(typo, 5, 0.8) == difflib.get_close_matches(typo, PATHS, 5, 0.8)
 
 
+@pytest.mark.parametrize("scorer", SCORERS)
 def test_scores_only_the_candidates_that_can_make_the_top_three(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        scorer: str, monkeypatch: pytest.MonkeyPatch) -> None:
     typo = "vllm/model_executor/models/keye_oldd.py"
     expected = difflib.get_close_matches(typo, PATHS)
     scored = []
@@ -58,7 +75,7 @@ def test_scores_only_the_candidates_that_can_make_the_top_three(
         return ratio(matcher)
 
     monkeypatch.setattr(difflib.SequenceMatcher, "ratio", counting_ratio)
-    assert close_matches(typo, PATHS) == expected
+    assert SCORERS[scorer](typo, PATHS, 3, 0.6) == expected
     assert len(PATHS) == 2000
     assert len(scored) < 100, len(scored)  # difflib scores nearly all 2,000
 
