@@ -351,10 +351,13 @@ def _an_existing_path(ctx: click.Context, param: click.Parameter, value: str | N
 
 
 def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
-    """``--output`` as a path; an empty one (``-o "$OUT"`` unset) is refused by `_not_empty`,
-    where it would be taken for the current folder, and one that ends with a slash
-    (``-o "$DIR/"``), which `Path` would take for the file before it."""
+    """``--output`` as a path, None for standard output (``-o -``, as click's own file
+    options read it; ``-o ./-`` names a file ``-``); an empty one (``-o "$OUT"`` unset) is
+    refused by `_not_empty`, where it would be taken for the current folder, and one that
+    ends with a slash (``-o "$DIR/"``), which `Path` would take for the file before it."""
     given = _not_empty(ctx, param, value)
+    if given == "-":
+        return None
     if given is not None and given.endswith(("/", os.sep)):
         raise click.BadParameter(
             f"{given!r} ends with a slash, which names a folder: give the report file's "
@@ -1099,7 +1102,7 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
-              help="Write the report to this file instead of standard output.")
+              help="Write the report to this file (default, or -: standard output).")
 @click.option("--exit-zero", is_flag=True,
               help="Exit 0 even when refs fail (an unreadable annotation file, or a target "
                    "not indexed, still exits 2).")
@@ -1497,7 +1500,7 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
 @click.option("--format", "output_format", type=click.Choice(DIFF_FORMATS),
               default="markdown", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
-              help="Write the report to this file instead of standard output.")
+              help="Write the report to this file (default, or -: standard output).")
 @click.option("--max-diffs", type=click.IntRange(min=0), default=100, show_default=True,
               help="HTML: how many side-by-side diffs to show (cited symbols first).")
 @click.option("--workers", type=click.IntRange(1, 64),

@@ -1934,6 +1934,24 @@ def test_a_report_through_a_dangling_symlink_is_written_where_it_points(
 
 
 @pytest.mark.parametrize("command", REPORT_COMMANDS)
+def test_a_report_to_a_dash_goes_to_standard_output(
+    table_index: Path, command: tuple[str, ...]
+) -> None:
+    """``-o -`` is standard output, as for click's file options and most tools; a file
+    named ``-`` is ``-o ./-``."""
+    copy_project(table_index)
+    _two_claims()
+    printed = run(*command)
+    dashed = run(*command, "-o", "-")
+    assert (dashed.exit_code, dashed.stdout, dashed.stderr) == (
+        printed.exit_code, printed.stdout, printed.stderr)
+    assert dashed.stdout.endswith("\n") and len(dashed.stdout.splitlines()) > 3
+    assert not Path("-").exists()
+    assert run(*command, "-o", "./-").stdout == ""
+    assert Path("-").read_text(encoding="utf-8") == printed.stdout
+
+
+@pytest.mark.parametrize("command", REPORT_COMMANDS)
 @pytest.mark.parametrize("links", [
     pytest.param({"report.txt": "report.txt"}, id="a-symlink-to-itself"),
     pytest.param({"report.txt": "other.txt", "other.txt": "report.txt"},
