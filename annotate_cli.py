@@ -32,6 +32,7 @@ from indexer.config import (
     check_version_name,
     folder_in_repository,
     load_config,
+    refuse_a_pypi_number,
     run_from,
 )
 from indexer.errors import ConfigError, IndexerError
@@ -465,8 +466,8 @@ def index(
     if not wanted:
         _parse_again_or_refuse(context, workers)
         return
-    for repo, _ in wanted:  # before the database is opened: a typo creates no index
-        context.config.repo(repo)
+    for repo, version in wanted:  # before the database is opened: a typo creates no index
+        refuse_a_pypi_number(context.config.repo(repo), version)
     alone = len(wanted) == 1 and not keep_going  # its one error is the command's error
     # what --keep-going lets pass is a warning: "Error:" in a green CI log reads as a failure
     echo = None if alone else ("Warning" if keep_going else "Error")

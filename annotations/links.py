@@ -46,7 +46,7 @@ from db.close_matches import did_you_mean
 from db.config_names import table_in
 from db.database import Database
 from db.version_order import COMMIT
-from indexer.config import ProjectConfig, misspelling_of, run_from
+from indexer.config import ProjectConfig, is_pypi_number, misspelling_of, run_from
 
 LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
@@ -881,7 +881,7 @@ def _ref_row(
             if _pinned_by_at(claim, entry, error):
                 unknown = _unknown_at(resolver, error)
                 return _state(row, "broken", unknown.located(claim.source_file, claim.at_line))
-            unknown = _unknown_pin(error, entry.text, resolver.config.file_name)
+            unknown = _unknown_pin(error, entry.text, resolver.config)
             return _state(row, "broken", unknown.located(claim.source_file, entry.line))
         row, data = _state(row, "unindexed", error.located(claim.source_file, entry.line))
         return row, {**(data or {}), "pin": f"{error.repo}@{error.version}"}
@@ -943,7 +943,7 @@ def _pinned_by_at(claim: Claim, entry: RefEntry, error: UnindexedVersion) -> boo
 def _unknown_at(resolver: Resolver, error: UnindexedVersion) -> ResolveError:
     """An ``at:`` at a version neither indexed nor configured: one error at that line for
     every ref it pins, naming the versions of the repo close to it."""
-    pin, config_name = f"{error.repo}@{error.version}", resolver.config.file_name
+    pin = f"{error.repo}@{error.version}"
     known = list(dict.fromkeys([*resolver.config.repo(error.repo).versions,
                                 *queries.indexed_versions(resolver.database, error.repo)]))
     close = error.misspelling_of or misspelling_of(error.version, known)
@@ -951,22 +951,27 @@ def _unknown_at(resolver: Resolver, error: UnindexedVersion) -> ResolveError:
     return ResolveError(
         f"at: {pin} is neither indexed nor configured, so the refs it pins cannot be resolved",
         hint=f"{meant}{error.repo} has {', '.join(known) or 'none'}; or "
-             f"{_configure_and_index(error, config_name)}")
+             f"{_configure_and_index(error, resolver.config)}")
 
 
-def _configure_and_index(error: UnindexedVersion, config_name: str) -> str:
+def _configure_and_index(error: UnindexedVersion, config: ProjectConfig) -> str:
     """``add v0.2.0 to 'versions' of [repos.vllm] in annotate.toml and run 'annotate index
-    vllm@v0.2.0'``: how a version neither indexed nor configured comes to resolve."""
-    pin = f"{error.repo}@{error.version}"
-    return (f"add {error.version} to 'versions' of "
-            f"{table_in(config_name, f'repos.{error.repo}')} and "
-            f"{queries.index_advice(pin, config_name=config_name)}")
+    vllm@v0.2.0'``: how a version neither indexed nor configured comes to resolve. Of a
+    version named as PyPI numbers it, which neither is taken, its tag's."""
+    repo = config.repo(error.repo)
+    version = f"v{error.version}" if is_pypi_number(repo, error.version) else error.version
+    pin = f"{error.repo}@{version}"
+    advice = (f"add {version} to 'versions' of "
+              f"{table_in(config.file_name, f'repos.{error.repo}')} and "
+              f"{queries.index_advice(pin, config_name=config.file_name)}")
+    if version == error.version:
+        return advice
+    return f"write {pin}: {repo.github} tags it {version}; then {advice}"
 
 
-def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> ResolveError:
+def _unknown_pin(error: UnindexedVersion, written: str, config: ProjectConfig) -> ResolveError:
     """A pin at a version neither indexed nor configured: a typo, a branch or a commit, none
-    of which ``annotate index`` (of the configured versions) will ever make resolve;
-    ``config_name``: the config file, as the hint names it."""
+    of which ``annotate index`` (of the configured versions) will ever make resolve."""
     pin = f"{error.repo}@{error.version}"
     if error.misspelling_of:  # in the message, where check shows it
         return ResolveError(f"{pin} is neither indexed nor configured; "
@@ -976,8 +981,10 @@ def _unknown_pin(error: UnindexedVersion, written: str, config_name: str) -> Res
                 "records none): put the release tag in its place, blob/TAG/PATH")
     elif written.startswith("https://"):
         hint = "a permalink must name a configured release tag: blob/TAG/PATH"
+    elif is_pypi_number(config.repo(error.repo), error.version):
+        hint = _configure_and_index(error, config)
     else:
-        hint = f"fix the pin, or {_configure_and_index(error, config_name)}"
+        hint = f"fix the pin, or {_configure_and_index(error, config)}"
     return ResolveError(f"{pin} is neither indexed nor configured", hint=hint)
 
 
@@ -1064,7 +1071,7 @@ def _use_row(resolver: Resolver, text: str) -> dict:
         used = resolver.resolve(parse_ref(text))
     except UnindexedVersion as error:
         if _unknown_version(resolver, error):
-            unknown = _unknown_pin(error, text, resolver.config.file_name)
+            unknown = _unknown_pin(error, text, resolver.config)
             return {"written": text, "error": _of_a_use(unknown)}
         return {"written": text}
     except AnnotationError as error:

@@ -27,7 +27,7 @@ from db.close_matches import did_you_mean
 from db.config_names import PYPROJECT_CONFIG, keys_at, table_header, table_in
 from db.database import Database
 from db.version_order import NOT_A_VERSION, version_key
-from indexer.errors import ConfigError
+from indexer.errors import ConfigError, NotATag
 
 REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 VERSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -479,18 +479,32 @@ def _repo(
 
 
 def _check_tags_start_with_v(repo: RepoConfig, at: str) -> None:
-    """vLLM and LMCache tag their releases ``v0.20.0``: of a built-in repo read from its
-    own GitHub, a version written as PyPI numbers it, ``0.20.0``, would be a version whose
-    every permalink names a tag GitHub does not have."""
-    builtin = BUILTIN_REPOS.get(repo.name)
-    if builtin is None or (repo.github or "").lower() != (builtin.github or "").lower():
-        return
     for version in repo.versions:
-        if version[0].isdigit() and "+" not in version and version_key(version) != NOT_A_VERSION:
+        if is_pypi_number(repo, version):
             raise ConfigError(
                 f"{at} versions: '{version}' is PyPI's number, not a tag of {repo.github}, so "
                 f"its permalinks would name a tag GitHub does not have (blob/{version}/...)",
                 f"write 'v{version}', its tag (pypi still fetches {version} for it)")
+
+
+def is_pypi_number(repo: RepoConfig, version: str) -> bool:
+    """Whether ``version`` is a release as PyPI numbers it, ``0.20.0``, of a built-in repo
+    read from its own GitHub: vLLM and LMCache tag their releases ``v0.20.0``, so such a
+    version's every permalink would name a tag GitHub does not have."""
+    builtin = BUILTIN_REPOS.get(repo.name)
+    if builtin is None or (repo.github or "").lower() != (builtin.github or "").lower():
+        return False
+    return version[:1].isdigit() and "+" not in version and version_key(version) != NOT_A_VERSION
+
+
+def refuse_a_pypi_number(repo: RepoConfig, version: str) -> None:
+    """`NotATag` for a version to index that `is_pypi_number`: indexed from its wheel,
+    it would be stored under a name whose permalinks all fail."""
+    if is_pypi_number(repo, version):
+        raise NotATag(
+            f"{repo.name}@{version} is PyPI's number, not a tag of {repo.github}, so its "
+            f"permalinks would name a tag GitHub does not have (blob/{version}/...)",
+            f"write {repo.name}@v{version}, its tag (pypi still fetches {version} for it)")
 
 
 def _check_repo_table(

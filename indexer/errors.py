@@ -31,3 +31,8 @@ class VersionNotFound(SourceError):
 class SameWheel(SourceError):
     """PyPI gave, for a version name not configured, the wheel of a version already indexed
     under another name (``vllm@0.20.0`` for ``vllm@v0.20.0``)."""
+
+
+class NotATag(IndexerError):
+    """A version to index named as PyPI numbers it (``vllm@0.20.0``), where the repo's
+    GitHub tags are ``v0.20.0``."""

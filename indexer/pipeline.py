@@ -36,7 +36,7 @@ from db import queries
 from db.database import Database
 from db.errors import DatabaseBusy
 from db.queries import is_python_path
-from indexer.config import ProjectConfig, RepoConfig
+from indexer.config import ProjectConfig, RepoConfig, refuse_a_pypi_number
 from indexer.cores import available_cores
 from indexer.errors import SameWheel, SourceError, VersionNotFound
 from indexer.extractor import extractor_id
@@ -124,6 +124,7 @@ def index_version(
     repo = config.repo(repo_name)
     if queries.version_id(database, repo.name, version) is not None:
         return IndexOutcome(repo.name, version, already=True)
+    refuse_a_pypi_number(repo, version)
     with _ParseAhead(database, run) as ahead:
         on_read = ahead.take if _worker_count(run) > 1 else None
         if from_path is not None:

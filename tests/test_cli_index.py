@@ -475,8 +475,11 @@ def test_a_ref_outside_a_wheel_target_is_unindexed_not_removed(
 
 
 def test_another_name_of_an_indexed_wheel_is_refused(wheels: Path, tmp_path: Path) -> None:
+    """Of a fork that may tag 0.1.0 (vllm-project's own tags have a v: see
+    test_a_version_named_as_pypi_numbers_it_is_refused)."""
     Path("annotate.toml").write_text(
-        f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\nversions = ["v0.2.0"]\n'
+        f'[repos.vllm]\ngit = "{tmp_path / "nowhere"}"\npypi = "vllm"\ngithub = "me/vllm"\n'
+        'versions = ["v0.2.0"]\n'
     )
     assert run("index", "vllm@v0.1.0").exit_code == 0
     result = run("index", "vllm@0.1.0")
@@ -508,9 +511,10 @@ def test_an_index_of_a_version_without_its_v_reads_its_wheel_again_under_the_tag
 ) -> None:
     """Refused in the config, PyPI's number costs no work: the tag's version is its wheel
     again, its files parsed already, and the old name's rows stay for the pins that cite it."""
-    Path("annotate.toml").write_text(
-        '[repos.vllm]\nversions = ["v0.1.0"]\nsources = ["pypi"]\n')
+    config = '[repos.vllm]\nversions = ["v0.1.0"]\nsources = ["pypi"]\n'
+    Path("annotate.toml").write_text(config + 'github = "me/vllm"\n')
     assert run("index", "vllm@0.1.0").exit_code == 0  # as an older annotate took it
+    Path("annotate.toml").write_text(config)
     result = run("index", "vllm@v0.1.0")
     assert (result.exit_code, result.stderr) == (0, "")
     assert re.fullmatch(r"vllm@v0\.1\.0: 17 files, 0 new blobs parsed, 0 new symbols, .*\n",
@@ -520,6 +524,44 @@ def test_an_index_of_a_version_without_its_v_reads_its_wheel_again_under_the_tag
     with connected(DB) as conn:
         assert conn.execute("SELECT version FROM versions ORDER BY id").fetchall() == [
             ("0.1.0",), ("v0.1.0",)]
+
+
+@pytest.mark.parametrize(("version", "source"), [
+    pytest.param("vllm@0.1.0", (), id="vllm"),
+    pytest.param("vllm@0.23.1rc0", (), id="a-pre-release"),
+    pytest.param("lmcache@0.5.1", (), id="lmcache"),
+    pytest.param("vllm@0.1.0", ("--from", "src"), id="from-a-folder"),
+])
+def test_a_version_named_as_pypi_numbers_it_is_refused(
+    wheels: Path, version: str, source: tuple[str, ...]
+) -> None:
+    """Indexed from its wheel, it would be stored under a name whose every permalink
+    names a tag GitHub does not have; as in the config, the tag is asked for."""
+    Path("annotate.toml").write_text('[repos.vllm]\nsources = ["pypi"]\n')
+    Path("src").mkdir()
+    Path("src/m.py").write_text("X = 1\n")
+    repo, number = version.split("@")
+    github = {"vllm": "vllm-project/vllm", "lmcache": "LMCache/LMCache"}[repo]
+    result = run("index", version, *source)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"Error: {version} is PyPI's number, not a tag of {github}, so its permalinks would "
+        f"name a tag GitHub does not have (blob/{number}/...); write {repo}@v{number}, its "
+        f"tag (pypi still fetches {number} for it)\n")
+    assert not DB.exists()  # refused before the index is made
+    # a name to write otherwise, as an unknown repo's, not a version to pass over
+    kept = run("index", "vllm@v0.1.0", version, "--keep-going")
+    assert (kept.exit_code, kept.stdout, kept.stderr) == (2, "", result.stderr)
+    assert not DB.exists()
+
+
+def test_a_fork_may_tag_as_pypi_numbers(wheels: Path) -> None:
+    Path("annotate.toml").write_text(
+        '[repos.vllm]\nsources = ["pypi"]\ngithub = "me/vllm"\nversions = ["0.1.0"]\n')
+    result = run("index", "vllm@0.1.0")
+    assert result.exit_code == 0, result.output
+    shown = run("show", "vllm@0.1.0:vllm/config/cache.py::CacheConfig")
+    assert "https://github.com/me/vllm/blob/0.1.0/vllm/config/cache.py#L" in shown.stdout
 
 
 def test_version_in_no_source_is_one_error_line(

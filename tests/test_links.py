@@ -1408,6 +1408,27 @@ def test_a_version_neither_indexed_nor_configured_is_broken(project: Path) -> No
                    "vllm@v0.9')")]
 
 
+@pytest.mark.parametrize(("written", "hint"), [
+    pytest.param("vllm@0.9.0", "write vllm@v0.9.0: vllm-project/vllm tags it v0.9.0; then add "
+                 "v0.9.0 to 'versions' of [repos.vllm] in annotate.toml and run 'annotate index "
+                 "vllm@v0.9.0'", id="vllm-s-own"),
+    pytest.param("vllm@0.9.0-fork", "fix the pin, or add 0.9.0-fork to 'versions' of "
+                 "[repos.vllm] in annotate.toml and run 'annotate index vllm@0.9.0-fork'",
+                 id="not-a-pypi-number"),
+])
+def test_a_pin_named_as_pypi_numbers_a_release_names_its_tag(
+    project: Path, written: str, hint: str
+) -> None:
+    """Neither 'annotate index vllm@0.9.0' nor versions = ["0.9.0"] is taken (the permalinks
+    would name a tag vLLM does not have): the hint names what is."""
+    write("annotations/later.yml", claim(f"{written}:vllm/utils.py::cdiv"))
+    result = link()
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"Error: annotations/later.yml:7: {written} is neither indexed nor configured "
+        f"(hint: {hint})")
+
+
 @pytest.mark.parametrize("pin", [
     pytest.param("vllm@v0.1", id="missing-its-last-zero"),
     pytest.param("vllm@0.1", id="missing-its-v-and-last-zero"),

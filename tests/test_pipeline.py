@@ -30,7 +30,7 @@ from db.database import Database, open_database
 from db.queries import SYMBOL_COLUMNS
 from indexer import pipeline
 from indexer.config import ProjectConfig, load_config
-from indexer.errors import SourceError
+from indexer.errors import NotATag, SourceError
 from indexer.extractor import EXTRACTION_VERSION, extractor_id
 from indexer.pipeline import index_version, parse_batch
 from indexer.sources import blob_id
@@ -145,6 +145,16 @@ def test_reindexing_does_not_touch_the_source(
     )
     assert gone.git != load_config().repo("vllm").git
     assert index_version(database, load_config(), "vllm", "v0.1.0").already
+
+
+def test_a_version_named_as_pypi_numbers_it_is_refused_before_any_source_is_read(
+    database: Database, config: ProjectConfig, tmp_path: Path
+) -> None:
+    """vLLM tags v0.1.0: stored as 0.1.0, every permalink would name a tag it does not have."""
+    before = {table: _rows(database, table) for table in INDEX_TABLES}
+    with pytest.raises(NotATag, match=r"^vllm@0\.1\.0 is PyPI's number, not a tag of "):
+        index_version(database, config, "vllm", "0.1.0", from_path=tmp_path / "no-such-folder")
+    assert {table: _rows(database, table) for table in INDEX_TABLES} == before
 
 
 def test_two_repos_sharing_files_store_them_once(
