@@ -148,12 +148,15 @@ def unindexed(
     *, config_name: str,
 ) -> Unindexed:
     """Why ``repo@version`` is not there, for every command that needs it: another
-    spelling of an indexed version; a version neither indexed nor ``configured`` (the
-    repo's configured versions; None when they are not known: the caller expects it
-    indexed), most likely a typo, with the versions the repo has; else the ``annotate
-    index`` to run; ``config_name``: the config, as its hints name it."""
+    spelling of an indexed version, unless it is ``configured`` (an index an older annotate
+    made holds ``vllm@0.20.0``, which is no name to write now, where ``vllm@v0.20.0`` is
+    configured: indexing it reads the same files); a version neither indexed nor
+    ``configured`` (the repo's configured versions; None when they are not known: the
+    caller expects it indexed), most likely a typo, with the versions the repo has; else
+    the ``annotate index`` to run; ``config_name``: the config, as its hints name it."""
     pin = f"{repo}@{version}"
-    misspelling_of = indexed_spelling(database, repo, version)
+    is_configured = configured is not None and version in configured
+    misspelling_of = None if is_configured else indexed_spelling(database, repo, version)
     if misspelling_of is not None:
         return Unindexed(f"{pin} is not indexed", indexed_spelling_hint(repo, misspelling_of),
                          misspelling_of)

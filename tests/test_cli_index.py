@@ -515,6 +515,9 @@ def test_an_index_of_a_version_without_its_v_reads_its_wheel_again_under_the_tag
     Path("annotate.toml").write_text(config + 'github = "me/vllm"\n')
     assert run("index", "vllm@0.1.0").exit_code == 0  # as an older annotate took it
     Path("annotate.toml").write_text(config)
+    listed = run("versions")  # the configured name is the one to index, not the old one
+    assert listed.stderr.splitlines()[-1] == (
+        "Note: vllm@v0.1.0 is configured but not indexed; run 'annotate index vllm@v0.1.0'")
     result = run("index", "vllm@v0.1.0")
     assert (result.exit_code, result.stderr) == (0, "")
     assert re.fullmatch(r"vllm@v0\.1\.0: 17 files, 0 new blobs parsed, 0 new symbols, .*\n",
