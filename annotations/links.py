@@ -52,7 +52,7 @@ LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
 in ~1,000 files, in random order (with 256, each was split 2.7 times: 1.1 s of a 9.3 s link)."""
 _UNREADABLE = "unreadable "  # before the signature of a link that could not read every file
-LINK_FORMAT = 21
+LINK_FORMAT = 22
 """Bumped whenever what a link stores for the same input changes, so that the next
 command links again. 2: a broken ref's hint is in its message; 3: permalinks in fenced
 code, or into repos not configured, are not claims; 4: a quote picks the definition of a
@@ -77,7 +77,9 @@ broken ref's name that its version defines nowhere has the closest qualnames in 
 17: a broken PATH::QUALNAME's hint names the indexed versions whose PATH defines it; 18:
 a pin of an indexed version's number spelt otherwise (v0.20 for v0.20.0) names it; 19: a
 quote that does not occur at its pin names the closest line; 20: one that holds the quote
-in runs of two characters or more, not single characters strewn over it."""
+in runs of two characters or more, not single characters strewn over it; 21: an at: at a
+version neither indexed nor configured is one error at its line; 22: a pin at a release
+named as PyPI numbers it (vllm@0.20.0) is told its tag."""
 
 
 @dataclass
