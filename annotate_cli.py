@@ -1103,7 +1103,7 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
-              help="Write the report to this file (default, or -: standard output).")
+              help="Write the report to this file; '-' (as without it) is standard output.")
 @click.option("--exit-zero", is_flag=True,
               help="Exit 0 even when refs fail (an unreadable annotation file, or a target "
                    "not indexed, still exits 2).")
@@ -1501,7 +1501,7 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
 @click.option("--format", "output_format", type=click.Choice(DIFF_FORMATS),
               default="markdown", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_an_output,
-              help="Write the report to this file (default, or -: standard output).")
+              help="Write the report to this file; '-' (as without it) is standard output.")
 @click.option("--max-diffs", type=click.IntRange(min=0), default=100, show_default=True,
               help="HTML: how many side-by-side diffs to show (cited symbols first).")
 @click.option("--workers", type=click.IntRange(1, 64),
