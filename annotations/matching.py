@@ -582,6 +582,7 @@ class HistoryStep:
     event: HistoryEvent
     symbol: SymbolSnapshot | None
     match: Match | None = None
+    code_went_to: tuple[SymbolSnapshot, ...] = ()  # once removed: `Matcher.where_code_went`
 
     @property
     def changes(self) -> tuple[Change, ...]:
@@ -2357,7 +2358,7 @@ def history(
 
     The symbol is followed back from its own version to the first listed version where
     it is found (``introduced``), then forward across each consecutive pair, through
-    moves, until it is removed (the last step).
+    moves, until it is removed (the last step, with where its code went, if anywhere).
     """
     names = [version for version, _ in versions]
     if symbol.version not in names or symbol.repo != repo:
@@ -2369,12 +2370,16 @@ def history(
     current = back[0]
     pairs = zip(versions[start:], versions[start + 1:], strict=False)
     for offset, ((_, key_a), (version_b, key_b)) in enumerate(pairs, start=1):
-        match = Matcher(database, key_a, key_b, store).match(current)
+        matcher = Matcher(database, key_a, key_b, store)
+        match = matcher.match(current)
         if offset < len(back):  # up to the version asked about: the way back, exactly
             match = match.towards(back[offset])
-        steps.append(HistoryStep(version_b, HistoryEvent(match.verdict.value), match.new, match))
+        event = HistoryEvent(match.verdict.value)
         if match.new is None:
+            [went] = matcher.where_code_went([current])
+            steps.append(HistoryStep(version_b, event, None, match, went))
             break
+        steps.append(HistoryStep(version_b, event, match.new, match))
         current = match.new
     return steps
 

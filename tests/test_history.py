@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from annotate_cli import cli
+from annotations.diffs.timeline import Timeline, TimelineRow, table_rows
 from db import queries
 from db.database import open_database
 from indexer.config import load_config
@@ -134,6 +135,7 @@ def test_removed(project: Path) -> None:
     ]
     removed = data["steps"][-1]
     assert (removed["path"], removed["url"], removed["start_line"]) == (None, None, None)
+    assert removed["code_went_to"] == []  # its code went nowhere
 
 
 def test_cosmetic(project: Path) -> None:
@@ -180,7 +182,7 @@ def test_json_shape(project: Path) -> None:
     first = data["steps"][0]
     assert list(first) == ["version", "event", "ref", "path", "qualname", "kind", "start_line",
                            "end_line", "url", "kinds", "changes", "content", "moved_from",
-                           "candidates"]
+                           "candidates", "code_went_to"]
     assert first["url"] == f"{GH}/v0.1.0/vllm/utils.py#L10-L12"
     assert first["content"] is None  # introduced: nothing to compare with
 
@@ -201,6 +203,18 @@ def test_text_table(project: Path) -> None:
 def test_removed_in_the_table(project: Path) -> None:
     result = run(project, "history", "vllm@v0.1.0:vllm/utils.py::is_neuron")
     assert result.stdout.splitlines()[-1].split() == ["v0.2.0", "removed", "-"]
+
+
+def test_the_table_says_where_a_removed_symbols_code_went() -> None:
+    """As vLLM v0.23's MLACommonImpl._run_prefill_new_tokens_fa, whose code went to
+    FlashAttnPrefillBackend.run_prefill_new_tokens (where is `Matcher.where_code_went`'s,
+    tested in test_matching.py)."""
+    gone = TimelineRow("v2", "removed", None, None, None, None, None, None,
+                       code_went_to=("b.py::Backend.run", "c.py::run"))
+    kept = TimelineRow("v1", "introduced", "a.py", "f", "function", 1, 2, None)
+    rows = table_rows(Timeline("vllm", "vllm@v1:a.py::f", ("v1", "v2"), (kept, gone)))
+    assert rows == [["v1", "introduced", "a.py::f", "1-2", ""],
+                    ["v2", "removed", "-", "", "its code went to b.py::Backend.run, c.py::run"]]
 
 
 # --- the order of the versions ----------------------------------------------------------

@@ -2350,6 +2350,17 @@ def test_where_a_removed_symbols_code_went(build_index: Builder, case: WentCase)
 
 
 @pytest.mark.parametrize("case", WENT_TO.values(), ids=WENT_TO.keys())
+def test_a_history_ends_where_the_removed_symbols_code_went(
+    build_index: Builder, case: WentCase
+) -> None:
+    index = build_index({"v1": case.old, "v2": case.new})
+    old = index.symbol("v1", "a.py", case.qualname)
+    *_, last = history(index.database, "vllm", old, list(index.keys.items()))
+    assert (last.version, last.event, last.symbol) == ("v2", HistoryEvent.REMOVED, None)
+    assert tuple(symbol.ref for symbol in last.code_went_to) == case.went_to
+
+
+@pytest.mark.parametrize("case", WENT_TO.values(), ids=WENT_TO.keys())
 def test_where_the_code_of_all_removed_symbols_went_is_where_each_ones_went(
     build_index: Builder, case: WentCase
 ) -> None:

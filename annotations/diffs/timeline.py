@@ -39,6 +39,7 @@ class TimelineRow:
     content: str | None = None
     moved_from: str | None = None
     candidates: tuple[str, ...] = ()
+    code_went_to: tuple[str, ...] = ()  # removed: the definitions that hold its lines now
 
     @property
     def ref(self) -> str | None:
@@ -96,6 +97,7 @@ def _row(step: HistoryStep, repo: RepoConfig, previous: HistoryStep | None) -> T
         **base, kinds=tuple(kind.value for kind in match.kinds), changes=match.explain(),
         content=match.content.value if match.content else None, moved_from=moved_from,
         candidates=tuple(candidate.ref for candidate in match.candidates),
+        code_went_to=tuple(place.ref for place in step.code_went_to),
     )
 
 
@@ -119,6 +121,8 @@ def _details(row: TimelineRow) -> str:
     if row.candidates:
         label = "also" if row.event == HistoryEvent.MOVED.value else "closest"
         parts.append(f"{label}: {', '.join(row.candidates)}")
+    if row.code_went_to:
+        parts.append(f"its code went to {', '.join(row.code_went_to)}")
     return "; ".join(parts)
 
 
@@ -134,7 +138,7 @@ def timeline_to_dict(timeline: Timeline) -> dict[str, Any]:
                 "start_line": row.start_line, "end_line": row.end_line, "url": row.url,
                 "kinds": list(row.kinds), "changes": list(row.changes),
                 "content": row.content, "moved_from": row.moved_from,
-                "candidates": list(row.candidates),
+                "candidates": list(row.candidates), "code_went_to": list(row.code_went_to),
             }
             for row in timeline.rows
         ],
