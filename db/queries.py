@@ -160,7 +160,7 @@ def unindexed(
     if misspelling_of is not None:
         return Unindexed(f"{pin} is not indexed", indexed_spelling_hint(repo, misspelling_of),
                          misspelling_of)
-    if configured is None or version in configured:
+    if configured is None or is_configured:
         return Unindexed(f"{pin} is not indexed",
                          advice_for(database, pin, config_name=config_name))
     known = ", ".join(dict.fromkeys([*configured, *indexed_versions(database, repo)]))
