@@ -481,10 +481,8 @@ def _repo(
 def _check_tags_start_with_v(repo: RepoConfig, at: str) -> None:
     for version in repo.versions:
         if is_pypi_number(repo, version):
-            raise ConfigError(
-                f"{at} versions: '{version}' is PyPI's number, not a tag of {repo.github}, so "
-                f"its permalinks would name a tag GitHub does not have (blob/{version}/...)",
-                f"write 'v{version}', its tag (pypi still fetches {version} for it)")
+            raise ConfigError(*_not_a_tag(repo, version, f"{at} versions: '{version}'",
+                                          f"'v{version}'"))
 
 
 def is_pypi_number(repo: RepoConfig, version: str) -> bool:
@@ -501,10 +499,16 @@ def refuse_a_pypi_number(repo: RepoConfig, version: str) -> None:
     """`NotATag` for a version to index that `is_pypi_number`: indexed from its wheel,
     it would be stored under a name whose permalinks all fail."""
     if is_pypi_number(repo, version):
-        raise NotATag(
-            f"{repo.name}@{version} is PyPI's number, not a tag of {repo.github}, so its "
-            f"permalinks would name a tag GitHub does not have (blob/{version}/...)",
-            f"write {repo.name}@v{version}, its tag (pypi still fetches {version} for it)")
+        raise NotATag(*_not_a_tag(repo, version, f"{repo.name}@{version}",
+                                  f"{repo.name}@v{version}"))
+
+
+def _not_a_tag(repo: RepoConfig, version: str, named: str, written: str) -> tuple[str, str]:
+    """The message and hint of a version that `is_pypi_number`, ``named`` as the config or
+    the command line has it, with the tag to write in its place."""
+    return (f"{named} is PyPI's number, not a tag of {repo.github}, so its permalinks would "
+            f"name a tag GitHub does not have (blob/{version}/...)",
+            f"write {written}, its tag (pypi still fetches {version} for it)")
 
 
 def _check_repo_table(
