@@ -20,7 +20,7 @@ from pathlib import Path
 
 import fakevllm as fv
 import pytest
-from fakeproject import DB, held_writer
+from fakeproject import DB, connected, held_writer
 
 from db.database import open_database
 from db.schema import MIGRATIONS, SCHEMA_VERSION
@@ -173,7 +173,7 @@ def test_check_reads_and_link_waits_while_an_index_runs(
 
 def _v1_database(path: Path) -> None:
     """A database of schema 1 as annotate left it: in WAL mode."""
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+    with connected(path) as conn:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.executescript(MIGRATIONS[0])
         conn.execute("PRAGMA user_version = 1")

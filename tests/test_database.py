@@ -280,7 +280,7 @@ def test_every_migration_splits_into_complete_statements(number: int) -> None:
 def _at_schema(path: Path, version: int, *statements: str) -> None:
     """A database at ``version``, as the first migrations make it, with ``statements`` run
     after them."""
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+    with connected(path) as conn:
         for script in MIGRATIONS[:version]:
             for statement in _statements(script):
                 conn.execute(statement)

@@ -3,19 +3,17 @@ and HTML, on the fake vLLM and a small hostile corpus (indexed from snapshots)."
 
 from __future__ import annotations
 
-import contextlib
 import html.parser
 import json
 import re
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 
 import fakevllm
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import indexed_project
+from fakeproject import connected, indexed_project
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -282,7 +280,7 @@ def test_forked_workers_write_the_same_report(
              for a, b in zip(tags, tags[1:], strict=False)]
     alone = [ok(project, *args, "--workers", "3") for args in diffs]
     assert not forks  # a small diff does not fork
-    with contextlib.closing(sqlite3.connect(project / ".annotate" / "index.db")) as conn, conn:
+    with connected(project / ".annotate" / "index.db") as conn:
         conn.execute("DELETE FROM diff_cache")  # matched again, not read back
     monkeypatch.setattr(matching, "PARALLEL_MIN_SYMBOLS", 0)
     monkeypatch.setattr(build, "PARALLEL_MIN_PAIRS", 0)

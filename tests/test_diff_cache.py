@@ -12,6 +12,7 @@ from pathlib import Path
 import fakevllm
 import pytest
 from click.testing import CliRunner
+from fakeproject import connected
 
 from annotate_cli import cli
 from annotations import comparison, matching
@@ -73,7 +74,7 @@ def rows(project: Path) -> list[tuple]:
 
 
 def execute(project: Path, sql: str, *params: object) -> None:
-    with contextlib.closing(sqlite3.connect(project / ".annotate" / "index.db")) as conn, conn:
+    with connected(project / ".annotate" / "index.db") as conn:
         conn.execute(sql, params)
 
 
@@ -128,7 +129,7 @@ def _extracted_again(project: Path) -> None:
 
 def _indexed_again(project: Path) -> None:
     """v0.2.0 deleted and indexed again with other files (v0.3.0's)."""
-    with contextlib.closing(sqlite3.connect(project / ".annotate" / "index.db")) as conn, conn:
+    with connected(project / ".annotate" / "index.db") as conn:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("DELETE FROM versions WHERE version = 'v0.2.0'")
     config = load_config(project)

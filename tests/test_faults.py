@@ -34,7 +34,7 @@ from typing import Any
 import fakevllm as fv
 import pytest
 from click.testing import Result
-from fakeproject import DB, as_a_foreground_job, held_writer
+from fakeproject import DB, as_a_foreground_job, connected, held_writer
 from fakeproject import invoke as run
 
 from annotations.links import linkable
@@ -532,7 +532,7 @@ def test_an_older_index_on_a_read_only_disk_is_one_error_not_a_failed_migration(
     _mount_tmpfs(point, "size=4m")
     mounted.append(point)
     path = point / "index.db"
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+    with connected(path) as conn:
         conn.executescript(MIGRATIONS[0])
         conn.execute("PRAGMA user_version = 1")
     done = subprocess.run(["mount", "-o", "remount,ro", str(point)], capture_output=True)
@@ -561,7 +561,7 @@ def test_an_index_on_a_read_only_disk_is_read(
     assert run(*db, "index", "vllm@v0.2.0", "--from", "v2").exit_code == 0
     _an_annotation_file("vllm/utils.py::cdiv")
     assert run(*db, "link").exit_code == 0
-    with contextlib.closing(sqlite3.connect(point / "index.db")) as conn, conn:
+    with connected(point / "index.db") as conn:
         conn.execute("DELETE FROM match_cache")  # check must compare, and may not cache
     before = dump(point / "index.db")
     done = subprocess.run(["mount", "-o", "remount,ro", str(point)], capture_output=True)
@@ -1037,7 +1037,7 @@ def test_a_report_written_in_place_survives_a_render_that_stops(
 
 def _v1_database(path: Path, small_tree: Path) -> None:
     """A schema-1 database (what the first release wrote) holding one indexed version."""
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+    with connected(path) as conn:
         conn.executescript(MIGRATIONS[0])
         conn.execute("PRAGMA user_version = 1")
         conn.execute("INSERT INTO repos (name, git, pypi, github) VALUES ('vllm', NULL, 'vllm',"

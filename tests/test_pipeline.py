@@ -22,7 +22,7 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 import tree_sitter
-from fakeproject import INDEX_TABLES, table_counts, undo_uses_pins
+from fakeproject import INDEX_TABLES, connected, table_counts, undo_uses_pins
 from fakevllm import FakeRepo
 
 from db import queries
@@ -458,7 +458,7 @@ def test_unparsed_python_blobs_of_a_schema_6_database_are_parsed_by_the_next_ind
         index_version(database, config, "vllm", "v1",
                       from_path=_write_tree(tmp_path / "v1", ("notes.txt", "real.py")))
         expected = _listed(database, "v1")
-    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+    with connected(path) as conn:
         for table in EXTRACTED:  # as indexers before schema 7 could leave it
             conn.execute(f"DELETE FROM {table}")
         conn.execute("UPDATE blobs SET parsed = 0")
