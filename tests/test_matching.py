@@ -77,12 +77,13 @@ Builder = Callable[[dict[str, dict[str, str]]], Index]
 @pytest.fixture
 def build_index(tmp_path: Path) -> Iterator[Builder]:
     """A `Builder` that indexes in ``tmp_path``; the index is closed after the test."""
-    built: list[Index] = []
+    opened: list[Database] = []
 
     def build(versions: dict[str, dict[str, str]]) -> Index:
         config = load_config(tmp_path)
         database = open_database(tmp_path / "i.db")
-        built.append(Index(database, {}))
+        opened.append(database)
+        keys = {}
         for version, files in versions.items():
             source = tmp_path / "src" / version
             source.mkdir(parents=True)
@@ -91,13 +92,12 @@ def build_index(tmp_path: Path) -> Iterator[Builder]:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(textwrap.dedent(text))
             index_version(database, config, "vllm", version, from_path=source, workers=1)
-            built[-1].keys[version] = require_version(database, "vllm", version,
-                                                      config_name="annotate.toml")
-        return built[-1]
+            keys[version] = require_version(database, "vllm", version, config_name="annotate.toml")
+        return Index(database, keys)
 
     yield build
-    for index in built:
-        index.database.close()
+    for database in opened:
+        database.close()
 
 
 def refs(symbols: tuple[SymbolSnapshot, ...]) -> set[str]:
