@@ -40,7 +40,7 @@ from annotations.results import CheckReport, InputError, RefResult, Status, Unch
 from db import claims as claim_store
 from db.database import Database
 from db.queries import is_python_path
-from indexer.config import ProjectConfig
+from indexer.config import ProjectConfig, RepoConfig
 
 
 @dataclass(frozen=True)
@@ -451,44 +451,17 @@ def _finish(
     """The result of the ref ``row``, whose ``pinned`` symbol compared with ``target``
     as ``comparison`` says, once its quote, linked lines and ``uses:`` are looked at."""
     resolver = comparer.resolver
-    status, message = comparison.status, comparison.message
-    diff = comparison.diff
     new = comparison.new
-    missing = _missing_relations(resolver, row, new) if status in _RELATION_CHECKED else []
-    if new is not None and missing:
-        status = Status.RELATION_MISSING
-        message = f"{new.canonical} no longer refers to " + ", ".join(
-            _missing_use(comparer, use, new) for use in missing)
-    if row["quote"] and new is not None and status is not Status.REMOVED:
-        if not _holds(resolver, row["quote"], pinned, new):
-            status = Status.QUOTE_MISSING
-            message = _quote_missing(resolver, row["quote"], pinned, new, comparison.candidates)
-        elif status is Status.CHANGED:
-            status = Status.FRESH
-            message = f"changed ({', '.join(comparison.changes)}), but the quote still stands"
-    elif status is Status.CHANGED and (linked := _linked_lines(resolver, row, pinned)) is not None:
-        if new is not None and _holds(resolver, linked, pinned, new):
-            status = Status.FRESH
-            message = f"changed ({', '.join(comparison.changes)}), but the linked lines still stand"
-        else:
-            message += "; the linked lines no longer stand"
-    if status is Status.MOVED and comparison.changes:
-        message += _evidence_at_new_place(resolver, row, pinned, new)
+    status, message = _relation_checked(comparer, row, comparison)
+    status, message = _text_checked(resolver, row, pinned, comparison, status, message)
     repo = config.repo(pinned.repo)
-    kept = _old_name_kept(resolver, pinned, new) if status is Status.MOVED else None
-    alias = alias_url = None
-    if new is not None and kept is not None:
-        aliased, alias_line = kept
-        alias = f"{new.pin}:{pinned.path}#L{alias_line}"
-        alias_url = repo.permalink(new.version, pinned.path, alias_line, alias_line)
-        message += _alias_clause(pinned, new, aliased, alias)
-    if status is Status.REMOVED and row["quote"]:
-        message += _quote_among(resolver, row["quote"], pinned, _symbol_places(comparison))
+    alias: tuple[str, str | None] | None = None
+    if status is Status.MOVED:
+        alias, clauses = _moved_clauses(resolver, repo, row, pinned, comparison)
+        message += clauses
     instead = comparison.users_instead if status is Status.REMOVED else ()
-    if instead:
-        message += f"; its users at {pinned.pin} no longer refer to it: " + ", ".join(
-            f"{user} names {', '.join(place.rpartition('::')[2] for place in places)} where it did"
-            for user, places in instead)
+    if status is Status.REMOVED:
+        message += _removed_clauses(resolver, row, pinned, comparison)
     return _result(
         row,
         target,
@@ -497,7 +470,7 @@ def _finish(
         changes=comparison.changes,
         new_ref=new.canonical if comparison.status is Status.MOVED and new else None,
         candidates=comparison.candidates,
-        diff=diff,
+        diff=comparison.diff,
         old_url=repo.permalink(pinned.version, pinned.path, pinned.start_line, pinned.end_line),
         new_url=repo.permalink(new.version, new.path, new.start_line, new.end_line)
         if new else None,
@@ -507,9 +480,82 @@ def _finish(
         code_went_to_urls=tuple(_place_permalink(resolver, config, place)
                                 for place in comparison.code_went_to),
         users_now_use=places_instead(instead),
-        alias=alias,
-        alias_url=alias_url,
+        alias=alias[0] if alias else None,
+        alias_url=alias[1] if alias else None,
     )
+
+
+def _relation_checked(
+    comparer: SymbolComparer, row: dict, comparison: Comparison
+) -> tuple[Status, str]:
+    """The comparison's status and message; relation-missing when a ``uses:`` target's
+    name no longer occurs in the symbol at the target."""
+    status, message, new = comparison.status, comparison.message, comparison.new
+    if status not in _RELATION_CHECKED or new is None:
+        return status, message
+    missing = _missing_relations(comparer.resolver, row, new)
+    if not missing:
+        return status, message
+    return Status.RELATION_MISSING, f"{new.canonical} no longer refers to " + ", ".join(
+        _missing_use(comparer, use, new) for use in missing)
+
+
+def _text_checked(
+    resolver: Resolver, row: dict, pinned: Resolved, comparison: Comparison,
+    status: Status, message: str,
+) -> tuple[Status, str]:
+    """``status`` and ``message`` once the ref's quote, else its linked lines, are looked
+    for at the target: a changed symbol whose quote (or linked lines) still stands is
+    fresh; a quote that no longer stands is quote-missing."""
+    new = comparison.new
+    changes = ", ".join(comparison.changes)
+    if row["quote"] and new is not None and status is not Status.REMOVED:
+        if not _holds(resolver, row["quote"], pinned, new):
+            return Status.QUOTE_MISSING, _quote_missing(resolver, row["quote"], pinned, new,
+                                                        comparison.candidates)
+        if status is Status.CHANGED:
+            return Status.FRESH, f"changed ({changes}), but the quote still stands"
+        return status, message
+    if status is not Status.CHANGED:
+        return status, message
+    linked = _linked_lines(resolver, row, pinned)
+    if linked is None:
+        return status, message
+    if new is not None and _holds(resolver, linked, pinned, new):
+        return Status.FRESH, f"changed ({changes}), but the linked lines still stand"
+    return status, message + "; the linked lines no longer stand"
+
+
+def _moved_clauses(
+    resolver: Resolver, repo: RepoConfig, row: dict, pinned: Resolved, comparison: Comparison
+) -> tuple[tuple[str, str | None] | None, str]:
+    """What a moved symbol's message adds: whether the evidence stands at its new place
+    (when it changed), and the old name its file keeps, whose ref and permalink come
+    first (None when it keeps none)."""
+    new = comparison.new
+    clauses = _evidence_at_new_place(resolver, row, pinned, new) if comparison.changes else ""
+    kept = _old_name_kept(resolver, pinned, new)
+    if new is None or kept is None:
+        return None, clauses
+    aliased, alias_line = kept
+    alias = f"{new.pin}:{pinned.path}#L{alias_line}"
+    alias_url = repo.permalink(new.version, pinned.path, alias_line, alias_line)
+    return (alias, alias_url), clauses + _alias_clause(pinned, new, aliased, alias)
+
+
+def _removed_clauses(
+    resolver: Resolver, row: dict, pinned: Resolved, comparison: Comparison
+) -> str:
+    """What a removed symbol's message adds: where its quote stands now, and what its
+    users refer to where they referred to it."""
+    clauses = ""
+    if row["quote"]:
+        clauses += _quote_among(resolver, row["quote"], pinned, _symbol_places(comparison))
+    if comparison.users_instead:
+        clauses += f"; its users at {pinned.pin} no longer refer to it: " + ", ".join(
+            f"{user} names {', '.join(place.rpartition('::')[2] for place in places)} where it did"
+            for user, places in comparison.users_instead)
+    return clauses
 
 
 def _alias_clause(pinned: Resolved, new: Resolved, aliased: str, alias: str) -> str:
