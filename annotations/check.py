@@ -37,6 +37,7 @@ from annotations.resolve import (
     linked_text,
 )
 from annotations.results import CheckReport, InputError, RefResult, Status, UncheckedTarget
+from annotations.used_instead import UsersInstead
 from db import claims as claim_store
 from db.database import Database
 from db.queries import is_python_path
@@ -459,8 +460,9 @@ def _finish(
     if status is Status.MOVED:
         alias, clauses = _moved_clauses(resolver, repo, row, pinned, comparison)
         message += clauses
-    instead = comparison.users_instead if status is Status.REMOVED else ()
+    instead: UsersInstead = ()
     if status is Status.REMOVED:
+        instead = comparison.users_instead
         message += _removed_clauses(resolver, row, pinned, comparison)
     return _result(
         row,
