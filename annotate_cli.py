@@ -831,6 +831,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     being any of the places of an ambiguous move).
     """
     from annotations.citations import links_citing, links_moved_here
+    from annotations.empty_answers import no_claims_of, nothing_cites
     from db import claims as claim_store
 
     if (symbol is None) == (article is None):
@@ -841,7 +842,7 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
             rows = claim_store.links_of_article(database, article) or (
                 claim_store.links_of_article(database, _as_displayed(context, article)))
             if not rows:
-                raise _no_claims_of(context, database, article)
+                raise UserError(no_claims_of(database, context.config, article))
         else:
             rows = links_citing(database, context.config, symbol or "")
     if article is not None:
@@ -849,64 +850,10 @@ def links(context: Context, symbol: str | None, article: str | None, output_form
     else:
         with context.database() as database:
             rows += links_moved_here(database, context.config, symbol or "", rows)
-        if not rows:
-            with context.database() as database:
-                if not _noted_as_a_file(database, symbol or "") \
-                        and not _note_member_links(context, database, symbol or ""):
-                    _note_unknown_name(database, symbol or "", context.config.file_name)
+            note = None if rows else nothing_cites(database, context.config, symbol or "")
+        if note is not None:
+            _note(f"Note: {note}")
     _print_links(rows, output_format, by_symbol=article is None)
-
-
-MEMBERS_NAMED = 5
-"""Members (a folder's files) named in the note on claims that cite them, not the class (folder)."""
-
-
-def _note_member_links(context: Context, database: Any, symbol: str) -> bool:
-    """No claim cites ``symbol`` itself: say which of its members claims cite, if any."""
-    from annotations.citations import member_links
-
-    rows = member_links(database, context.config, symbol)
-    if not rows:
-        return False
-    members = list(dict.fromkeys(f"{row['path']}::{row['qualname']}" for row in rows))
-    _note(f"Note: {_claims_citing_parts(rows, 'members', members)}")
-    return True
-
-
-def _claims_citing_parts(rows: list[dict], parts_name: str, parts: list[str]) -> str:
-    """How many claims of ``rows`` cite ``parts`` (a class's members, a folder's files),
-    the first `MEMBERS_NAMED` of them, and the command that lists those of one."""
-    more = f", and {len(parts) - MEMBERS_NAMED} more" if len(parts) > MEMBERS_NAMED else ""
-    claims = len({(row["article"], row["claim_id"]) for row in rows})
-    cite = "claims cite" if claims != 1 else "claim cites"
-    return (f"{claims} {cite} its {parts_name}: {', '.join(parts[:MEMBERS_NAMED])}{more}; "
-            f"'annotate links {parts[0]}' lists those of one")
-
-
-def _no_claims_of(context: Context, database: Any, article: str) -> UserError:
-    """Why ``article`` has no stored links: the file holds no claims, or is no annotation
-    file or article of the config, or no file or article has that name."""
-    from annotations.links import LinkState, annotation_files, file_named, link_state, selects
-    from db.claims import claim_order
-    from db.close_matches import close_matches, did_you_mean
-
-    path = file_named(context.config, article)
-    if path is None:
-        stored = sorted({name for row in claim_order(database) for name in (row[0], row[2])})
-        close = [name for name in stored if name.endswith(f"/{article}")] or close_matches(
-            article, stored, n=1, cutoff=0.8)
-        return UserError(f"no claims of article '{article}' are linked; " + (
-            did_you_mean(close) if close else "check the path, or run 'annotate link'"))
-    shown = _as_displayed(context, str(path))
-    files = annotation_files(context.config)
-    if not selects(files, path):
-        return UserError(f"'{shown}' is neither an annotation file nor an article: the "
-                         "'annotations' and 'articles' globs of "
-                         f"{context.config.file_name} do not select it")
-    if link_state(database, context.config, files) is LinkState.CURRENT:
-        return UserError(f"'{shown}' holds no claims")
-    return UserError(f"'{shown}' held no claims at the last link; run 'annotate link' to "
-                     "link the claims it holds now")
 
 
 def _as_displayed(context: Context, path: str) -> str:
@@ -924,63 +871,6 @@ def _with_current_status(context: Context, rows: list[dict]) -> list[dict]:
     report = _run_check(context, (), relink=False,
                         source_files=frozenset(row["source_file"] for row in rows))
     return links_with_status(rows, report.results)
-
-
-def _note_unknown_name(
-    database: Any, name: str, config_name: str, version: tuple[str, str] | None = None
-) -> None:
-    """Say so when nothing (at ``version``, or in any indexed version) defines ``name``
-    (not a file's path: `_note_unknown_file`): a typo, most likely, that an empty answer
-    would hide; ``config_name``: the config, as hints name it."""
-    from annotations.citations import names_its_place
-    from db import queries
-
-    if names_its_place(name):
-        return
-    short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-    key = queries.require_version(database, *version, config_name=config_name) if version else None
-    close = queries.names_close_to(database, short, key)
-    if close is None:
-        return
-    where = f"at {version[0]}@{version[1]}" if version else "in any indexed version"
-    closest = f" (closest: {', '.join(close)})" if close else ""
-    _note(f"Note: nothing named '{short}' is defined {where}{closest}")
-
-
-def _noted_as_a_file(database: Any, symbol: str) -> bool:
-    """Whether ``symbol`` is written as a file's path (``setup.py``, which reads as a
-    dotted name too); if so, say so when no indexed version has that file."""
-    from annotations.citations import file_path, written_as_a_file
-
-    if not written_as_a_file(symbol):
-        return False
-    _note_unknown_file(database, file_path(symbol))
-    return True
-
-
-def _note_unknown_file(database: Any, path: str) -> None:
-    """Say so when no indexed version has a file ``path``, a typo or a folder."""
-    from db import queries
-
-    if not queries.is_indexed_path(database, path):
-        _note(f"Note: no indexed version has a file '{path}'{_file_advice(database, path)}")
-
-
-def _file_advice(database: Any, path: str) -> str:
-    """What to write for ``path``, which no indexed version has as a file: of a folder, the
-    files in it that claims cite (not its module, which is its ``__init__.py`` alone);
-    else the closest paths, if any."""
-    from annotations.citations import links_in_folder
-    from db import queries
-
-    if not queries.is_indexed_folder(database, path):
-        close = queries.paths_close_to(database, path)
-        return f" (closest: {', '.join(close)})" if close else ""
-    rows = links_in_folder(database, path)
-    if not rows:
-        return ": it is a folder, and no claim cites a file in it"
-    files = sorted({row["path"] for row in rows})
-    return f": it is a folder; {_claims_citing_parts(rows, 'files', files)}"
 
 
 def _print_links(rows: list[dict], output_format: str, by_symbol: bool) -> None:
@@ -1343,6 +1233,7 @@ def xref(
     REPO@VERSION:..., or lines within a symbol (a GitHub permalink or
     REPO@VERSION:PATH#Lx-Ly), which name the innermost symbol covering them.
     """
+    from annotations.empty_answers import nothing_defines
     from annotations.refs import is_qualname
     from annotations.xref import locate
     from annotations.xref import xref as find_references
@@ -1361,9 +1252,11 @@ def xref(
             _resolve(database, context, f"{repo}@{version}:{path}::{name}")
         result = find_references(database, repo, version, name, path,
                                  config_name=context.config.file_name)
-        if not result.definitions and not _note_defined_elsewhere(database, name, repo, version) \
-                and not _noted_as_a_file(database, name) and not result.references:
-            _note_unknown_name(database, name, context.config.file_name, (repo, version))
+        note = None if result.definitions else nothing_defines(
+            database, name, repo, version, referenced=bool(result.references),
+            config_name=context.config.file_name)
+    if note is not None:
+        _note(f"Note: {note}")
     if output_format == "json":
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
         return
@@ -1391,21 +1284,6 @@ def _symbol_of_lines(context: Context, given: str, version_ref: str | None) -> s
         ref = ref.with_pin(*_xref_version(context, version_ref))
     with context.database() as database, _unindexed_worded_as_elsewhere():
         return symbol_of_lines(database, context.config, ref)
-
-
-def _note_defined_elsewhere(database: Any, name: str, repo: str, version: str) -> bool:
-    """Say where ``name``, which ``repo@version`` does not define, is defined (another
-    repo's name, as LMCacheEngine for vllm's target, or a removed one); whether it is."""
-    from db import queries
-
-    elsewhere = [f"{r}@{v}" for r, v in queries.versions_defining(database, name)]
-    if not elsewhere:
-        return False
-    same_repo = [place for place in elsewhere if place.startswith(f"{repo}@")]
-    _note(f"Note: nothing named '{name}' is defined at {repo}@{version}; it is defined at "
-          f"{', '.join(elsewhere)}: 'annotate xref {name} {(same_repo or elsewhere)[-1]}' "
-          "lists it there")
-    return True
 
 
 def _resolve(database: Any, context: Context, ref_text: str) -> Any:
