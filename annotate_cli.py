@@ -630,24 +630,6 @@ def versions(context: Context, output_format: str) -> None:
         _note(f"Note: {pin} is configured but not indexed; {hint}")
 
 
-def _where_files_are(
-    database: Any, pin: str, version_key: int, paths: list[str], path_glob: str
-) -> str:
-    """Which paths version ``pin`` has: of a wheel, its package's files only, unless
-    ``path_glob`` is in its package's folder (a path that is not there, which a git index
-    would not have either)."""
-    from db import queries
-
-    tops = {path.split("/", 1)[0] for path in paths}
-    in_package = path_glob.removeprefix("./").split("/", 1)[0] in tops
-    if in_package or queries.version_source(database, version_key) != "pypi":
-        return "paths are relative to the repository, as in vllm/config/cache.py"
-    folders = ", ".join(f"{top}/" for top in sorted(tops))
-    return (f"it was indexed from its PyPI wheel, which holds its package's Python files "
-            f"only, under {folders} (to list others, index {pin} from git, or from a checkout "
-            "with --from PATH, into a new index, --db NEW.db)")
-
-
 SYMBOL_FIELDS = (
     "path", "qualname", "kind", "start_line", "end_line", "signature",
     "exact", "normalized", "shape",
@@ -670,22 +652,18 @@ def symbols(
     output_format: str,
 ) -> None:
     """List the symbols of an indexed version."""
+    from annotations.empty_answers import no_file_matches
     from db import queries
 
     repo, version = split_version(version_ref, "'REPO@VERSION'")
     context.config.repo(repo)
     with context.database() as database:
         version_key = context.config.require_version(database, repo, version)
-        if path_glob is not None:
-            matches = queries.path_matcher(path_glob)
-            paths = queries.version_paths(database, version_key)
-            if not any(matches(path) for path in paths):
-                close = queries.closest_paths(path_glob.removeprefix("./"), paths)
-                closest = f" (closest: {', '.join(close)})" if close else ""
-                _note(f"Note: no file of {repo}@{version} matches --path {path_glob}{closest}; "
-                      + _where_files_are(database, f"{repo}@{version}", version_key, paths,
-                                         path_glob))
-                return
+        unmatched = None if path_glob is None else no_file_matches(
+            database, f"{repo}@{version}", version_key, path_glob)
+        if unmatched is not None:
+            _note(f"Note: {unmatched}")
+            return
         found = queries.version_symbols(database, version_key, path_glob, kind)
         first = next(found, None)
         if first is None:

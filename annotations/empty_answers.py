@@ -1,7 +1,7 @@
 """What to tell a user whose query found nothing, when an empty answer would hide the
-reason: a typo, a name defined in another version, a file no version has, a folder or a
-class whose parts claims cite. Each function returns the text of a note (the CLI prints
-it), or None when the empty answer needs none.
+reason: a typo, a name defined in another version, a file no version has (or a wheel
+does not hold), a folder or a class whose parts claims cite. Each function returns the
+text of a note (the CLI prints it), or None when the empty answer needs none.
 """
 
 from __future__ import annotations
@@ -131,6 +131,37 @@ def _file_advice(database: Database, path: str) -> str:
         return ": it is a folder, and no claim cites a file in it"
     files = sorted({row["path"] for row in rows})
     return f": it is a folder; {claims_citing_parts(rows, 'files', files)}"
+
+
+def no_file_matches(
+    database: Database, pin: str, version_key: int, path_glob: str
+) -> str | None:
+    """When no file of version ``pin`` matches ``path_glob`` (``annotate symbols
+    --path``): the closest paths, and which paths the version has."""
+    matches = queries.path_matcher(path_glob)
+    paths = queries.version_paths(database, version_key)
+    if any(matches(path) for path in paths):
+        return None
+    close = queries.closest_paths(path_glob.removeprefix("./"), paths)
+    closest = f" (closest: {', '.join(close)})" if close else ""
+    return (f"no file of {pin} matches --path {path_glob}{closest}; "
+            + _where_files_are(database, pin, version_key, paths, path_glob))
+
+
+def _where_files_are(
+    database: Database, pin: str, version_key: int, paths: list[str], path_glob: str
+) -> str:
+    """Which paths version ``pin`` has: of a wheel, its package's files only, unless
+    ``path_glob`` is in its package's folder (a path that is not there, which a git index
+    would not have either)."""
+    tops = {path.split("/", 1)[0] for path in paths}
+    in_package = path_glob.removeprefix("./").split("/", 1)[0] in tops
+    if in_package or queries.version_source(database, version_key) != "pypi":
+        return "paths are relative to the repository, as in vllm/config/cache.py"
+    folders = ", ".join(f"{top}/" for top in sorted(tops))
+    return (f"it was indexed from its PyPI wheel, which holds its package's Python files "
+            f"only, under {folders} (to list others, index {pin} from git, or from a checkout "
+            "with --from PATH, into a new index, --db NEW.db)")
 
 
 def defined_elsewhere(database: Database, name: str, repo: str, version: str) -> str | None:
