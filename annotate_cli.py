@@ -1131,34 +1131,16 @@ def _unreadable_files(errors: list[AnnotationError]) -> str:
 def _refuse_to_overwrite_inputs(
     context: Context, output: Path | None, files: Any = None, unreadable: Iterable[Path] = ()
 ) -> None:
-    """A report written over the index, the config or an annotation file (``files``,
-    default those the config's globs find, but in the folders ``unreadable``, of which
-    none can be told apart) would lose it (``-o .annotate/index.db`` for ``-o
-    report.sarif``)."""
-    from annotations.links import annotation_files, glob_selecting, replaces_an_input
-    from annotations.loader import display_path
+    """Refuse ``-o`` when the report would replace an input or be read as one
+    (`annotations.links.output_refusal`); ``files``: default those the config's globs find."""
+    from annotations.links import annotation_files, output_refusal
 
     if output is None:
         return
-    for folder in unreadable:
-        if Path(os.path.realpath(output)).is_relative_to(os.path.realpath(folder)):
-            raise click.BadParameter(
-                f"{display_path(folder, context.config.root)} cannot be listed, so whether "
-                f"{output} is an annotation file, which the report would replace, cannot be "
-                "told; write the report outside that folder, or make it readable",
-                param_hint="'--output' / '-o'")
     found = files if files is not None else annotation_files(context.config)
-    if replaces_an_input(output, context.config, found, context.db_path):
-        raise click.BadParameter(f"{output} is one of annotate's inputs, which the report "
-                                 "would replace; write the report to another file",
-                                 param_hint="'--output' / '-o'")
-    glob = glob_selecting(context.config, output)
-    if glob is not None:
-        key, what = (("annotations", "annotation files") if glob in context.config.annotations
-                     else ("articles", "Markdown articles"))
-        raise click.BadParameter(f"{output} is where the glob '{glob}' of '{key}' looks for "
-                                 f"{what}: the next link would read the report as one; write "
-                                 "it elsewhere", param_hint="'--output' / '-o'")
+    refusal = output_refusal(output, context.config, found, context.db_path, unreadable)
+    if refusal is not None:
+        raise click.BadParameter(refusal, param_hint="'--output' / '-o'")
 
 
 def _write_report(path: Path | None, text: str | Iterable[str]) -> None:

@@ -21,7 +21,7 @@ import re
 import stat
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from enum import Enum
@@ -158,6 +158,33 @@ def selects(files: AnnotationFiles, path: Path) -> bool:
     a file named another way, or by a symlink, is the file it leads to (a symlink loop
     does not stop `os.path.realpath`)."""
     return os.path.realpath(path) in {os.path.realpath(file) for file in (*files[0], *files[1])}
+
+
+def output_refusal(
+    output: Path, config: ProjectConfig, files: AnnotationFiles, db_path: Path,
+    unreadable: Iterable[Path] = (),
+) -> str | None:
+    """Why a report may not be written to ``output``, if it may not: it would replace the
+    index, the config or an annotation file (``files``; in the folders ``unreadable``, of
+    which none can be told apart), or the next link would read it as one (``-o
+    .annotate/index.db`` for ``-o report.sarif``)."""
+    for folder in unreadable:
+        if Path(os.path.realpath(output)).is_relative_to(os.path.realpath(folder)):
+            from annotations.loader import display_path  # only for this message
+
+            return (f"{display_path(folder, config.root)} cannot be listed, so whether "
+                    f"{output} is an annotation file, which the report would replace, cannot "
+                    "be told; write the report outside that folder, or make it readable")
+    if replaces_an_input(output, config, files, db_path):
+        return (f"{output} is one of annotate's inputs, which the report would replace; "
+                "write the report to another file")
+    glob = glob_selecting(config, output)
+    if glob is None:
+        return None
+    key, what = (("annotations", "annotation files") if glob in config.annotations
+                 else ("articles", "Markdown articles"))
+    return (f"{output} is where the glob '{glob}' of '{key}' looks for {what}: the next link "
+            "would read the report as one; write it elsewhere")
 
 
 def replaces_an_input(
