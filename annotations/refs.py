@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import quote, unquote
@@ -133,6 +134,12 @@ def format_ref(ref: Ref) -> str:
     return f"{pin}{ref.path}{_format_anchor(ref)}"
 
 
+def python_name(text: str) -> str:
+    """Identifiers as Python reads them and the index stores them, NFKC-normalized (PEP
+    3131): ``T.µ`` (the micro sign) names ``T.μ`` (mu)."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
 def is_qualname(text: str) -> bool:
     """True for identifiers joined by '.', inner components possibly being '<locals>'."""
     parts = text.split(".")
@@ -203,14 +210,14 @@ def _parse_body(body: str, whole: str, repo: str | None, version: str | None) ->
         path, _, qualname = body.partition("::")
         _check_path(path, whole, "::")
         _check_qualname(qualname, whole)
-        return Ref(repo, version, RefForm.SYMBOL, path=path, qualname=qualname)
+        return Ref(repo, version, RefForm.SYMBOL, path=path, qualname=python_name(qualname))
     if "#" in body:
         path, _, anchor = body.rpartition("#")
         _check_path(path, whole, "#")
         start, end = _parse_anchor(anchor, path)
         return Ref(repo, version, RefForm.LINES, path=path, start_line=start, end_line=end)
     if is_qualname(body):  # a module's dotted name, then a qualname (may hold <locals>)
-        return Ref(repo, version, RefForm.DOTTED, dotted=body)
+        return Ref(repo, version, RefForm.DOTTED, dotted=python_name(body))
     if "/" not in body and _WORDISH_RE.fullmatch(body):
         raise RefSyntaxError(
             f"invalid dotted name '{_clip(body)}': expected identifiers joined by '.'"

@@ -23,6 +23,7 @@ that an older extractor indexed.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -220,7 +221,7 @@ class _Finder:
             return None
         class_members = None if parent is None else parent.members  # None: not in a class
         in_class = class_members is not None
-        name_text = self._source[name.start_byte:name.end_byte].decode("utf-8", "replace")
+        name_text = _identifier(self._source[name.start_byte:name.end_byte])
         if parent is None:
             qualname = name_text
         else:
@@ -256,7 +257,7 @@ class _Finder:
                 left = _unparenthesized(assignment.child_by_field_name("left"))
                 value = assignment.child_by_field_name("right")
                 if left is not None and left.type == "identifier":
-                    left_text = self._source[left.start_byte:left.end_byte].decode()
+                    left_text = _identifier(self._source[left.start_byte:left.end_byte])
                     found.append(self._attribute(prefix + left_text, statement, value))
                 assignment = value
         return found
@@ -288,6 +289,14 @@ class _Finder:
             and _is_text_literal(child.named_child(0), self._source)
         ):
             self.docstrings.append((child.start_byte, child.end_byte))
+
+
+def _identifier(raw: bytes) -> str:
+    """A name as Python reads it, NFKC-normalized (PEP 3131): ``µ`` (the micro sign) is
+    ``μ`` (mu), ``ﬁx`` is ``fix``, as in ``__qualname__``; an ASCII one as it is."""
+    if raw.isascii():
+        return raw.decode("ascii")
+    return unicodedata.normalize("NFKC", raw.decode("utf-8", "replace"))
 
 
 def _is_text_literal(node: tree_sitter.Node, source: bytes) -> bool:

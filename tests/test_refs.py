@@ -118,6 +118,14 @@ VALID = [
         Ref(None, None, RefForm.SYMBOL, path="a.py", qualname="f"),
         id="surrounding-whitespace",
     ),
+    pytest.param(  # the micro sign is read as mu, as Python reads the name (PEP 3131)
+        "a.py::T.\u00b5", Ref(None, None, RefForm.SYMBOL, path="a.py", qualname="T.\u03bc"),
+        id="qualname-nfkc-normalized",
+    ),
+    pytest.param(
+        "m.T.\ufb01x", Ref(None, None, RefForm.DOTTED, dotted="m.T.fix"),
+        id="dotted-name-nfkc-normalized",
+    ),
 ]
 
 
@@ -365,9 +373,9 @@ _BAD_CATEGORIES = {"Cc", "Cs", "Zl", "Zp"}
 repos = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,12}", fullmatch=True)
 versions = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,16}", fullmatch=True)
 ascii_identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
-unicode_identifiers = st.text(
+unicode_identifiers = st.text(  # as Python reads them (NFKC), as a canonical ref writes them
     st.characters(categories=["Lu", "Ll", "Lo", "Nd"]), min_size=1, max_size=6
-).filter(str.isidentifier)
+).filter(lambda text: text.isidentifier() and unicodedata.normalize("NFKC", text) == text)
 identifiers = ascii_identifiers | unicode_identifiers
 
 

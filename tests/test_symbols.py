@@ -326,6 +326,8 @@ SNIPPETS = [
     pytest.param("", id="empty"),
     pytest.param("# only a comment\n", id="only-a-comment"),
     pytest.param("def 函数():\n    变量 = 1\nclass 类:\n    属性 = 2\n", id="non-ascii-names"),
+    pytest.param("\u00b5 = 1\nclass T:\n    \u00b5 = 2\n    def \ufb01x(self): pass\n",
+                 id="names-nfkc-normalized-as-python-reads-them"),
 ]
 
 
