@@ -11,14 +11,14 @@ from functools import lru_cache
 import tree_sitter
 import tree_sitter_python
 
-EXTRACTION_VERSION = 11
+EXTRACTION_VERSION = 12
 """Bumped whenever `indexer.symbols.parse_blob` returns something else for some input."""
 
 
 @lru_cache(maxsize=1)
 def extractor_id() -> str:
     """This extraction version and the parser's (a new grammar may parse some code
-    differently): ``extraction 11; tree-sitter 0.26.1; tree-sitter-python 0.25.0``."""
+    differently): ``extraction 12; tree-sitter 0.26.1; tree-sitter-python 0.25.0``."""
     language = tree_sitter.Language(tree_sitter_python.language())
     grammar = getattr(language, "semantic_version", None)  # None: a grammar of ABI 14
     parser_version = getattr(tree_sitter, "__version__", None) or _installed("tree-sitter")

@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from indexer.literals import LITERAL, WORD_BYTES
+from indexer.literals import LITERAL, WORD_BYTES, blanked_in_place
 
 _RARE_NOISE = re.compile(rb",(?=[ \t]*\r?\n\s*[)\]}])|\\\r?\n")
 _CONTINUATION = re.compile(rb"\\\r?\n")
@@ -79,7 +79,7 @@ def normalize(code: bytes) -> bytes:
     plain = b"#" not in code and b"'" not in code and b'"' not in code
     commas = split_commas(code)
     if commas:
-        blanked = code if plain else _blank_literals(code)
+        blanked = code if plain else blanked_in_place(code)
         kept = {comma for comma in commas if _ends_one_tuple(blanked, comma)}
         if kept:
             dropped = [comma for comma in commas if comma not in kept]
@@ -87,13 +87,6 @@ def normalize(code: bytes) -> bytes:
     if plain:
         return denoise(code)
     return NormalizedFile(code, [], [0, len(code)], commas).slice(0, len(code))
-
-
-def _blank_literals(code: bytes) -> bytes:
-    """``code`` with each string literal made a run of ``_`` (an operand) and each comment
-    a run of spaces, so that offsets stay."""
-    return LITERAL.sub(lambda found: (b" " if found[0][:1] == b"#" else b"_") * len(found[0]),
-                       code)
 
 
 def _ends_one_tuple(blanked: bytes, comma: int) -> bool:

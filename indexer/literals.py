@@ -42,6 +42,13 @@ def universal_newlines(source: bytes) -> bytes:
     return _LONE_CR.sub(b"\n", source) if b"\r" in source else source
 
 
+def blanked_in_place(code: bytes) -> bytes:
+    """``code`` with each string literal made a run of ``_`` (an operand) and each comment
+    a run of spaces, so that offsets stay."""
+    return LITERAL.sub(lambda found: (b" " if found[0][:1] == b"#" else b"_") * len(found[0]),
+                       code)
+
+
 def blank_literals(code: bytes) -> bytes:
     """``code`` with each string literal and comment replaced by a space."""
     return LITERAL.sub(b" ", code)

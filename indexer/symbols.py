@@ -22,6 +22,7 @@ that an older extractor indexed.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -32,7 +33,7 @@ import tree_sitter
 import tree_sitter_python
 
 from indexer.fingerprints import NormalizedFile, digest, shape_digest, split_commas
-from indexer.literals import universal_newlines
+from indexer.literals import WORD_BYTES, blanked_in_place, universal_newlines
 from indexer.models import ParsedBlob, SymbolKind, SymbolRow
 from indexer.references import imports_in, names_in
 
@@ -80,6 +81,12 @@ _IMPORTS = frozenset({"import_statement", "import_from_statement"})
 # tree-sitter-python rejects in a bare expression list or a subscript (``return a, *(b)``,
 # ``x = *-b, c``, ``t[a, *f'{b}']``); ``*,``, ``*)`` and ``*:`` (``def f(a, *, b)``) and
 # ``**`` are not such stars.
+# The dot of an attribute reference that ends its line, the name after it on the next
+# (Python joins the lines inside brackets; tree-sitter-python reads an indentation there,
+# when the next line is indented less, and errs).
+_DOT_BEFORE_A_LINE_BREAK = re.compile(rb"(?<=[\w)\]}])\.([ \t]*\r?\n[ \t\f]*)(?=[A-Za-z_])")
+_NAME_OR_DOT = WORD_BYTES | {ord(".")}
+_BRACKET = re.compile(rb"[()\[\]{}]")
 _REJECTED_STAR = re.compile(
     rb"(?:(?<=[,=(\[{])|(?<=\breturn)|(?<=\byield)|(?<=\bin))(\s*)\*"
     rb"(?=\s*(?:[^\s\w*,):\x80-\xff]|\d|[A-Za-z]{1,2}['\"]"
@@ -173,17 +180,67 @@ def parse_blob(blob_id: str, source: bytes, references: bool = True) -> ParsedBl
 
 def _tree(text: bytes) -> tuple[tree_sitter.Node, bool]:
     """The root of ``text``'s tree, and whether tree-sitter found an error in it. A file
-    with errors is parsed again with each `_REJECTED_STAR` read as a space: valid Python
-    that the grammar rejects then keeps its statements (a starred item becomes a plain
-    one), so that its definitions and their extents are Python's. Only the tree is read
-    from that copy; every byte stored or fingerprinted is ``text``'s, at the same offsets."""
+    with errors is parsed again from a copy in which the valid Python that the grammar
+    rejects is written as it accepts it: each `_REJECTED_STAR` read as a space (a starred
+    item becomes a plain one), and each `_DOT_BEFORE_A_LINE_BREAK` moved after the line
+    break (`_rejoined`), so that its definitions and their extents are Python's. The copy
+    is as long as ``text``, and has its line breaks: only the tree is read from it; every
+    byte stored or fingerprinted is ``text``'s, at the same offsets."""
     root = _parser().parse(text).root_node
     if not root.has_error:
         return root, False
-    unstarred = _REJECTED_STAR.sub(lambda found: found[1] + b" ", text)
-    if unstarred == text:
+    repaired = _rejoined(_REJECTED_STAR.sub(lambda found: found[1] + b" ", text))
+    if repaired == text:
         return root, True
-    return _parser().parse(unstarred).root_node, True
+    return _parser().parse(repaired).root_node, True
+
+
+def _rejoined(text: bytes) -> bytes:
+    """``text`` with each `_DOT_BEFORE_A_LINE_BREAK` in code inside brackets (not in a
+    string or a comment, nor a number's, ``1.``) moved to the start of the name after it:
+    ``(bar.`` then ``baz)`` on a line indented less becomes ``(bar`` then ``.baz)``, which
+    tree-sitter reads as the same attribute, where the dedent inside the brackets broke
+    the rest of the file's tree (CPython's test_compile.py has it). Outside brackets such
+    a dot is an error Python makes too, and the line after it is left to stand alone."""
+    if b"." not in text:
+        return text
+    blanked = blanked_in_place(text)  # a string an operand, a comment spaces
+    moves = [found for found in _DOT_BEFORE_A_LINE_BREAK.finditer(blanked)
+             if not _ends_a_number(blanked, found.start())]
+    if moves:
+        depth_at = _BracketDepth(blanked)
+        moves = [found for found in moves if depth_at(found.start()) > 0]
+    if not moves:
+        return text
+    repaired = bytearray(text)
+    for found in moves:  # its bytes are white space and the dot, as in ``text``
+        repaired[found.start():found.end()] = found[1] + b"."
+    return bytes(repaired)
+
+
+class _BracketDepth:
+    """How many brackets are open at an offset of a text whose literals are blanked."""
+
+    def __init__(self, blanked: bytes) -> None:
+        self._offsets: list[int] = []
+        self._depths: list[int] = []
+        depth = 0
+        for found in _BRACKET.finditer(blanked):
+            depth += 1 if found[0] in b"([{" else -1
+            self._offsets.append(found.start())
+            self._depths.append(depth)
+
+    def __call__(self, offset: int) -> int:
+        index = bisect.bisect_right(self._offsets, offset) - 1
+        return self._depths[index] if index >= 0 else 0
+
+
+def _ends_a_number(code: bytes, dot: int) -> bool:
+    """Whether the token before the dot at ``dot`` is a number (``1.``, ``1e5.``)."""
+    start = dot
+    while start > 0 and code[start - 1] in _NAME_OR_DOT:
+        start -= 1
+    return code[start:start + 1].isdigit()
 
 
 class _Finder:

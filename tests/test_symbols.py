@@ -363,6 +363,15 @@ REJECTED_BY_THE_PARSER = [
     pytest.param("def f(a, *, b, **c):\n    return a * (b)\n\nfrom m import *\nX = a, *(b)\n"
                  "Y = g(*(a), **(c)) ** (3)\nZ = lambda *, k: k\n",
                  id="other-stars-kept"),
+    # an attribute's dot ending a line in brackets, its name on a line indented less
+    pytest.param("class A:\n    def f(self):\n        (bar.\n    baz)\n\n    def g(self):\n"
+                 "        pass\n", id="dot-then-dedented-name"),
+    pytest.param("class T:\n    def m(self):\n        def f():\n            (bar.\n        baz(\n"
+                 "        ))\n        return f\n\nclass U:\n    x = 1\n",
+                 id="dot-then-dedented-call"),
+    pytest.param("class A:\n    def f(self):\n        (bar.\n    baz)\n        y = (1.\n"
+                 "    if c else 2)\n        z = (a1.  \n    b)\n    def g(self): ...\n",
+                 id="dot-after-a-number-or-a-name-with-digits"),
 ]
 
 
@@ -371,6 +380,27 @@ def test_valid_source_the_parser_rejects_keeps_the_ast_symbols(source: str) -> N
     """Such a file is marked (tree-sitter read an error), yet its definitions are Python's."""
     assert parse_blob("x", source.encode()).has_errors
     assert _symbols(source) == sorted(reference_symbols(source))
+
+
+@pytest.mark.parametrize(("source", "repaired"), [
+    pytest.param(b"(bar.\n    baz)", b"(bar\n    .baz)", id="attribute"),
+    pytest.param(b"(f().\r\n  g)", b"(f()\r\n  .g)", id="after-a-call-crlf"),
+    pytest.param(b"('s'.  \n x)", b"('s'  \n .x)", id="after-a-string-then-spaces"),
+    pytest.param(b"(a.b1.\n c)", b"(a.b1\n .c)", id="after-a-name-with-digits"),
+    pytest.param(b"(1.\n if c else 2)", b"(1.\n if c else 2)", id="a-number-kept"),
+    pytest.param(b"(...\n or x)", b"(...\n or x)", id="an-ellipsis-kept"),
+    pytest.param(b"(a.\n 1)", b"(a.\n 1)", id="before-a-digit-kept"),
+    pytest.param(b"x = a.\nb = 1", b"x = a.\nb = 1", id="outside-brackets-kept"),
+    pytest.param(b"(x)\ny = a.\nb = [c.\n d]", b"(x)\ny = a.\nb = [c\n .d]",
+                 id="after-closed-brackets-kept-in-open-ones-moved"),
+    pytest.param(b"# see a.\nx = 1", b"# see a.\nx = 1", id="in-a-comment-kept"),
+    pytest.param(b'"""a.\nb"""', b'"""a.\nb"""', id="in-a-string-kept"),
+])
+def test_a_dot_that_ends_a_line_moves_after_the_line_break(source: bytes, repaired: bytes) -> None:
+    """Only the tree of a file with errors is read from the repaired copy, whose offsets
+    and line breaks are the source's."""
+    assert symbols_module._rejoined(source) == repaired
+    assert len(repaired) == len(source)
 
 
 @pytest.mark.parametrize("ending", ["\r", "\r\n"], ids=["cr", "crlf"])
