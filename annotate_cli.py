@@ -630,6 +630,17 @@ def versions(context: Context, output_format: str) -> None:
         _note(f"Note: {pin} is configured but not indexed; {hint}")
 
 
+_LINE_BREAKS_JSON_KEEPS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028",
+                                         "\u2029": "\\u2029"})
+
+
+def _json_line(value: object) -> str:
+    """``value`` as one line of JSON Lines, non-ASCII text as it is but for the line breaks
+    JSON keeps unescaped (U+0085, U+2028, U+2029), which a reader splitting lines as Python's
+    ``str.splitlines`` does would take for the end of the line."""
+    return json.dumps(value, ensure_ascii=False).translate(_LINE_BREAKS_JSON_KEEPS)
+
+
 SYMBOL_FIELDS = (
     "path", "qualname", "kind", "start_line", "end_line", "signature",
     "exact", "normalized", "shape",
@@ -673,8 +684,7 @@ def symbols(
         rows = itertools.chain((first,), found)
         if output_format == "jsonl":
             for row in rows:
-                click.echo(json.dumps({name: row[name] for name in SYMBOL_FIELDS},
-                                      ensure_ascii=False))
+                click.echo(_json_line({name: row[name] for name in SYMBOL_FIELDS}))
         else:
             _table(
                 ["path", "line", "kind", "qualname"],

@@ -809,6 +809,20 @@ def test_symbols_jsonl_equals_the_database(project: Path, glob: str | None, kind
     assert (len(emitted) == 0) is (glob == "nothing/*")
 
 
+def test_symbols_jsonl_keeps_each_symbol_on_its_line(project: Path, tmp_path: Path) -> None:
+    """A value may hold U+0085, U+2028 or U+2029, which JSON leaves unescaped and which
+    ``str.splitlines`` (and other line splitters) take for line breaks."""
+    source = tmp_path / "source"
+    write_file(source / "vllm" / "marks.py",
+               'A = "a\u2028b"\nB = "c\x85d\u2029e"\nC = "\u4e2d"\n')
+    assert run("index", "vllm@v0.9.0", "--from", str(source)).exit_code == 0
+    result = run("symbols", "vllm@v0.9.0", "--format", "jsonl")
+    lines = result.stdout.splitlines()
+    assert [json.loads(line)["signature"] for line in lines] == [
+        '"a\u2028b"', '"c\x85d\u2029e"', '"\u4e2d"']
+    assert "\u4e2d" in result.stdout  # other non-ASCII text as it is
+
+
 @pytest.mark.parametrize(("glob", "paths"), [
     pytest.param("vllm/engine", {"vllm/engine/llm_engine.py", "vllm/engine/async_llm_engine.py"},
                  id="a-folder"),
