@@ -8,20 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from annotations.citations import (
-    file_path,
-    links_in_folder,
-    member_links,
-    names_its_place,
-    written_as_a_file,
-)
-from annotations.links import LinkState, annotation_files, file_named, link_state, selects
-from annotations.loader import display_path
 from db import queries
-from db.claims import claim_order
-from db.close_matches import close_matches, did_you_mean
 from db.database import Database
 from indexer.config import ProjectConfig
+
+# The links' and citations' modules (and YAML's, through them: 40 ms) are imported by the
+# functions that need them: `annotate symbols` and `xref` import this module, and need
+# none of them unless their answer is empty.
 
 MEMBERS_NAMED = 5
 """Members (a folder's files) named in the note on claims that cite them, not the class
@@ -31,6 +24,8 @@ MEMBERS_NAMED = 5
 def nothing_cites(database: Database, config: ProjectConfig, symbol: str) -> str | None:
     """Why no claim cites ``symbol`` (``annotate links SYMBOL``): a file no indexed version
     has, a class whose members claims cite, or a name nothing defines."""
+    from annotations.citations import file_path, written_as_a_file
+
     if written_as_a_file(symbol):
         return unknown_file(database, file_path(symbol))
     return cited_members(database, config, symbol) or unknown_name(
@@ -44,6 +39,8 @@ def nothing_defines(
     """Why ``repo@version`` defines nothing named ``name`` (``annotate xref``): it is
     defined in other versions, or is a file's path; else, when nothing refers to it
     either (not ``referenced``), it is a name nothing defines."""
+    from annotations.citations import file_path, written_as_a_file
+
     elsewhere = defined_elsewhere(database, name, repo, version)
     if elsewhere is not None:
         return elsewhere
@@ -57,6 +54,17 @@ def nothing_defines(
 def no_claims_of(database: Database, config: ProjectConfig, article: str) -> str:
     """Why ``article`` has no stored links: the file holds no claims, or is no annotation
     file or article of the config, or no file or article has that name."""
+    from annotations.links import (
+        LinkState,
+        annotation_files,
+        file_named,
+        link_state,
+        selects,
+    )
+    from annotations.loader import display_path
+    from db.claims import claim_order
+    from db.close_matches import close_matches, did_you_mean
+
     path = file_named(config, article)
     if path is None:
         stored = sorted({name for row in claim_order(database) for name in (row[0], row[2])})
@@ -77,6 +85,8 @@ def no_claims_of(database: Database, config: ProjectConfig, article: str) -> str
 
 def cited_members(database: Database, config: ProjectConfig, symbol: str) -> str | None:
     """Which members of ``symbol`` claims cite, if any."""
+    from annotations.citations import member_links
+
     rows = member_links(database, config, symbol)
     if not rows:
         return None
@@ -100,6 +110,8 @@ def unknown_name(
     """When nothing (at ``version``, or in any indexed version) defines ``name`` (not a
     file's path: `unknown_file`): a typo, most likely; ``config_name``: the config, as
     hints name it."""
+    from annotations.citations import names_its_place
+
     if names_its_place(name):
         return None
     short = name.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
@@ -123,6 +135,8 @@ def _file_advice(database: Database, path: str) -> str:
     """What to write for ``path``, which no indexed version has as a file: of a folder, the
     files in it that claims cite (not its module, which is its ``__init__.py`` alone);
     else the closest paths, if any."""
+    from annotations.citations import links_in_folder
+
     if not queries.is_indexed_folder(database, path):
         close = queries.paths_close_to(database, path)
         return f" (closest: {', '.join(close)})" if close else ""
