@@ -318,7 +318,7 @@ def _store_blobs(database: Database, blobs: Iterable[BlobRow], extractor: str) -
     are at a .py path now."""
     conn = database.conn
     stored = Stored()
-    for batch in _batched(blobs, 64):
+    for batch in _batched(blobs, STORE_BATCH):
         already = known_blobs(database, (blob.blob_id for blob in batch))
         new = [blob for blob in batch if blob.blob_id not in already]
         _insert_blobs(conn, new, extractor)

@@ -76,17 +76,17 @@ _KEYWORDS = tuple(re.compile(keyword + rb"[ \t\\(.]")
 _BEFORE_KEYWORD = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\f]*(?:async[ \t]+)?")
 _DEFINITIONS = frozenset({"function_definition", "class_definition"})
 _IMPORTS = frozenset({"import_statement", "import_from_statement"})
-# A star that starts a starred item (after ``,``, ``=``, an opening bracket, ``return``,
-# ``yield`` or ``in``) of something other than a name, attribute, subscript or call, which
-# tree-sitter-python rejects in a bare expression list or a subscript (``return a, *(b)``,
-# ``x = *-b, c``, ``t[a, *f'{b}']``); ``*,``, ``*)`` and ``*:`` (``def f(a, *, b)``) and
-# ``**`` are not such stars.
 # The dot of an attribute reference that ends its line, the name after it on the next
 # (Python joins the lines inside brackets; tree-sitter-python reads an indentation there,
 # when the next line is indented less, and errs).
 _DOT_BEFORE_A_LINE_BREAK = re.compile(rb"(?<=[\w)\]}])\.([ \t]*\r?\n[ \t\f]*)(?=[A-Za-z_])")
 _NAME_OR_DOT = WORD_BYTES | {ord(".")}
 _BRACKET = re.compile(rb"[()\[\]{}]")
+# A star that starts a starred item (after ``,``, ``=``, an opening bracket, ``return``,
+# ``yield`` or ``in``) of something other than a name, attribute, subscript or call, which
+# tree-sitter-python rejects in a bare expression list or a subscript (``return a, *(b)``,
+# ``x = *-b, c``, ``t[a, *f'{b}']``); ``*,``, ``*)`` and ``*:`` (``def f(a, *, b)``) and
+# ``**`` are not such stars.
 _REJECTED_STAR = re.compile(
     rb"(?:(?<=[,=(\[{])|(?<=\breturn)|(?<=\byield)|(?<=\bin))(\s*)\*"
     rb"(?=\s*(?:[^\s\w*,):\x80-\xff]|\d|[A-Za-z]{1,2}['\"]"
