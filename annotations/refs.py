@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import quote, unquote
 
 from annotations.errors import LINE_BREAKING_CHARACTER, RefSyntaxError
 from indexer.config import line_span
+from indexer.references import python_name
 
 MAX_REF_LENGTH = 4096
 """Longest reference accepted, in characters (after stripping surrounding whitespace)."""
@@ -132,12 +132,6 @@ def format_ref(ref: Ref) -> str:
     if ref.form is RefForm.DOTTED:
         return f"{pin}{ref.dotted}"
     return f"{pin}{ref.path}{_format_anchor(ref)}"
-
-
-def python_name(text: str) -> str:
-    """Identifiers as Python reads them and the index stores them, NFKC-normalized (PEP
-    3131): ``T.µ`` (the micro sign) names ``T.μ`` (mu)."""
-    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def is_qualname(text: str) -> bool:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import keyword
+import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,12 @@ def identifiers(code: bytes) -> set[bytes]:
         words.update(number.lstrip(_DIGITS) for number in numbers)
         words.discard(b"")
     return words
+
+
+def python_name(text: str) -> str:
+    """Identifiers as Python reads them, NFKC-normalized (PEP 3131): ``µ`` (the micro sign)
+    is ``μ`` (mu), ``ﬁx`` is ``fix``, as ``__qualname__`` has them; ASCII ones as they are."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def names_in(code_parts: Iterable[bytes]) -> str:

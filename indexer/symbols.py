@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,7 +34,7 @@ import tree_sitter_python
 from indexer.fingerprints import NormalizedFile, digest, shape_digest, split_commas
 from indexer.literals import WORD_BYTES, blanked_in_place, universal_newlines
 from indexer.models import ParsedBlob, SymbolKind, SymbolRow
-from indexer.references import imports_in, names_in
+from indexer.references import imports_in, names_in, python_name
 
 MAX_PARSE_BYTES = 8 * 1024 * 1024
 
@@ -278,7 +277,8 @@ class _Finder:
             return None
         class_members = None if parent is None else parent.members  # None: not in a class
         in_class = class_members is not None
-        name_text = _identifier(self._source[name.start_byte:name.end_byte])
+        name_text = python_name(
+            self._source[name.start_byte:name.end_byte].decode("utf-8", "replace"))
         if parent is None:
             qualname = name_text
         else:
@@ -314,7 +314,8 @@ class _Finder:
                 left = _unparenthesized(assignment.child_by_field_name("left"))
                 value = assignment.child_by_field_name("right")
                 if left is not None and left.type == "identifier":
-                    left_text = _identifier(self._source[left.start_byte:left.end_byte])
+                    left_text = python_name(
+                        self._source[left.start_byte:left.end_byte].decode("utf-8", "replace"))
                     found.append(self._attribute(prefix + left_text, statement, value))
                 assignment = value
         return found
@@ -346,14 +347,6 @@ class _Finder:
             and _is_text_literal(child.named_child(0), self._source)
         ):
             self.docstrings.append((child.start_byte, child.end_byte))
-
-
-def _identifier(raw: bytes) -> str:
-    """A name as Python reads it, NFKC-normalized (PEP 3131): ``µ`` (the micro sign) is
-    ``μ`` (mu), ``ﬁx`` is ``fix``, as in ``__qualname__``; an ASCII one as it is."""
-    if raw.isascii():
-        return raw.decode("ascii")
-    return unicodedata.normalize("NFKC", raw.decode("utf-8", "replace"))
 
 
 def _is_text_literal(node: tree_sitter.Node, source: bytes) -> bool:
