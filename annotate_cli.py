@@ -1227,6 +1227,9 @@ def xref(
             config_name=context.config.file_name)
     if note is not None:
         _note(f"Note: {note}")
+    if not result.searched:
+        _note(f"Note: the uses of {result.name} are not listed: the index records the uses "
+              "of ASCII names only")
     if output_format == "json":
         click.echo(json.dumps(_xref_json(result, show_imports), indent=2, ensure_ascii=False))
         return

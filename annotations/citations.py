@@ -20,6 +20,7 @@ from db import claims as claim_store
 from db.database import Database
 from db.queries import is_indexed_path
 from indexer.config import ProjectConfig
+from indexer.references import python_name
 
 
 def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list[dict]:
@@ -29,10 +30,18 @@ def links_citing(database: Database, config: ProjectConfig, symbol: str) -> list
     ``vllm/config/cache.py::CacheConfig``) at the versions the links are pinned at, or a
     file's path: every ref into that file (its symbols and lines), at each ref's pin.
     Then the refs pinned at a version not indexed that name it as written
-    (`_unindexed_citing`)."""
+    (`_unindexed_citing`). A name is read as Python reads it (`as_python_reads`)."""
+    symbol = as_python_reads(symbol)
     path = file_path(symbol) if is_file_path(database, symbol) else None
     return [*_linked_citing(database, config, symbol, path),
             *_unindexed_citing(database, symbol, path)]
+
+
+def as_python_reads(symbol: str) -> str:
+    """``symbol`` NFKC-normalized (`python_name`) when it is a name or a dotted name: ``µ``
+    (the micro sign) is cited as ``μ`` (mu). A path or a ref is left as written: a path is
+    not a name, and a ref's names are read so as it is parsed."""
+    return symbol if any(mark in symbol for mark in "/:@#") else python_name(symbol)
 
 
 def _linked_citing(
@@ -210,6 +219,7 @@ def links_moved_here(
     their refs are not compared."""
     from annotations.check import CheckOptions, moved_refs  # loaded by `links SYMBOL` alone
 
+    symbol = as_python_reads(symbol)
     if not follows_moves(database, symbol):
         return []
     options = CheckOptions({}, datetime.date.today(), config.fail_on)

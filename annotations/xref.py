@@ -33,6 +33,7 @@ from db.database import Database
 from db.match_queries import version_label
 from indexer.config import ProjectConfig
 from indexer.literals import WORD_BYTES, literal_ranges, universal_newlines
+from indexer.references import python_name
 
 _OWNER = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*\Z")  # ``owner.`` before a name
 
@@ -55,6 +56,9 @@ class XrefResult:
     definitions: list[dict] = field(default_factory=list)
     references: list[Occurrence] = field(default_factory=list)
     importers: list[dict] = field(default_factory=list)
+    searched: bool = True
+    """Whether the references were searched: the index records the uses of ASCII names
+    only (`indexer.references.names_in`), and none of vLLM's is other."""
 
 
 def locate(
@@ -62,7 +66,8 @@ def locate(
 ) -> tuple[str | None, str]:
     """``name`` as (path, qualname) when it is a dotted name with its module, which no
     qualname is (``vllm.config.CacheConfig`` is ``vllm/config/cache.py``'s ``CacheConfig``,
-    through the package's import); else (None, ``name``)."""
+    through the package's import); else (None, ``name``), as Python reads it (NFKC)."""
+    name = python_name(name)
     version_key = config.require_version(database, repo, version)
     if "." not in name or queries.symbols_named(database, version_key, name):
         return None, name
@@ -104,12 +109,18 @@ def xref(
     *, config_name: str,
 ) -> XrefResult:
     """Definitions of ``name`` (a short name or a qualname; only those in ``path`` when
-    given) and every reference to it; ``config_name``: the config, as hints name it."""
+    given) and every reference to it; ``config_name``: the config, as hints name it.
+    ``name`` is read as Python reads it (NFKC: ``µ``, the micro sign, is ``μ``); the
+    references of a name that is not ASCII are not searched (`XrefResult.searched`)."""
+    name = python_name(name)
     version_key = queries.require_version(database, repo, version, config_name=config_name)
     short = name.rsplit(".", 1)[-1]
     result = XrefResult(name=name, version=f"{repo}@{version}")
     named = queries.symbols_named(database, version_key, name)
     result.definitions = [row for row in named if path is None or row["path"] == path]
+    if not short.isascii():
+        result.searched = False
+        return result
     same_name = named if short == name else queries.symbols_named(
         database, version_key, short)
     candidates = store.files_mentioning(database, version_key, short)

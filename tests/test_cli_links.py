@@ -11,7 +11,14 @@ from pathlib import Path
 import fakevllm as fv
 import pytest
 from click.testing import CliRunner, Result
-from fakeproject import DB, connected, copy_project, run_annotate, write_fakes_config
+from fakeproject import (
+    DB,
+    connected,
+    copy_project,
+    run_annotate,
+    write_fakes_config,
+    write_tree,
+)
 from fakevllm import FakeRepo
 
 from annotate_cli import cli
@@ -536,6 +543,32 @@ def test_a_claim_that_cites_the_name_it_moved_to_is_listed_once_as_linked() -> N
 def test_links_to_lines_follow_no_move() -> None:
     assert ok("links", f"vllm@v0.3.0:{NEW_GRAPH.split('::')[0]}#L1-L400") == (
         "No claims cite it.\n")
+
+
+UNITS = """\
+article: blog/units.md
+at: vllm@units
+claims:
+  - id: mu
+    text: "\u03bc 是百万分之一"
+    refs: [vllm/units.py::\u00b5]
+"""
+
+
+@pytest.mark.parametrize("symbol", [
+    pytest.param("\u00b5", id="micro-sign"),
+    pytest.param("\u03bc", id="mu"),
+    pytest.param("vllm.units.\u00b5", id="dotted-micro-sign"),
+    pytest.param("vllm/units.py::\u00b5", id="path-and-micro-sign"),
+])
+def test_links_to_a_name_read_as_python_reads_it(tmp_path: Path, symbol: str) -> None:
+    """``µ`` (the micro sign) is ``μ`` (mu) to Python (NFKC), in the index, in the claim's
+    ref and in the name asked for."""
+    source = write_tree(tmp_path / "units", {"vllm/units.py": "\u03bc = 1e-6\n"})
+    ok("index", "vllm@units", "--from", str(source))
+    link_alone("units.yml", UNITS)
+    assert ok("links", symbol) == (
+        "vllm/units.py::\u03bc\n  blog/units.md#mu @units: \u03bc 是百万分之一\n")
 
 
 def test_links_to_an_uncited_symbol() -> None:

@@ -586,20 +586,33 @@ def test_cli_xref_refuses_what_names_nothing(indexed: Path, args: list[str], err
         2, f"Error: {error} (see 'annotate xref --help')\n")
 
 
-@pytest.mark.parametrize("query", [
-    pytest.param("缓存", id="a-name"),
-    pytest.param("vllm@v2:vllm/中文.py::缓存", id="a-ref"),
+NOT_ASCII = {"vllm/中文.py": "def 缓存():\n    pass\n\n\n缓存()\n",
+             "vllm/units.py": "\u03bc = 1e-6\nSECOND = \u03bc * 1e6\n"}  # Greek mu
+
+
+@pytest.mark.parametrize(("query", "definition"), [
+    pytest.param("缓存", "vllm/中文.py:1  function 缓存", id="a-name"),
+    pytest.param("vllm@v2:vllm/中文.py::缓存", "vllm/中文.py:1  function 缓存", id="a-ref"),
+    pytest.param("\u00b5", "vllm/units.py:1  attribute \u03bc", id="micro-sign-is-mu"),
+    pytest.param("vllm.units.\u00b5", "vllm/units.py:1  attribute \u03bc",
+                 id="micro-sign-in-a-dotted-name"),
 ])
-def test_cli_xref_takes_a_name_python_takes(indexed: Path, tmp_path: Path, query: str) -> None:
-    """An identifier need not be ASCII (PEP 3131): xref takes the names a ref may hold, and
-    finds their definitions."""
-    source = write_tree(tmp_path / "v2", {**TREE, "vllm/中文.py": "def 缓存():\n    pass\n"})
+def test_cli_xref_takes_a_name_python_takes(
+    indexed: Path, tmp_path: Path, query: str, definition: str
+) -> None:
+    """An identifier need not be ASCII (PEP 3131): xref takes the names a ref may hold, read
+    as Python reads them (NFKC), and finds their definitions; it says that it did not look
+    for their uses, which the index does not record."""
+    source = write_tree(tmp_path / "v2", {**TREE, **NOT_ASCII})
     with open_database(indexed) as database:
         index_version(database, load_config(tmp_path), "vllm", "v2", from_path=source)
     result = CliRunner().invoke(cli, ["--db", str(indexed), "xref", query, "vllm@v2"])
-    assert (result.exit_code, result.stderr) == (0, "")
-    assert result.stdout.startswith(
-        "缓存 at vllm@v2\ndefinitions:\n  vllm/中文.py:1  function 缓存\n")
+    name = definition.rsplit(" ", 1)[-1]
+    assert (result.exit_code, result.stderr) == (
+        0, f"Note: the uses of {name} are not listed: the index records the uses of ASCII "
+           "names only\n")
+    assert result.stdout == (f"{name} at vllm@v2\ndefinitions:\n  {definition}\n"
+                             "0 references in 0 files\n")
 
 
 @pytest.mark.parametrize(("ref", "error"), [
