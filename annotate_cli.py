@@ -261,8 +261,8 @@ GLOBAL_OPTIONS = {"--db": "PATH", "--config": "FILE"}
 def _refuse_misplaced_global_options(
     group: click.Group, ctx: click.Context, error: click.NoSuchOption
 ) -> None:
-    """``annotate check --db x.db``: say where ``--db`` goes, with the command line fixed
-    (every global option the command does not take moved before its name)."""
+    """``annotate check --config a.toml``: say where ``--config`` goes, with the command
+    line fixed (every global option the command does not take moved before its name)."""
     if error.option_name not in GLOBAL_OPTIONS or _INVOCATION not in ctx.meta:
         return
     given, name, rest = ctx.meta[_INVOCATION]
@@ -416,7 +416,8 @@ def require_indexed(
 
 
 def db_option(command: F) -> F:
-    """Accept ``--db PATH`` after the command name too: ``annotate versions --db x.db``."""
+    """Accept ``--db PATH`` after the command name too: ``annotate show REF --db x.db``
+    (every command does)."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
         if _not_empty(ctx, param, value) is not None:
@@ -698,6 +699,7 @@ def symbols(
 
 @cli.command()
 @click.argument("ref_text", metavar="REF", callback=_not_empty)
+@db_option
 @pass_context
 @reports_errors
 def show(context: Context, ref_text: str) -> None:
@@ -760,6 +762,7 @@ def _link(context: Context, database: Any, files: Any) -> Any:
 
 
 @cli.command()
+@db_option
 @pass_context
 @reports_errors
 def link(context: Context) -> None:
@@ -806,6 +809,7 @@ def _untracked_note(untracked: dict[str, int], config_name: str) -> str:
               help="List what this article cites instead.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
+@db_option
 @pass_context
 @reports_errors
 def links(context: Context, symbol: str | None, article: str | None, output_format: str) -> None:
@@ -935,6 +939,7 @@ def _link_json(row: dict) -> dict:
               default="table")
 @click.option("--limit", type=click.IntRange(min=1, max=1_000_000), default=50, show_default=True,
               help="Show at most this many claims.")
+@db_option
 @pass_context
 @reports_errors
 def search(context: Context, words: tuple[str, ...], output_format: str, limit: int) -> None:
@@ -990,6 +995,7 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
 @click.option("--workers", type=click.IntRange(1, 64),
               help="Processes that compare refs with their targets, each the refs of its "
                    "pinned versions (default: cores, at most 4).")
+@db_option
 @pass_context
 @reports_errors
 def check(
@@ -1034,6 +1040,7 @@ def check(
               callback=_none_empty,
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff; change nothing.")
+@db_option
 @pass_context
 @reports_errors
 def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_run: bool) -> None:
@@ -1190,6 +1197,7 @@ def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:
               help="List the modules that import it instead.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
+@db_option
 @pass_context
 @reports_errors
 def xref(

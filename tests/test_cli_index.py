@@ -1648,32 +1648,27 @@ def test_usage_errors_are_one_line_naming_the_help(args: tuple[str, ...], error:
 
 
 @pytest.mark.parametrize(("args", "error"), [
-    pytest.param(("check", "--db", "x.db"),
-                 "--db goes before the command: annotate --db x.db check", id="db"),
-    pytest.param(("check", "--db=x.db", "--format", "json"),
-                 "--db goes before the command: annotate --db x.db check --format json",
-                 id="db-equals"),
     pytest.param(("link", "--config", "a.toml"),
                  "--config goes before the command: annotate --config a.toml link", id="config"),
+    pytest.param(("check", "--config=a.toml", "--format", "json"),
+                 "--config goes before the command: annotate --config a.toml check --format json",
+                 id="config-equals"),
     pytest.param(("versions", "--config=a.toml", "--db", "y.db"),
                  "--config goes before the command: annotate --config a.toml versions --db y.db",
                  id="config-where-db-is-taken"),
-    pytest.param(("--config", "c.toml", "search", "a b", "--db", "x y.db"),
-                 "--db goes before the command: annotate --config c.toml --db 'x y.db' search "
-                 "'a b'", id="after-other-global-options"),
-    pytest.param(("fix", "--db", "x.db", "--config", "c.toml", "--dry-run"),
-                 "--db and --config go before the command: annotate --db x.db --config c.toml "
-                 "fix --dry-run", id="both"),
-    pytest.param(("show", "x", "--db"),
-                 "--db goes before the command: annotate --db PATH show x", id="no-value"),
-    pytest.param(("--db", "a.db", "--config", "c.toml", "check", "--db", "b.db"),
-                 "--db goes before the command: annotate --config c.toml --db b.db check",
+    pytest.param(("--db", "x y.db", "search", "a b", "--config", "c.toml"),
+                 "--config goes before the command: annotate --db 'x y.db' --config c.toml "
+                 "search 'a b'", id="after-other-global-options"),
+    pytest.param(("show", "x", "--config"),
+                 "--config goes before the command: annotate --config FILE show x", id="no-value"),
+    pytest.param(("--config", "a.toml", "--db", "x.db", "check", "--config", "b.toml"),
+                 "--config goes before the command: annotate --db x.db --config b.toml check",
                  id="given-before-too"),
-    pytest.param(("--config", "c.toml", "check", "--db", "--config"),
-                 "--db goes before the command: annotate --config c.toml --db --config check",
+    pytest.param(("--db", "x.db", "check", "--config", "--db"),
+                 "--config goes before the command: annotate --db x.db --config --db check",
                  id="an-option-name-as-a-value"),
-    pytest.param(("search", "--db", "x.db", "--", "--config"),
-                 "--db goes before the command: annotate --db x.db search -- --config",
+    pytest.param(("search", "--config", "c.toml", "--", "--db"),
+                 "--config goes before the command: annotate --config c.toml search -- --db",
                  id="nothing-after-double-dash-is-an-option"),
 ])
 def test_a_global_option_after_the_command_says_where_it_goes(
@@ -1689,6 +1684,21 @@ EVERY_COMMAND = [
     ("search", "cdiv"), ("check",), ("fix",), ("diff", "vllm@v0.1.0", "vllm@v0.2.0"),
     ("history", "vllm@v0.1.0:vllm/utils.py::cdiv"), ("xref", "cdiv"),
 ]
+
+
+@pytest.mark.parametrize("args", [args for args in EVERY_COMMAND if args[0] != "index"],
+                         ids=" ".join)
+def test_every_command_takes_db_after_its_name(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """As the global option, and over it when given both ways (``index``: its own tests)."""
+    empty = tmp_path / "empty.db"
+    (tmp_path / "annotations").mkdir()  # what link, check and fix read before the index
+    (tmp_path / "annotations" / "a.yml").write_text(
+        "article: blog/a.md\nat: vllm@v0.1.0\nclaims:\n  - id: a\n    text: x\n"
+        "    refs: [cdiv]\n", encoding="utf-8")
+    done = subprocess.run([*_annotate(), "--db", "other.db", *args, "--db", str(empty)],
+                          capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", f"Error: no index at {empty}; run 'annotate index' first, or pass --db PATH\n")
 
 
 @pytest.mark.parametrize("args", EVERY_COMMAND, ids=" ".join)
