@@ -708,13 +708,9 @@ def show(context: Context, ref_text: str) -> None:
     A ref that names no version (PATH::QUALNAME, a name) is shown at vllm's target version.
     """
     from annotations.refs import parse_ref
-    from annotations.resolve import (
-        Resolver,
-        at_indexed_target_version,
-        linked_lines,
-        split_lines,
-    )
+    from annotations.resolve import Resolver, at_indexed_target_version, linked_lines
     from indexer.config import line_span
+    from indexer.literals import split_lines
 
     with context.database() as database:
         ref = at_indexed_target_version(database, context.config, parse_ref(ref_text))

@@ -16,6 +16,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from itertools import compress
 
+from indexer.literals import split_lines
+
 MIN_LINE_TEXT = 12
 """Characters of a distinctive line: ``return None`` is not one."""
 MAX_FILES = 5
@@ -38,7 +40,7 @@ MAX_PLACES = 3
 
 def normalized_lines(text: str) -> list[str]:
     """Each line of ``text`` without the white space around it."""
-    return list(map(str.strip, text.splitlines()))
+    return list(map(str.strip, split_lines(text)))
 
 
 _NAMING = ("#", "@", "def ", "async def ", "class ")

@@ -16,18 +16,19 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from annotations.resolve import Resolved, ResolveError, Resolver, split_lines
+from annotations.resolve import Resolved, ResolveError, Resolver
 from annotations.results import Status
 from db import queries
 from db.match_queries import version_label
 from indexer.fingerprints import digest
+from indexer.literals import split_lines
 
 if TYPE_CHECKING:  # the matcher is imported when a comparison is not in the cache
     from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
     from annotations.used_instead import UsersInstead
 
 DIFF_CONTEXT_LINES = 2
-ENGINE = "matcher-74"  # bump when matching, line comparisons or what is stored of them
+ENGINE = "matcher-75"  # bump when matching, line comparisons or what is stored of them
 # (diffs, hints) change: old cache rows are ignored
 
 
@@ -75,8 +76,8 @@ class Comparison:
 
 def symbol_diff(resolver: Resolver, old: Resolved, new: Resolved) -> str:
     """A short unified diff of a symbol between two versions."""
-    before = resolver.text_of(old).splitlines(keepends=True)
-    after = resolver.text_of(new).splitlines(keepends=True)
+    before = split_lines(resolver.text_of(old))
+    after = split_lines(resolver.text_of(new))
     lines = difflib.unified_diff(
         before, after, fromfile=old.canonical, tofile=new.canonical, n=DIFF_CONTEXT_LINES
     )
@@ -279,7 +280,7 @@ def _near(old: str, new: str) -> bool:
 
 
 def _line_bytes(text: str) -> Counter[str]:
-    return Counter(text.splitlines(keepends=True))
+    return Counter(split_lines(text))
 
 
 def _similarity(old: Counter[str], new: Counter[str]) -> float:

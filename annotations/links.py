@@ -47,6 +47,7 @@ from db.config_names import table_in
 from db.database import Database
 from db.version_order import COMMIT
 from indexer.config import ProjectConfig, is_pypi_number, misspelling_of, run_from
+from indexer.literals import split_lines
 
 LINK_FILES_SPLIT = 1024
 """Files whose lines a link keeps: a 300-file collection's line refs and permalinks fall
@@ -1063,7 +1064,7 @@ def _closest_line(quote: str, texts: list[str]) -> str | None:
     when it holds at least `QUOTE_FOUND` of it, as a typo or a spacing leaves it:
     ``is_graph_capturing=True,`` for ``is_graph_capturing = True``; None otherwise."""
     wanted = " ".join(quote.split())
-    lines = dict.fromkeys(" ".join(line.split()) for text in texts for line in text.splitlines())
+    lines = dict.fromkeys(" ".join(line.split()) for text in texts for line in split_lines(text))
     # A line holds no more of the quote, in order, than it holds characters of it: most
     # lines of a big class are passed over without matching them (0.3 s of 7,065 lines).
     needed, characters = QUOTE_FOUND * len(wanted), Counter(wanted)

@@ -20,7 +20,7 @@ from db.version_order import COMMIT
 from indexer.config import ProjectConfig, line_span
 from indexer.errors import ConfigError
 from indexer.fingerprints import digest
-from indexer.literals import universal_newlines
+from indexer.literals import split_lines, universal_newlines
 from indexer.references import code_identifiers
 
 
@@ -570,15 +570,6 @@ def _without_blank_edges(lines: list[str], start: int, end: int) -> tuple[int, i
     while end > start and end <= len(lines) and not lines[end - 1].strip():
         end -= 1
     return start, end
-
-
-def split_lines(text: str) -> list[str]:
-    """The lines of ``text`` with their ends, split at "\\n" only: the lines git, GitHub and
-    the indexer count in a blob's text (`universal_newlines` has made its lone CRs LFs;
-    `str.splitlines` also splits at form feeds, U+2028 and others)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    return lines + [parts[-1]] if parts[-1] else lines
 
 
 def linked_lines(written: str, start_line: int, end_line: int) -> tuple[int, int] | None:

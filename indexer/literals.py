@@ -42,6 +42,15 @@ def universal_newlines(source: bytes) -> bytes:
     return _LONE_CR.sub(b"\n", source) if b"\r" in source else source
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` with their ends, split at "\\n" only: the lines Python, git,
+    GitHub and the indexer count in a blob's text (`universal_newlines` has made its lone
+    CRs LFs; `str.splitlines` also splits at form feeds, U+2028 and others)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return lines + [parts[-1]] if parts[-1] else lines
+
+
 def blanked_in_place(code: bytes) -> bytes:
     """``code`` with each string literal made a run of ``_`` (an operand) and each comment
     a run of spaces, so that offsets stay."""

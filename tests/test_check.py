@@ -142,6 +142,9 @@ TOTAL = "def total(xs):\n    return sum(x for x in xs if x is not None)\n"
 CONNECT = "def connect(host, port):\n    sock = open_socket(host, port)\n    return sock\n"
 CDIV = 'def cdiv(a: int, b: int) -> int:\n    """Ceiling division."""\n    return -(a // -b)\n'
 CDIV_NEW = CDIV.replace("-(a // -b)", "(a + b - 1) // b")
+# A form feed and a line separator in strings: no line ends there, for Python, git or the
+# index (`str.splitlines` would end one at each).
+PAGE = 'def page():\n    sep = "\x0c\u2028"\n    return sep + "x"\n'
 MEMORY = (
     "@functools.lru_cache(maxsize=None)\ndef get_cpu_memory() -> int:\n"
     "    return psutil.virtual_memory().total\n"
@@ -385,6 +388,8 @@ CASES: dict[str, Case] = {
         MEMORY, MEMORY.replace("lru_cache(maxsize=None)", "cache"), "m.py::get_cpu_memory",
         "changed", ("signature",),
     ),
+    "changed-body-with-a-form-feed": Case(PAGE, PAGE.replace('"x"', '"y"'), "m.py::page",
+                                          "changed", ("body",)),
     "changed-body": Case(CDIV, CDIV_NEW, "m.py::cdiv", "changed", ("body",),
                          message="body changed"),
     "changed-signature-and-body": Case(
@@ -1057,6 +1062,15 @@ def test_table_covers_every_status_and_kind() -> None:
         "     sock = open_socket(host, port)\n"
         "     return sock\n"
     ), id="symbol"),
+    pytest.param("changed-body-with-a-form-feed", (
+        "--- vllm@v1:c/changed-body-with-a-form-feed/m.py::page\n"
+        "+++ vllm@v2:c/changed-body-with-a-form-feed/m.py::page\n"
+        "@@ -1,3 +1,3 @@\n"
+        " def page():\n"
+        '     sep = "\x0c\u2028"\n'
+        '-    return sep + "x"\n'
+        '+    return sep + "y"\n'
+    ), id="lines-of-python-not-of-str-splitlines"),
     pytest.param("lines-changed", (
         "--- vllm@v1:c/lines-changed/kernel.cu#L4-L6\n"
         "+++ vllm@v2:c/lines-changed/kernel.cu#L4-L6\n"

@@ -38,9 +38,10 @@ from annotations.diffs.model import (
     SymbolChange,
 )
 from annotations.matching import Match, Matcher, SourceStore, SymbolSnapshot
-from annotations.resolve import split_lines, unnamed_uses
+from annotations.resolve import unnamed_uses
 from db import queries
 from db.database import Database
+from indexer.literals import split_lines
 
 Before = Callable[[str, str], bool]
 """Whether a version of the diff's repo comes before another (`written_past`)."""

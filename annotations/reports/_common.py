@@ -7,6 +7,7 @@ from typing import Literal
 
 from annotations.results import CheckReport, InputError, RefResult, Status
 from annotations.wording import counted
+from indexer.literals import split_lines
 
 Level = Literal["error", "warning", "notice"]
 
@@ -130,7 +131,7 @@ def by_article(results: Iterable[RefResult]) -> dict[str, list[RefResult]]:
 
 def truncate_lines(text: str, limit: int = MAX_DIFF_LINES) -> tuple[list[str], int]:
     """The first `limit` lines of `text` and how many more were cut."""
-    lines = text.splitlines()
+    lines = [line.removesuffix("\n") for line in split_lines(text)]
     return lines[:limit], max(0, len(lines) - limit)
 
 
