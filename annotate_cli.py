@@ -377,7 +377,8 @@ def _an_output(ctx: click.Context, param: click.Parameter, value: str | None) ->
 def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
     """Index vLLM versions, link article claims to symbols, and flag stale claims.
 
-    Give --db and --config before the command: annotate --db other.db check.
+    Give --config before the command: annotate --config other.toml check (--db goes
+    before it or after it).
     """
     ctx.obj = Context(db_path, config_path)
 
