@@ -706,6 +706,7 @@ def symbols(
 def show(context: Context, ref_text: str) -> None:
     """Print a symbol's source at its version, with its GitHub permalink.
 
+    REF may also name lines (PATH#Lx-Ly), or a whole file (PATH, or a permalink to it).
     A ref that names no version (PATH::QUALNAME, a name) is shown at vllm's target version.
     """
     from annotations.refs import parse_ref
@@ -714,7 +715,8 @@ def show(context: Context, ref_text: str) -> None:
     from indexer.literals import split_lines
 
     with context.database() as database:
-        ref = at_indexed_target_version(database, context.config, parse_ref(ref_text))
+        ref = at_indexed_target_version(database, context.config,
+                                        parse_ref(ref_text, whole_file=True))
         resolver = Resolver(database, context.config)
         with _unindexed_worded_as_elsewhere():
             resolved = resolver.resolve(ref)

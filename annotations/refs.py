@@ -95,8 +95,11 @@ class Ref:
         return format_ref(self)
 
 
-def parse_ref(text: str) -> Ref:
-    """Parse one reference; raises RefSyntaxError naming the part that is wrong."""
+def parse_ref(text: str, *, whole_file: bool = False) -> Ref:
+    """Parse one reference; raises RefSyntaxError naming the part that is wrong.
+    ``whole_file``: ``[REPO@VERSION:]PATH``, which a claim cannot cite (it cites a symbol
+    or lines), is a `RefForm.LINES` ref of all the file's lines, as a permalink to a file
+    is (for ``annotate show``)."""
     s = text.strip()
     if not s:
         raise RefSyntaxError("empty reference")
@@ -106,7 +109,7 @@ def parse_ref(text: str) -> Ref:
     if _URL_SCHEME_RE.match(s):
         return _parse_permalink(s)
     repo, version, body = _split_pin(s)
-    return _parse_body(body, s, repo, version)
+    return _parse_body(body, s, repo, version, whole_file)
 
 
 def parse_pin(text: str) -> tuple[str, str]:
@@ -199,7 +202,9 @@ def _check_version(version: str, whole: str) -> None:
     raise RefSyntaxError(f"invalid version '{_clip(version)}' in '{_clip(whole)}': {reason}")
 
 
-def _parse_body(body: str, whole: str, repo: str | None, version: str | None) -> Ref:
+def _parse_body(
+    body: str, whole: str, repo: str | None, version: str | None, whole_file: bool = False
+) -> Ref:
     if "::" in body:
         path, _, qualname = body.partition("::")
         _check_path(path, whole, "::")
@@ -217,6 +222,8 @@ def _parse_body(body: str, whole: str, repo: str | None, version: str | None) ->
             f"invalid dotted name '{_clip(body)}': expected identifiers joined by '.'"
         )
     _check_path(body, whole, "::")
+    if whole_file:
+        return Ref(repo, version, RefForm.LINES, path=body)
     raise RefSyntaxError(f"missing '::QUALNAME' or '#Lx-Ly' after path '{_clip(body)}'")
 
 

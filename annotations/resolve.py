@@ -255,6 +255,8 @@ class Resolver:
         if elsewhere is not None:
             raise ResolveError(f"path '{path}' is not in {repo}@{version}; it is in {elsewhere}",
                                hint=f"pin the ref at {elsewhere} ('{elsewhere}:' before its path)")
+        if blob_id is None:
+            self._refuse_a_folder(repo, version, key, path)
         if blob_id is None and self.outside_wheel(key, path):
             raise ResolveError(
                 f"path '{path}' is not in {repo}@{version}, which was indexed from its PyPI "
@@ -270,6 +272,14 @@ class Resolver:
                 hint=did_you_mean(close) if close else "check the path",
             )
         return blob_id
+
+    def _refuse_a_folder(self, repo: str, version: str, key: int, path: str) -> None:
+        """A ref's path that is a folder of the version: named so, with files to name."""
+        inside = path.rstrip("/") + "/"
+        files = sorted(file for file in self.paths(key) if file.startswith(inside))
+        if files:
+            raise ResolveError(f"'{path}' is a folder at {repo}@{version}, not a file",
+                               hint=f"name a file in it: {either(files[:3])}")
 
     def _symbol(self, repo: str, version: str, key: int, path: str, qualname: str) -> Resolved:
         matching = self.definitions_in_file(key, path, qualname)

@@ -1145,6 +1145,7 @@ def _numbered(source: str, start: int, end: int) -> str:
     return "".join(f"{str(n).rjust(width)}  {line}\n" for n, line in enumerate(lines, start))
 
 
+UTILS_V1_LINES = fv.UTILS_V1.count("\n")
 SHOWS = [
     pytest.param(f"vllm@v0.1.0:{UTIL}", f"vllm@v0.1.0:{UTIL}", "v0.1.0/vllm/config/cache.py",
                  fv.CACHE_CONFIG_V1, 22, 22, id="path-and-qualname"),
@@ -1169,6 +1170,10 @@ SHOWS = [
                  "vllm@v0.2.0:vllm/sampling_params.py::SamplingParams.clone",
                  "v0.2.0/vllm/sampling_params.py", fv.SAMPLING_PARAMS_V2, 24, 26,
                  id="permalink-to-the-def-line"),
+    *(pytest.param(ref, f"vllm@v0.1.0:vllm/utils.py#L1-L{UTILS_V1_LINES}",
+                   "v0.1.0/vllm/utils.py", fv.UTILS_V1, 1, UTILS_V1_LINES, id=name)
+      for ref, name in (("vllm@v0.1.0:vllm/utils.py", "a-whole-file"),
+                        (f"{GH}/v0.1.0/vllm/utils.py", "permalink-to-a-whole-file"))),
 ]
 
 
@@ -1227,8 +1232,17 @@ def test_xref_of_a_permalink_at_a_commit_is_at_the_version_indexed_there() -> No
 
 
 SHOW_ERRORS = [
-    pytest.param("vllm@v0.1.0:vllm/utils.py", "missing '::QUALNAME' or '#Lx-Ly' after path "
-                 "'vllm/utils.py'", id="syntax"),
+    pytest.param("vllm@v0.1.0:vllm/utils.py::", "missing qualname after '::' in "
+                 "'vllm@v0.1.0:vllm/utils.py::'", id="syntax"),
+    pytest.param("vllm@v0.1.0:vllm/config", "'vllm/config' is a folder at vllm@v0.1.0, not a "
+                 "file (hint: name a file in it: 'vllm/config/__init__.py' or "
+                 "'vllm/config/cache.py')", id="a-folder"),
+    pytest.param("vllm@v0.1.0:vllm/config::CacheConfig", "'vllm/config' is a folder at "
+                 "vllm@v0.1.0, not a file (hint: name a file in it: 'vllm/config/__init__.py' "
+                 "or 'vllm/config/cache.py')", id="a-folder-with-a-qualname"),
+    pytest.param("vllm@v0.1.0:vllm/utls.py", "path 'vllm/utls.py' does not exist at "
+                 "vllm@v0.1.0 (hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py'?)",
+                 id="a-whole-file-missing"),
     pytest.param("vllm@v9.9.9:vllm/utils.py::cdiv",
                  "vllm@v9.9.9 is neither indexed nor configured (vllm has v0.1.0, v0.2.0, "
                  "v0.3.0); fix the version, or run 'annotate index vllm@v9.9.9' to index it",
