@@ -1234,12 +1234,10 @@ def test_xref_of_a_permalink_at_a_commit_is_at_the_version_indexed_there() -> No
 SHOW_ERRORS = [
     pytest.param("vllm@v0.1.0:vllm/utils.py::", "missing qualname after '::' in "
                  "'vllm@v0.1.0:vllm/utils.py::'", id="syntax"),
-    pytest.param("vllm@v0.1.0:vllm/config", "'vllm/config' is a folder at vllm@v0.1.0, not a "
-                 "file (hint: name a file in it: 'vllm/config/__init__.py' or "
-                 "'vllm/config/cache.py')", id="a-folder"),
-    pytest.param("vllm@v0.1.0:vllm/config::CacheConfig", "'vllm/config' is a folder at "
-                 "vllm@v0.1.0, not a file (hint: name a file in it: 'vllm/config/__init__.py' "
-                 "or 'vllm/config/cache.py')", id="a-folder-with-a-qualname"),
+    *(pytest.param(ref, "'vllm/config' is a folder at vllm@v0.1.0, not a file (hint: name a "
+                   "file in it: 'vllm/config/__init__.py' or 'vllm/config/cache.py')", id=name)
+      for ref, name in (("vllm@v0.1.0:vllm/config", "a-folder"),
+                        ("vllm@v0.1.0:vllm/config::CacheConfig", "a-folder-with-a-qualname"))),
     pytest.param("vllm@v0.1.0:vllm/utls.py", "path 'vllm/utls.py' does not exist at "
                  "vllm@v0.1.0 (hint: did you mean 'vllm/utils.py' or 'vllm/__init__.py'?)",
                  id="a-whole-file-missing"),
