@@ -719,7 +719,7 @@ def show(context: Context, ref_text: str) -> None:
                                         parse_ref(ref_text, whole_file=True))
         resolver = Resolver(database, context.config)
         with _unindexed_worded_as_elsewhere():
-            resolved = resolver.resolve(ref)
+            resolved = resolver.resolve(resolver.as_shown(ref))
         text = resolver.text_of(resolved)
         others = resolver.other_definitions(resolved)
     repo = context.config.repo(resolved.repo)

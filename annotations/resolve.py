@@ -169,6 +169,17 @@ class Resolver:
             return self._lines(repo, version, key, ref.path or "", ref.start_line, ref.end_line)
         return self._permalink(repo, version, key, ref)
 
+    def as_shown(self, ref: Ref) -> Ref:
+        """``ref`` as ``annotate show`` takes it: a dotted name that is the path of a file
+        of its version (``setup.py``: a top-level file's path reads as a dotted name) is
+        that whole file, as a path with a folder is (`parse_ref`'s ``whole_file``)."""
+        if ref.form is not RefForm.DOTTED or not ref.dotted:
+            return ref
+        repo, version = self._pin(ref)
+        if ref.dotted not in self.paths(self.version_key(repo, version)):
+            return ref
+        return Ref(repo, version, RefForm.LINES, path=ref.dotted)
+
     def resolve_symbol(self, ref: Ref) -> Resolved:
         """The symbol ``ref`` names: lines, ``REPO@VERSION:PATH#Lx-Ly`` as a permalink's,
         name the innermost symbol covering them. Raises ResolveError for lines no symbol

@@ -1194,6 +1194,18 @@ def test_show(ref: str, canonical: str, where: str, source: str, start: int, end
     )
 
 
+SETUP = "from setuptools import setup\n\nsetup()\n"
+
+
+def test_show_of_a_top_level_file_shows_the_file(tmp_path: Path) -> None:
+    """``setup.py`` reads as a dotted name (a module ``setup``, its name ``py``), which
+    names nothing: the file it is a path of is shown."""
+    source = write_tree(tmp_path / "top", {"setup.py": SETUP, "vllm/__init__.py": ""})
+    ok("index", "vllm@top", "--from", str(source))
+    assert ok("show", "vllm@top:setup.py") == (
+        f"# vllm@top:setup.py#L1-L3\n# {GH}/top/setup.py#L1-L3\n" + _numbered(SETUP, 1, 3))
+
+
 def test_show_marks_the_lines_a_permalink_links_inside_its_symbol() -> None:
     """The author sees which lines of the symbol the link is evidence of."""
     shown = ok("show", f"{GH}/v0.2.0/vllm/sampling_params.py#L25").splitlines()
