@@ -205,6 +205,9 @@ def _check_version(version: str, whole: str) -> None:
 def _parse_body(
     body: str, whole: str, repo: str | None, version: str | None, whole_file: bool = False
 ) -> Ref:
+    if not body:
+        raise RefSyntaxError(f"nothing after '{_clip(whole)}'",
+                             hint="write PATH::QUALNAME, a dotted name or PATH#Lx-Ly after ':'")
     if "::" in body:
         path, _, qualname = body.partition("::")
         _check_path(path, whole, "::")

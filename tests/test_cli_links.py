@@ -823,7 +823,9 @@ def test_links_to_a_malformed_ref() -> None:
     assert fails("links", "vllm@v0.1.0:vllm/utils.py::") == (
         "Error: missing qualname after '::' in 'vllm@v0.1.0:vllm/utils.py::'\n"
     )
-    assert fails("links", "vllm@v0.1.0:").startswith("Error: missing path")
+    assert fails("links", "vllm@v0.1.0:") == (
+        "Error: nothing after 'vllm@v0.1.0:' (hint: write PATH::QUALNAME, a dotted name or "
+        "PATH#Lx-Ly after ':')\n")
 
 
 @pytest.mark.parametrize("name", ["vllm.config.", ".CacheConfig", "vllm..CacheConfig"],

@@ -197,6 +197,7 @@ INVALID = [
     ),
     pytest.param("a.py::", "missing qualname after '::' in 'a.py::'", id="qualname-missing"),
     pytest.param("::f", "missing path before '::' in '::f'", id="path-missing"),
+    pytest.param("vllm@v1:", "nothing after 'vllm@v1:'", id="nothing-after-the-pin"),
     pytest.param("#L1", "missing path before '#' in '#L1'", id="path-missing-lines"),
     pytest.param(
         "../a.py::f", "path '../a.py' must be relative and must not contain '..'", id="dotdot"
