@@ -277,8 +277,7 @@ class _Finder:
             return None
         class_members = None if parent is None else parent.members  # None: not in a class
         in_class = class_members is not None
-        name_text = python_name(
-            self._source[name.start_byte:name.end_byte].decode("utf-8", "replace"))
+        name_text = self._name(name)
         if parent is None:
             qualname = name_text
         else:
@@ -314,9 +313,7 @@ class _Finder:
                 left = _unparenthesized(assignment.child_by_field_name("left"))
                 value = assignment.child_by_field_name("right")
                 if left is not None and left.type == "identifier":
-                    left_text = python_name(
-                        self._source[left.start_byte:left.end_byte].decode("utf-8", "replace"))
-                    found.append(self._attribute(prefix + left_text, statement, value))
+                    found.append(self._attribute(prefix + self._name(left), statement, value))
                 assignment = value
         return found
 
@@ -333,6 +330,11 @@ class _Finder:
             signature="" if value is None
             else self._source[value.start_byte:value.end_byte].decode("utf-8", "replace"),
         )
+
+    def _name(self, identifier: tree_sitter.Node) -> str:
+        """An identifier node's name as Python reads it (`python_name`)."""
+        return python_name(
+            self._source[identifier.start_byte:identifier.end_byte].decode("utf-8", "replace"))
 
     def _note_docstring(self, body: tree_sitter.Node) -> None:
         if body.named_child_count == 0:
