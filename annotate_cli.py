@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from annotations.errors import AnnotationError
     from db.database import Database
 
-F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -240,6 +239,11 @@ class OneLineErrorsGroup(click.Group):
         ctx.meta[_INVOCATION] = (given[:len(given) - len(args)], name or "", list(rest))
         return name, command, rest
 
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Every command takes ``--db PATH`` after its name too, after its own options."""
+        cmd.params.append(_db_after_the_command())
+        super().add_command(cmd, name)
+
     def invoke(self, ctx: click.Context) -> Any:
         with _usage_errors_on_one_line(lambda: ctx.meta.get(_COMMAND_PATH, ctx.command_path)):
             try:
@@ -416,9 +420,9 @@ def require_indexed(
         raise click.BadParameter(str(error), param_hint=param_hint) from None
 
 
-def db_option(command: F) -> F:
-    """Accept ``--db PATH`` after the command name too: ``annotate show REF --db x.db``
-    (every command does)."""
+def _db_after_the_command() -> click.Option:
+    """``--db PATH`` after the command name too: ``annotate show REF --db x.db``; the
+    group gives it to every command (`OneLineErrorsGroup.add_command`)."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
         if _not_empty(ctx, param, value) is not None:
@@ -426,10 +430,8 @@ def db_option(command: F) -> F:
             assert context is not None  # made by the group before its command's options
             context._db_path = value
 
-    return click.option(
-        "--db", metavar="PATH", expose_value=False, callback=remember,
-        help="Index database (default from config).",
-    )(command)
+    return click.Option(["--db"], metavar="PATH", expose_value=False, callback=remember,
+                        help="Index database (default from config).")
 
 
 # --- index --------------------------------------------------------------------------
@@ -445,7 +447,6 @@ def db_option(command: F) -> F:
               help="Parser processes (default: cores, at most 8).")
 @click.option("--no-references", is_flag=True, hidden=True,
               help="Skip names and imports (the benchmark compares with and without).")
-@db_option
 @pass_context
 @reports_errors
 def index(
@@ -603,7 +604,6 @@ def _progress() -> _TerminalProgress:
 
 @cli.command()
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table")
-@db_option
 @pass_context
 @reports_errors
 def versions(context: Context, output_format: str) -> None:
@@ -657,7 +657,6 @@ SYMBOL_FIELDS = (
 @click.option("--kind", type=click.Choice([kind.value for kind in SymbolKind]))
 @click.option("--format", "output_format", type=click.Choice(["table", "jsonl"]),
               default="table")
-@db_option
 @pass_context
 @reports_errors
 def symbols(
@@ -700,7 +699,6 @@ def symbols(
 
 @cli.command()
 @click.argument("ref_text", metavar="REF", callback=_not_empty)
-@db_option
 @pass_context
 @reports_errors
 def show(context: Context, ref_text: str) -> None:
@@ -761,7 +759,6 @@ def _link(context: Context, database: Any, files: Any) -> Any:
 
 
 @cli.command()
-@db_option
 @pass_context
 @reports_errors
 def link(context: Context) -> None:
@@ -808,7 +805,6 @@ def _untracked_note(untracked: dict[str, int], config_name: str) -> str:
               help="List what this article cites instead.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
-@db_option
 @pass_context
 @reports_errors
 def links(context: Context, symbol: str | None, article: str | None, output_format: str) -> None:
@@ -938,7 +934,6 @@ def _link_json(row: dict) -> dict:
               default="table")
 @click.option("--limit", type=click.IntRange(min=1, max=1_000_000), default=50, show_default=True,
               help="Show at most this many claims.")
-@db_option
 @pass_context
 @reports_errors
 def search(context: Context, words: tuple[str, ...], output_format: str, limit: int) -> None:
@@ -994,7 +989,6 @@ def search(context: Context, words: tuple[str, ...], output_format: str, limit: 
 @click.option("--workers", type=click.IntRange(1, 64),
               help="Processes that compare refs with their targets, each the refs of its "
                    "pinned versions (default: cores, at most 4).")
-@db_option
 @pass_context
 @reports_errors
 def check(
@@ -1039,7 +1033,6 @@ def check(
               callback=_none_empty,
               help="Compare with this version instead of the repo's configured target.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff; change nothing.")
-@db_option
 @pass_context
 @reports_errors
 def fix(context: Context, bump: tuple[str, ...], against: tuple[str, ...], dry_run: bool) -> None:
@@ -1196,7 +1189,6 @@ def _ending_with_a_line_break(pieces: Iterable[str]) -> Iterator[str]:
               help="List the modules that import it instead.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table")
-@db_option
 @pass_context
 @reports_errors
 def xref(
@@ -1365,7 +1357,6 @@ def _xref_json(result: Any, show_imports: bool) -> dict:
 @click.option("--workers", type=click.IntRange(1, 64),
               help="Processes that match symbols, then find what the changed ones "
                    "started or stopped using (default: cores, at most 4).")
-@db_option
 @pass_context
 @reports_errors
 def diff(
@@ -1409,7 +1400,6 @@ def _note_compared_with_itself(database: Any, repo: str, version: str) -> None:
 @click.argument("ref_text", metavar="REF", callback=_not_empty)
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]),
               default="table", show_default=True)
-@db_option
 @pass_context
 @reports_errors
 def history(context: Context, ref_text: str, output_format: str) -> None:
