@@ -286,11 +286,10 @@ class Resolver:
 
     def _refuse_a_folder(self, repo: str, version: str, key: int, path: str) -> None:
         """A ref's path that is a folder of the version: named so, with files to name."""
-        inside = path.rstrip("/") + "/"
-        files = sorted(file for file in self.paths(key) if file.startswith(inside))
+        files = queries.files_in_folder(self.database, key, path, limit=3)
         if files:
             raise ResolveError(f"'{path}' is a folder at {repo}@{version}, not a file",
-                               hint=f"name a file in it: {either(files[:3])}")
+                               hint=f"name a file in it: {either(files)}")
 
     def _symbol(self, repo: str, version: str, key: int, path: str, qualname: str) -> Resolved:
         matching = self.definitions_in_file(key, path, qualname)

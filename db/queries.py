@@ -635,6 +635,17 @@ def is_indexed_folder(database: Database, path: str) -> bool:
     return row is not None
 
 
+def files_in_folder(
+    database: Database, version_key: int, folder: str, limit: int
+) -> list[str]:
+    """The first ``limit`` paths, in order, of the version's files in the folder ``folder``
+    (or below it)."""
+    rows = database.conn.execute(
+        "SELECT path FROM files WHERE version_id = ? AND path >= ? AND path < ? "
+        "ORDER BY path LIMIT ?", (version_key, *folder_bounds(folder), limit))
+    return [row[0] for row in rows]
+
+
 def folder_bounds(folder: str) -> tuple[str, str]:
     """The paths of the files in ``folder`` (and below it) are those from the first bound
     on and before the second: ``vllm/config/`` to ``vllm/config0`` ('0' follows '/')."""
